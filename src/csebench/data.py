@@ -1,0 +1,202 @@
+"""Training corpus and evaluation-data preparation.
+
+A corpus is a UTF-8 text file, one sentence per line; blank lines are dropped. Full scale
+downloads wiki1m_for_simcse.txt and senteval.tar from the hub dataset
+princeton-nlp/datasets-for-simcse (cached and resumable by huggingface_hub); the demo reads
+the shared copies (``paths.shared`` in params.yaml or $CSEBENCH_SHARED).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import random
+import tarfile
+from pathlib import Path
+
+import numpy as np
+
+from .config import SourceConfig
+from .errors import DataError
+from .io import atomic_path, write_text
+
+log = logging.getLogger(__name__)
+
+# Files the STS evaluation needs, relative to the SentEval data root (downstream/ folder).
+STS_REQUIRED = [
+    "STS/STS12-en-test", "STS/STS13-en-test", "STS/STS14-en-test", "STS/STS15-en-test",
+    "STS/STS16-en-test", "STS/STSBenchmark/sts-dev.csv", "STS/STSBenchmark/sts-test.csv",
+    "SICK/SICK_test_annotated.txt",
+]
+
+
+def hub_download(repo: str, filename: str, cache_dir: str | None = None) -> Path:
+    """Download one file of a hub *dataset* repo; offline (HF_HUB_OFFLINE=1) serves the cache only."""
+    from huggingface_hub import hf_hub_download
+
+    try:
+        return Path(hf_hub_download(repo_id=repo, filename=filename, repo_type="dataset", cache_dir=cache_dir))
+    except Exception as exc:  # network errors, offline mode with an empty cache
+        raise DataError(
+            f"could not fetch {filename} from hub dataset {repo}: {exc.__class__.__name__}: {exc}. "
+            f"Offline? Point the data source at a local file instead (params.yaml data.*.path, "
+            f"or the demo suite, which reads ../shared)."
+        ) from None
+
+
+def read_corpus(path: str | os.PathLike) -> list[str]:
+    """Sentences of a corpus file: stripped, blank lines dropped. Errors name the file."""
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(f"corpus file not found: {p}")
+    raw = p.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise DataError(f"corpus {p} is not UTF-8: invalid byte at line {line} (byte offset {exc.start}); re-encode it as UTF-8") from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    sentences = [s.strip() for s in text.splitlines()]
+    sentences = [s for s in sentences if s]
+    if not sentences:
+        raise DataError(f"corpus {p} has no sentences (empty or only blank lines)")
+    return sentences
+
+
+def prepare_corpus(source: SourceConfig, out: str | os.PathLike) -> int:
+    """Write the training corpus (optionally a seeded sample) to ``out``; return its size."""
+    path = Path(source.path) if source.path else hub_download(source.hub_repo, source.hub_file)
+    sentences = read_corpus(path)
+    if source.sample is not None and source.sample < len(sentences):
+        rng = random.Random(source.sample_seed)
+        keep = sorted(rng.sample(range(len(sentences)), source.sample))
+        sentences = [sentences[i] for i in keep]
+    write_text(out, "\n".join(sentences) + "\n")
+    log.info("corpus: %d sentences from %s -> %s", len(sentences), path, out)
+    return len(sentences)
+
+
+def check_senteval_dir(root: str | os.PathLike, required: list[str] = STS_REQUIRED) -> Path:
+    root = Path(root)
+    if (root / "downstream").is_dir():
+        root = root / "downstream"
+    missing = [r for r in required if not (root / r).exists()]
+    if missing:
+        raise DataError(
+            f"SentEval data at {root} is missing {', '.join(missing)}; expected SentEval's downstream/ layout "
+            f"(set paths.shared in params.yaml or ${'{'}CSEBENCH_SHARED{'}'}, or download senteval.tar)"
+        )
+    return root
+
+
+def prepare_senteval(source: SourceConfig, out_dir: str | os.PathLike) -> Path:
+    """Resolve evaluation data to a SentEval downstream/ folder; write a pointer file ``out_dir/ROOT``.
+
+    A local folder is used in place (never copied); the hub tarball is extracted once under out_dir.
+    """
+    out_dir = Path(out_dir)
+    if source.path:
+        root = check_senteval_dir(source.path)
+    else:
+        tar_path = hub_download(source.hub_repo, source.hub_file)
+        target = out_dir / "extracted"
+        if not target.exists():
+            with atomic_path(target, is_dir=True) as tmp:
+                with tarfile.open(tar_path) as tar:
+                    tar.extractall(tmp, filter="data")
+        candidates = [p for p in target.rglob("downstream") if p.is_dir()] or [target]
+        root = check_senteval_dir(candidates[0])
+    write_text(out_dir / "ROOT", str(root.resolve()) + "\n")
+    return root
+
+
+def senteval_root(pointer_or_dir: str | os.PathLike) -> Path:
+    """Accept a prepared pointer folder (with ROOT) or a SentEval folder directly."""
+    p = Path(pointer_or_dir)
+    if (p / "ROOT").is_file():
+        return Path((p / "ROOT").read_text(encoding="utf-8").strip())
+    if (p / "downstream").is_dir():
+        return p / "downstream"
+    if not p.is_dir():
+        raise DataError(f"SentEval data folder not found: {p}")
+    return p
+
+
+# ----------------------------------------------------------------------------- tokenized corpus
+
+
+class TokenizedCorpus:
+    """A corpus tokenized once (no padding, truncated to max length), stored flat as int32."""
+
+    def __init__(self, ids: np.ndarray, offsets: np.ndarray):
+        self.ids = ids
+        self.offsets = offsets
+
+    @classmethod
+    def from_lists(cls, id_lists: list[list[int]]) -> "TokenizedCorpus":
+        lengths = np.fromiter((len(x) for x in id_lists), dtype=np.int64, count=len(id_lists))
+        offsets = np.zeros(len(id_lists) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        flat = np.fromiter((t for x in id_lists for t in x), dtype=np.int32, count=int(offsets[-1]))
+        return cls(flat, offsets)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def get(self, i: int) -> np.ndarray:
+        return self.ids[self.offsets[i] : self.offsets[i + 1]]
+
+    def batch(self, indices, pad_id: int) -> tuple[np.ndarray, np.ndarray]:
+        """Dynamically padded (input_ids, attention_mask) for the given sentence indices."""
+        starts = self.offsets[indices]
+        lens = self.offsets[np.asarray(indices) + 1] - starts
+        width = int(lens.max())
+        cols = np.arange(width)
+        mask = cols[None, :] < lens[:, None]
+        gather = np.where(mask, starts[:, None] + cols[None, :], 0)
+        ids = np.where(mask, self.ids[gather], pad_id)
+        return ids.astype(np.int64), mask.astype(np.int64)
+
+
+def tokenizer_fingerprint(tokenizer) -> str:
+    h = hashlib.sha256()
+    h.update(tokenizer.__class__.__name__.encode())
+    vocab = tokenizer.get_vocab()
+    for tok, idx in sorted(vocab.items(), key=lambda kv: kv[1])[:50000]:
+        h.update(f"{idx}:{tok}\n".encode())
+    h.update(str(getattr(tokenizer, "do_lower_case", "")).encode())
+    return h.hexdigest()[:16]
+
+
+def tokenize_corpus(sentences: list[str], tokenizer, max_length: int, chunk: int = 10000) -> TokenizedCorpus:
+    id_lists: list[list[int]] = []
+    for start in range(0, len(sentences), chunk):
+        enc = tokenizer(sentences[start : start + chunk], truncation=True, max_length=max_length,
+                        padding=False, return_attention_mask=False)
+        id_lists.extend(enc["input_ids"])
+    return TokenizedCorpus.from_lists(id_lists)
+
+
+def load_tokenized_corpus(corpus_path: str | os.PathLike, tokenizer, max_length: int,
+                          cache_dir: str | os.PathLike | None) -> TokenizedCorpus:
+    """Tokenize once per (corpus content, tokenizer, max length); reuse the cached arrays after."""
+    corpus_path = Path(corpus_path)
+    sentences = read_corpus(corpus_path)
+    if cache_dir is None:
+        return tokenize_corpus(sentences, tokenizer, max_length)
+    h = hashlib.sha256(corpus_path.read_bytes()).hexdigest()[:16]
+    key = f"{h}-{tokenizer_fingerprint(tokenizer)}-L{max_length}"
+    cache = Path(cache_dir) / f"tokens-{key}.npz"
+    if cache.is_file():
+        with np.load(cache) as z:
+            return TokenizedCorpus(z["ids"], z["offsets"])
+    tc = tokenize_corpus(sentences, tokenizer, max_length)
+    with atomic_path(cache) as tmp:
+        with open(tmp, "wb") as fh:
+            np.savez(fh, ids=tc.ids, offsets=tc.offsets)
+    return tc

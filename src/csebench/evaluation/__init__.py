@@ -1,0 +1,1 @@
+"""Evaluation: STS (SentEval protocol, SimCSE's "all" setting) and SentEval transfer tasks."""

@@ -1,0 +1,180 @@
+"""STS evaluation with the SimCSE/SentEval protocol.
+
+Parsing mirrors SentEval's loaders (senteval/sts.py, senteval/sick.py as modified by SimCSE):
+  * STS12-16: ``STS.input.<set>.txt`` tab-separated sentence pairs, ``STS.gs.<set>.txt`` scores;
+    pairs whose gold score is empty are skipped; sentences are whitespace-tokenized and re-joined
+    with single spaces (SimCSE's batcher: ' '.join(tokens)).
+  * STS-B: ``sts-{dev,test}.csv``, tab-separated; columns 5, 6 = sentences, column 4 = score.
+  * SICK-R: ``SICK_test_annotated.txt``, header line skipped; columns 1, 2 = sentences, 3 = score.
+Scores: cosine similarity, Spearman x100. STS12-16 report Spearman over the concatenation of
+all their subsets (SimCSE's "all" setting); the average is over the 7 test tasks.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+from scipy.stats import spearmanr
+
+from ..errors import DataError
+
+log = logging.getLogger(__name__)
+
+STS_SUBSETS = {
+    "STS12": ["MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews"],
+    "STS13": ["FNWN", "headlines", "OnWN"],
+    "STS14": ["deft-forum", "deft-news", "headlines", "images", "OnWN", "tweet-news"],
+    "STS15": ["answers-forums", "answers-students", "belief", "headlines", "images"],
+    "STS16": ["answer-answer", "headlines", "plagiarism", "postediting", "question-question"],
+}
+TEST_TASKS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]
+TABLE_NAMES = {"STS12": "STS12", "STS13": "STS13", "STS14": "STS14", "STS15": "STS15",
+               "STS16": "STS16", "STSBenchmark": "STS-B", "SICKRelatedness": "SICK-R"}
+
+
+@dataclass
+class PairSet:
+    """Sentence pairs with gold scores; ``groups`` names the subset of each pair."""
+
+    sent1: list[str]
+    sent2: list[str]
+    scores: np.ndarray
+    groups: list[str]
+
+
+def _read_lines(path: Path) -> list[str]:
+    if not path.is_file():
+        raise DataError(f"missing evaluation file: {path}")
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise DataError(f"evaluation file is not UTF-8: {path}") from None
+
+
+def _join(s: str) -> str:
+    return " ".join(s.split())
+
+
+def _score(value: str, path: Path, line: int) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        raise DataError(f"{path}:{line}: score {value!r} is not a number") from None
+
+
+def _columns(line: str, path: Path, lineno: int, need: int) -> list[str]:
+    cols = line.split("\t")
+    if len(cols) < need:
+        raise DataError(f"{path}:{lineno}: expected at least {need} tab-separated columns, found {len(cols)}")
+    return cols
+
+
+def load_sts_year(root: Path, task: str) -> PairSet:
+    folder = root / "STS" / f"{task}-en-test"
+    s1, s2, scores, groups = [], [], [], []
+    for subset in STS_SUBSETS[task]:
+        inp, gs = folder / f"STS.input.{subset}.txt", folder / f"STS.gs.{subset}.txt"
+        pairs = _read_lines(inp)
+        gold = _read_lines(gs)
+        if len(gold) != len(pairs):
+            raise DataError(f"{gs}: {len(gold)} scores for {len(pairs)} sentence pairs in {inp}")
+        for lineno, (pair, g) in enumerate(zip(pairs, gold), start=1):
+            if g.strip() == "":  # SentEval skips pairs without a gold score
+                continue
+            cols = _columns(pair, inp, lineno, 2)
+            s1.append(_join(cols[0]))
+            s2.append(_join(cols[1]))
+            scores.append(_score(g, gs, lineno))
+            groups.append(subset)
+    return PairSet(s1, s2, np.asarray(scores, dtype=np.float64), groups)
+
+
+def load_stsb(root: Path, split: str) -> PairSet:
+    path = root / "STS" / "STSBenchmark" / f"sts-{split}.csv"
+    s1, s2, scores = [], [], []
+    for lineno, line in enumerate(_read_lines(path), start=1):
+        cols = _columns(line, path, lineno, 7)
+        s1.append(_join(cols[5]))
+        s2.append(_join(cols[6]))
+        scores.append(_score(cols[4], path, lineno))
+    return PairSet(s1, s2, np.asarray(scores), [split] * len(s1))
+
+
+def load_sickr(root: Path, split: str = "test") -> PairSet:
+    name = {"train": "SICK_train.txt", "dev": "SICK_trial.txt", "test": "SICK_test_annotated.txt"}[split]
+    path = root / "SICK" / name
+    s1, s2, scores = [], [], []
+    for lineno, line in enumerate(_read_lines(path)[1:], start=2):
+        cols = _columns(line, path, lineno, 4)
+        s1.append(_join(cols[1]))
+        s2.append(_join(cols[2]))
+        scores.append(_score(cols[3], path, lineno))
+    return PairSet(s1, s2, np.asarray(scores), [split] * len(s1))
+
+
+def load_task(root: str | os.PathLike, task: str) -> PairSet:
+    root = Path(root)
+    if task in STS_SUBSETS:
+        return load_sts_year(root, task)
+    if task == "STSBenchmark":
+        return load_stsb(root, "test")
+    if task == "STSBenchmark-dev":
+        return load_stsb(root, "dev")
+    if task == "SICKRelatedness":
+        return load_sickr(root, "test")
+    raise DataError(f"unknown STS task '{task}' (valid: {', '.join(TEST_TASKS + ['STSBenchmark-dev'])})")
+
+
+def cosine_rows(a: torch.Tensor, b: torch.Tensor) -> np.ndarray:
+    a = a.double()
+    b = b.double()
+    return ((a * b).sum(-1) / (a.norm(dim=-1) * b.norm(dim=-1))).numpy()
+
+
+def spearman100(sys_scores: np.ndarray, gold: np.ndarray) -> float:
+    return float(spearmanr(sys_scores, gold)[0] * 100.0)
+
+
+EncodeFn = Callable[[list[str]], torch.Tensor]
+
+
+def evaluate_sts(encode: EncodeFn, root: str | os.PathLike, tasks: list[str] | None = None,
+                 pairsets: dict[str, PairSet] | None = None) -> dict:
+    """Spearman x100 per task (+ per-subset for STS12-16) and the average of the 7 test tasks.
+
+    ``encode`` maps a list of sentences to an (n, d) tensor. All tasks' sentences are pooled
+    and deduplicated, so one call encodes every distinct sentence exactly once.
+    """
+    tasks = tasks or TEST_TASKS
+    sets = pairsets or {t: load_task(root, t) for t in tasks}
+    everything = sorted({s for ps in sets.values() for s in (*ps.sent1, *ps.sent2)})
+    emb = encode(everything)
+    row = {s: i for i, s in enumerate(everything)}
+    results: dict = {"tasks": {}, "subsets": {}, "n_pairs": {}}
+    for task, ps in sets.items():
+        e1 = emb[torch.as_tensor([row[s] for s in ps.sent1])]
+        e2 = emb[torch.as_tensor([row[s] for s in ps.sent2])]
+        sims = cosine_rows(e1, e2)
+        results["tasks"][task] = spearman100(sims, ps.scores)
+        results["n_pairs"][task] = len(ps.scores)
+        if task in STS_SUBSETS:
+            groups = np.asarray(ps.groups)
+            results["subsets"][task] = {g: spearman100(sims[groups == g], ps.scores[groups == g]) for g in STS_SUBSETS[task]}
+    test = [t for t in TEST_TASKS if t in results["tasks"]]
+    if len(test) == len(TEST_TASKS):
+        results["avg"] = float(np.mean([results["tasks"][t] for t in TEST_TASKS]))
+    return results
+
+
+def sts_pair_similarities(encode: EncodeFn, ps: PairSet) -> np.ndarray:
+    """Cosine similarity of every pair (used by analyses and paired significance tests)."""
+    uniq = sorted(set(ps.sent1) | set(ps.sent2))
+    emb = encode(uniq)
+    row = {s: i for i, s in enumerate(uniq)}
+    return cosine_rows(emb[torch.as_tensor([row[s] for s in ps.sent1])], emb[torch.as_tensor([row[s] for s in ps.sent2])])

@@ -1,0 +1,88 @@
+"""Objective terms, composed from config into one training objective.
+
+params.yaml ``methods.<name>.objectives`` maps a term key to its settings, e.g.
+
+    objectives:
+      gaussian_negatives: {}            # GS-InfoNCE with paper defaults
+      instance_smoothing: {alpha: 0.1}  # IS-CSE
+
+Every key listed is switched on; an empty mapping means "paper defaults".
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..config import ConfigError, _suggest, from_dict
+from .base import ObjectiveTerm, StepContext, settings_as_dict
+from .contrastive import info_nce
+
+log = logging.getLogger(__name__)
+
+# term key -> "module:Class"; modules are imported on use so one broken term cannot break the rest.
+TERMS: dict[str, str] = {
+    "gaussian_negatives": "csebench.objectives.gaussian:GaussianNegatives",
+    "instance_smoothing": "csebench.objectives.smoothing:InstanceSmoothing",
+    "layer_negatives": "csebench.objectives.layer_negatives:LayerNegatives",
+    "distillation": "csebench.objectives.distillation:Distillation",
+}
+
+
+def term_class(key: str) -> type[ObjectiveTerm]:
+    if key not in TERMS:
+        raise ConfigError(f"unknown objective '{key}'{_suggest(key, list(TERMS))}")
+    module, cls = TERMS[key].split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def validate_objectives(objectives: dict | None, where: str, training: Any = None) -> dict[str, dict]:
+    """Check every term's settings (unknown keys, ranges); return them with defaults filled in."""
+    out = {}
+    for key, settings in (objectives or {}).items():
+        cls = term_class(key)
+        obj = from_dict(cls.Settings, settings or {}, f"{where}: objectives.{key}")
+        check = getattr(obj, "check_with_training", None)
+        if check and training is not None:
+            check(f"{where}: objectives.{key}", training)
+        out[key] = settings_as_dict(obj)
+    return out
+
+
+class Objective(nn.Module):
+    """InfoNCE + the configured terms. ``forward`` returns (loss, {name: value}) for logging."""
+
+    def __init__(self, objectives: dict[str, dict], hidden_size: int, num_layers: int, **term_kwargs):
+        super().__init__()
+        terms = {}
+        for key, settings in objectives.items():
+            cls = term_class(key)
+            obj = from_dict(cls.Settings, settings, f"objectives.{key}")
+            kwargs = {k: v for k, v in term_kwargs.items() if k in getattr(cls, "extra_init_args", ())}
+            terms[key] = cls(obj, hidden_size=hidden_size, num_layers=num_layers, **kwargs)
+        self.terms = nn.ModuleDict(terms)
+
+    def intermediate_layers(self) -> list[int]:
+        layers: set[int] = set()
+        for term in self.terms.values():
+            layers.update(term.intermediate_layers())
+        return sorted(layers)
+
+    def forward(self, ctx: StepContext) -> tuple[torch.Tensor, dict[str, float]]:
+        extra = [e for t in self.terms.values() if (e := t.extra_negatives(ctx)) is not None]
+        contrastive = info_nce(ctx, extra)
+        for term in self.terms.values():
+            contrastive = term.replaces_contrastive(contrastive, ctx)
+        loss = contrastive
+        logs = {"loss_contrastive": float(contrastive.detach())}
+        for key, term in self.terms.items():
+            add = term.extra_loss(ctx)
+            if add is not None:
+                loss = loss + add
+                logs[f"loss_{key}"] = float(add.detach())
+            logs.update({f"{key}/{k}": v for k, v in term.logs().items()})
+        return loss, logs

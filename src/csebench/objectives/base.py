@@ -1,0 +1,91 @@
+"""The contract between the training loop and the objective terms.
+
+The loop encodes two dropout views of a batch (one forward of the doubled batch) and hands
+each term a StepContext. A term may
+  * add extra negative columns to the InfoNCE denominator (``extra_negatives``: GS-InfoNCE's
+    Gaussian vectors, SSCL's intermediate-layer representations), and/or
+  * add a weighted loss of its own (``extra_loss``: IS-CSE's smoothing loss, DistillCSE's
+    distillation loss).
+So any combination of methods is a config entry: the loop never knows which method runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+
+
+@dataclass
+class StepContext:
+    z1: torch.Tensor  # (B, D) anchors: view 1 of this rank's sentences, after the training head
+    z2: torch.Tensor  # (N, D) positives/in-batch candidates: view 2 of all ranks' sentences (N = B on one process)
+    temperature: float
+    step: int  # 0-based optimizer step
+    total_steps: int
+    indices: torch.Tensor  # (B,) corpus indices of this rank's sentences
+    all_indices: torch.Tensor  # (N,) corpus indices of z2's rows
+    positive_offset: int = 0  # row of z1[0]'s positive in z2 (rank * B under DDP)
+    layer_z1: dict[int, torch.Tensor] = field(default_factory=dict)  # hidden_states index -> (B, D)
+    layer_z2: dict[int, torch.Tensor] = field(default_factory=dict)  # hidden_states index -> (N, D)
+    num_layers: int = 12
+    world_size: int = 1
+    rank: int = 0
+
+    @property
+    def labels(self) -> torch.Tensor:
+        return torch.arange(self.z1.shape[0], device=self.z1.device) + self.positive_offset
+
+    @property
+    def progress(self) -> float:
+        """Fraction of training done, in [0, 1] (IS-CSE's cosine alpha schedule)."""
+        return self.step / max(self.total_steps, 1)
+
+
+def cosine_matrix(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Pairwise cosine similarity, (n, d) x (m, d) -> (n, m), computed in float32."""
+    a = nn.functional.normalize(a.float(), dim=-1)
+    b = nn.functional.normalize(b.float(), dim=-1)
+    return a @ b.T
+
+
+class ObjectiveTerm(nn.Module):
+    """One method's contribution. Subclasses set ``key`` (its name in params.yaml) and
+    ``Settings`` (a dataclass of its hyperparameters with a ``validate(where, training)``)."""
+
+    key: ClassVar[str] = ""
+    Settings: ClassVar[type] = object
+
+    def __init__(self, settings: Any, hidden_size: int, num_layers: int):
+        super().__init__()
+        self.settings = settings
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+
+    def intermediate_layers(self) -> list[int]:
+        """hidden_states indices whose pooled representation this term needs in StepContext."""
+        return []
+
+    def extra_negatives(self, ctx: StepContext) -> torch.Tensor | None:
+        """(B, K) logits appended to the InfoNCE denominator: already divided by the temperature
+        and shifted by log(weight) where the equation weights them."""
+        return None
+
+    def extra_loss(self, ctx: StepContext) -> torch.Tensor | None:
+        """A scalar added to the total loss, weight included."""
+        return None
+
+    def replaces_contrastive(self, contrastive: torch.Tensor, ctx: StepContext) -> torch.Tensor:
+        """Hook for terms that change how the InfoNCE loss itself is combined (default: unchanged)."""
+        return contrastive
+
+    def logs(self) -> dict[str, float]:
+        """Scalars to log for the last step (e.g. the current alpha)."""
+        return {}
+
+
+def settings_as_dict(settings: Any) -> dict:
+    return dataclasses.asdict(settings) if dataclasses.is_dataclass(settings) else dict(settings)

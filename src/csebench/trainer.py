@@ -1,0 +1,358 @@
+"""The one training loop. Methods enter only through the composed Objective (objectives/).
+
+Per step: take B sentences, run the doubled batch [x; x] through the encoder in one forward
+pass (different dropout masks = the two views), pool (+ MLP head), build a StepContext and
+ask the Objective for the loss. STS-B dev is evaluated every ``eval_steps``; the best model is
+saved in Hugging Face + sentence-transformers format. A resumable checkpoint (model, optimizer,
+scheduler, RNG states, data position, objective state such as IS-CSE's buffer, best dev score)
+is written atomically every ``checkpoint_steps``; rerunning the same command resumes from it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import random
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from . import distributed
+from .config import RunConfig
+from .data import load_tokenized_corpus, senteval_root
+from .encoder import SentenceEncoder, build_encoder, pool
+from .errors import TrainingError
+from .evaluation.sts import cosine_rows, load_stsb, spearman100
+from .io import atomic_path, write_csv, write_json
+from .objectives import Objective
+from .objectives.base import StepContext
+
+log = logging.getLogger(__name__)
+
+
+def set_seed(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.cuda.manual_seed_all(seed)
+
+
+def pick_device() -> torch.device:
+    if torch.cuda.is_available():
+        return torch.device("cuda", distributed.local_rank())
+    return torch.device("cpu")
+
+
+def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
+    if device.type != "cuda" or precision == "fp32":
+        return None
+    if precision == "bf16" or (precision == "auto" and torch.cuda.is_bf16_supported()):
+        return torch.bfloat16
+    return torch.float16
+
+
+def data_order(n: int, batch_size: int, seed: int, epoch: int, world_size: int = 1) -> np.ndarray:
+    """(steps, world_size * batch_size) sentence indices for one epoch; a fixed function of
+    (seed, epoch) so a resumed run sees exactly the same batches. A last partial batch is dropped
+    when it would leave a rank with fewer than 2 sentences."""
+    rng = np.random.default_rng([seed, epoch])
+    perm = rng.permutation(n)
+    global_bs = batch_size * world_size
+    steps = n // global_bs
+    batches = [perm[i * global_bs : (i + 1) * global_bs] for i in range(steps)]
+    rest = perm[steps * global_bs :]
+    if len(rest) >= 2 * world_size:
+        batches.append(rest[: (len(rest) // world_size) * world_size])
+    return batches
+
+
+class DevEvaluator:
+    """STS-B dev Spearman for model selection (SimCSE's metric_for_best_model=stsb_spearman)."""
+
+    def __init__(self, senteval_dir: str | os.PathLike, batch_size: int):
+        self.pairs = load_stsb(senteval_root(senteval_dir), "dev")
+        self.batch_size = batch_size
+
+    def __call__(self, encoder: SentenceEncoder) -> float:
+        uniq = sorted(set(self.pairs.sent1) | set(self.pairs.sent2))
+        emb = encoder.encode(uniq, batch_size=self.batch_size)
+        row = {s: i for i, s in enumerate(uniq)}
+        e1 = emb[torch.as_tensor([row[s] for s in self.pairs.sent1])]
+        e2 = emb[torch.as_tensor([row[s] for s in self.pairs.sent2])]
+        return spearman100(cosine_rows(e1, e2), self.pairs.scores)
+
+
+@dataclass
+class TrainState:
+    step: int = 0
+    epoch: int = 0
+    batch_in_epoch: int = 0
+    best_dev: float = -math.inf
+    best_step: int = -1
+    elapsed: float = 0.0
+
+
+def _rng_state() -> dict:
+    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state(),
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
+
+
+def _set_rng_state(s: dict) -> None:
+    random.setstate(s["python"])
+    np.random.set_state(s["numpy"])
+    torch.set_rng_state(s["torch"])
+    if s.get("cuda") is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(s["cuda"])
+
+
+class Trainer:
+    def __init__(self, cfg: RunConfig, corpus_path: str | os.PathLike, senteval_dir: str | os.PathLike,
+                 out_dir: str | os.PathLike, cache_dir: str | os.PathLike | None = None,
+                 show_progress: bool = True, teacher_cache: list[str] | None = None):
+        self.cfg = cfg
+        self.t = cfg.training
+        self.out_dir = Path(out_dir)
+        self.ckpt_dir = self.out_dir / "checkpoint"
+        self.show_progress = show_progress
+        self.rank, self.world = distributed.rank(), distributed.world_size()
+        self.device = pick_device()
+        set_seed(cfg.seed)
+        self.encoder = build_encoder(cfg.backbone, seed=cfg.seed, dropout=self.t.dropout).to(self.device)
+        self.tokens = load_tokenized_corpus(corpus_path, self.encoder.tokenizer, self.t.max_seq_length, cache_dir)
+        n = len(self.tokens)
+        if n < 2 * self.world:
+            raise TrainingError(f"corpus {corpus_path} has {n} sentences: too few for in-batch negatives")
+        self.steps_per_epoch = len(data_order(n, self.t.batch_size, cfg.seed, 0, self.world))
+        self.total_steps = self.t.epochs * self.steps_per_epoch
+        if self.t.max_steps:
+            self.total_steps = min(self.total_steps, self.t.max_steps)
+        self.objective = Objective(cfg.objectives, self.encoder.hidden_size, self.encoder.num_layers,
+                                   run_config=cfg, corpus_size=n, teacher_cache=teacher_cache or [],
+                                   device=self.device).to(self.device)
+        self.layers = self.objective.intermediate_layers()
+        params = [p for p in list(self.encoder.parameters()) + list(self.objective.parameters()) if p.requires_grad]
+        decay = [p for p in params if p.ndim >= 2]
+        no_decay = [p for p in params if p.ndim < 2]
+        fused = self.device.type == "cuda"
+        self.optimizer = torch.optim.AdamW(
+            [{"params": decay, "weight_decay": self.t.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+            lr=self.t.learning_rate, eps=self.t.adam_epsilon, fused=fused)
+        warm, total = self.t.warmup_steps, self.total_steps
+
+        def linear(step: int) -> float:  # HF get_linear_schedule_with_warmup
+            if step < warm:
+                return step / max(1, warm)
+            return max(0.0, (total - step) / max(1, total - warm))
+
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, linear)
+        self.amp_dtype = autocast_dtype(self.t.precision, self.device)
+        self.scaler = torch.amp.GradScaler("cuda") if self.amp_dtype == torch.float16 else None
+        self.model = self.encoder
+        if self.world > 1:
+            self.model = torch.nn.parallel.DistributedDataParallel(
+                self.encoder, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+        self.forward_model = torch.compile(self.model) if self.t.compile else self.model
+        self.dev = DevEvaluator(senteval_dir, self.t.eval_batch_size) if self.rank == 0 else None
+        self.state = TrainState()
+        self.train_rows: list[list] = []
+        self.dev_rows: list[list] = []
+        self.log_keys: list[str] = []
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def save_checkpoint(self) -> None:
+        if self.rank != 0:
+            return
+        with atomic_path(self.ckpt_dir, is_dir=True) as tmp:
+            torch.save({
+                "encoder": self.encoder.state_dict(), "objective": self.objective.state_dict(),
+                "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
+                "scaler": self.scaler.state_dict() if self.scaler else None,
+                "state": self.state.__dict__, "rng": _rng_state(), "train_rows": self.train_rows,
+                "dev_rows": self.dev_rows, "log_keys": self.log_keys,
+                "run": {"suite": self.cfg.suite, "name": self.cfg.name, "seed": self.cfg.seed,
+                        "total_steps": self.total_steps},
+            }, tmp / "trainer.pt")
+            if (self.out_dir / "best_model.partial").exists():
+                shutil.copytree(self.out_dir / "best_model.partial", tmp / "best_model")
+
+    def maybe_resume(self) -> bool:
+        ckpt = self.ckpt_dir / "trainer.pt"
+        if not ckpt.is_file():
+            return False
+        blob = torch.load(ckpt, map_location=self.device, weights_only=False)
+        if blob["run"]["total_steps"] != self.total_steps or blob["run"]["seed"] != self.cfg.seed:
+            log.warning("checkpoint %s belongs to a different configuration; starting over", ckpt)
+            return False
+        self.encoder.load_state_dict(blob["encoder"])
+        self.objective.load_state_dict(blob["objective"])
+        self.optimizer.load_state_dict(blob["optimizer"])
+        self.scheduler.load_state_dict(blob["scheduler"])
+        if self.scaler and blob["scaler"]:
+            self.scaler.load_state_dict(blob["scaler"])
+        self.state = TrainState(**blob["state"])
+        _set_rng_state(blob["rng"])
+        self.train_rows, self.dev_rows, self.log_keys = blob["train_rows"], blob["dev_rows"], blob["log_keys"]
+        if self.rank == 0 and (self.ckpt_dir / "best_model").is_dir():
+            shutil.rmtree(self.out_dir / "best_model.partial", ignore_errors=True)
+            shutil.copytree(self.ckpt_dir / "best_model", self.out_dir / "best_model.partial")
+        log.info("resumed %s from step %d (best dev %.2f at step %d)", self.cfg.run_id, self.state.step,
+                 self.state.best_dev, self.state.best_step)
+        return True
+
+    # ------------------------------------------------------------------ one step
+
+    def encode_views(self, batch_idx: np.ndarray) -> StepContext:
+        local = batch_idx if self.world == 1 else np.array_split(batch_idx, self.world)[self.rank]
+        ids, mask = self.tokens.batch(local, self.encoder.tokenizer.pad_token_id or 0)
+        ids = torch.from_numpy(ids).to(self.device, non_blocking=True)
+        mask = torch.from_numpy(mask).to(self.device, non_blocking=True)
+        b = ids.shape[0]
+        ids2, mask2 = torch.cat([ids, ids]), torch.cat([mask, mask])  # both views in one forward pass
+        need_all = bool(self.layers)
+        hs = _call_hidden(self.forward_model, ids2, mask2, need_all)
+        pooled = self.encoder.project(pool(self.encoder.pooler, hs, mask2), train_head=True)
+        z1, z2 = pooled[:b], pooled[b:]
+        layer_z1, layer_z2 = {}, {}
+        for layer in self.layers:
+            rep = self.encoder.project(pool(self.encoder.pooler, hs, mask2, layer=layer), train_head=True)
+            layer_z1[layer], layer_z2[layer] = rep[:b], rep[b:]
+        idx_local = torch.as_tensor(local, device=self.device)
+        offset = 0
+        if self.world > 1:
+            z2, offset = distributed.gather_keep_local(z2)
+            layer_z2 = {k: distributed.gather_keep_local(v)[0] for k, v in layer_z2.items()}
+            all_idx = torch.as_tensor(batch_idx, device=self.device)
+        else:
+            all_idx = idx_local
+        return StepContext(z1=z1, z2=z2, temperature=self.t.temperature, step=self.state.step,
+                           total_steps=self.total_steps, indices=idx_local, all_indices=all_idx,
+                           positive_offset=offset, layer_z1=layer_z1, layer_z2=layer_z2,
+                           num_layers=self.encoder.num_layers, world_size=self.world, rank=self.rank)
+
+    def train_step(self, batch_idx: np.ndarray) -> dict[str, float]:
+        self.model.train()
+        self.objective.train()
+        ctx_amp = torch.autocast(self.device.type, dtype=self.amp_dtype) if self.amp_dtype else _Null()
+        with ctx_amp:
+            ctx = self.encode_views(batch_idx)
+            loss, logs = self.objective(ctx)
+        if not torch.isfinite(loss):
+            last = f"the last good checkpoint is {self.ckpt_dir} (step {self._ckpt_step()})" if self.ckpt_dir.exists() else "no checkpoint was written yet"
+            raise TrainingError(f"loss is {float(loss)} at step {self.state.step + 1} of {self.cfg.run_id}; {last}. "
+                                f"Lower the learning rate or check the objective settings.")
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.scaler:
+            self.scaler.scale(loss).backward()
+            self.scaler.unscale_(self.optimizer)
+        else:
+            loss.backward()
+        if self.t.max_grad_norm > 0:
+            torch.nn.utils.clip_grad_norm_(self.encoder.parameters(), self.t.max_grad_norm)
+        if self.scaler:
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            self.optimizer.step()
+        self.scheduler.step()
+        logs["loss"] = float(loss.detach())
+        logs["lr"] = self.scheduler.get_last_lr()[0]
+        return logs
+
+    def _ckpt_step(self) -> int:
+        try:
+            return int(torch.load(self.ckpt_dir / "trainer.pt", map_location="cpu", weights_only=False)["state"]["step"])
+        except Exception:
+            return -1
+
+    # ------------------------------------------------------------------ evaluation / saving
+
+    def evaluate_and_keep_best(self) -> float:
+        score = float("nan")
+        if self.rank == 0:
+            score = self.dev(self.encoder)
+            self.dev_rows.append([self.state.step, round(score, 4)])
+            if score > self.state.best_dev:
+                self.state.best_dev, self.state.best_step = score, self.state.step
+                self.encoder.save(self.out_dir / "best_model.partial")
+        distributed.barrier()
+        return score
+
+    def run(self) -> dict:
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.maybe_resume()
+        n_before = self.state.step
+        from tqdm import tqdm
+
+        bar = tqdm(total=self.total_steps, initial=self.state.step, desc=self.cfg.run_id, unit="step",
+                   disable=not self.show_progress or self.rank != 0, dynamic_ncols=True, mininterval=1.0)
+        last_dev = self.dev_rows[-1][1] if self.dev_rows else float("nan")
+        t0 = time.perf_counter() - self.state.elapsed
+        while self.state.step < self.total_steps:
+            batches = data_order(len(self.tokens), self.t.batch_size, self.cfg.seed, self.state.epoch, self.world)
+            while self.state.batch_in_epoch < len(batches) and self.state.step < self.total_steps:
+                logs = self.train_step(batches[self.state.batch_in_epoch])
+                self.state.step += 1
+                self.state.batch_in_epoch += 1
+                if self.state.step % self.t.log_steps == 0 or self.state.step == 1:
+                    if not self.log_keys:
+                        self.log_keys = sorted(logs)
+                    self.train_rows.append([self.state.step] + [round(logs.get(k, float("nan")), 6) for k in self.log_keys])
+                if self.state.step % self.t.eval_steps == 0 or self.state.step == self.total_steps:
+                    last_dev = self.evaluate_and_keep_best()
+                    log.info("%s step %d/%d loss %.4f stsb_dev %.2f (best %.2f @ %d)", self.cfg.run_id, self.state.step,
+                             self.total_steps, logs["loss"], last_dev, self.state.best_dev, self.state.best_step)
+                bar.set_postfix(loss=f"{logs['loss']:.4f}", dev=f"{last_dev:.2f}", refresh=False)
+                bar.update(1)
+                self.state.elapsed = time.perf_counter() - t0
+                if self.state.step % self.t.checkpoint_steps == 0 and self.state.step < self.total_steps:
+                    self.save_checkpoint()
+            if self.state.batch_in_epoch >= len(batches):
+                self.state.epoch += 1
+                self.state.batch_in_epoch = 0
+        bar.close()
+        elapsed = time.perf_counter() - t0
+        return self.finish(elapsed, self.state.step - n_before)
+
+    def finish(self, elapsed: float, steps_this_run: int) -> dict:
+        summary = {
+            "run": self.cfg.run_id, "suite": self.cfg.suite, "method": self.cfg.method,
+            "backbone": self.cfg.backbone_name, "seed": self.cfg.seed,
+            "steps": self.state.step, "best_step": self.state.best_step,
+            "stsb_dev_best": round(self.state.best_dev, 4),
+            "train_seconds": round(elapsed, 1), "corpus_sentences": len(self.tokens),
+            "world_size": self.world, "device": str(self.device),
+        }
+        if self.rank == 0:
+            write_csv(self.out_dir / "train_curve.csv", ["step"] + self.log_keys, self.train_rows)
+            write_csv(self.out_dir / "dev_curve.csv", ["step", "stsb_dev"], self.dev_rows)
+            partial = self.out_dir / "best_model.partial"
+            final = self.out_dir / "model"
+            if final.exists():
+                shutil.rmtree(final)
+            partial.rename(final)
+            (final / "training_config.json").write_text(json.dumps(self.cfg.to_dict(), indent=2, default=str) + "\n")
+            write_json(self.out_dir / "train.json", summary)  # written last: marks the run complete
+            shutil.rmtree(self.ckpt_dir, ignore_errors=True)
+        distributed.barrier()
+        return summary
+
+
+class _Null:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _call_hidden(model, ids, mask, all_layers: bool):
+    # Call the (possibly DDP-wrapped or compiled) module itself so wrapper hooks run.
+    return model(ids, mask, hidden_only=True, all_layers=all_layers)
