@@ -107,6 +107,7 @@ def cmd_report(args) -> None:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="csebench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-v", "--verbose", action="store_true")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads for torch (default: torch's choice)")
     sub = p.add_subparsers(dest="command", required=True)
 
     def common(sp, run: bool = False):
@@ -163,6 +164,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _setup_logging(args.verbose)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     try:
         args.func(args)
     except CsebenchError as exc:

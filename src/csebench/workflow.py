@@ -1,0 +1,72 @@
+"""What the Snakemake rules and the DVC stage generator ask of params.yaml: jobs, paths, deps.
+
+Path scheme (outputs only, under paths.data / paths.results):
+  data/{data}/corpus.txt                              prepared training corpus
+  data/{data}/senteval/ROOT                           pointer to the SentEval downstream/ folder
+  results/{suite}/runs/{run}/seed{seed}/train.json    training summary (model/ and curves beside it)
+  results/{suite}/runs/{run}/seed{seed}/sts.json      STS evaluation
+  results/{suite}/teachers/{run}/seed{seed}/embeddings.npy  frozen-teacher corpus embeddings
+  results/{suite}/tables/sts.md                       report
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from .config import find_run, load_params, resolve_run, suite_runs, suite_seeds
+
+__all__ = ["load_params", "jobs", "suite_data", "run_dir", "teacher_jobs", "run_fingerprint"]
+
+
+def suite_data(params: dict, suite: str) -> str:
+    return params["suites"][suite]["data"]
+
+
+def jobs(params: dict, suite: str) -> list[tuple[str, int]]:
+    """Every (run name, seed) of a suite."""
+    return [(r["name"], s) for r in suite_runs(params, suite) for s in suite_seeds(params, suite, r["name"])]
+
+
+def run_dir(params: dict, suite: str, run: str, seed: int) -> str:
+    results = (params.get("paths") or {}).get("results", "results")
+    return f"{results}/{suite}/runs/{run}/seed{seed}"
+
+
+def teacher_jobs(params: dict, suite: str, run: str, seed: int) -> list[tuple[str, int]]:
+    """(run, seed) of the frozen teachers a run distils from (DistillCSE), [] otherwise."""
+    cfg = resolve_run(params, suite, run, int(seed))
+    settings = cfg.objectives.get("distillation")
+    if not settings:
+        return []
+    from .objectives.distillation import teacher_runs
+
+    teachers = teacher_runs(settings, cfg.seed)
+    for name, _ in teachers:
+        find_run(params, suite, name)  # a clear error if the teacher run is not in the suite
+    return teachers
+
+
+def teacher_cache(params: dict, suite: str, run: str, seed: int) -> str:
+    results = (params.get("paths") or {}).get("results", "results")
+    return f"{results}/{suite}/teachers/{run}/seed{seed}/embeddings.npy"
+
+
+def all_runs_with_teachers(params: dict, suite: str) -> list[tuple[str, int]]:
+    """The suite's jobs plus any teacher jobs they need (teachers may use seeds the suite lists not)."""
+    out: list[tuple[str, int]] = []
+    todo = jobs(params, suite)
+    while todo:
+        job = todo.pop(0)
+        if job in out:
+            continue
+        out.append(job)
+        todo.extend(teacher_jobs(params, suite, *job))
+    return out
+
+
+def run_fingerprint(params: dict, suite: str, run: str, seed: int) -> str:
+    """Hash of the resolved run config: Snakemake reruns a run when its hyperparameters change."""
+    cfg = resolve_run(params, suite, run, int(seed)).to_dict()
+    cfg.pop("paths", None)
+    return hashlib.sha256(json.dumps(cfg, sort_keys=True, default=str).encode()).hexdigest()[:16]

@@ -1,0 +1,19 @@
+# Shared wildcard constraints and input functions (thin wrappers over csebench.workflow).
+
+wildcard_constraints:
+    suite=r"[A-Za-z0-9_.+-]+",
+    run=r"[A-Za-z0-9_.+-]+",
+    seed=r"\d+",
+    data=r"[A-Za-z0-9_.+-]+",
+
+
+def corpus_of(w):
+    return f"{DATA}/{wf.suite_data(PARAMS, w.suite)}/corpus.txt"
+
+
+def senteval_of(w):
+    return f"{DATA}/{wf.suite_data(PARAMS, w.suite)}/senteval/ROOT"
+
+
+def run_dirs(suite, name="train.json"):
+    return [f"{wf.run_dir(PARAMS, suite, run, seed)}/{name}" for run, seed in wf.jobs(PARAMS, suite)]

@@ -1,0 +1,12 @@
+rule eval_sts:
+    input:
+        summary=f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/train.json",
+        senteval=senteval_of,
+    output:
+        f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/sts.json",
+    threads: workflow.cores
+    log:
+        f"{RESULTS}/{{suite}}/logs/eval_sts.{{run}}.seed{{seed}}.log",
+    shell:
+        "csebench --threads {threads} eval-sts --model $(dirname {input.summary})/model --senteval $(dirname {input.senteval})"
+        " --suite {wildcards.suite} --run {wildcards.run} --seed {wildcards.seed} --out {output} {PROGRESS} 2> {log}"

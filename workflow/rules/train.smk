@@ -1,0 +1,26 @@
+def teacher_caches_of(w):
+    return [wf.teacher_cache(PARAMS, w.suite, run, seed) for run, seed in wf.teacher_jobs(PARAMS, w.suite, w.run, int(w.seed))]
+
+
+rule train:
+    input:
+        corpus=corpus_of,
+        senteval=senteval_of,
+        teachers=teacher_caches_of,
+    output:
+        summary=f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/train.json",
+        model=directory(f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/model"),
+        train_curve=f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/train_curve.csv",
+        dev_curve=f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/dev_curve.csv",
+    params:
+        fingerprint=lambda w: wf.run_fingerprint(PARAMS, w.suite, w.run, int(w.seed)),
+        teacher_args=lambda w, input: " ".join(f"--teacher-cache {t}" for t in input.teachers),
+    resources:
+        gpu=1,
+    threads: workflow.cores
+    log:
+        f"{RESULTS}/{{suite}}/logs/train.{{run}}.seed{{seed}}.log",
+    shell:
+        "csebench --threads {threads} train --suite {wildcards.suite} --run {wildcards.run} --seed {wildcards.seed}"
+        " --corpus {input.corpus} --senteval $(dirname {input.senteval}) --out $(dirname {output.summary})"
+        " --cache-dir {DATA}/cache {params.teacher_args} {PROGRESS} 2> {log}"
