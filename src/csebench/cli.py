@@ -80,7 +80,11 @@ def cmd_eval_sts(args) -> None:
     enc.to(device)
     t0 = time.perf_counter()
     res = evaluate_sts(lambda s: enc.encode(s, batch_size=args.batch_size, show_progress=not args.no_progress),
-                       senteval_root(args.senteval))
+                       senteval_root(args.senteval), keep_pairs=bool(args.pairs_out))
+    if args.pairs_out:
+        from .evaluation.sts import save_pairs
+
+        save_pairs(args.pairs_out, res.pop("pairs"))
     res["eval_seconds"] = round(time.perf_counter() - t0, 2)
     res["run_info"] = _run_info(args)
     write_json(args.out, res)
@@ -145,6 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--model", required=True, help="saved model folder (or HF id / local encoder)")
     sp.add_argument("--senteval", required=True)
     sp.add_argument("--out", required=True)
+    sp.add_argument("--pairs-out", default=None,
+                    help="also write per-pair cosine and gold scores (.npz) for the paired bootstrap in `report`")
     sp.add_argument("--pooler", default=None, help="override the saved evaluation pooler")
     sp.add_argument("--batch-size", type=int, default=128)
     sp.add_argument("--suite")

@@ -145,11 +145,13 @@ EncodeFn = Callable[[list[str]], torch.Tensor]
 
 
 def evaluate_sts(encode: EncodeFn, root: str | os.PathLike, tasks: list[str] | None = None,
-                 pairsets: dict[str, PairSet] | None = None) -> dict:
+                 pairsets: dict[str, PairSet] | None = None, keep_pairs: bool = False) -> dict:
     """Spearman x100 per task (+ per-subset for STS12-16) and the average of the 7 test tasks.
 
     ``encode`` maps a list of sentences to an (n, d) tensor. All tasks' sentences are pooled
     and deduplicated, so one call encodes every distinct sentence exactly once.
+    With ``keep_pairs`` the result also holds ``pairs[task] = (cosine per pair, gold per pair)``
+    (numpy arrays, not JSON; see ``save_pairs``) for paired significance tests.
     """
     tasks = tasks or TEST_TASKS
     sets = pairsets or {t: load_task(root, t) for t in tasks}
@@ -163,6 +165,8 @@ def evaluate_sts(encode: EncodeFn, root: str | os.PathLike, tasks: list[str] | N
         sims = cosine_rows(e1, e2)
         results["tasks"][task] = spearman100(sims, ps.scores)
         results["n_pairs"][task] = len(ps.scores)
+        if keep_pairs:
+            results.setdefault("pairs", {})[task] = (sims, np.asarray(ps.scores, dtype=np.float64))
         if task in STS_SUBSETS:
             groups = np.asarray(ps.groups)
             results["subsets"][task] = {g: spearman100(sims[groups == g], ps.scores[groups == g]) for g in STS_SUBSETS[task]}
@@ -170,6 +174,24 @@ def evaluate_sts(encode: EncodeFn, root: str | os.PathLike, tasks: list[str] | N
     if len(test) == len(TEST_TASKS):
         results["avg"] = float(np.mean([results["tasks"][t] for t in TEST_TASKS]))
     return results
+
+
+def save_pairs(path: str | os.PathLike, pairs: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+    """Atomically write per-pair predictions as ``<task>.sim`` / ``<task>.gold`` arrays in one .npz."""
+    from ..io import atomic_path
+
+    arrays = {}
+    for task, (sim, gold) in pairs.items():
+        arrays[f"{task}.sim"] = np.asarray(sim, dtype=np.float64)
+        arrays[f"{task}.gold"] = np.asarray(gold, dtype=np.float64)
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        np.savez_compressed(fh, **arrays)
+
+
+def load_pairs(path: str | os.PathLike) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    with np.load(path) as z:
+        tasks = sorted({k.rsplit(".", 1)[0] for k in z.files})
+        return {t: (z[f"{t}.sim"], z[f"{t}.gold"]) for t in tasks}
 
 
 def sts_pair_similarities(encode: EncodeFn, ps: PairSet) -> np.ndarray:
