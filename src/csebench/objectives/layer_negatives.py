@@ -1,0 +1,95 @@
+"""SSCL (Chen et al., "Alleviating Over-smoothing for Unsupervised Sentence Representation", ACL 2023 Findings).
+
+The representation of an intermediate layer, pooled like the final one and passed through the
+same training head, is a negative for the final-layer representation (Eq. 4):
+
+    -log  e^{Psi(h_i, h_i+)/tau} / sum_{j=1..N} ( e^{Psi(h_i, h_j)/tau} + e^{Psi(h_i, h_i^-)/tau} )
+
+The intermediate term has no j, so the sum counts it N times: one extra logit column per
+negative layer, Psi(h_i, h_i^-)/tau + log N (``repeat_in_sum``; false counts it once). This is
+also how Appendix B.2 counts it ("from N pairs to 2N pairs"). h_i^- comes from the same forward
+pass (dropout view) as the anchor h_i.
+
+Default layer: the penultimate one (hidden_states index num_layers-1). Progressive SSCL
+(``stacked: n``) uses layers layer, layer-1, ..., layer-n+1; the paper's best is n=2.
+
+``variant: released`` follows the released code (nuochenpku/SSCL, --do_neg): for each negative
+layer the intermediate representations of *all* in-batch sentences from *both* views are extra
+columns (2N per layer, weight 1), and the loss is averaged with the plain SimCSE loss:
+(L_with_negatives + L_simcse) / 2. Under DDP view 1's intermediate rows are this rank's only (as
+the trainer gathers z2-side tensors only).
+
+SSCL-BERT ("no augmentation to construct positives") is this term with dropout off
+(training.dropout: 0), so the two views coincide and each sentence is its own positive;
+SSCL-SimCSE keeps dropout positives. Both are method entries in params.yaml.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+
+from ..errors import ConfigError
+from .base import ObjectiveTerm, StepContext, cosine_matrix
+from .contrastive import info_nce
+
+VARIANTS = ("paper", "released")
+
+
+@dataclass
+class LayerNegativesSettings:
+    layer: int | None = None  # hidden_states index of the (top) negative layer; None: num_layers - 1
+    stacked: int = 1  # progressive SSCL: number of consecutive layers, counting down from `layer`
+    variant: str = "paper"  # paper (Eq. 4) | released (both views, all sentences, averaged with SimCSE)
+    repeat_in_sum: bool = True  # paper: h_i^- inside sum_{j=1..N} counts N times
+
+    def validate(self, where: str) -> None:
+        if self.variant not in VARIANTS:
+            raise ConfigError(f"{where}.variant: unknown '{self.variant}' (valid: {', '.join(VARIANTS)})")
+        if self.layer is not None and self.layer < 1:
+            raise ConfigError(f"{where}.layer must be >= 1 (a transformer layer; 0 is the embeddings), got {self.layer}")
+        if self.stacked < 1:
+            raise ConfigError(f"{where}.stacked must be >= 1, got {self.stacked}")
+        if self.layer is not None and self.layer - self.stacked + 1 < 1:
+            raise ConfigError(f"{where}: stacked={self.stacked} layers below layer {self.layer} reach below layer 1")
+
+
+class LayerNegatives(ObjectiveTerm):
+    key: ClassVar[str] = "layer_negatives"
+    Settings: ClassVar[type] = LayerNegativesSettings
+
+    def __init__(self, settings: LayerNegativesSettings, hidden_size: int, num_layers: int):
+        super().__init__(settings, hidden_size, num_layers)
+        top = settings.layer if settings.layer is not None else num_layers - 1
+        if not 1 <= top <= num_layers - 1:
+            raise ConfigError(f"objectives.layer_negatives.layer must be in [1, {num_layers - 1}] for a "
+                              f"{num_layers}-layer backbone (the last layer is the representation itself), got {top}")
+        if top - settings.stacked + 1 < 1:
+            raise ConfigError(f"objectives.layer_negatives.stacked={settings.stacked} needs layers {top}..{top - settings.stacked + 1}, "
+                              f"but a {num_layers}-layer backbone has intermediate layers 1..{num_layers - 1}")
+        self.layers = list(range(top, top - settings.stacked, -1))
+
+    def intermediate_layers(self) -> list[int]:
+        return list(self.layers)
+
+    def extra_negatives(self, ctx: StepContext) -> torch.Tensor | None:
+        cols = []
+        if self.settings.variant == "paper":
+            shift = math.log(ctx.z2.shape[0]) if self.settings.repeat_in_sum else 0.0
+            anchor = torch.nn.functional.normalize(ctx.z1.float(), dim=-1)
+            for layer in self.layers:
+                own = torch.nn.functional.normalize(ctx.layer_z1[layer].float(), dim=-1)
+                cols.append(((anchor * own).sum(-1, keepdim=True) / ctx.temperature) + shift)
+        else:
+            for layer in self.layers:
+                cols.append(cosine_matrix(ctx.z1, ctx.layer_z1[layer]) / ctx.temperature)
+                cols.append(cosine_matrix(ctx.z1, ctx.layer_z2[layer]) / ctx.temperature)
+        return torch.cat(cols, dim=1)
+
+    def replaces_contrastive(self, contrastive: torch.Tensor, ctx: StepContext) -> torch.Tensor:
+        if self.settings.variant == "released":
+            return (contrastive + info_nce(ctx)) / 2
+        return contrastive

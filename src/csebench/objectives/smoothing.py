@@ -1,0 +1,193 @@
+"""IS-CSE (He et al., "Instance Smoothed Contrastive Learning for Unsupervised Sentence Embedding", AAAI 2023).
+
+A FIFO buffer B (L rows) holds normalized, stop-gradient positives h+ of previous steps (Eq. 3).
+Each positive h+ of this step is smoothed with its k nearest buffer entries by cosine (kNN):
+
+    K = [h+; h_1^r .. h_k^r]  (rows normalized),   h^{s+} = softmax(h+ K^T / beta) K      (Eq. 4)
+
+or, in the K-means variant, with the centre c+ of its cluster among k' clusters of the buffer:
+
+    h^{s+} = gamma h+ + (1 - gamma) c+                                                  (Eq. 5)
+
+h+ keeps its gradient; retrieved rows and centres are constants. The smoothing loss is InfoNCE
+with the smoothed positives of the whole batch as candidates (Eq. 6), weighted by alpha (Eq. 7):
+
+    L_smoothing = -log e^{sim(h_i, h_i^{s+})/tau} / sum_j e^{sim(h_i, h_j^{s+})/tau}
+    L = L_instance + alpha L_smoothing
+
+alpha is constant (0.1 for base models) or follows Eq. 8 (large models, 0.005 -> 0.05):
+
+    alpha = min{cos(pi T_i / T_max) (alpha_start - alpha_end), 0} + alpha_end
+
+i.e. it rises from alpha_start at step 0 to alpha_end at half of training and stays there.
+
+Paper vs released code (dll-wu/IS-CSE):
+  * order: the paper retrieves from the buffer of previous steps, then pushes the batch (Eq. 3);
+    the code pushes first and drops the top hit (the query itself). ``push_before_retrieval``.
+  * warm-up: the paper is silent on a partly empty buffer; the code skips the smoothing loss
+    until the buffer is full. We do the same by default (``wait_for_full_buffer``); with it off,
+    retrieval uses the filled rows once there are at least k (K-means: k') of them.
+  * K-means is described in the paper but not in the released code; gamma is not published
+    (default 0.5 is ours). We run spherical k-means (cosine) on the buffer each step, started
+    from k' evenly spaced buffer rows so it is deterministic and identical on every rank.
+Under DDP the gathered positives (ctx.z2) are pushed, so every rank holds the same buffer.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+import torch.nn.functional as F
+
+from ..errors import ConfigError
+from .base import ObjectiveTerm, StepContext, cosine_matrix
+
+RETRIEVALS = ("knn", "kmeans")
+ALPHA_SCHEDULES = ("constant", "cosine")
+
+
+@dataclass
+class SmoothingSettings:
+    buffer_size: int = 1024  # L
+    neighbors: int = 16  # k (kNN)
+    beta: float = 2.0  # softmax temperature of Eq. 4
+    alpha: float = 0.1  # weight of L_smoothing when alpha_schedule is constant
+    alpha_schedule: str = "constant"  # constant | cosine (Eq. 8)
+    alpha_start: float = 0.005  # Eq. 8
+    alpha_end: float = 0.05  # Eq. 8
+    retrieval: str = "knn"  # knn (paper's choice) | kmeans (Eq. 5)
+    clusters: int = 64  # k' for kmeans
+    gamma: float = 0.5  # Eq. 5 (value not published)
+    kmeans_iterations: int = 10  # Lloyd iterations per step
+    push_before_retrieval: bool = False  # true: released code's order (push, then skip the top hit)
+    wait_for_full_buffer: bool = True  # smoothing loss only once the buffer holds L entries (released code)
+
+    def validate(self, where: str) -> None:
+        if self.buffer_size < 1:
+            raise ConfigError(f"{where}.buffer_size must be >= 1, got {self.buffer_size}")
+        if self.retrieval not in RETRIEVALS:
+            raise ConfigError(f"{where}.retrieval: unknown '{self.retrieval}' (valid: {', '.join(RETRIEVALS)})")
+        if self.neighbors < 1:
+            raise ConfigError(f"{where}.neighbors must be >= 1, got {self.neighbors}")
+        if self.retrieval == "knn" and self.neighbors >= self.buffer_size:
+            raise ConfigError(f"{where}.neighbors ({self.neighbors}) must be < buffer_size ({self.buffer_size})")
+        if self.beta <= 0:
+            raise ConfigError(f"{where}.beta must be > 0, got {self.beta}")
+        for name in ("alpha", "alpha_start", "alpha_end"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{where}.{name} must be >= 0, got {getattr(self, name)}")
+        if self.alpha_schedule not in ALPHA_SCHEDULES:
+            raise ConfigError(f"{where}.alpha_schedule: unknown '{self.alpha_schedule}' (valid: {', '.join(ALPHA_SCHEDULES)})")
+        if self.retrieval == "kmeans":
+            if not 1 <= self.clusters <= self.buffer_size:
+                raise ConfigError(f"{where}.clusters must be in [1, buffer_size={self.buffer_size}], got {self.clusters}")
+            if not 0 <= self.gamma <= 1:
+                raise ConfigError(f"{where}.gamma must be in [0, 1], got {self.gamma}")
+            if self.kmeans_iterations < 1:
+                raise ConfigError(f"{where}.kmeans_iterations must be >= 1, got {self.kmeans_iterations}")
+
+
+def cosine_alpha(progress: float, start: float, end: float) -> float:
+    """Eq. 8 with progress = T_i / T_max."""
+    return min(math.cos(math.pi * progress) * (start - end), 0.0) + end
+
+
+def spherical_kmeans(x: torch.Tensor, k: int, iterations: int) -> torch.Tensor:
+    """k unit-norm centres of the unit-norm rows of x (cosine k-means), vectorized over rows.
+    Starts from k evenly spaced rows; a cluster that empties keeps its previous centre."""
+    n = x.shape[0]
+    start = torch.linspace(0, n - 1, k, device=x.device).round().long()
+    centres = x[start].clone()
+    for _ in range(iterations):
+        assign = (x @ centres.T).argmax(dim=1)
+        sums = torch.zeros_like(centres).index_add_(0, assign, x)
+        counts = torch.bincount(assign, minlength=k)
+        centres = torch.where((counts > 0).unsqueeze(1), F.normalize(sums, dim=1), centres)
+    return centres
+
+
+class InstanceSmoothing(ObjectiveTerm):
+    key: ClassVar[str] = "instance_smoothing"
+    Settings: ClassVar[type] = SmoothingSettings
+
+    def __init__(self, settings: SmoothingSettings, hidden_size: int, num_layers: int):
+        super().__init__(settings, hidden_size, num_layers)
+        # ring buffer: `pointer` is the next row to overwrite, `filled` how many rows hold data
+        self.register_buffer("memory", torch.zeros(settings.buffer_size, hidden_size))
+        self.register_buffer("pointer", torch.zeros((), dtype=torch.long))
+        self.register_buffer("filled", torch.zeros((), dtype=torch.long))
+        self._alpha = 0.0
+        self._active = 0.0
+
+    # ------------------------------------------------------------------ buffer
+
+    @torch.no_grad()
+    def push(self, rows: torch.Tensor) -> None:
+        """FIFO insert of normalized, detached rows (Eq. 3); only the newest L survive."""
+        rows = F.normalize(rows.detach().float(), dim=-1)[-self.settings.buffer_size:]
+        n, size = rows.shape[0], self.settings.buffer_size
+        slots = (int(self.pointer) + torch.arange(n, device=rows.device)) % size
+        self.memory[slots] = rows.to(self.memory.dtype)
+        self.pointer.fill_((int(self.pointer) + n) % size)
+        self.filled.fill_(min(int(self.filled) + n, size))
+
+    def entries(self) -> torch.Tensor:
+        """Buffer rows holding data, oldest first."""
+        if int(self.filled) < self.settings.buffer_size:
+            return self.memory[: int(self.filled)]
+        return torch.roll(self.memory, -int(self.pointer), dims=0)
+
+    def ready(self) -> bool:
+        s = self.settings
+        if s.wait_for_full_buffer:
+            return int(self.filled) >= s.buffer_size
+        need = s.clusters if s.retrieval == "kmeans" else s.neighbors + int(s.push_before_retrieval)
+        return int(self.filled) >= need
+
+    # ------------------------------------------------------------------ smoothing
+
+    def alpha(self, progress: float) -> float:
+        s = self.settings
+        if s.alpha_schedule == "cosine":
+            return cosine_alpha(progress, s.alpha_start, s.alpha_end)
+        return s.alpha
+
+    def smooth(self, positives: torch.Tensor, bank: torch.Tensor) -> torch.Tensor:
+        """h^{s+} for each row of ``positives`` (N, D) given buffer rows ``bank`` (constants)."""
+        s = self.settings
+        bank = bank.detach().float()  # retrieved rows and centres are stop-gradient (paper, after Eq. 5)
+        query = F.normalize(positives.float(), dim=-1)
+        with torch.no_grad():
+            sims = query.detach() @ bank.T  # cosine: bank rows are unit norm
+        if s.retrieval == "kmeans":
+            with torch.no_grad():
+                centres = spherical_kmeans(bank, s.clusters, s.kmeans_iterations)
+                centre = centres[(query.detach() @ centres.T).argmax(dim=1)]
+            return s.gamma * query + (1.0 - s.gamma) * centre
+        skip = int(s.push_before_retrieval)  # push-first: the top hit is the query's own copy
+        top = torch.topk(sims, s.neighbors + skip, dim=1).indices[:, skip:]
+        group = torch.cat([query.unsqueeze(1), bank[top]], dim=1)  # (N, k+1, D); only row 0 has grad
+        weights = torch.softmax(torch.einsum("nd,nkd->nk", query, group) / s.beta, dim=1)
+        return torch.einsum("nk,nkd->nd", weights, group)
+
+    def extra_loss(self, ctx: StepContext) -> torch.Tensor | None:
+        s = self.settings
+        self._alpha = self.alpha(ctx.progress)
+        if s.push_before_retrieval and self.training:
+            self.push(ctx.z2)
+        loss = ctx.z1.new_zeros((), dtype=torch.float32)
+        self._active = 0.0
+        if self.ready():
+            smoothed = self.smooth(ctx.z2, self.entries())
+            logits = cosine_matrix(ctx.z1, smoothed) / ctx.temperature
+            loss = self._alpha * F.cross_entropy(logits, ctx.labels)
+            self._active = 1.0
+        if not s.push_before_retrieval and self.training:
+            self.push(ctx.z2)
+        return loss
+
+    def logs(self) -> dict[str, float]:
+        return {"alpha": self._alpha, "active": self._active}
