@@ -1,0 +1,250 @@
+"""IS-CSE (instance_smoothing): Eq. 3-8 against loop implementations, FIFO buffer, stop-gradients, config."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from csebench.config import ConfigError
+from csebench.objectives import Objective, validate_objectives
+from csebench.objectives.base import StepContext
+from csebench.objectives.smoothing import InstanceSmoothing, SmoothingSettings, cosine_alpha, spherical_kmeans
+
+D = 8
+
+
+def make_ctx(b=4, n=None, step=0, total=10, offset=0, tau=0.05, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    n = n or b
+    z1 = torch.randn(b, D, generator=g, requires_grad=True)
+    z2 = torch.randn(n, D, generator=g, requires_grad=True)
+    return StepContext(z1=z1, z2=z2, temperature=tau, step=step, total_steps=total,
+                       indices=torch.arange(b), all_indices=torch.arange(n), positive_offset=offset)
+
+
+def unit(v):
+    return v / v.norm()
+
+
+def cos(a, b):
+    return float(torch.dot(a, b) / (a.norm() * b.norm()))
+
+
+def naive_knn_smoothed(h, bank, k, beta, skip=0):
+    """Eq. 4 for one positive h: neighbours by a full sort, K = [h; neighbours], softmax attention."""
+    q = unit(h)
+    ranked = sorted(range(bank.shape[0]), key=lambda r: -float(torch.dot(q, bank[r])))
+    group = [q] + [bank[r] for r in ranked[skip:skip + k]]
+    scores = [float(torch.dot(q, row)) / beta for row in group]
+    top = max(scores)
+    weights = [math.exp(s - top) for s in scores]
+    total = sum(weights)
+    return sum(w / total * row for w, row in zip(weights, group))
+
+
+def naive_smoothing_loss(ctx, smoothed):
+    """Eq. 6: InfoNCE of anchors against the smoothed positives of the whole batch."""
+    z1, tau = ctx.z1.detach().double(), ctx.temperature
+    out = 0.0
+    for i in range(z1.shape[0]):
+        pos = ctx.positive_offset + i
+        num = math.exp(cos(z1[i], smoothed[pos]) / tau)
+        den = sum(math.exp(cos(z1[i], smoothed[j]) / tau) for j in range(len(smoothed)))
+        out += -math.log(num / den)
+    return out / z1.shape[0]
+
+
+def naive_instance_loss(ctx):
+    z1, z2, tau = ctx.z1.detach().double(), ctx.z2.detach().double(), ctx.temperature
+    out = 0.0
+    for i in range(z1.shape[0]):
+        num = math.exp(cos(z1[i], z2[ctx.positive_offset + i]) / tau)
+        out += -math.log(num / sum(math.exp(cos(z1[i], z2[j]) / tau) for j in range(z2.shape[0])))
+    return out / z1.shape[0]
+
+
+def filled_term(settings, rows=None, seed=1):
+    term = InstanceSmoothing(SmoothingSettings(**settings), D, 2)
+    g = torch.Generator().manual_seed(seed)
+    term.push(rows if rows is not None else torch.randn(term.settings.buffer_size, D, generator=g))
+    return term
+
+
+# ------------------------------------------------------------------ buffer
+
+
+def test_buffer_is_fifo_of_normalized_rows():
+    term = InstanceSmoothing(SmoothingSettings(buffer_size=5, neighbors=2), D, 2)
+    rows = torch.randn(9, D) * 3
+    assert term.entries().shape == (0, D)
+    term.push(rows[:3])
+    assert torch.allclose(term.entries(), F.normalize(rows[:3], dim=1))
+    term.push(rows[3:7])  # wraps: oldest two rows fall out
+    assert torch.allclose(term.entries(), F.normalize(rows[2:7], dim=1))
+    term.push(rows[7:9])
+    assert torch.allclose(term.entries(), F.normalize(rows[4:9], dim=1))
+    term.push(torch.randn(12, D))  # more rows than the buffer: only the newest L survive
+    assert int(term.filled) == 5
+
+
+def test_buffer_survives_state_dict_round_trip():
+    a = InstanceSmoothing(SmoothingSettings(buffer_size=6, neighbors=2), D, 2)
+    a.push(torch.randn(4, D))
+    a.push(torch.randn(4, D))
+    state = a.state_dict()
+    assert set(state) >= {"memory", "pointer", "filled"}
+    b = InstanceSmoothing(SmoothingSettings(buffer_size=6, neighbors=2), D, 2)
+    b.load_state_dict(state)
+    assert torch.equal(a.entries(), b.entries())
+    more = torch.randn(3, D)
+    a.push(more)
+    b.push(more)
+    assert torch.equal(a.memory, b.memory) and int(a.pointer) == int(b.pointer)
+    # through the composed Objective, as the trainer checkpoints it
+    o1 = Objective({"instance_smoothing": {"buffer_size": 6, "neighbors": 2}}, D, 2)
+    o1.terms["instance_smoothing"].push(torch.randn(5, D))
+    o2 = Objective({"instance_smoothing": {"buffer_size": 6, "neighbors": 2}}, D, 2)
+    o2.load_state_dict(o1.state_dict())
+    assert torch.equal(o1.terms["instance_smoothing"].entries(), o2.terms["instance_smoothing"].entries())
+
+
+# ------------------------------------------------------------------ loss = equations
+
+
+@pytest.mark.parametrize("b,n,offset", [(4, 4, 0), (3, 6, 3)])  # second: a DDP rank's view
+def test_knn_loss_matches_equations_4_6_7(b, n, offset):
+    settings = {"buffer_size": 12, "neighbors": 3, "beta": 2.0, "alpha": 0.1}
+    term = filled_term(settings)
+    bank = term.entries().clone()
+    ctx = make_ctx(b=b, n=n, offset=offset)
+    objective = Objective({"instance_smoothing": settings}, D, 2)
+    objective.load_state_dict({"terms.instance_smoothing." + k: v for k, v in term.state_dict().items()})
+    loss, logs = objective(ctx)
+    smoothed = [naive_knn_smoothed(ctx.z2[r].detach().double(), bank.double(), 3, 2.0) for r in range(n)]
+    expected = naive_instance_loss(ctx) + 0.1 * naive_smoothing_loss(ctx, smoothed)
+    assert float(loss.detach()) == pytest.approx(expected, rel=1e-5)
+    assert logs["instance_smoothing/active"] == 1.0
+    # the batch was pushed after retrieval (paper order)
+    assert torch.allclose(objective.terms["instance_smoothing"].entries()[-n:], F.normalize(ctx.z2.detach(), dim=1))
+
+
+def test_push_before_retrieval_skips_the_top_hit():
+    settings = {"buffer_size": 10, "neighbors": 3, "push_before_retrieval": True}
+    term = filled_term(settings)
+    ctx = make_ctx(b=4)
+    bank_after_push = torch.cat([term.entries()[4:], F.normalize(ctx.z2.detach(), dim=1)])
+    loss = term.extra_loss(ctx)
+    smoothed = [naive_knn_smoothed(ctx.z2[r].detach().double(), bank_after_push.double(), 3, 2.0, skip=1)
+                for r in range(4)]
+    assert float(loss.detach()) == pytest.approx(0.1 * naive_smoothing_loss(ctx, smoothed), rel=1e-5)
+
+
+def naive_kmeans(x, k, iterations):
+    """Lloyd's algorithm on the unit sphere, one point at a time."""
+    n = x.shape[0]
+    centres = [x[round(i * (n - 1) / (k - 1)) if k > 1 else 0].clone() for i in range(k)]
+    for _ in range(iterations):
+        members = [[] for _ in range(k)]
+        for r in range(n):
+            best = max(range(k), key=lambda c: float(torch.dot(x[r], centres[c])))
+            members[best].append(x[r])
+        centres = [unit(sum(m)) if m else centres[c] for c, m in enumerate(members)]
+    return torch.stack(centres)
+
+
+def test_spherical_kmeans_matches_loop_lloyd():
+    x = F.normalize(torch.randn(40, D, dtype=torch.float64), dim=1)
+    assert torch.allclose(spherical_kmeans(x, 5, 6), naive_kmeans(x, 5, 6))
+
+
+def test_kmeans_loss_matches_equation_5():
+    settings = {"buffer_size": 24, "retrieval": "kmeans", "clusters": 4, "gamma": 0.3, "kmeans_iterations": 5}
+    term = filled_term(settings)
+    bank = term.entries().clone().double()
+    centres = naive_kmeans(bank, 4, 5)
+    ctx = make_ctx(b=5)
+    loss = term.extra_loss(ctx)
+    smoothed = []
+    for r in range(5):
+        q = unit(ctx.z2[r].detach().double())
+        c = centres[max(range(4), key=lambda j: float(torch.dot(q, centres[j])))]
+        smoothed.append(0.3 * q + 0.7 * c)
+    assert float(loss.detach()) == pytest.approx(0.1 * naive_smoothing_loss(ctx, smoothed), rel=1e-5)
+
+
+# ------------------------------------------------------------------ stop-gradients, warm-up
+
+
+@pytest.mark.parametrize("retrieval", ["knn", "kmeans"])
+def test_gradient_reaches_h_plus_but_not_buffer_or_neighbours(retrieval):
+    term = InstanceSmoothing(SmoothingSettings(buffer_size=12, neighbors=3, clusters=3, retrieval=retrieval), D, 2)
+    z2 = torch.randn(4, D, requires_grad=True)
+    bank = F.normalize(torch.cat([torch.randn(8, D), z2.detach()]), dim=1).requires_grad_(True)
+    smoothed = term.smooth(z2, bank)
+    smoothed[0].sum().backward()
+    assert bank.grad is None
+    assert z2.grad[0].abs().sum() > 0  # h+ itself is not stopped (paper, after Eq. 5)
+    assert torch.all(z2.grad[1:] == 0)  # other rows enter only as retrieved (stopped) copies
+    assert not term.memory.requires_grad
+
+
+def test_waits_for_full_buffer_then_pushes_only_in_training():
+    term = InstanceSmoothing(SmoothingSettings(buffer_size=8, neighbors=2), D, 2)
+    for step in range(2):  # 2 x 4 rows fill the buffer; retrieval happens before each push
+        loss = term.extra_loss(make_ctx(b=4, step=step, seed=step))
+        assert float(loss) == 0.0 and term.logs()["active"] == 0.0
+    loss = term.extra_loss(make_ctx(b=4, step=2, seed=2))
+    assert float(loss.detach()) > 0 and term.logs()["active"] == 1.0
+    term.eval()
+    before = term.memory.clone()
+    term.extra_loss(make_ctx(b=4, step=3, seed=3))
+    assert torch.equal(before, term.memory)
+
+
+def test_partial_buffer_when_not_waiting():
+    term = InstanceSmoothing(SmoothingSettings(buffer_size=8, neighbors=3, wait_for_full_buffer=False), D, 2)
+    term.push(torch.randn(3, D))
+    bank = term.entries().clone()
+    ctx = make_ctx(b=4)
+    loss = term.extra_loss(ctx)
+    smoothed = [naive_knn_smoothed(ctx.z2[r].detach().double(), bank.double(), 3, 2.0) for r in range(4)]
+    assert float(loss.detach()) == pytest.approx(0.1 * naive_smoothing_loss(ctx, smoothed), rel=1e-5)
+
+
+# ------------------------------------------------------------------ alpha
+
+
+def test_cosine_alpha_schedule_eq8():
+    assert cosine_alpha(0.0, 0.005, 0.05) == pytest.approx(0.005)  # start
+    assert cosine_alpha(0.25, 0.005, 0.05) == pytest.approx(0.05 - 0.045 * math.cos(math.pi / 4))
+    assert cosine_alpha(0.5, 0.005, 0.05) == pytest.approx(0.05)  # reaches alpha_end at mid-training
+    assert cosine_alpha(0.75, 0.005, 0.05) == pytest.approx(0.05)  # min{., 0} keeps it there
+    assert cosine_alpha(1.0, 0.005, 0.05) == pytest.approx(0.05)  # end
+    term = InstanceSmoothing(SmoothingSettings(alpha_schedule="cosine"), D, 2)
+    assert [term.alpha(p) for p in (0.0, 0.5, 1.0)] == pytest.approx([0.005, 0.05, 0.05])
+    assert InstanceSmoothing(SmoothingSettings(alpha=0.1), D, 2).alpha(0.7) == 0.1
+
+
+def test_alpha_follows_training_progress():
+    term = filled_term({"buffer_size": 12, "neighbors": 3, "alpha_schedule": "cosine"})
+    term.extra_loss(make_ctx(step=0, total=100))
+    assert term.logs()["alpha"] == pytest.approx(0.005)
+    term.extra_loss(make_ctx(step=25, total=100))
+    assert term.logs()["alpha"] == pytest.approx(0.05 - 0.045 * math.cos(math.pi / 4))
+    term.extra_loss(make_ctx(step=99, total=100))
+    assert term.logs()["alpha"] == pytest.approx(0.05)
+
+
+# ------------------------------------------------------------------ config
+
+
+@pytest.mark.parametrize("bad,key", [
+    ({"neighbors": 16, "buffer_size": 16}, "neighbors"), ({"beta": 0}, "beta"), ({"alpha": -0.1}, "alpha"),
+    ({"alpha_schedule": "linear"}, "alpha_schedule"), ({"retrieval": "pddp"}, "retrieval"),
+    ({"retrieval": "kmeans", "clusters": 2048}, "clusters"), ({"retrieval": "kmeans", "gamma": 1.5}, "gamma"),
+    ({"buffer": 5}, "buffer"),
+])
+def test_config_errors_name_the_key(bad, key):
+    with pytest.raises(ConfigError, match=key):
+        validate_objectives({"instance_smoothing": bad}, "run x")
