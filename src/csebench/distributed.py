@@ -40,9 +40,65 @@ def barrier() -> None:
         dist.barrier()
 
 
+class _GatherSumGrad(torch.autograd.Function):
+    """all_gather whose backward sums, over ranks, the gradient each rank computed for this
+    rank's rows (an all-reduce of the full gradient, then this rank's slice)."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:
+        ctx.rank, ctx.rows = rank(), x.shape[0]
+        parts = [torch.empty_like(x) for _ in range(world_size())]
+        dist.all_gather(parts, x.contiguous())
+        parts[ctx.rank] = x  # bit-identical local rows
+        return torch.cat(parts, dim=0)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        grad = grad.contiguous().clone()
+        dist.all_reduce(grad, op=dist.ReduceOp.SUM)
+        return grad[ctx.rank * ctx.rows : (ctx.rank + 1) * ctx.rows]
+
+
+def gather_with_grad(x: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """All-gather rows (equal row counts on every rank) for in-batch negatives.
+
+    Forward: this rank's rows are kept as they are (local gradient, as SimCSE), the others arrive
+    from their ranks. Backward: the gradient that every rank's loss sends to a row is summed on
+    the row's owner. With each rank's loss = mean over its own B anchors against all N candidates,
+    DDP's gradient average then equals exactly the single-process gradient of the mean loss over
+    all N anchors, with no world_size factor. (SimCSE gathers z1 and z2 with remote rows detached
+    and computes the full N x N loss on every rank: its DDP gradient is 1/world_size of the
+    single-process one. Detaching remote rows with only z2 gathered would instead drop the
+    gradient other ranks' anchors send to this rank's positives, which no constant factor fixes.)
+    Returns (gathered, row offset of this rank's rows)."""
+    if not is_distributed():
+        return x, 0
+    return _GatherSumGrad.apply(x), rank() * x.shape[0]
+
+
+def all_reduce_mean(values: list[float], device: torch.device | str = "cpu") -> list[float]:
+    """Mean over ranks of a list of floats (identity on one process)."""
+    if not is_distributed():
+        return list(values)
+    t = torch.tensor(values, dtype=torch.float64, device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.SUM)
+    return (t / world_size()).tolist()
+
+
+def average_gradients(params) -> None:
+    """Average .grad over ranks for parameters that DDP does not manage (objective terms)."""
+    if not is_distributed():
+        return
+    for p in params:
+        if p.grad is not None:
+            dist.all_reduce(p.grad, op=dist.ReduceOp.SUM)
+            p.grad /= world_size()
+
+
 def gather_keep_local(x: torch.Tensor) -> tuple[torch.Tensor, int]:
-    """All-gather rows from every rank; this rank's rows keep their autograd graph (as SimCSE
-    does), the others are constants. Returns (gathered, row offset of this rank's rows)."""
+    """All-gather rows from every rank; this rank's rows keep their autograd graph, the others
+    are constants (no gradient reaches them). Used for quantities that need no remote gradient;
+    for in-batch negatives use ``gather_with_grad``. Returns (gathered, row offset)."""
     if not is_distributed():
         return x, 0
     parts = [torch.empty_like(x) for _ in range(world_size())]

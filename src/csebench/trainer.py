@@ -10,6 +10,7 @@ is written atomically every ``checkpoint_steps``; rerunning the same command res
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -44,6 +45,32 @@ def set_seed(seed: int) -> None:
     torch.cuda.manual_seed_all(seed)
 
 
+def step_seed(seed: int, rank: int, step: int) -> int:
+    """The RNG seed of one optimizer step on one rank: dropout masks (and anything else drawn from
+    the global generators) are a pure function of (seed, rank, step), so a resumed run draws
+    exactly what the uninterrupted run drew, and DDP ranks draw different masks."""
+    digest = hashlib.sha256(f"csebench-step:{seed}:{rank}:{step}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
+
+
+def configure_determinism() -> None:
+    """Deterministic kernels where PyTorch has them (warn, not fail, where it has none).
+    CUBLAS_WORKSPACE_CONFIG must be set before cuBLAS initialises for deterministic GEMMs."""
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cudnn.deterministic = True
+
+
+def config_fingerprint(cfg: RunConfig, n_sentences: int) -> str:
+    """What a checkpoint must match to be resumed: the resolved run config (paths excluded)
+    and the corpus size."""
+    d = cfg.to_dict()
+    d.pop("paths", None)
+    d["corpus_sentences"] = n_sentences
+    return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
 def pick_device() -> torch.device:
     if torch.cuda.is_available():
         return torch.device("cuda", distributed.local_rank())
@@ -58,18 +85,20 @@ def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
     return torch.float16
 
 
-def data_order(n: int, batch_size: int, seed: int, epoch: int, world_size: int = 1) -> np.ndarray:
-    """(steps, world_size * batch_size) sentence indices for one epoch; a fixed function of
-    (seed, epoch) so a resumed run sees exactly the same batches. A last partial batch is dropped
-    when it would leave a rank with fewer than 2 sentences."""
+def data_order(n: int, batch_size: int, seed: int, epoch: int, world_size: int = 1) -> list[np.ndarray]:
+    """The global batches (sentence indices) of one epoch; a pure function of (seed, epoch), so a
+    resumed run sees exactly the same batches, whatever the number of processes. ``batch_size``
+    is the global batch: under DDP each of the world_size ranks takes an equal slice. A last
+    partial batch is cut to a multiple of world_size and kept if it has at least 2 sentences
+    (and 1 per rank)."""
     rng = np.random.default_rng([seed, epoch])
     perm = rng.permutation(n)
-    global_bs = batch_size * world_size
-    steps = n // global_bs
-    batches = [perm[i * global_bs : (i + 1) * global_bs] for i in range(steps)]
-    rest = perm[steps * global_bs :]
-    if len(rest) >= 2 * world_size:
-        batches.append(rest[: (len(rest) // world_size) * world_size])
+    steps = n // batch_size
+    batches = [perm[i * batch_size : (i + 1) * batch_size] for i in range(steps)]
+    rest = perm[steps * batch_size :]
+    rest = rest[: (len(rest) // world_size) * world_size]
+    if len(rest) >= max(2, world_size):
+        batches.append(rest)
     return batches
 
 
@@ -123,12 +152,17 @@ class Trainer:
         self.show_progress = show_progress
         self.rank, self.world = distributed.rank(), distributed.world_size()
         self.device = pick_device()
+        if self.t.batch_size % self.world:
+            raise TrainingError(f"training.batch_size {self.t.batch_size} (the global batch) is not divisible by "
+                                f"the {self.world} DDP processes; choose a multiple of {self.world}")
+        configure_determinism()
         set_seed(cfg.seed)
         self.encoder = build_encoder(cfg.backbone, seed=cfg.seed, dropout=self.t.dropout).to(self.device)
         self.tokens = load_tokenized_corpus(corpus_path, self.encoder.tokenizer, self.t.max_seq_length, cache_dir)
         n = len(self.tokens)
         if n < 2 * self.world:
             raise TrainingError(f"corpus {corpus_path} has {n} sentences: too few for in-batch negatives")
+        self.fingerprint = config_fingerprint(cfg, n)
         self.steps_per_epoch = len(data_order(n, self.t.batch_size, cfg.seed, 0, self.world))
         self.total_steps = self.t.epochs * self.steps_per_epoch
         if self.t.max_steps:
@@ -178,19 +212,51 @@ class Trainer:
                 "state": self.state.__dict__, "rng": _rng_state(), "train_rows": self.train_rows,
                 "dev_rows": self.dev_rows, "log_keys": self.log_keys,
                 "run": {"suite": self.cfg.suite, "name": self.cfg.name, "seed": self.cfg.seed,
-                        "total_steps": self.total_steps},
+                        "total_steps": self.total_steps, "fingerprint": self.fingerprint, "world_size": self.world},
             }, tmp / "trainer.pt")
             if (self.out_dir / "best_model.partial").exists():
-                shutil.copytree(self.out_dir / "best_model.partial", tmp / "best_model")
+                # hard links: best_model.partial is only ever replaced as a whole, never edited in place
+                _copy_tree(self.out_dir / "best_model.partial", tmp / "best_model")
+
+    def checkpoint_file(self) -> Path | None:
+        """The last complete checkpoint. A kill between the two renames of the atomic directory
+        swap leaves only the previous one, under .checkpoint.old: use that."""
+        for d in (self.ckpt_dir, self.out_dir / f".{self.ckpt_dir.name}.old"):
+            if (d / "trainer.pt").is_file():
+                return d / "trainer.pt"
+        return None
+
+    def _clean_stale(self) -> None:
+        """Remove what an interrupted earlier attempt may have left: temporaries of atomic
+        writes, an unfinished best model, and the outputs that mark a run finished (a rerun
+        must not leave an old train.json beside a new partial run)."""
+        if self.rank != 0:
+            return
+        for p in self.out_dir.iterdir():
+            if p.name.startswith(".") and (p.name.endswith(".tmp") or p.name.endswith(".old")) \
+                    and p.name != f".{self.ckpt_dir.name}.old":
+                shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
+        for name in ("train.json", "train_timing.json", "train_curve.csv", "dev_curve.csv"):
+            (self.out_dir / name).unlink(missing_ok=True)
+        for name in ("model", "best_model.partial"):
+            shutil.rmtree(self.out_dir / name, ignore_errors=True)
 
     def maybe_resume(self) -> bool:
-        ckpt = self.ckpt_dir / "trainer.pt"
-        if not ckpt.is_file():
+        ckpt = self.checkpoint_file()
+        self._clean_stale()
+        if ckpt is None:
             return False
-        blob = torch.load(ckpt, map_location=self.device, weights_only=False)
-        if blob["run"]["total_steps"] != self.total_steps or blob["run"]["seed"] != self.cfg.seed:
-            log.warning("checkpoint %s belongs to a different configuration; starting over", ckpt)
+        try:
+            blob = torch.load(ckpt, map_location=self.device, weights_only=False)
+        except Exception as exc:  # an unreadable checkpoint is a lost checkpoint, not a failed run
+            log.warning("checkpoint %s is unreadable (%s); starting over", ckpt, exc)
             return False
+        if blob["run"].get("fingerprint") != self.fingerprint:
+            log.warning("checkpoint %s was written with a different configuration or corpus; starting over", ckpt)
+            return False
+        if blob["run"].get("world_size", 1) != self.world:
+            log.warning("checkpoint %s was written by %s processes, resuming with %d: dropout masks "
+                        "differ from an uninterrupted run from here on", ckpt, blob["run"].get("world_size"), self.world)
         self.encoder.load_state_dict(blob["encoder"])
         self.objective.load_state_dict(blob["objective"])
         self.optimizer.load_state_dict(blob["optimizer"])
@@ -200,9 +266,8 @@ class Trainer:
         self.state = TrainState(**blob["state"])
         _set_rng_state(blob["rng"])
         self.train_rows, self.dev_rows, self.log_keys = blob["train_rows"], blob["dev_rows"], blob["log_keys"]
-        if self.rank == 0 and (self.ckpt_dir / "best_model").is_dir():
-            shutil.rmtree(self.out_dir / "best_model.partial", ignore_errors=True)
-            shutil.copytree(self.ckpt_dir / "best_model", self.out_dir / "best_model.partial")
+        if self.rank == 0 and (ckpt.parent / "best_model").is_dir():
+            _copy_tree(ckpt.parent / "best_model", self.out_dir / "best_model.partial")
         log.info("resumed %s from step %d (best dev %.2f at step %d)", self.cfg.run_id, self.state.step,
                  self.state.best_dev, self.state.best_step)
         return True
@@ -210,7 +275,7 @@ class Trainer:
     # ------------------------------------------------------------------ one step
 
     def encode_views(self, batch_idx: np.ndarray) -> StepContext:
-        local = batch_idx if self.world == 1 else np.array_split(batch_idx, self.world)[self.rank]
+        local = batch_idx if self.world == 1 else np.split(np.asarray(batch_idx), self.world)[self.rank]
         ids, mask = self.tokens.batch(local, self.encoder.tokenizer.pad_token_id or 0)
         ids = torch.from_numpy(ids).to(self.device, non_blocking=True)
         mask = torch.from_numpy(mask).to(self.device, non_blocking=True)
@@ -227,8 +292,8 @@ class Trainer:
         idx_local = torch.as_tensor(local, device=self.device)
         offset = 0
         if self.world > 1:
-            z2, offset = distributed.gather_keep_local(z2)
-            layer_z2 = {k: distributed.gather_keep_local(v)[0] for k, v in layer_z2.items()}
+            z2, offset = distributed.gather_with_grad(z2)
+            layer_z2 = {k: distributed.gather_with_grad(v)[0] for k, v in layer_z2.items()}
             all_idx = torch.as_tensor(batch_idx, device=self.device)
         else:
             all_idx = idx_local
@@ -237,23 +302,45 @@ class Trainer:
                            positive_offset=offset, layer_z1=layer_z1, layer_z2=layer_z2,
                            num_layers=self.encoder.num_layers, world_size=self.world, rank=self.rank)
 
-    def train_step(self, batch_idx: np.ndarray) -> dict[str, float]:
+    def forward_loss(self, batch_idx: np.ndarray) -> tuple[torch.Tensor, dict[str, float]]:
+        """This rank's loss on its slice of the global batch, and the logs averaged over ranks
+        (so they equal the single-process values). A non-finite loss on any rank stops all ranks."""
         self.model.train()
         self.objective.train()
+        seed = step_seed(self.cfg.seed, self.rank, self.state.step)
+        torch.manual_seed(seed)
+        random.seed(seed)
+        np.random.seed(seed % (1 << 32))
         ctx_amp = torch.autocast(self.device.type, dtype=self.amp_dtype) if self.amp_dtype else _Null()
         with ctx_amp:
             ctx = self.encode_views(batch_idx)
             loss, logs = self.objective(ctx)
-        if not torch.isfinite(loss):
-            last = f"the last good checkpoint is {self.ckpt_dir} (step {self._ckpt_step()})" if self.ckpt_dir.exists() else "no checkpoint was written yet"
-            raise TrainingError(f"loss is {float(loss)} at step {self.state.step + 1} of {self.cfg.run_id}; {last}. "
-                                f"Lower the learning rate or check the objective settings.")
+        keys = sorted(logs)
+        values = distributed.all_reduce_mean([float(loss.detach())] + [float(logs[k]) for k in keys], self.device)
+        logs = dict(zip(keys, values[1:]))
+        logs["loss"] = values[0]
+        if not math.isfinite(values[0]):
+            ckpt = self.checkpoint_file()
+            last = (f"the last good checkpoint is {ckpt.parent} (step {self._ckpt_step(ckpt)}); rerunning the same "
+                    f"command resumes from it" if ckpt else "no checkpoint was written yet")
+            raise TrainingError(f"loss is {values[0]} at step {self.state.step + 1} of {self.cfg.run_id}; {last}. "
+                                f"Lower training.learning_rate or check the objective settings.")
+        return loss, logs
+
+    def backward(self, loss: torch.Tensor) -> None:
+        """Gradients of the mean loss over the global batch (DDP averages the encoder's; the
+        objective's own parameters, outside DDP, are averaged here)."""
         self.optimizer.zero_grad(set_to_none=True)
         if self.scaler:
             self.scaler.scale(loss).backward()
             self.scaler.unscale_(self.optimizer)
         else:
             loss.backward()
+        distributed.average_gradients(p for p in self.objective.parameters() if p.requires_grad)
+
+    def train_step(self, batch_idx: np.ndarray) -> dict[str, float]:
+        loss, logs = self.forward_loss(batch_idx)
+        self.backward(loss)
         if self.t.max_grad_norm > 0:
             torch.nn.utils.clip_grad_norm_(self.encoder.parameters(), self.t.max_grad_norm)
         if self.scaler:
@@ -262,15 +349,15 @@ class Trainer:
         else:
             self.optimizer.step()
         self.scheduler.step()
-        logs["loss"] = float(loss.detach())
         logs["lr"] = self.scheduler.get_last_lr()[0]
         return logs
 
-    def _ckpt_step(self) -> int:
+    @staticmethod
+    def _ckpt_step(ckpt: Path) -> int | str:
         try:
-            return int(torch.load(self.ckpt_dir / "trainer.pt", map_location="cpu", weights_only=False)["state"]["step"])
+            return int(torch.load(ckpt, map_location="cpu", weights_only=False)["state"]["step"])
         except Exception:
-            return -1
+            return "unknown"
 
     # ------------------------------------------------------------------ evaluation / saving
 
@@ -294,6 +381,7 @@ class Trainer:
         bar = tqdm(total=self.total_steps, initial=self.state.step, desc=self.cfg.run_id, unit="step",
                    disable=not self.show_progress or self.rank != 0, dynamic_ncols=True, mininterval=1.0)
         last_dev = self.dev_rows[-1][1] if self.dev_rows else float("nan")
+        resumed_from = n_before if n_before else None
         t0 = time.perf_counter() - self.state.elapsed
         while self.state.step < self.total_steps:
             batches = data_order(len(self.tokens), self.t.batch_size, self.cfg.seed, self.state.epoch, self.world)
@@ -319,30 +407,51 @@ class Trainer:
                 self.state.batch_in_epoch = 0
         bar.close()
         elapsed = time.perf_counter() - t0
-        return self.finish(elapsed, self.state.step - n_before)
+        return self.finish(elapsed, self.state.step - n_before, resumed_from)
 
-    def finish(self, elapsed: float, steps_this_run: int) -> dict:
+    def finish(self, elapsed: float, steps_this_run: int, resumed_from: int | None = None) -> dict:
+        """Write the outputs, each under a temporary name first; train.json last (it marks the
+        run complete), then drop the checkpoint. Metrics files hold no timing, so the same seed
+        gives byte-identical files; timing goes to train_timing.json."""
         summary = {
             "run": self.cfg.run_id, "suite": self.cfg.suite, "method": self.cfg.method,
             "backbone": self.cfg.backbone_name, "seed": self.cfg.seed,
             "steps": self.state.step, "best_step": self.state.best_step,
             "stsb_dev_best": round(self.state.best_dev, 4),
-            "train_seconds": round(elapsed, 1), "corpus_sentences": len(self.tokens),
-            "world_size": self.world, "device": str(self.device),
+            "corpus_sentences": len(self.tokens), "world_size": self.world, "device": self.device.type,
         }
+        timing = {"train_seconds": round(elapsed, 1), "steps_this_attempt": steps_this_run,
+                  "resumed_from_step": resumed_from}
         if self.rank == 0:
             write_csv(self.out_dir / "train_curve.csv", ["step"] + self.log_keys, self.train_rows)
             write_csv(self.out_dir / "dev_curve.csv", ["step", "stsb_dev"], self.dev_rows)
             partial = self.out_dir / "best_model.partial"
+            if not partial.is_dir():  # dev score never finite: keep the final weights
+                log.warning("%s: no finite STS-B dev score; saving the final model", self.cfg.run_id)
+                self.encoder.save(partial)
+            (partial / "training_config.json").write_text(json.dumps(self.cfg.to_dict(), indent=2, default=str) + "\n")
             final = self.out_dir / "model"
             if final.exists():
                 shutil.rmtree(final)
             partial.rename(final)
-            (final / "training_config.json").write_text(json.dumps(self.cfg.to_dict(), indent=2, default=str) + "\n")
+            write_json(self.out_dir / "train_timing.json", timing)
             write_json(self.out_dir / "train.json", summary)  # written last: marks the run complete
             shutil.rmtree(self.ckpt_dir, ignore_errors=True)
+            shutil.rmtree(self.out_dir / f".{self.ckpt_dir.name}.old", ignore_errors=True)
         distributed.barrier()
         return summary
+
+
+def _copy_tree(src: Path, dst: Path) -> None:
+    """Replace ``dst`` by a copy of ``src`` made of hard links (plain copies where links fail)."""
+    def link(a, b):
+        try:
+            os.link(a, b)
+        except OSError:
+            shutil.copy2(a, b)
+
+    shutil.rmtree(dst, ignore_errors=True)
+    shutil.copytree(src, dst, copy_function=link)
 
 
 class _Null:
