@@ -207,7 +207,6 @@ def write_sentence_transformers_files(folder: Path, dim: int, eval_pooler: str) 
         "pooling_mode_mean_tokens": mode == "mean",
         "pooling_mode_max_tokens": False,
         "pooling_mode_mean_sqrt_len_tokens": False,
-        "csebench_pooler": eval_pooler,
     }, indent=2) + "\n")
 
 

@@ -1,0 +1,44 @@
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("CSEBENCH_SHARED", ROOT.parent / "shared"))
+
+
+@pytest.fixture(scope="session")
+def project_root() -> Path:
+    return ROOT
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    if not (SHARED / "senteval").is_dir():
+        pytest.skip(f"shared data not found at {SHARED} (set CSEBENCH_SHARED)")
+    return SHARED
+
+
+@pytest.fixture(scope="session")
+def tokenizer():
+    from csebench.config import BackboneConfig
+    from csebench.encoder import load_tokenizer
+
+    return load_tokenizer(BackboneConfig(model="random"))
+
+
+@pytest.fixture()
+def tiny_encoder(tokenizer):
+    """A tiny random BERT encoder (2 layers, hidden 32) with the MiniLM tokenizer."""
+    from csebench.config import BackboneConfig
+    from csebench.encoder import SentenceEncoder, build_backbone
+
+    def make(pooler: str = "cls", seed: int = 0):
+        cfg = BackboneConfig(model="random", pooler=pooler)
+        return SentenceEncoder(build_backbone(cfg, tokenizer, seed=seed), tokenizer, pooler)
+
+    return make

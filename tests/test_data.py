@@ -1,0 +1,75 @@
+import numpy as np
+import pytest
+
+from csebench.config import SourceConfig
+from csebench.data import (check_senteval_dir, load_tokenized_corpus, prepare_corpus, read_corpus,
+                           tokenize_corpus)
+from csebench.errors import DataError
+
+
+def test_read_corpus_drops_blank_lines_and_strips(tmp_path):
+    p = tmp_path / "c.txt"
+    p.write_text("first sentence\n\n   \n  second one  \nthird\n", encoding="utf-8")
+    assert read_corpus(p) == ["first sentence", "second one", "third"]
+
+
+@pytest.mark.parametrize("content", [b"", b"\n\n  \n"])
+def test_empty_corpus_is_an_error_naming_the_file(tmp_path, content):
+    p = tmp_path / "empty.txt"
+    p.write_bytes(content)
+    with pytest.raises(DataError, match="empty.txt.*no sentences"):
+        read_corpus(p)
+
+
+def test_non_utf8_corpus_names_file_and_line(tmp_path):
+    p = tmp_path / "latin1.txt"
+    p.write_bytes("ok line\ncaf\xe9 au lait\n".encode("latin-1"))
+    with pytest.raises(DataError, match=r"latin1.txt is not UTF-8.*line 2"):
+        read_corpus(p)
+
+
+def test_missing_corpus(tmp_path):
+    with pytest.raises(DataError, match="not found"):
+        read_corpus(tmp_path / "nope.txt")
+
+
+def test_prepare_corpus_sampling_is_seeded_and_keeps_order(tmp_path):
+    src = tmp_path / "src.txt"
+    src.write_text("\n".join(f"sentence {i}" for i in range(100)) + "\n")
+    a, b, c = tmp_path / "a.txt", tmp_path / "b.txt", tmp_path / "c.txt"
+    assert prepare_corpus(SourceConfig(path=str(src), sample=10, sample_seed=3), a) == 10
+    prepare_corpus(SourceConfig(path=str(src), sample=10, sample_seed=3), b)
+    prepare_corpus(SourceConfig(path=str(src), sample=10, sample_seed=4), c)
+    la, lc = a.read_text().splitlines(), c.read_text().splitlines()
+    assert la == b.read_text().splitlines() and la != lc
+    idx = [int(s.split()[1]) for s in la]
+    assert idx == sorted(idx) and len(set(idx)) == 10
+
+
+def test_tokenized_corpus_padding_and_truncation(tmp_path, tokenizer):
+    sents = ["a short one", "a much longer sentence " * 20, "mid length sentence here"]
+    tc = tokenize_corpus(sents, tokenizer, max_length=8)
+    assert tc.lengths().max() == 8  # the long line is truncated, not an error
+    ids, mask = tc.batch(np.array([0, 1]), pad_id=tokenizer.pad_token_id)
+    assert ids.shape == (2, 8) and mask[0].sum() == tc.lengths()[0]
+    ref = tokenizer(sents[0])["input_ids"]
+    assert ids[0, : len(ref)].tolist() == ref
+    assert (ids[0, len(ref):] == tokenizer.pad_token_id).all()
+
+
+def test_tokenized_corpus_cache_roundtrip(tmp_path, tokenizer):
+    p = tmp_path / "c.txt"
+    p.write_text("one sentence\ntwo sentences here\n")
+    a = load_tokenized_corpus(p, tokenizer, 16, tmp_path / "cache")
+    assert len(list((tmp_path / "cache").glob("tokens-*.npz"))) == 1
+    b = load_tokenized_corpus(p, tokenizer, 16, tmp_path / "cache")
+    assert np.array_equal(a.ids, b.ids) and np.array_equal(a.offsets, b.offsets)
+
+
+def test_senteval_dir_check_names_missing_files(tmp_path):
+    with pytest.raises(DataError, match="STS12-en-test"):
+        check_senteval_dir(tmp_path)
+
+
+def test_shared_senteval_is_complete(shared_dir):
+    assert check_senteval_dir(shared_dir / "senteval").name == "downstream"

@@ -1,0 +1,69 @@
+import torch
+
+from csebench.encoder import load_encoder, masked_mean, pool
+
+
+def _hidden(n_layers=3, b=2, t=4, d=5, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return tuple(torch.randn(b, t, d, generator=g) for _ in range(n_layers + 1))
+
+
+def test_poolers_against_direct_formulas():
+    hs = _hidden()
+    mask = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0]])
+
+    def mean(h, i):
+        n = int(mask[i].sum())
+        return h[i, :n].mean(0)
+
+    for i in range(2):
+        assert torch.allclose(pool("cls", hs, mask)[i], hs[-1][i, 0])
+        assert torch.allclose(pool("cls_before_pooler", hs, mask)[i], hs[-1][i, 0])
+        assert torch.allclose(pool("avg", hs, mask)[i], mean(hs[-1], i), atol=1e-6)
+        assert torch.allclose(pool("avg_first_last", hs, mask)[i], (mean(hs[1], i) + mean(hs[-1], i)) / 2, atol=1e-6)
+        assert torch.allclose(pool("avg_top2", hs, mask)[i], (mean(hs[-2], i) + mean(hs[-1], i)) / 2, atol=1e-6)
+        # intermediate layer pooled the same way
+        assert torch.allclose(pool("avg", hs, mask, layer=2)[i], mean(hs[2], i), atol=1e-6)
+
+
+def test_masked_mean_ignores_padding():
+    h = torch.ones(1, 3, 2)
+    h[0, 2] = 100.0
+    assert torch.allclose(masked_mean(h, torch.tensor([[1, 1, 0]])), torch.ones(1, 2))
+
+
+def test_mlp_head_only_in_training(tiny_encoder):
+    enc = tiny_encoder("cls")
+    ids = enc.tokenizer(["hello world"], return_tensors="pt")
+    enc.eval()
+    with torch.no_grad():
+        trained = enc(ids["input_ids"], ids["attention_mask"], train_head=True)
+        raw = enc(ids["input_ids"], ids["attention_mask"], train_head=False)
+    assert not torch.allclose(trained, raw)
+    assert torch.allclose(torch.tanh(enc.head.dense(raw)), trained, atol=1e-6)
+
+
+def test_encode_dedups_sorts_and_matches_unbatched(tiny_encoder):
+    enc = tiny_encoder("avg")
+    sents = ["a b c d e f", "x", "a b c d e f", "hello there world", "x"]
+    out = enc.encode(sents, batch_size=2)
+    assert out.shape == (5, enc.hidden_size)
+    enc.eval()
+    for i, s in enumerate(sents):
+        t = enc.tokenizer([s], return_tensors="pt")
+        with torch.no_grad():
+            ref = enc(t["input_ids"], t["attention_mask"], train_head=False)[0]
+        assert torch.allclose(out[i], ref, atol=1e-5)
+
+
+def test_save_and_load_roundtrip_and_sentence_transformers(tiny_encoder, tmp_path):
+    enc = tiny_encoder("cls")
+    enc.save(tmp_path / "model")
+    loaded = load_encoder(tmp_path / "model")
+    assert loaded.pooler == "cls_before_pooler"
+    sents = ["a sentence", "another longer sentence here"]
+    assert torch.allclose(enc.encode(sents), loaded.encode(sents), atol=1e-5)
+    from sentence_transformers import SentenceTransformer
+
+    st = SentenceTransformer(str(tmp_path / "model"), device="cpu")
+    assert torch.allclose(torch.as_tensor(st.encode(sents)), enc.encode(sents), atol=1e-4)

@@ -1,0 +1,106 @@
+import numpy as np
+import pytest
+import torch
+from scipy.stats import spearmanr
+
+from csebench.errors import DataError
+from csebench.evaluation.sts import STS_SUBSETS, evaluate_sts, load_task
+
+
+def _write_fixture(root):
+    """A hand-made SentEval tree: one pair per subset with known similarity order."""
+    rng = np.random.default_rng(0)
+    gold_all = {}
+    for task, subsets in STS_SUBSETS.items():
+        d = root / "STS" / f"{task}-en-test"
+        d.mkdir(parents=True)
+        for k, sub in enumerate(subsets):
+            lines, gs = [], []
+            for j in range(4):
+                lines.append(f"w{j} tok  a\tw{j}   tok b{task}{k}")
+                gs.append(str(j) if j != 3 else "")  # an empty gold score: SentEval skips the pair
+            (d / f"STS.input.{sub}.txt").write_text("\n".join(lines) + "\n")
+            (d / f"STS.gs.{sub}.txt").write_text("\n".join(gs) + "\n")
+    sb = root / "STS" / "STSBenchmark"
+    sb.mkdir(parents=True)
+    for split in ("dev", "test"):
+        rows = [f"g\tsrc\tyr\t{i:04d}\t{s}\tsent {i} one\tsent {i} two" for i, s in enumerate([1.0, 4.5, 2.0, 3.5])]
+        (sb / f"sts-{split}.csv").write_text("\n".join(rows) + "\n")
+    sick = root / "SICK"
+    sick.mkdir()
+    rows = ["pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment"]
+    rows += [f"{i}\tsick {i} a\tsick {i} b\t{s}\tNEUTRAL" for i, s in enumerate([3.0, 1.0, 4.0])]
+    (sick / "SICK_test_annotated.txt").write_text("\n".join(rows) + "\n")
+    return root
+
+
+def test_loaders_parse_like_senteval(tmp_path):
+    root = _write_fixture(tmp_path)
+    sts12 = load_task(root, "STS12")
+    assert len(sts12.scores) == 3 * len(STS_SUBSETS["STS12"])  # empty gold scores skipped
+    assert sts12.sent1[0] == "w0 tok a" and sts12.sent2[0] == "w0 tok bSTS120"  # whitespace re-joined
+    stsb = load_task(root, "STSBenchmark")
+    assert stsb.scores.tolist() == [1.0, 4.5, 2.0, 3.5] and stsb.sent1[1] == "sent 1 one"
+    sick = load_task(root, "SICKRelatedness")
+    assert sick.scores.tolist() == [3.0, 1.0, 4.0]
+
+
+def test_known_spearman_with_controlled_encoder(tmp_path):
+    """An encoder whose pair cosines follow a known order gives the Spearman of that order."""
+    root = _write_fixture(tmp_path)
+    stsb = load_task(root, "STSBenchmark")
+    # cosine of pair i is cos(angle_i); make it increase with the chosen system score
+    system = {0: 0.1, 1: 0.9, 2: 0.5, 3: 0.3}  # ranks vs gold [1, 4.5, 2, 3.5]
+
+    def encode(sentences):
+        out = []
+        for s in sentences:
+            parts = s.split()
+            if parts[0] == "sent":
+                i = int(parts[1])
+                angle = np.arccos(system[i])
+                out.append([1.0, 0.0] if parts[2] == "one" else [np.cos(angle), np.sin(angle)])
+            else:
+                out.append([1.0, 0.0])
+        return torch.tensor(out)
+
+    res = evaluate_sts(encode, root, tasks=["STSBenchmark"])
+    expected = spearmanr([system[i] for i in range(4)], stsb.scores)[0] * 100
+    assert res["tasks"]["STSBenchmark"] == pytest.approx(expected)
+    assert res["tasks"]["STSBenchmark"] == pytest.approx(80.0)  # ranks (1,4,3,2) vs (1,4,2,3): 1 - 6*2/(4*15) = 0.8
+
+
+def test_each_distinct_sentence_encoded_once(tmp_path):
+    root = _write_fixture(tmp_path)
+    calls = []
+
+    def encode(sentences):
+        calls.append(list(sentences))
+        return torch.randn(len(sentences), 4)
+
+    res = evaluate_sts(encode, root)
+    assert len(calls) == 1 and len(calls[0]) == len(set(calls[0]))
+    assert set(res["tasks"]) == {"STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"}
+    assert "avg" in res and set(res["subsets"]["STS12"]) == set(STS_SUBSETS["STS12"])
+
+
+def test_malformed_files_are_clear_errors(tmp_path):
+    root = _write_fixture(tmp_path)
+    p = root / "STS" / "STSBenchmark" / "sts-test.csv"
+    p.write_text("g\tsrc\tyr\t0\tnot-a-number\ta\tb\n")
+    with pytest.raises(DataError, match="sts-test.csv:1.*not a number"):
+        load_task(root, "STSBenchmark")
+    p.write_text("only\tthree\tcolumns\n")
+    with pytest.raises(DataError, match="sts-test.csv:1.*columns"):
+        load_task(root, "STSBenchmark")
+    (root / "SICK" / "SICK_test_annotated.txt").unlink()
+    with pytest.raises(DataError, match="missing evaluation file.*SICK_test_annotated"):
+        load_task(root, "SICKRelatedness")
+
+
+def test_real_data_pair_counts(shared_dir):
+    """Pair counts after SentEval's skipping of unscored pairs (STS12-16) on the shared data."""
+    root = shared_dir / "senteval" / "downstream"
+    counts = {t: len(load_task(root, t).scores) for t in ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]}
+    assert counts == {"STS12": 3108, "STS13": 1500, "STS14": 3750, "STS15": 3000, "STS16": 1186,
+                      "STSBenchmark": 1379, "SICKRelatedness": 4927}
