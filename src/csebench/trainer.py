@@ -169,7 +169,8 @@ class Trainer:
             self.total_steps = min(self.total_steps, self.t.max_steps)
         self.objective = Objective(cfg.objectives, self.encoder.hidden_size, self.encoder.num_layers,
                                    run_config=cfg, corpus_size=n, teacher_cache=teacher_cache or [],
-                                   device=self.device).to(self.device)
+                                   device=self.device, corpus_path=str(corpus_path),
+                                   tokenizer=self.encoder.tokenizer).to(self.device)
         self.layers = self.objective.intermediate_layers()
         params = [p for p in list(self.encoder.parameters()) + list(self.objective.parameters()) if p.requires_grad]
         decay = [p for p in params if p.ndim >= 2]

@@ -1,0 +1,276 @@
+"""DistillCSE (Xu et al., "DistillCSE: Distilled Contrastive Learning for Sentence Embeddings").
+
+Self-training by knowledge distillation from frozen teachers trained with unsup-SimCSE:
+
+    l        = l_cl + lambda * l_distill                                                 (Eq. 3)
+    l_distill = - sum_{j != i} q(t_ij) log p(s_ij)                                       (Eq. 2)
+    p(s_ij)  = exp(s_ij / tau_s) / sum_{k != i} exp(s_ik / tau_s)
+    q(t_ij)  = exp(t_ij / tau_t) / sum_{k != i} exp(t_ik / tau_t)
+
+s_ij / t_ij are the student's / teacher's cosine similarities of the in-batch sentence pair
+(x_i, x_j), j != i. Defaults: tau_s = 0.02, tau_t = 0.01, lambda = 1 (paper, Sec. 4.3 / Table 7;
+the released scripts use 0.025 / 0.0125, a setting). Following the released code the student
+side compares the anchors' training embeddings with each other (view 1 x view 1, MLP head on),
+``similarity: anchors``; ``similarity: cross_view`` uses view 1 x view 2 instead (the InfoNCE
+matrix without its positive column). Eq. 2 sums over the anchors i while Eq. 1's l_cl is one
+anchor's loss; as in the released code (and SimCSE's batch-mean l_cl) the per-anchor cross
+entropies are averaged (``reduction: mean``); ``reduction: sum`` is the literal outer sum.
+
+Group-P shuffling (Eq. 5, 6): per row, sort the teacher logits, take G(t_ij) = sum of the
+probabilities exp(t_ik) / sum_l exp(t_il) over all t_ik >= t_ij (no temperature, as in Eq. 5 and
+the released code), cut G into the intervals (0, p], (p, 2p], ..., (.., 1] and shuffle the
+teacher logits within each interval. ``shuffle: rank_range`` shuffles a fixed rank range of the
+sorted logits instead (Table 3: ranks 1-12, 13-24, ...). Both are vectorized: random keys + a
+stable sort by group id (the released code builds per-row permutations in Python loops).
+
+Teacher components (Eq. 7): t_ij = mean over M teachers of t^m_ij. A frozen teacher is
+deterministic, so its normalized embeddings of the training corpus are computed once
+(``csebench teacher-cache``, csebench.teachers) and looked up by corpus index here; the mean of
+M cosines is one dot product of the concatenated embeddings, each scaled by 1/sqrt(M).
+
+Iterative self-training (Eq. 4): a teacher is any run of the same suite, e.g. round 2 names the
+round-1 DistillCSE run. Settings name teachers as ``teachers: {run: simcse, seeds: [1, 2]}``
+(a list of such mappings mixes runs; ``seeds`` omitted = the student's own seed).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..config import ConfigError, _suggest, check_keys
+from .base import ObjectiveTerm, StepContext, cosine_matrix
+
+log = logging.getLogger(__name__)
+
+SHUFFLES = ("none", "group_p", "rank_range")
+SIMILARITIES = ("anchors", "cross_view")
+REDUCTIONS = ("mean", "sum")
+
+
+def parse_teachers(teachers: Any, where: str) -> list[dict]:
+    """Normalize the ``teachers`` setting to a list of {run: str, seeds: list[int] | None}."""
+    if teachers is None:
+        raise ConfigError(f"{where}.teachers is required: name the teacher run(s) of the same suite, "
+                          f"e.g. teachers: {{run: simcse, seeds: [1, 2]}}")
+    entries = teachers if isinstance(teachers, list) else [teachers]
+    if not entries:
+        raise ConfigError(f"{where}.teachers: empty list; give at least one teacher run")
+    out = []
+    for k, entry in enumerate(entries):
+        w = f"{where}.teachers" + (f"[{k}]" if isinstance(teachers, list) else "")
+        if isinstance(entry, str):
+            entry = {"run": entry}
+        check_keys(w, entry, ["run", "seeds"])
+        run = entry.get("run")
+        if not isinstance(run, str) or not run:
+            raise ConfigError(f"{w}.run: expected a run name of the same suite, got {run!r}")
+        seeds = entry.get("seeds")
+        if seeds is not None:
+            if isinstance(seeds, int) and not isinstance(seeds, bool):
+                seeds = [seeds]
+            if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+                raise ConfigError(f"{w}.seeds: expected a non-empty list of integer seeds, got {seeds!r}")
+            if len(set(seeds)) != len(seeds):
+                raise ConfigError(f"{w}.seeds: a seed is listed twice in {seeds}")
+        out.append({"run": run, "seeds": seeds})
+    return out
+
+
+def teacher_runs(settings: dict, seed: int) -> list[tuple[str, int]]:
+    """(run name, seed) of every teacher component, in the order the student averages them."""
+    out: list[tuple[str, int]] = []
+    for entry in parse_teachers(settings.get("teachers"), "objectives.distillation"):
+        for s in entry["seeds"] if entry["seeds"] is not None else [int(seed)]:
+            if (entry["run"], int(s)) not in out:
+                out.append((entry["run"], int(s)))
+    return out
+
+
+@dataclass
+class DistillationSettings:
+    teachers: Any = None  # {run: NAME, seeds: [..]} or a list of them (runs of the same suite)
+    weight: float = 1.0  # lambda, Eq. 3
+    student_temperature: float = 0.02  # tau_s (released code: 0.025)
+    teacher_temperature: float = 0.01  # tau_t (released code: 0.0125)
+    shuffle: str = "group_p"  # none (vanilla distillation) | group_p (Eq. 5, 6) | rank_range (Table 3)
+    p: float = 0.1  # Group-P probability interval
+    rank_range: Any = None  # [first, last] 1-based inclusive ranks of the sorted teacher logits (rank_range)
+    group_temperature: float = 1.0  # temperature of Eq. 5's probabilities (paper and code: none = 1)
+    similarity: str = "anchors"  # anchors: view1 x view1 (released code) | cross_view: view1 x view2
+    reduction: str = "mean"  # mean over anchors (released code) | sum (Eq. 2's literal outer sum)
+
+    def validate(self, where: str) -> None:
+        parse_teachers(self.teachers, where)
+        for name in ("student_temperature", "teacher_temperature", "group_temperature"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{where}.{name} must be > 0, got {getattr(self, name)}")
+        if self.weight < 0:
+            raise ConfigError(f"{where}.weight must be >= 0, got {self.weight}")
+        for name, valid in (("shuffle", SHUFFLES), ("similarity", SIMILARITIES), ("reduction", REDUCTIONS)):
+            if getattr(self, name) not in valid:
+                raise ConfigError(f"{where}.{name}: unknown '{getattr(self, name)}'{_suggest(str(getattr(self, name)), list(valid))}")
+        if not 0 < self.p <= 1:
+            raise ConfigError(f"{where}.p must be in (0, 1], got {self.p}")
+        if self.shuffle == "rank_range":
+            r = self.rank_range
+            if (not isinstance(r, list) or len(r) != 2 or not all(isinstance(x, int) and not isinstance(x, bool) for x in r)
+                    or not 1 <= r[0] <= r[1]):
+                raise ConfigError(f"{where}.rank_range: expected [first, last] with 1 <= first <= last "
+                                  f"(1-based ranks of the sorted teacher logits, e.g. [1, 12]), got {r!r}")
+        elif self.rank_range is not None:
+            raise ConfigError(f"{where}.rank_range is only used with shuffle: rank_range (shuffle is '{self.shuffle}')")
+
+    def check_with_training(self, where: str, training) -> None:
+        if self.shuffle == "rank_range" and self.rank_range[0] > training.batch_size - 1:
+            raise ConfigError(f"{where}.rank_range starts at rank {self.rank_range[0]} but a batch of "
+                              f"{training.batch_size} has only {training.batch_size - 1} other sentences")
+
+
+# ----------------------------------------------------------------------------- shuffling
+
+
+def group_p_groups(logits: torch.Tensor, p: float, temperature: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eq. 5 per row of ``logits`` (R, K): (order, groups) where ``order`` sorts each row
+    descending and ``groups[r, k]`` is the Group-P interval of the k-th largest logit:
+    g = ceil(G / p) - 1 for G in (g p, (g+1) p]. Tied logits share G (the sum is over t_ik >= t_ij)."""
+    sorted_vals, order = logits.detach().float().sort(dim=1, descending=True)
+    cum = torch.softmax(sorted_vals / temperature, dim=1).cumsum(dim=1)
+    ascending = (-sorted_vals).contiguous()
+    last_tie = torch.searchsorted(ascending, ascending, right=True) - 1  # last position of each tie run
+    g_cum = cum.gather(1, last_tie)
+    n_groups = max(1, math.ceil(1.0 / p - 1e-9))
+    groups = (torch.ceil(g_cum / p) - 1).clamp_(0, n_groups - 1).long()
+    return order, groups
+
+
+def rank_range_groups(logits: torch.Tensor, first: int, last: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Table 3: ranks first..last (1-based, inclusive; clipped to the row length) form one group,
+    every other rank is its own group (not moved)."""
+    order = logits.detach().float().argsort(dim=1, descending=True)
+    k = logits.shape[1]
+    pos = torch.arange(k, device=logits.device)
+    lo, hi = first - 1, min(last, k) - 1
+    key = torch.where((pos >= lo) & (pos <= hi), torch.full_like(pos, lo), pos)
+    return order, key.unsqueeze(0).expand(logits.shape[0], k)
+
+
+def shuffle_within_groups(logits: torch.Tensor, order: torch.Tensor, groups: torch.Tensor,
+                          generator: torch.Generator | None = None) -> torch.Tensor:
+    """Permute each row's values uniformly at random within groups (Eq. 6).
+
+    ``order`` sorts each row, ``groups`` (nondecreasing along the sorted positions) labels each
+    sorted position. Sorting positions by (group, random key) gives, for every sorted position k,
+    a position of the same group whose value moves to k's column: a within-group permutation,
+    no Python loop over rows."""
+    sorted_vals = logits.gather(1, order)
+    keys = torch.rand(logits.shape, generator=generator, device=logits.device)
+    by_key = keys.argsort(dim=1)
+    by_group = groups.gather(1, by_key).argsort(dim=1, stable=True)
+    perm = by_key.gather(1, by_group)
+    return torch.empty_like(logits).scatter_(1, order, sorted_vals.gather(1, perm))
+
+
+def group_p_shuffle(logits: torch.Tensor, p: float, generator: torch.Generator | None = None,
+                    temperature: float = 1.0) -> torch.Tensor:
+    order, groups = group_p_groups(logits, p, temperature)
+    return shuffle_within_groups(logits, order, groups, generator)
+
+
+def rank_range_shuffle(logits: torch.Tensor, first: int, last: int,
+                       generator: torch.Generator | None = None) -> torch.Tensor:
+    order, groups = rank_range_groups(logits, first, last)
+    return shuffle_within_groups(logits, order, groups, generator)
+
+
+def off_diagonal(m: torch.Tensor, excluded: torch.Tensor) -> torch.Tensor:
+    """(R, C) -> (R, C-1): drop column excluded[r] from row r."""
+    keep = torch.ones(m.shape, dtype=torch.bool, device=m.device)
+    keep[torch.arange(m.shape[0], device=m.device), excluded] = False
+    return m[keep].view(m.shape[0], m.shape[1] - 1)
+
+
+def distill_loss(student: torch.Tensor, teacher: torch.Tensor, tau_s: float, tau_t: float,
+                 reduction: str = "mean") -> torch.Tensor:
+    """Eq. 2 on (R, K) rows of other-sentence similarities: cross entropy H(q_t, p_s) per row."""
+    q = torch.softmax(teacher.float() / tau_t, dim=1)
+    log_p = F.log_softmax(student.float() / tau_s, dim=1)
+    per_row = -(q * log_p).sum(dim=1)
+    return per_row.mean() if reduction == "mean" else per_row.sum()
+
+
+# ----------------------------------------------------------------------------- the term
+
+
+class Distillation(ObjectiveTerm):
+    key: ClassVar[str] = "distillation"
+    Settings: ClassVar[type] = DistillationSettings
+    extra_init_args: ClassVar[tuple[str, ...]] = ("run_config", "corpus_size", "teacher_cache", "device",
+                                                  "corpus_path", "tokenizer")
+
+    def __init__(self, settings: DistillationSettings, hidden_size: int, num_layers: int, run_config=None,
+                 corpus_size: int | None = None, teacher_cache: list[str] | None = None, device=None,
+                 corpus_path: str | None = None, tokenizer=None, bank=None):
+        super().__init__(settings, hidden_size, num_layers)
+        from ..teachers import TeacherBank
+
+        self.seed = int(run_config.seed) if run_config is not None else 0
+        if bank is None:
+            if not teacher_cache:
+                expected = teacher_runs({"teachers": settings.teachers}, self.seed)
+                raise ConfigError(
+                    "objectives.distillation needs the cached embeddings of its teacher(s) "
+                    f"{', '.join(f'{r}/seed{s}' for r, s in expected)}: pass `--teacher-cache PATH` once per teacher "
+                    "(Snakemake's train rule does), built by `csebench teacher-cache`")
+            expected_runs = None
+            if run_config is not None:
+                expected_runs = [(run_config.suite, r, s) for r, s in teacher_runs({"teachers": settings.teachers}, self.seed)]
+            bank = TeacherBank(
+                teacher_cache, corpus_size=corpus_size, corpus_path=corpus_path, tokenizer=tokenizer,
+                max_seq_length=run_config.training.max_seq_length if run_config is not None else None,
+                expected_runs=expected_runs)
+        self.bank = bank
+        self._last: dict[str, float] = {}
+
+    def generator(self, ctx: StepContext, device: torch.device) -> torch.Generator:
+        """A fresh generator per (run seed, step, rank): resumed runs shuffle exactly as uninterrupted ones."""
+        state = np.random.SeedSequence([self.seed, ctx.step, ctx.rank, 0xD157]).generate_state(1, dtype=np.uint64)[0]
+        return torch.Generator(device=device).manual_seed(int(state) & ((1 << 63) - 1))
+
+    def teacher_logits(self, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+        return self.bank.logits(rows, cols)
+
+    def shuffle(self, teacher: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+        s = self.settings
+        if s.shuffle == "group_p":
+            return group_p_shuffle(teacher, s.p, generator, s.group_temperature)
+        if s.shuffle == "rank_range":
+            return rank_range_shuffle(teacher, s.rank_range[0], s.rank_range[1], generator)
+        return teacher
+
+    def extra_loss(self, ctx: StepContext) -> torch.Tensor:
+        s = self.settings
+        if s.similarity == "anchors":
+            other, cols, excluded = ctx.z1, ctx.indices, torch.arange(ctx.z1.shape[0], device=ctx.z1.device)
+        else:
+            other, cols, excluded = ctx.z2, ctx.all_indices, ctx.labels
+        if other.shape[0] < 2:
+            raise ConfigError("objectives.distillation needs at least two sentences per batch")
+        student = off_diagonal(cosine_matrix(ctx.z1, other), excluded)
+        with torch.no_grad():
+            teacher = self.teacher_logits(ctx.indices, cols).to(student.device)
+            teacher = off_diagonal(teacher, excluded.to(teacher.device))
+            if s.shuffle != "none":
+                teacher = self.shuffle(teacher, self.generator(ctx, teacher.device))
+        loss = distill_loss(student, teacher, s.student_temperature, s.teacher_temperature, s.reduction)
+        self._last = {"teachers": float(self.bank.num_teachers)}
+        return s.weight * loss
+
+    def logs(self) -> dict[str, float]:
+        return dict(self._last)

@@ -1,0 +1,211 @@
+"""Frozen-teacher corpus embeddings for DistillCSE (objectives/distillation.py).
+
+A frozen teacher is deterministic (eval mode: no dropout), so its embeddings of the training
+corpus are computed once and reused by every student distilling from it:
+
+    results/{suite}/teachers/{run}/seed{seed}/embeddings.npy   (corpus rows, dim) float32, L2-normalized
+    results/{suite}/teachers/{run}/seed{seed}/embeddings.json  metadata checked by the student
+
+Tokenization is the training one (csebench.data.load_tokenized_corpus: same truncation to the
+training max length) and the pooler is the teacher's evaluation pooler (the raw CLS vector for
+the unsup-SimCSE ``cls`` setup, as the released DistillCSE code uses ``last_hidden_state[:, 0]``).
+
+The student looks rows up by corpus index. The mean over M teachers of their cosines (Eq. 7) is
+one dot product of the concatenated embeddings, each scaled by 1/sqrt(M):
+    mean_m <e_i^m, e_j^m> = < [e_i^1..e_i^M]/sqrt(M), [e_j^1..e_j^M]/sqrt(M) >
+so M teachers cost one (B x M*D) @ (M*D x B) product per step. The concatenation is built once
+at load (in memory up to IN_MEMORY_LIMIT bytes; beyond that rows are gathered from the
+memory-mapped files each step).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .data import load_tokenized_corpus, read_corpus, tokenizer_fingerprint
+from .errors import ConfigError, DataError
+from .io import atomic_path, write_json
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1
+IN_MEMORY_LIMIT = 8 * 1024**3  # bytes of the concatenated float32 matrix kept in RAM
+
+
+def meta_path(npy: str | os.PathLike) -> Path:
+    return Path(npy).with_suffix(".json")
+
+
+def corpus_sha256(path: str | os.PathLike) -> str:
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(f"corpus file not found: {p}")
+    h = hashlib.sha256()
+    with open(p, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _teacher_run_info(model_dir: Path) -> dict | None:
+    cfg = model_dir / "training_config.json"
+    if not cfg.is_file():
+        return None
+    d = json.loads(cfg.read_text(encoding="utf-8"))
+    return {"suite": d.get("suite"), "name": d.get("name"), "seed": d.get("seed"),
+            "max_seq_length": (d.get("training") or {}).get("max_seq_length")}
+
+
+@torch.no_grad()
+def embed_corpus(encoder, corpus: str | os.PathLike, max_seq_length: int, batch_size: int = 128,
+                 cache_dir: str | os.PathLike | None = None, device: str | torch.device | None = None) -> np.ndarray:
+    """(rows, dim) float32 L2-normalized eval-mode embeddings of the corpus, in corpus order,
+    tokenized exactly as training tokenizes it."""
+    device = torch.device(device) if device is not None else next(encoder.parameters()).device
+    tokens = load_tokenized_corpus(corpus, encoder.tokenizer, max_seq_length, cache_dir)
+    order = np.argsort(tokens.lengths(), kind="stable")
+    pad = encoder.tokenizer.pad_token_id or 0
+    out = np.empty((len(tokens), encoder.hidden_size), dtype=np.float32)
+    was_training = encoder.training
+    encoder.eval()
+    try:
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
+            ids, mask = (torch.from_numpy(a).to(device) for a in tokens.batch(idx, pad))
+            emb = encoder(ids, mask, train_head=False).float()
+            out[idx] = torch.nn.functional.normalize(emb, dim=-1).cpu().numpy()
+    finally:
+        encoder.train(was_training)
+    return out
+
+
+def build_teacher_cache(model_dir: str | os.PathLike, corpus: str | os.PathLike, out: str | os.PathLike,
+                        max_seq_length: int | None = None, batch_size: int = 128,
+                        cache_dir: str | os.PathLike | None = None, device: str | None = None) -> dict:
+    """Embed ``corpus`` with the saved model in ``model_dir``; write out (.npy) and its .json metadata."""
+    from .encoder import load_encoder
+
+    model_dir = Path(model_dir)
+    if not model_dir.is_dir():
+        raise DataError(f"teacher model folder not found: {model_dir} (train the teacher run first)")
+    run = _teacher_run_info(model_dir)
+    if max_seq_length is None:
+        max_seq_length = (run or {}).get("max_seq_length") or 32
+    read_corpus(corpus)  # clear error for a missing / empty / non-UTF-8 corpus
+    encoder = load_encoder(model_dir)
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    encoder.to(device)
+    emb = embed_corpus(encoder, corpus, int(max_seq_length), batch_size, cache_dir, device)
+    meta = {
+        "format": FORMAT, "model": str(model_dir), "teacher_run": run, "pooler": encoder.pooler,
+        "rows": int(emb.shape[0]), "dim": int(emb.shape[1]), "dtype": "float32", "normalized": True,
+        "max_seq_length": int(max_seq_length), "tokenizer": tokenizer_fingerprint(encoder.tokenizer),
+        "corpus": str(corpus), "corpus_sha256": corpus_sha256(corpus),
+    }
+    write_json(meta_path(out), meta)
+    with atomic_path(out) as tmp:  # the .npy appears last and complete
+        with open(tmp, "wb") as fh:
+            np.save(fh, emb)
+    log.info("teacher cache %s: %d x %d from %s", out, emb.shape[0], emb.shape[1], model_dir)
+    return meta
+
+
+def load_meta(path: str | os.PathLike) -> dict:
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(f"teacher cache not found: {p} (build it with `csebench teacher-cache --model "
+                        f"RUN_DIR/model --corpus CORPUS --out {p}`, or let Snakemake's teacher_cache rule do it)")
+    m = meta_path(p)
+    if not m.is_file():
+        raise DataError(f"teacher cache {p} has no metadata file {m}; rebuild it with `csebench teacher-cache`")
+    meta = json.loads(m.read_text(encoding="utf-8"))
+    if meta.get("format") != FORMAT:
+        raise DataError(f"teacher cache {p}: format {meta.get('format')} is not {FORMAT}; rebuild it")
+    return meta
+
+
+class TeacherBank:
+    """The teachers' cached embeddings, concatenated and scaled by 1/sqrt(M): ``logits(rows, cols)``
+    is the (len(rows), len(cols)) matrix of cosines averaged over the M teachers (Eq. 7)."""
+
+    def __init__(self, paths: list[str | os.PathLike], corpus_size: int | None = None,
+                 corpus_path: str | os.PathLike | None = None, tokenizer=None, max_seq_length: int | None = None,
+                 expected_runs: list[tuple[str, str, int]] | None = None, in_memory_limit: int = IN_MEMORY_LIMIT):
+        if not paths:
+            raise ConfigError("DistillCSE needs at least one teacher cache")
+        self.paths = [Path(p) for p in paths]
+        self.metas = [load_meta(p) for p in self.paths]
+        if expected_runs is not None and len(expected_runs) != len(self.paths):
+            raise ConfigError(
+                f"objectives.distillation names {len(expected_runs)} teacher(s) "
+                f"({', '.join(f'{r}/seed{s}' for _, r, s in expected_runs)}) but {len(self.paths)} teacher cache(s) were given")
+        corpus_hash = corpus_sha256(corpus_path) if corpus_path is not None else None
+        tok = tokenizer_fingerprint(tokenizer) if tokenizer is not None else None
+        for k, (p, meta) in enumerate(zip(self.paths, self.metas)):
+            if corpus_hash is not None and meta["corpus_sha256"] != corpus_hash:
+                raise DataError(f"teacher cache {p} was computed on corpus {meta['corpus']}, not on the student's corpus "
+                                f"{corpus_path} (contents differ); rebuild it on the student's corpus")
+            if corpus_size is not None and meta["rows"] != corpus_size:
+                raise DataError(f"teacher cache {p} has {meta['rows']} rows but the student's corpus has {corpus_size} sentences")
+            if tok is not None and meta["tokenizer"] != tok:
+                raise DataError(f"teacher cache {p}: the teacher ({meta['model']}) uses a different tokenizer than the "
+                                f"student (fingerprint {meta['tokenizer']} vs {tok}); teacher and student must share "
+                                f"one tokenizer so both see the same sentences")
+            if max_seq_length is not None and meta["max_seq_length"] != max_seq_length:
+                raise DataError(f"teacher cache {p} was tokenized with max length {meta['max_seq_length']}, the student "
+                                f"trains with {max_seq_length}; rebuild it with --max-seq-length {max_seq_length}")
+            run = meta.get("teacher_run")
+            if expected_runs is not None and run and run.get("name") is not None:
+                suite, name, seed = expected_runs[k]
+                if (run.get("suite"), run.get("name"), run.get("seed")) != (suite, name, seed):
+                    raise DataError(f"teacher cache {p} belongs to run {run.get('suite')}/{run.get('name')}/seed{run.get('seed')}, "
+                                    f"expected teacher {k + 1} to be {suite}/{name}/seed{seed}")
+        rows = {m["rows"] for m in self.metas}
+        if len(rows) != 1:
+            raise DataError(f"teacher caches disagree on the corpus size: {sorted(rows)} rows")
+        self.rows = rows.pop()
+        self.num_teachers = len(self.paths)
+        self.dims = [m["dim"] for m in self.metas]
+        self.dim = sum(self.dims)
+        self.scale = 1.0 / math.sqrt(self.num_teachers)
+        self._arrays = [np.load(p, mmap_mode="r") for p in self.paths]
+        for p, a, meta in zip(self.paths, self._arrays, self.metas):
+            if a.shape != (meta["rows"], meta["dim"]) or a.dtype != np.float32:
+                raise DataError(f"teacher cache {p}: array {a.shape} {a.dtype} does not match its metadata "
+                                f"({meta['rows']} x {meta['dim']} float32); rebuild it")
+        self.matrix: torch.Tensor | None = None
+        if self.rows * self.dim * 4 <= in_memory_limit:
+            cat = np.empty((self.rows, self.dim), dtype=np.float32)
+            col = 0
+            for a in self._arrays:
+                np.multiply(a, np.float32(self.scale), out=cat[:, col : col + a.shape[1]])
+                col += a.shape[1]
+            self.matrix = torch.from_numpy(cat)
+            self._arrays = []
+        else:
+            log.info("teacher bank of %.1f GB exceeds the in-memory limit: gathering rows from memory maps",
+                     self.rows * self.dim * 4 / 1024**3)
+
+    def lookup(self, idx: torch.Tensor) -> torch.Tensor:
+        """(n, M*D) scaled concatenated teacher embeddings of corpus rows ``idx``, on idx's device."""
+        cpu_idx = idx.detach().to("cpu", torch.long)
+        if self.matrix is not None:
+            out = self.matrix.index_select(0, cpu_idx)
+        else:
+            np_idx = cpu_idx.numpy()
+            out = torch.from_numpy(np.concatenate([a[np_idx] for a in self._arrays], axis=1) * np.float32(self.scale))
+        return out.to(idx.device, non_blocking=True)
+
+    def logits(self, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+        """Teacher cosines averaged over the M components: (len(rows), len(cols))."""
+        a = self.lookup(rows)
+        b = a if cols is rows else self.lookup(cols)
+        return a @ b.T
