@@ -3,6 +3,7 @@
     csebench prepare-corpus   --data demo --out data/demo/corpus.txt
     csebench prepare-senteval --data demo --out data/demo/senteval
     csebench train            --suite demo --run minilm-simcse --seed 42 --corpus ... --senteval ... --out DIR
+    csebench teacher-cache    --model DIR/model --corpus data/demo/corpus.txt --out results/demo/teachers/simcse/seed42/embeddings.npy
     csebench eval-sts         --model DIR/model --senteval ... --out DIR/sts.json
     csebench report           --suite demo --sts results/demo/runs/*/seed*/sts.json --out-dir results/demo/tables
     csebench show-config      --suite demo --run minilm-simcse --seed 42
@@ -102,6 +103,13 @@ def _run_info(args) -> dict:
             "backbone": cfg.backbone_name, "backbone_label": cfg.backbone.label or cfg.backbone_name}
 
 
+def cmd_teacher_cache(args) -> None:
+    from .teachers import build_teacher_cache
+
+    build_teacher_cache(args.model, args.corpus, args.out, max_seq_length=args.max_seq_length,
+                        batch_size=args.batch_size, cache_dir=args.cache_dir)
+
+
 def cmd_report(args) -> None:
     from .report import collect_sts, write_sts_tables
 
@@ -144,6 +152,16 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--teacher-cache", action="append", default=[], help="cached teacher embeddings (DistillCSE)")
     sp.add_argument("--no-progress", action="store_true")
     sp.set_defaults(func=cmd_train)
+
+    sp = common(sub.add_parser("teacher-cache", help="DistillCSE: a frozen teacher's normalized corpus embeddings"))
+    sp.add_argument("--model", required=True, help="the teacher's saved model folder (RUN_DIR/model)")
+    sp.add_argument("--corpus", required=True, help="the students' training corpus (data/X/corpus.txt)")
+    sp.add_argument("--out", required=True, help="embeddings .npy (metadata goes beside it as .json)")
+    sp.add_argument("--max-seq-length", type=int, default=None,
+                    help="training max length (default: the teacher run's own, from its training_config.json)")
+    sp.add_argument("--batch-size", type=int, default=128)
+    sp.add_argument("--cache-dir", default=None, help="tokenized-corpus cache folder (e.g. data/cache)")
+    sp.set_defaults(func=cmd_teacher_cache)
 
     sp = common(sub.add_parser("eval-sts", help="STS12-16, STS-B, SICK-R (Spearman x100)"))
     sp.add_argument("--model", required=True, help="saved model folder (or HF id / local encoder)")
