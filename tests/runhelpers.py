@@ -1,0 +1,73 @@
+"""Small inputs for the reliability tests (resume, determinism, bad input, DDP).
+
+Everything is written under pytest's tmp_path from the shared data; nothing is copied into the repo.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("CSEBENCH_SHARED", ROOT.parent / "shared"))
+PARAMS = ROOT / "params.yaml"
+
+
+def write_corpus(path: Path, n: int = 96) -> Path:
+    """The first n lines of the shared demo corpus."""
+    lines = []
+    with open(SHARED / "corpus" / "demo-sentences.txt", encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                lines.append(line.strip())
+            if len(lines) >= n:
+                break
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def write_mini_senteval(root: Path, pairs: int = 48) -> Path:
+    """A SentEval-like folder holding only what training needs: the first STS-B dev pairs."""
+    src = SHARED / "senteval" / "downstream" / "STS" / "STSBenchmark" / "sts-dev.csv"
+    dst = root / "STS" / "STSBenchmark" / "sts-dev.csv"
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    with open(src, encoding="utf-8") as fh:
+        dst.write_text("".join(line for _, line in zip(range(pairs), fh)), encoding="utf-8")
+    return root
+
+
+def write_config(path: Path, overrides: dict) -> Path:
+    path.write_text(yaml.safe_dump(overrides), encoding="utf-8")
+    return path
+
+
+def ci_training(**training) -> dict:
+    """A --config override of the ci suite's training settings."""
+    return {"suites": {"ci": {"training": training}}}
+
+
+def train_argv(tmp: Path, out: Path, config: Path | None, corpus: Path | None = None,
+               senteval: Path | None = None, cache: Path | None = None, seed: int = 1) -> list[str]:
+    argv = ["train", "--params", str(PARAMS), "--suite", "ci", "--run", "simcse", "--seed", str(seed),
+            "--corpus", str(corpus or tmp / "corpus.txt"), "--senteval", str(senteval or tmp / "se"),
+            "--out", str(out), "--cache-dir", str(cache or tmp / "cache"), "--no-progress"]
+    if config is not None:
+        argv[1:1] = ["--config", str(config)]
+    return argv
+
+
+def env() -> dict:
+    e = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
+             CSEBENCH_SHARED=str(SHARED), OMP_NUM_THREADS="1")
+    return e
+
+
+def popen_train(argv: list[str], log: Path) -> subprocess.Popen:
+    fh = open(log, "wb")
+    return subprocess.Popen([sys.executable, "-m", "csebench", "--threads", "1", *argv], cwd=ROOT, env=env(),
+                            stdout=fh, stderr=subprocess.STDOUT)

@@ -1,0 +1,105 @@
+"""Resume after SIGKILL, determinism, NaN stop (issue 6).
+
+Four `csebench train` subprocesses on the ci suite (tiny random BERT, 96 sentences, batch 8,
+12 steps, dev every 2 steps, checkpoint every 3): a reference run, a second identical run
+(determinism), a run killed with SIGKILL once a checkpoint exists, and that run's rerun with
+the same command. The rerun must resume (train_timing.json says from which step) and end with
+byte-identical metrics files and identical weights.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from runhelpers import ci_training, popen_train, train_argv, write_config, write_corpus, write_mini_senteval
+
+METRIC_FILES = ["train.json", "train_curve.csv", "dev_curve.csv"]
+TRAINING = dict(max_steps=12, eval_steps=2, checkpoint_steps=3, batch_size=8, log_steps=1,
+                learning_rate=1.0e-4, eval_batch_size=64)
+
+
+def _wait(proc, log: Path, timeout: float = 240) -> None:
+    try:
+        rc = proc.wait(timeout=timeout)
+    except Exception:
+        proc.kill()
+        raise
+    assert rc == 0, log.read_text(errors="replace")[-3000:]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("resume")
+    write_corpus(tmp / "corpus.txt")
+    write_mini_senteval(tmp / "se")
+    cfg = write_config(tmp / "over.yaml", ci_training(**TRAINING))
+    dirs = {k: tmp / k for k in ("reference", "again", "killed")}
+
+    # Phase 1: reference and the run to be killed, side by side.
+    ref = popen_train(train_argv(tmp, dirs["reference"], cfg), tmp / "reference.log")
+    victim = popen_train(train_argv(tmp, dirs["killed"], cfg), tmp / "killed.log")
+    ckpt = dirs["killed"] / "checkpoint" / "trainer.pt"
+    deadline = time.time() + 240
+    while not ckpt.exists() and victim.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    assert victim.poll() is None, "the run finished (or failed) before a checkpoint appeared:\n" + \
+        (tmp / "killed.log").read_text(errors="replace")[-3000:]
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    killed_state = {"train_json": (dirs["killed"] / "train.json").exists(),
+                    "ckpt_step": torch.load(ckpt, map_location="cpu", weights_only=False)["state"]["step"]}
+
+    # Phase 2: the same command again (resumes), and an independent repeat of the reference.
+    again = popen_train(train_argv(tmp, dirs["again"], cfg), tmp / "again.log")
+    resumed = popen_train(train_argv(tmp, dirs["killed"], cfg), tmp / "resumed.log")
+    _wait(ref, tmp / "reference.log")
+    _wait(again, tmp / "again.log")
+    _wait(resumed, tmp / "resumed.log")
+    return dirs, killed_state
+
+
+def _weights(run_dir: Path) -> dict[str, torch.Tensor]:
+    w = load_file(run_dir / "model" / "model.safetensors")
+    w.update({f"head.{k}": v for k, v in torch.load(run_dir / "model" / "mlp_head.pt").items()})
+    return w
+
+
+def _same_weights(a: Path, b: Path) -> None:
+    wa, wb = _weights(a), _weights(b)
+    assert wa.keys() == wb.keys()
+    for k in wa:
+        assert torch.equal(wa[k], wb[k]), f"weights differ: {k}"
+
+
+@pytest.mark.slow
+def test_killed_run_resumes_to_identical_results(runs):
+    dirs, killed = runs
+    assert not killed["train_json"], "the victim was killed after it had finished"
+    assert 3 <= killed["ckpt_step"] < 12
+    timing = json.loads((dirs["killed"] / "train_timing.json").read_text())
+    assert timing["resumed_from_step"] == killed["ckpt_step"], timing  # it resumed, it did not start over
+    assert timing["steps_this_attempt"] == 12 - killed["ckpt_step"]
+    for name in METRIC_FILES:
+        assert (dirs["killed"] / name).read_bytes() == (dirs["reference"] / name).read_bytes(), name
+    _same_weights(dirs["killed"], dirs["reference"])
+    # the finished run leaves no checkpoint, partial model or temporaries behind
+    leftovers = sorted(p.name for p in dirs["killed"].iterdir())
+    assert leftovers == ["dev_curve.csv", "model", "train.json", "train_curve.csv", "train_timing.json"], leftovers
+
+
+@pytest.mark.slow
+def test_same_seed_gives_byte_identical_metrics(runs):
+    dirs, _ = runs
+    for name in METRIC_FILES:
+        assert (dirs["again"] / name).read_bytes() == (dirs["reference"] / name).read_bytes(), name
+    _same_weights(dirs["again"], dirs["reference"])
+    summary = json.loads((dirs["reference"] / "train.json").read_text())
+    assert summary["steps"] == 12 and "train_seconds" not in summary
+    assert len((dirs["reference"] / "dev_curve.csv").read_text().splitlines()) == 1 + 6
