@@ -5,6 +5,7 @@
     csebench train            --suite demo --run minilm-simcse --seed 42 --corpus ... --senteval ... --out DIR
     csebench teacher-cache    --model DIR/model --corpus data/demo/corpus.txt --out results/demo/teachers/simcse/seed42/embeddings.npy
     csebench eval-sts         --model DIR/model --senteval ... --out DIR/sts.json
+    csebench eval-transfer    --model DIR/model --senteval ... --out DIR/transfer.json
     csebench report           --suite demo --sts results/demo/runs/*/seed*/sts.json --out-dir results/demo/tables
     csebench show-config      --suite demo --run minilm-simcse --seed 42
 """
@@ -93,6 +94,31 @@ def cmd_eval_sts(args) -> None:
                                        ", ".join(f"{k} {v:.2f}" for k, v in res["tasks"].items()))
 
 
+def cmd_eval_transfer(args) -> None:
+    import torch
+
+    from .data import senteval_root
+    from .encoder import load_encoder
+    from .evaluation.transfer import TASKS, evaluate_transfer, load_transfer_task
+    from .io import write_json
+
+    root = senteval_root(args.senteval)
+    data = {t: load_transfer_task(root, t) for t in args.tasks or TASKS}  # bad data fails before the model loads
+    torch.manual_seed(0)
+    enc = load_encoder(args.model, args.pooler)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    enc.to(device)
+    t0 = time.perf_counter()
+    res = evaluate_transfer(lambda s: enc.encode(s, batch_size=args.batch_size, show_progress=not args.no_progress),
+                            root, tasks=list(data), seed=args.senteval_seed,
+                            max_train_sentences=args.max_train_sentences, task_data=data)
+    res["eval_seconds"] = round(time.perf_counter() - t0, 2)
+    res["run_info"] = _run_info(args)
+    write_json(args.out, res)
+    logging.getLogger("csebench").info("transfer avg %.2f (%s): %s", res.get("avg", float("nan")), res["protocol"],
+                                       ", ".join(f"{k} {v:.2f}" for k, v in res["tasks"].items()))
+
+
 def _run_info(args) -> dict:
     if not (args.suite and args.run):
         return {"name": os.path.basename(os.path.normpath(args.model)), "method": "external", "backbone": args.model}
@@ -111,9 +137,24 @@ def cmd_teacher_cache(args) -> None:
 
 
 def cmd_report(args) -> None:
-    from .report import collect_sts, write_sts_tables
+    from .report import report
 
-    write_sts_tables(collect_sts(args.sts), args.out_dir)
+    description = ""
+    try:
+        description = _params(args).get("suites", {}).get(args.suite, {}).get("description", "")
+    except Exception:  # the report must not depend on params.yaml being readable
+        pass
+    out = report(args.suite, args.sts, args.out_dir, transfer=args.transfer, curves=args.curves, figures=args.figures,
+                 readme=args.readme, curves_png=args.curves_png, n_boot=args.n_boot, description=description)
+    logging.getLogger("csebench").info("report: %s", out["readme"])
+
+
+def cmd_dvc_yaml(args) -> None:
+    from .dvcgen import main_dvc_yaml
+
+    rc = main_dvc_yaml(args.params, args.out, args.check, args.suites)
+    if rc:
+        raise SystemExit(rc)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -177,11 +218,39 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--no-progress", action="store_true")
     sp.set_defaults(func=cmd_eval_sts)
 
-    sp = common(sub.add_parser("report", help="aggregate run results into tables"))
+    sp = common(sub.add_parser("eval-transfer", help="SentEval transfer tasks MR CR SUBJ MPQA SST2 TREC MRPC (accuracy x100)"))
+    sp.add_argument("--model", required=True, help="saved model folder (or HF id / local encoder)")
+    sp.add_argument("--senteval", required=True)
+    sp.add_argument("--out", required=True)
+    sp.add_argument("--tasks", nargs="+", default=None, help="subset of MR CR SUBJ MPQA SST2 TREC MRPC (default: all)")
+    sp.add_argument("--max-train-sentences", type=int, default=None,
+                    help="CPU demo only: subsample each classifier training set to N items (recorded as protocol=capped)")
+    sp.add_argument("--senteval-seed", type=int, default=1111, help="SentEval's classifier seed (default: 1111)")
+    sp.add_argument("--pooler", default=None, help="override the saved evaluation pooler")
+    sp.add_argument("--batch-size", type=int, default=128)
+    sp.add_argument("--suite")
+    sp.add_argument("--run")
+    sp.add_argument("--seed", type=int, default=0, help="run seed (names the run; see --senteval-seed)")
+    sp.add_argument("--no-progress", action="store_true")
+    sp.set_defaults(func=cmd_eval_transfer)
+
+    sp = common(sub.add_parser("report", help="aggregate run results into tables, curves and a README index"))
     sp.add_argument("--suite", required=True)
-    sp.add_argument("--sts", nargs="+", required=True, help="sts.json files")
-    sp.add_argument("--out-dir", required=True)
+    sp.add_argument("--sts", nargs="+", required=True,
+                    help="sts.json files (a sibling sts_pairs.npz enables the paired bootstrap)")
+    sp.add_argument("--out-dir", required=True, help="tables folder, e.g. results/SUITE/tables")
+    sp.add_argument("--transfer", nargs="*", default=[], help="transfer.json files")
+    sp.add_argument("--curves", nargs="*", default=[], help="train_curve.csv / dev_curve.csv files")
+    sp.add_argument("--figures", nargs="*", default=[], help="figure files to link from the README")
+    sp.add_argument("--readme", default=None, help="README path (default: OUT_DIR/../README.md)")
+    sp.add_argument("--curves-png", default=None, help="curves figure (default: OUT_DIR/../figures/training_curves.png)")
+    sp.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (default: 1000)")
     sp.set_defaults(func=cmd_report)
+    sp = common(sub.add_parser("dvc-yaml", help="generate dvc.yaml from the Snakemake DAG"))
+    sp.add_argument("--suites", nargs="+", help="default: params.yaml dvc.suites")
+    sp.add_argument("--out", default="dvc.yaml", help="output file, '-' for stdout")
+    sp.add_argument("--check", action="store_true", help="exit 1 if the file is out of date")
+    sp.set_defaults(func=cmd_dvc_yaml)
     return p
 
 
