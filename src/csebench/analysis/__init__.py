@@ -1,0 +1,16 @@
+"""The papers' analyses (issue 4): metrics (pure), core (model + data -> dict), plots (figures, tables).
+
+    align_uniform        IS-CSE Fig. 3    alignment / uniformity on STS-B (Wang & Isola)
+    cosine_distribution  IS-CSE Fig. 4    pair cosines by gold-score group
+    layer_similarities   SSCL Fig. 1, 4   inter-layer SetSim, TokSim per layer
+    topk_negatives       GS-InfoNCE Fig. 1 top-4 negative cosines vs batch size
+    teacher_logit_stats  DistillCSE Fig. 1, Tables 1-2
+    projected_sts        SSCL Table 5     STS through a linear projection to 128/256 dims
+    retrieve_neighbours  IS-CSE Table 9   kNN of queries in a buffer of corpus embeddings
+"""
+
+from .core import (align_uniform, cosine_distribution, layer_similarities, neighbours_markdown, projected_sts,
+                   retrieve_neighbours, stsb_sentences, teacher_logit_stats, topk_negatives)
+
+__all__ = ["align_uniform", "cosine_distribution", "layer_similarities", "neighbours_markdown", "projected_sts",
+           "retrieve_neighbours", "stsb_sentences", "teacher_logit_stats", "topk_negatives"]

@@ -1,0 +1,286 @@
+"""The papers' analyses as plain functions of an encoder (or an ``encode`` function) and data.
+
+Every function returns a JSON-serialisable dict; the CLI writes it, the plots module draws it.
+``encode`` maps a list of sentences to an (n, d) tensor (SentenceEncoder.encode in practice).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+
+from ..evaluation.sts import PairSet, cosine_rows, evaluate_sts, load_stsb, spearman100
+from . import metrics as M
+
+log = logging.getLogger(__name__)
+
+EncodeFn = Callable[[list[str]], torch.Tensor]
+GROUP_LABELS = ["0-1", "1-2", "2-3", "3-4", "4-5"]
+
+
+def _pair_embeddings(encode: EncodeFn, ps: PairSet) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(sent1 rows, sent2 rows, all distinct sentences) embedded with one encode call."""
+    uniq = sorted(set(ps.sent1) | set(ps.sent2))
+    emb = encode(uniq)
+    row = {s: i for i, s in enumerate(uniq)}
+    return emb[torch.as_tensor([row[s] for s in ps.sent1])], emb[torch.as_tensor([row[s] for s in ps.sent2])], emb
+
+
+# ------------------------------------------------------------------ IS-CSE Fig. 3
+
+def align_uniform(encode: EncodeFn, senteval_root: str | os.PathLike, split: str = "test",
+                  threshold: float = 4.0, alpha: float = 2.0, t: float = 2.0) -> dict:
+    """Alignment over STS-B pairs with gold score > threshold, uniformity over all STS-B sentences."""
+    ps = load_stsb(Path(senteval_root), split)
+    e1, e2, allemb = _pair_embeddings(encode, ps)
+    pos = torch.as_tensor(ps.scores > threshold)
+    return {"analysis": "align_uniform", "data": f"STS-B {split}", "alignment": M.alignment(e1[pos], e2[pos], alpha),
+            "uniformity": M.uniformity(allemb, t), "alpha": alpha, "t": t, "threshold": threshold,
+            "n_positive_pairs": int(pos.sum()), "n_sentences": int(len(allemb))}
+
+
+# ------------------------------------------------------------------ IS-CSE Fig. 4
+
+def cosine_distribution(encode: EncodeFn, senteval_root: str | os.PathLike, split: str = "test") -> dict:
+    """Cosine similarity of every STS-B pair, grouped by gold score into [0,1), ..., [4,5]."""
+    ps = load_stsb(Path(senteval_root), split)
+    e1, e2, _ = _pair_embeddings(encode, ps)
+    sims = cosine_rows(e1, e2)
+    g = M.score_groups(ps.scores)
+    groups = {}
+    for i, label in enumerate(GROUP_LABELS):
+        s = sims[g == i]
+        groups[label] = {"n": int(len(s)), "mean": float(s.mean()) if len(s) else None,
+                         "std": float(s.std()) if len(s) else None,
+                         "quartiles": [float(v) for v in np.percentile(s, [25, 50, 75])] if len(s) else None,
+                         "cosines": [round(float(v), 5) for v in s]}
+    return {"analysis": "cosine_dist", "data": f"STS-B {split}", "spearman": spearman100(sims, ps.scores), "groups": groups}
+
+
+# ------------------------------------------------------------------ SSCL Fig. 1 and 4
+
+@torch.no_grad()
+def layer_similarities(enc, sentences: Sequence[str], batch_size: int = 64, exclude_special: bool = True) -> dict:
+    """Inter-layer SetSim between adjacent transformer layers and TokSim per layer (SSCL Eq. 1-2).
+
+    Sentence representations of layer l use the encoder's own pooler applied to layer l (CLS of that
+    layer for cls poolers, masked mean for avg). TokSim counts the sentence's tokens (special tokens
+    [CLS]/[SEP] excluded unless ``exclude_special`` is False). Layers are 1..L (0 = embeddings left out)."""
+    from ..encoder import pool
+
+    uniq = sorted(set(sentences))
+    tok = enc.tokenizer
+    limit = min(getattr(enc.backbone.config, "max_position_embeddings", 512), 512)
+    enc_ids = tok(uniq, truncation=True, max_length=limit, padding=False, return_special_tokens_mask=True)
+    lengths = np.array([len(x) for x in enc_ids["input_ids"]])
+    order = np.argsort(lengths, kind="stable")
+    pad = tok.pad_token_id or 0
+    n_layers = enc.num_layers
+    reps = torch.zeros(n_layers, len(uniq), enc.hidden_size, dtype=torch.float64)
+    tsim = np.zeros((n_layers, len(uniq)))
+    was_training = enc.training
+    enc.eval()
+    device = next(enc.parameters()).device
+    try:
+        for start in range(0, len(order), batch_size):
+            idx = order[start:start + batch_size]
+            width = int(lengths[idx].max())
+            ids = torch.full((len(idx), width), pad, dtype=torch.long)
+            mask = torch.zeros((len(idx), width), dtype=torch.long)
+            special = torch.ones((len(idx), width), dtype=torch.long)
+            for r, i in enumerate(idx):
+                L = lengths[i]
+                ids[r, :L] = torch.as_tensor(enc_ids["input_ids"][i])
+                mask[r, :L] = 1
+                special[r, :L] = torch.as_tensor(enc_ids["special_tokens_mask"][i])
+            hs = enc.forward_hidden(ids.to(device), mask.to(device), all_layers=True)
+            tokmask = (mask * (1 - special)) if exclude_special else mask
+            for layer in range(1, n_layers + 1):
+                reps[layer - 1, torch.as_tensor(idx)] = pool(enc.pooler, hs, mask.to(device), layer=layer).double().cpu()
+                tsim[layer - 1, idx] = M.toksim(hs[layer].float().cpu(), tokmask)
+    finally:
+        enc.train(was_training)
+    inter = M.inter_layer_similarity(reps)
+    return {"analysis": "layers", "pooler": enc.pooler, "n_sentences": len(uniq), "exclude_special": exclude_special,
+            "inter_layer": {f"{i}-{i + 1}": float(v) for i, v in enumerate(inter, start=1)},
+            "toksim": {str(i): float(np.nanmean(tsim[i - 1])) for i in range(1, n_layers + 1)}}
+
+
+def stsb_sentences(senteval_root: str | os.PathLike, split: str = "test") -> list[str]:
+    ps = load_stsb(Path(senteval_root), split)
+    return sorted(set(ps.sent1) | set(ps.sent2))
+
+
+# ------------------------------------------------------------------ GS-InfoNCE Fig. 1
+
+def topk_negatives(encode: EncodeFn, corpus: Sequence[str], batch_sizes: Sequence[int] = (16, 32, 64, 128, 256, 512, 1024),
+                   k: int = 4, repeats: int = 100, pool_size: int = 4096, seed: int = 0,
+                   gaussian_ratio: int = 3) -> dict:
+    """Top-k negative-pair cosines of random batches of N corpus sentences, averaged over repeats.
+
+    A pool of ``pool_size`` distinct corpus sentences is embedded once; each repeat draws N of them
+    without replacement. ``gaussian`` is the same statistic for the cosines between the batch and
+    gaussian_ratio x N standard normal vectors (GS-InfoNCE's noise negatives, M = 3 x batch size)."""
+    rng = np.random.default_rng(seed)
+    uniq = sorted(set(corpus))
+    pool = [uniq[i] for i in rng.choice(len(uniq), size=min(pool_size, len(uniq)), replace=False)]
+    emb = encode(pool).double()
+    gen = torch.Generator().manual_seed(seed)
+    out = {}
+    for n in batch_sizes:
+        if n > len(pool):
+            log.warning("batch size %d exceeds the pool of %d sentences; skipped", n, len(pool))
+            continue
+        idx = np.stack([rng.choice(len(pool), size=n, replace=False) for _ in range(repeats)])
+        chunks = [M.topk_negatives_batched(emb, idx[i:i + max(1, 2 ** 22 // (n * n))], k)
+                  for i in range(0, repeats, max(1, 2 ** 22 // (n * n)))]
+        top = np.concatenate(chunks)  # (repeats, k)
+        x = torch.nn.functional.normalize(emb[torch.as_tensor(idx[0])], dim=-1)
+        noise = torch.nn.functional.normalize(torch.randn(gaussian_ratio * n, emb.shape[1], generator=gen, dtype=torch.float64), dim=-1)
+        gtop = torch.topk((x @ noise.T).flatten(), k).values.numpy()
+        out[str(n)] = {"topk_mean": [float(v) for v in top.mean(0)], "topk_std": [float(v) for v in top.std(0)],
+                       "mean_of_topk": float(top.mean()), "gaussian_topk": [float(v) for v in gtop]}
+    return {"analysis": "topk_negatives", "k": k, "repeats": repeats, "pool_size": len(pool), "seed": seed,
+            "batch_sizes": out}
+
+
+# ------------------------------------------------------------------ DistillCSE Fig. 1, Tables 1-2
+
+def teacher_logit_stats(encoders: Sequence[EncodeFn], corpus: Sequence[str], dev: PairSet, batch_size: int = 64,
+                        n_batches: int = 20, temperature: float = 0.05, topk: int = 12, seed: int = 0,
+                        points: int = 100) -> dict:
+    """DistillCSE's logit analysis with teacher(s) ``encoders`` (l2-normalized embeddings throughout).
+
+    Per teacher, "training" = n_batches random batches of ``batch_size`` corpus sentences:
+      1st order  (1/D) sum_d h_{i,d} of each sentence;  2nd order  in-batch logits t_ij (j != i).
+    "testing" = STS-B dev: 1st order over its sentences, 2nd order = cosine of its sentence pairs.
+    Reported: mean/std of each (Table 1), KL(train || test) of fitted Gaussians and of histograms,
+    descending sorted curves on relative rank (Fig. 1), sharpness of the distillation target
+    softmax(t/temperature) (rows of batch_size-1 logits; dev logits cut into random rows of that size).
+    Across teachers (Table 2): std over teachers of the 1st-order value of each sentence and of each
+    in-batch logit, averaged, their Gaussian differential entropies, and the mean Spearman between
+    teachers over each anchor's top-``topk`` logits."""
+    rng = np.random.default_rng(seed)
+    uniq = sorted(set(corpus))
+    idx = np.stack([rng.choice(len(uniq), size=batch_size, replace=False) for _ in range(n_batches)])
+    train_sents = [uniq[i] for i in np.unique(idx)]
+    row = {s: i for i, s in enumerate(train_sents)}
+    bidx = np.vectorize(lambda i: row[uniq[i]])(idx)
+    dev_uniq = sorted(set(dev.sent1) | set(dev.sent2))
+    drow = {s: i for i, s in enumerate(dev_uniq)}
+    d1, d2 = torch.as_tensor([drow[s] for s in dev.sent1]), torch.as_tensor([drow[s] for s in dev.sent2])
+    per_teacher, first_all, logits_all = [], [], []
+    for encode in encoders:
+        tr = torch.nn.functional.normalize(encode(train_sents).double(), dim=-1)
+        te = torch.nn.functional.normalize(encode(dev_uniq).double(), dim=-1)
+        first_tr, first_te = tr.mean(-1).numpy(), te.mean(-1).numpy()
+        logits = np.stack([M.in_batch_logits(tr[torch.as_tensor(b)]) for b in bidx])  # (B, N, N-1)
+        dev_logits = (te[d1] * te[d2]).sum(-1).numpy()
+        first_all.append(first_tr[bidx])  # (B, N)
+        logits_all.append(logits.reshape(-1, batch_size - 1))
+        n_rows = len(dev_logits) // (batch_size - 1)
+        dev_rows = rng.permutation(dev_logits)[: n_rows * (batch_size - 1)].reshape(n_rows, batch_size - 1)
+        stats = {}
+        for name, a, b in (("first_order", first_tr, first_te), ("logits", logits.ravel(), dev_logits)):
+            stats[name] = {"train_mean": float(a.mean()), "train_std": float(a.std()), "test_mean": float(b.mean()),
+                           "test_std": float(b.std()), "kl_gaussian": M.gaussian_kl(a.mean(), a.std(), b.mean(), b.std()),
+                           "kl_histogram": M.histogram_kl(a, b),
+                           "train_sorted": [float(v) for v in M.sorted_curve(a, points)],
+                           "test_sorted": [float(v) for v in M.sorted_curve(b, points)]}
+        stats["logits"]["train_sharpness"] = M.sharpness(logits.reshape(-1, batch_size - 1), temperature)
+        stats["logits"]["test_sharpness"] = M.sharpness(dev_rows, temperature) if n_rows else None
+        per_teacher.append(stats)
+    out = {"analysis": "teacher_logits", "n_teachers": len(encoders), "batch_size": batch_size, "n_batches": n_batches,
+           "temperature": temperature, "dev_pairs": len(dev.scores), "teachers": per_teacher}
+    if len(encoders) >= 2:
+        sd1, sd2 = M.teacher_variance(first_all), M.teacher_variance(logits_all)
+        out["across_teachers"] = {"first_order_std": sd1, "first_order_entropy": M.gaussian_entropy(sd1) if sd1 > 0 else None,
+                                  "logits_std": sd2, "logits_entropy": M.gaussian_entropy(sd2) if sd2 > 0 else None,
+                                  f"top{topk}_spearman": M.topk_spearman_across_teachers(logits_all, topk),
+                                  "mean_logits_sorted": [float(v) for v in M.sorted_curve(np.mean(logits_all, 0), points)]}
+    return out
+
+
+# ------------------------------------------------------------------ SSCL Table 5
+
+def projection_matrix(method: str, dim: int, emb: torch.Tensor | None = None, hidden: int | None = None,
+                      seed: int = 0) -> torch.Tensor:
+    """A (hidden, dim) linear map: "random" = Gaussian N(0, 1/dim) (Johnson-Lindenstrauss),
+    "pca" = the top-``dim`` principal directions of ``emb`` (centred)."""
+    if method == "random":
+        g = torch.Generator().manual_seed(seed)
+        return torch.randn(hidden or emb.shape[1], dim, generator=g, dtype=torch.float64) / math.sqrt(dim)
+    if method == "pca":
+        x = emb.double() - emb.double().mean(0)
+        _, _, v = torch.linalg.svd(x, full_matrices=False)
+        return v[:dim].T.contiguous()
+    raise ValueError(f"unknown projection method '{method}' (random, pca)")
+
+
+def projected_sts(encode: EncodeFn, senteval_root: str | os.PathLike, dims: Sequence[int] = (128, 256),
+                  methods: Sequence[str] = ("random", "pca"), seed: int = 0, tasks: Sequence[str] | None = None) -> dict:
+    """STS (7 tasks + avg) of a model's embeddings through a linear projection to each dim.
+
+    Every sentence is embedded once; the projection is applied to the cached embeddings. PCA is fitted
+    on the evaluation sentences themselves (transductive; an upper reference, not a trained head)."""
+    cache: dict[str, torch.Tensor] = {}
+
+    def cached(sents: list[str]) -> torch.Tensor:
+        todo = [s for s in sents if s not in cache]
+        if todo:
+            for s, e in zip(todo, encode(todo)):
+                cache[s] = e
+        return torch.stack([cache[s] for s in sents])
+
+    full = evaluate_sts(cached, senteval_root, tasks=list(tasks) if tasks else None)
+    allemb = torch.stack(list(cache.values()))
+    res = {"analysis": "embed_dim", "full_dim": int(allemb.shape[1]), "full": {"avg": full.get("avg"), "tasks": full["tasks"]},
+           "projected": {}}
+    for method in methods:
+        for dim in dims:
+            if dim > allemb.shape[1]:
+                continue
+            W = projection_matrix(method, dim, allemb, seed=seed)
+            r = evaluate_sts(lambda s: cached(s).double() @ W, senteval_root, tasks=list(tasks) if tasks else None)
+            res["projected"][f"{method}-{dim}"] = {"method": method, "dim": dim, "avg": r.get("avg"), "tasks": r["tasks"]}
+    return res
+
+
+# ------------------------------------------------------------------ IS-CSE Table 9
+
+def retrieve_neighbours(encode: EncodeFn, corpus: Sequence[str], queries: Sequence[str] | None = None,
+                        buffer_size: int = 1024, k: int = 3, n_queries: int = 4, seed: int = 0) -> dict:
+    """Fill a buffer with the embeddings of ``buffer_size`` random corpus sentences (IS-CSE's memory
+    of size L) and retrieve each query's k nearest buffer sentences by cosine. Without ``queries``,
+    ``n_queries`` other random corpus sentences are the queries."""
+    rng = np.random.default_rng(seed)
+    uniq = sorted(set(corpus))
+    perm = rng.permutation(len(uniq))
+    buffer = [uniq[i] for i in perm[:buffer_size]]
+    if not queries:
+        queries = [uniq[i] for i in perm[buffer_size:buffer_size + n_queries]]
+    bemb = encode(buffer)
+    qemb = encode(list(queries))
+    ind, sim = M.knn(bemb, qemb, min(k, len(buffer)))
+    items = [{"query": q, "neighbours": [{"sentence": buffer[j], "cosine": float(s)} for j, s in zip(ir, sr)]}
+             for q, ir, sr in zip(queries, ind, sim)]
+    return {"analysis": "neighbours", "buffer_size": len(buffer), "k": int(ind.shape[1]), "seed": seed, "items": items}
+
+
+def neighbours_markdown(res: dict, title: str = "") -> str:
+    """IS-CSE Table 9 layout: a query row, then its retrieved sentences ranked 1..k."""
+    esc = lambda s: s.replace("|", "\\|")  # noqa: E731
+    lines = [f"## {title}" if title else "", "",
+             f"Buffer of L = {res['buffer_size']} corpus sentences; top {res['k']} by cosine similarity.", "",
+             "| | Rank | Sentence | Cosine |", "|---|---|---|---|"]
+    for it in res["items"]:
+        lines.append(f"| **Query** | | {esc(it['query'])} | |")
+        for r, nb in enumerate(it["neighbours"], start=1):
+            lines.append(f"| Retrieved | {r} | {esc(nb['sentence'])} | {nb['cosine']:.3f} |")
+    return "\n".join(lines).lstrip() + "\n"

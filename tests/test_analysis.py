@@ -1,0 +1,210 @@
+"""Analysis metrics on inputs with known answers, plus the model-level functions on a tiny encoder."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from csebench.analysis import metrics as M
+
+
+# ------------------------------------------------------------------ Wang & Isola
+
+def test_alignment_identical_pairs_is_zero_and_antipodal_is_four():
+    x = torch.randn(10, 8)
+    assert M.alignment(x, 3.0 * x) == pytest.approx(0.0, abs=1e-12)  # scale-free: normalized first
+    assert M.alignment(x, -x) == pytest.approx(4.0)  # ||x - (-x)||^2 = 4 on the unit sphere
+    e = torch.eye(4)
+    assert M.alignment(e, e.roll(1, 0)) == pytest.approx(2.0)  # orthogonal unit vectors: distance^2 = 2
+    assert M.alignment(e, e.roll(1, 0), alpha=1) == pytest.approx(math.sqrt(2))
+
+
+def test_uniformity_known_values():
+    # d orthonormal vectors: every pair at squared distance 2 -> log exp(-2 * 2) = -4
+    assert M.uniformity(torch.eye(5) * 7.0) == pytest.approx(-4.0)
+    # two antipodal points: squared distance 4 -> -8
+    assert M.uniformity(torch.tensor([[1.0, 0.0], [-1.0, 0.0]])) == pytest.approx(-8.0)
+    # identical points: log 1 = 0 (the worst uniformity)
+    assert M.uniformity(torch.ones(6, 3)) == pytest.approx(0.0, abs=1e-12)
+    # t is the temperature of the Gaussian potential
+    assert M.uniformity(torch.eye(5), t=1.0) == pytest.approx(-2.0)
+
+
+def test_uniformity_matches_wang_isola_reference():
+    x = torch.nn.functional.normalize(torch.randn(50, 16), dim=-1)
+    ref = torch.pdist(x.double(), p=2).pow(2).mul(-2).exp().mean().log()
+    assert M.uniformity(x) == pytest.approx(float(ref), rel=1e-6)
+
+
+# ------------------------------------------------------------------ SSCL
+
+def test_inter_layer_similarity_identical_and_orthogonal_layers():
+    a = torch.randn(7, 6, dtype=torch.float64)
+    b = torch.randn(7, 6, dtype=torch.float64)
+    b = b - (b * a).sum(-1, keepdim=True) / (a * a).sum(-1, keepdim=True) * a  # b_i orthogonal to a_i
+    out = M.inter_layer_similarity([a, 2 * a, b, -b])
+    np.testing.assert_allclose(out, [1.0, 0.0, -1.0], atol=1e-9)
+
+
+def test_toksim_identical_tokens_and_orthogonal_tokens_with_padding():
+    h = torch.zeros(3, 4, 5)
+    h[0, :3] = torch.tensor([1.0, 2, 0, 0, 0])  # 3 identical tokens -> 1
+    h[1, :4] = torch.eye(5)[:4]                 # 4 orthogonal tokens -> 0
+    h[2, 0] = 1.0                               # single token -> undefined
+    h[0, 3] = torch.tensor([0, 0, 0, 0, 9.0])   # padding, masked out
+    mask = torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1], [1, 0, 0, 0]])
+    out = M.toksim(h, mask)
+    assert out[0] == pytest.approx(1.0) and out[1] == pytest.approx(0.0, abs=1e-12) and np.isnan(out[2])
+
+
+def test_toksim_matches_pairwise_definition():
+    h = torch.randn(1, 6, 4)
+    x = torch.nn.functional.normalize(h[0].double(), dim=-1)
+    c = x @ x.T
+    ref = (c.sum() - c.trace()) / (6 * 5)
+    assert M.toksim(h, torch.ones(1, 6))[0] == pytest.approx(float(ref))
+
+
+# ------------------------------------------------------------------ GS-InfoNCE
+
+def test_topk_negatives_of_a_constructed_batch():
+    # unit vectors at known cosines with e0: pairs (0,1)=0.9, (0,2)=0.5, (0,3)=0.1; others computed
+    e = torch.zeros(4, 4)
+    for i, c in enumerate([1.0, 0.9, 0.5, 0.1]):
+        e[i, 0], e[i, i if i else 1] = c, math.sqrt(1 - c * c)
+    x = torch.nn.functional.normalize(e.double(), dim=-1)
+    sim = (x @ x.T).numpy()
+    expected = np.sort(sim[np.triu_indices(4, 1)])[::-1][:4]
+    out = M.topk_negative_similarities(e, k=4)
+    np.testing.assert_allclose(out, expected)
+    assert out[0] == pytest.approx(0.9)
+    batched = M.topk_negatives_batched(e, np.array([[0, 1, 2, 3], [3, 2, 1, 0]]), k=2)
+    np.testing.assert_allclose(batched, [expected[:2], expected[:2]])
+    # duplicate sentences in a batch give a negative pair of cosine 1
+    assert M.topk_negative_similarities(torch.stack([e[1], e[1], e[2]]), k=1)[0] == pytest.approx(1.0)
+
+
+# ------------------------------------------------------------------ DistillCSE
+
+def test_kl_identical_is_zero_and_gaussian_closed_form():
+    s = np.random.default_rng(0).normal(size=1000)
+    assert M.histogram_kl(s, s) == pytest.approx(0.0, abs=1e-9)
+    assert M.gaussian_kl(0.3, 0.1, 0.3, 0.1) == pytest.approx(0.0)
+    assert M.gaussian_kl(0.0, 1.0, 1.0, 1.0) == pytest.approx(0.5)  # (mu1 - mu2)^2 / 2
+    assert M.gaussian_kl(0.0, 1.0, 0.0, 2.0) == pytest.approx(math.log(2) + 1 / 8 - 0.5)
+    far = M.histogram_kl(s, s + 10)
+    assert far > 10
+
+
+def test_sharpness_on_known_distributions():
+    assert M.sharpness(np.full((3, 63), 0.4)) == pytest.approx(0.0, abs=1e-12)  # uniform target
+    one_hot = np.zeros((1, 10))
+    one_hot[0, 0] = 1.0
+    assert M.sharpness(one_hot, temperature=1e-3) == pytest.approx(1.0, abs=1e-6)
+    # two logits equal, rest -inf-like: entropy log 2 over n = 4 -> 1 - log2/log4 = 0.5
+    two = np.array([[1.0, 1.0, -1e3, -1e3]])
+    assert M.sharpness(two, temperature=1.0) == pytest.approx(0.5)
+
+
+def test_sorted_curve_and_in_batch_logits():
+    np.testing.assert_allclose(M.sorted_curve([3, 1, 2], points=3), [3, 2, 1])
+    e = torch.eye(3)
+    e[2] = e[0]
+    lg = M.in_batch_logits(e)
+    assert lg.shape == (3, 2)
+    np.testing.assert_allclose(lg, [[0, 1], [0, 0], [1, 0]])
+
+
+def test_teacher_variance_entropy_and_spearman():
+    assert M.teacher_variance(np.ones((4, 10))) == 0.0
+    v = np.stack([np.zeros(5), np.full(5, 2.0)])  # two teachers, std 1 on every item
+    assert M.teacher_variance(v) == pytest.approx(1.0)
+    # DistillCSE Table 2: Gaussian entropy of its std 0.0406 is -1.7853, of 2.177e-5 is -9.3160
+    assert M.gaussian_entropy(0.0406) == pytest.approx(-1.7853, abs=1e-3)
+    assert M.gaussian_entropy(2.177e-5) == pytest.approx(-9.3160, abs=1e-3)
+    rows = np.random.default_rng(1).normal(size=(3, 12))
+    assert M.topk_spearman_across_teachers(np.stack([rows, rows * 2 + 1]), k=12) == pytest.approx(1.0)
+    assert M.topk_spearman_across_teachers(np.stack([rows, -rows]), k=12) == pytest.approx(-1.0)
+
+
+# ------------------------------------------------------------------ retrieval, groups
+
+def test_knn_and_score_groups():
+    buf = torch.eye(4)
+    q = torch.tensor([[0.0, 1.0, 0.1, 0.0], [1.0, 0.0, 0.0, 0.5]])
+    ind, sim = M.knn(buf, q, 2)
+    np.testing.assert_array_equal(ind, [[1, 2], [0, 3]])
+    assert sim[0, 0] > sim[0, 1]
+    np.testing.assert_array_equal(M.score_groups([0.0, 0.99, 1.0, 3.5, 4.0, 5.0]), [0, 0, 1, 3, 4, 4])
+
+
+def test_projection_dims():
+    from csebench.analysis.core import projection_matrix
+
+    emb = torch.randn(300, 32, dtype=torch.float64)
+    for method in ("random", "pca"):
+        for dim in (8, 16):
+            W = projection_matrix(method, dim, emb)
+            assert W.shape == (32, dim) and (emb.double() @ W).shape == (300, dim)
+    W = projection_matrix("pca", 8, emb)
+    np.testing.assert_allclose((W.T @ W).numpy(), np.eye(8), atol=1e-9)  # orthonormal principal directions
+    # PCA keeps the variance of the top directions: data living in 2 dims is reproduced exactly
+    low = torch.randn(100, 2, dtype=torch.float64) @ torch.randn(2, 32, dtype=torch.float64)
+    P = projection_matrix("pca", 2, low)
+    c = low.double() - low.double().mean(0)
+    np.testing.assert_allclose((c @ P @ P.T).numpy(), c.numpy(), atol=1e-8)
+
+
+# ------------------------------------------------------------------ model-level and figures
+
+def test_layer_similarities_on_tiny_encoder(tiny_encoder):
+    from csebench.analysis import layer_similarities
+
+    enc = tiny_encoder("avg")
+    res = layer_similarities(enc, ["a man plays a guitar .", "the cat sleeps", "a"], batch_size=2)
+    assert list(res["inter_layer"]) == ["1-2"] and list(res["toksim"]) == ["1", "2"]
+    assert -1 <= res["inter_layer"]["1-2"] <= 1
+    # layer 2 pooled the same way as SentenceEncoder.encode
+    emb = enc.encode(["the cat sleeps"])
+    assert emb.shape[1] == enc.hidden_size
+
+
+def test_neighbours_and_topk_with_a_fake_encoder():
+    from csebench.analysis import neighbours_markdown, retrieve_neighbours, topk_negatives
+
+    vocab = {}
+
+    def encode(sents):  # bag of words: sentences sharing words are near
+        for s in sents:
+            for w in s.split():
+                vocab.setdefault(w, len(vocab) % 64)
+        out = torch.zeros(len(sents), 64)
+        for i, s in enumerate(sents):
+            for w in s.split():
+                out[i, vocab[w]] += 1
+        return out + 1e-3
+
+    corpus = [f"w{i} w{i + 1}" for i in range(100)]
+    res = retrieve_neighbours(encode, corpus, queries=["w5 w6"], buffer_size=100, k=3)
+    assert res["items"][0]["neighbours"][0]["sentence"] == "w5 w6"
+    md = neighbours_markdown(res, "tiny")
+    assert "| **Query** | | w5 w6 | |" in md and md.count("| Retrieved |") == 3
+    tk = topk_negatives(encode, corpus, batch_sizes=(8, 32), k=4, repeats=5, pool_size=100)
+    a, b = tk["batch_sizes"]["8"]["mean_of_topk"], tk["batch_sizes"]["32"]["mean_of_topk"]
+    assert b >= a  # larger batches hold more similar negatives
+
+
+def test_figures_are_written(tmp_path):
+    from csebench.analysis import plots
+
+    plots.plot_align_uniform([{"label": "a", "alignment": 0.2, "uniformity": -2.0, "sts_avg": 70.0},
+                              {"label": "b", "alignment": 0.3, "uniformity": -2.5, "sts_avg": None}], tmp_path / "au.png")
+    rng = np.random.default_rng(0)
+    groups = {g: {"cosines": list(rng.uniform(0, 1, 20))} for g in ["0-1", "1-2", "2-3", "3-4", "4-5"]}
+    plots.plot_cosine_dist({"m1": {"groups": groups}, "m2": {"groups": groups}}, tmp_path / "cd.png")
+    plots.plot_layers({"m": {"inter_layer": {"1-2": 0.9, "2-3": 0.95}, "toksim": {"1": 0.3, "2": 0.5, "3": 0.6}}}, tmp_path / "ly.png")
+    for name in ("au", "cd", "ly"):
+        data = (tmp_path / f"{name}.png").read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
+    assert not list(tmp_path.glob(".*.tmp"))  # atomic: no temporary files left
