@@ -251,6 +251,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--out", default="dvc.yaml", help="output file, '-' for stdout")
     sp.add_argument("--check", action="store_true", help="exit 1 if the file is out of date")
     sp.set_defaults(func=cmd_dvc_yaml)
+
+    from .analysis.cli import add_parsers as add_analysis_parsers
+
+    add_analysis_parsers(sub, common)
     return p
 
 
