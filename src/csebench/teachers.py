@@ -110,12 +110,17 @@ def build_teacher_cache(model_dir: str | os.PathLike, corpus: str | os.PathLike,
         "max_seq_length": int(max_seq_length), "tokenizer": tokenizer_fingerprint(encoder.tokenizer),
         "corpus": str(corpus), "corpus_sha256": corpus_sha256(corpus),
     }
-    write_json(meta_path(out), meta)
-    with atomic_path(out) as tmp:  # the .npy appears last and complete
-        with open(tmp, "wb") as fh:
-            np.save(fh, emb)
+    save_teacher_cache(out, emb, meta)
     log.info("teacher cache %s: %d x %d from %s", out, emb.shape[0], emb.shape[1], model_dir)
     return meta
+
+
+def save_teacher_cache(out: str | os.PathLike, emb: np.ndarray, meta: dict) -> None:
+    """Write the metadata, then the embeddings (the .npy appears last and complete)."""
+    write_json(meta_path(out), meta)
+    with atomic_path(out) as tmp:
+        with open(tmp, "wb") as fh:
+            np.save(fh, np.ascontiguousarray(emb, dtype=np.float32))
 
 
 def load_meta(path: str | os.PathLike) -> dict:
