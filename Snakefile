@@ -17,6 +17,7 @@ PROGRESS = "" if config.get("progress", True) else "--no-progress"
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
+include: "workflow/rules/teachers.smk"
 include: "workflow/rules/sts.smk"
 include: "workflow/rules/report.smk"
 
