@@ -467,7 +467,7 @@ def dvc_plots_spec(run_dirs: list[str], suite: str, figures: list[str] | None = 
     spec = [
         {f"{suite}-train-loss": {"template": "linear", "x": "step", "y": {f"{d}/train_curve.csv": "loss" for d in run_dirs},
                                  "title": f"{suite}: training loss", "x_label": "training step",
-                                 "y_label": "training loss (nats)"}},
+                                 "y_label": "training loss (cross-entropy, nats)"}},
         {f"{suite}-stsb-dev": {"template": "linear", "x": "step", "y": {f"{d}/dev_curve.csv": "stsb_dev" for d in run_dirs},
                                "title": f"{suite}: STS-B dev", "x_label": "training step",
                                "y_label": "STS-B dev Spearman x100"}},
