@@ -1,10 +1,39 @@
+# Tables (STS, transfer) in Markdown/CSV/LaTeX with the published numbers and paired tests against
+# SimCSE, the training-curves figure and results/{suite}/README.md indexing every table and figure.
+# Optional inputs appear when their rules exist: include transfer/analysis rule files before this one;
+# an analysis rule file may define `analysis_figures(suite) -> [png paths]` for the README.
+
+REPORT_HAS_TRANSFER = any(r.name == "eval_transfer" for r in workflow.rules)
+
+
+def report_transfer(w):
+    return run_dirs(w.suite, "transfer.json") if REPORT_HAS_TRANSFER else []
+
+
+def report_figures(w):
+    fn = globals().get("analysis_figures")
+    return list(fn(w.suite)) if fn else []
+
+
 rule report:
     input:
         sts=lambda w: run_dirs(w.suite, "sts.json"),
+        pairs=lambda w: run_dirs(w.suite, "sts_pairs.npz"),
+        transfer=report_transfer,
+        curves=lambda w: run_dirs(w.suite, "train_curve.csv") + run_dirs(w.suite, "dev_curve.csv"),
+        figures=report_figures,
     output:
         md=f"{RESULTS}/{{suite}}/tables/sts.md",
         csv=f"{RESULTS}/{{suite}}/tables/sts.csv",
+        tex=f"{RESULTS}/{{suite}}/tables/sts.tex",
+        transfer=[f"{RESULTS}/{{suite}}/tables/transfer.{ext}" for ext in ("md", "csv", "tex")] if REPORT_HAS_TRANSFER else [],
+        curves_png=f"{RESULTS}/{{suite}}/figures/training_curves.png",
+        readme=f"{RESULTS}/{{suite}}/README.md",
+    params:
+        transfer=lambda w, input: f"--transfer {' '.join(input.transfer)}" if input.transfer else "",
+        figures=lambda w, input: f"--figures {' '.join(input.figures)}" if input.figures else "",
     log:
         f"{RESULTS}/{{suite}}/logs/report.log",
     shell:
-        "csebench report --suite {wildcards.suite} --sts {input.sts} --out-dir $(dirname {output.md}) 2> {log}"
+        "csebench report --suite {wildcards.suite} --sts {input.sts} {params.transfer} --curves {input.curves}"
+        " {params.figures} --out-dir $(dirname {output.md}) --curves-png {output.curves_png} --readme {output.readme} 2> {log}"

@@ -3,10 +3,12 @@ rule eval_sts:
         summary=f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/train.json",
         senteval=senteval_of,
     output:
-        f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/sts.json",
+        sts=f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/sts.json",
+        pairs=f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/sts_pairs.npz",  # per-pair cosines: paired bootstrap in report
     threads: workflow.cores
     log:
         f"{RESULTS}/{{suite}}/logs/eval_sts.{{run}}.seed{{seed}}.log",
     shell:
         "csebench --threads {threads} eval-sts --model $(dirname {input.summary})/model --senteval $(dirname {input.senteval})"
-        " --suite {wildcards.suite} --run {wildcards.run} --seed {wildcards.seed} --out {output} {PROGRESS} 2> {log}"
+        " --suite {wildcards.suite} --run {wildcards.run} --seed {wildcards.seed} --out {output.sts} --pairs-out {output.pairs}"
+        " {PROGRESS} 2> {log}"
