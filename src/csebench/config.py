@@ -222,23 +222,69 @@ def load_params(path: str | os.PathLike = "params.yaml", overrides: list[str | o
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"params file not found: {p} (run from the project root or pass --params)")
-    try:
-        params = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{p}: not valid YAML: {exc}") from None
+    params = _read_yaml(p)
+    check_keys(str(p), params, TOP_KEYS)
+    _check_training_sections(p, params)
     for extra in overrides or []:
         q = Path(extra)
         if not q.is_file():
             raise ConfigError(f"config override not found: {q}")
-        params = deep_merge(params, yaml.safe_load(q.read_text(encoding="utf-8")) or {})
-    check_keys(str(p), params, ["paths", "data", "backbones", "training", "methods", "suites", "dvc"])
+        more = _read_yaml(q)
+        check_keys(str(q), more, TOP_KEYS)  # a typo in an override file is named with that file
+        _check_training_sections(q, more)
+        params = deep_merge(params, more)
     return params
 
 
-def _section(params: dict, name: str, key: str, what: str) -> dict:
+TOP_KEYS = ["paths", "data", "backbones", "training", "methods", "suites", "dvc"]
+
+
+def _check_training_sections(p: Path, params: dict) -> None:
+    """Reject unknown training keys where they are written (file + key path), before merging
+    loses where a key came from."""
+    valid = [f.name for f in dataclasses.fields(TrainingConfig)]
+
+    def check(where: str, section) -> None:
+        if isinstance(section, dict):
+            for key in section:
+                if key not in valid:
+                    raise ConfigError(f"{p}: {where}: unknown key '{key}'{_suggest(str(key), valid)}")
+
+    check("training", params.get("training"))
+    for group in ("backbones", "methods", "suites"):
+        for name, spec in (params.get(group) or {}).items() if isinstance(params.get(group), dict) else []:
+            if not isinstance(spec, dict):
+                continue
+            check(f"{group}.{name}.training", spec.get("training"))
+            if group == "methods":
+                for bb, sub in (spec.get("by_backbone") or {}).items() if isinstance(spec.get("by_backbone"), dict) else []:
+                    if isinstance(sub, dict):
+                        check(f"methods.{name}.by_backbone.{bb}.training", sub.get("training"))
+            if group == "suites":
+                for i, run in enumerate(spec.get("runs") or []) if isinstance(spec.get("runs"), list) else []:
+                    if isinstance(run, dict):
+                        check(f"suites.{name}.runs[{i}].training", run.get("training"))
+
+
+def _read_yaml(p: Path) -> dict:
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{p}: not valid YAML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{p}: not UTF-8 text (byte offset {exc.start})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p}: expected a mapping of sections (paths, data, training, ...), got {type(data).__name__}")
+    return data
+
+
+def _section(params: dict, name: str, key: str, what: str, where: str = "") -> dict:
     table = params.get(name) or {}
     if key not in table:
-        raise ConfigError(f"unknown {what} '{key}'{_suggest(key, list(table))}")
+        prefix = f"{where}: " if where else ""
+        raise ConfigError(f"{prefix}unknown {what} '{key}'{_suggest(str(key), list(table))}")
     return table[key] or {}
 
 
@@ -308,8 +354,10 @@ def resolve_run(params: dict, suite: str, run_name: str, seed: int) -> RunConfig
 
     suite_spec = _section(params, "suites", suite, "suite")
     run = find_run(params, suite, run_name)
+    where = f"suites.{suite}, run '{run_name}'"
+    _section(params, "backbones", run["backbone"], "backbone", f"{where}.backbone")
     backbone = backbone_config(params, run["backbone"])
-    method = _section(params, "methods", run["method"], "method")
+    method = _section(params, "methods", run["method"], "method", f"{where}.method")
     check_keys(f"methods.{run['method']}", method, METHOD_KEYS)
     by_backbone = (method.get("by_backbone") or {}).get(run["backbone"], {})
     check_keys(f"methods.{run['method']}.by_backbone.{run['backbone']}", by_backbone, ["training", "objectives"])

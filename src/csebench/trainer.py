@@ -322,8 +322,8 @@ class Trainer:
         logs["loss"] = values[0]
         if not math.isfinite(values[0]):
             ckpt = self.checkpoint_file()
-            last = (f"the last good checkpoint is {ckpt.parent} (step {self._ckpt_step(ckpt)}); rerunning the same "
-                    f"command resumes from it" if ckpt else "no checkpoint was written yet")
+            last = (f"the last good checkpoint is {ckpt.parent} (step {self._ckpt_step(ckpt)})" if ckpt
+                    else "no checkpoint was written yet")
             raise TrainingError(f"loss is {values[0]} at step {self.state.step + 1} of {self.cfg.run_id}; {last}. "
                                 f"Lower training.learning_rate or check the objective settings.")
         return loss, logs

@@ -44,6 +44,8 @@ def validate_objectives(objectives: dict | None, where: str, training: Any = Non
     """Check every term's settings (unknown keys, ranges); return them with defaults filled in."""
     out = {}
     for key, settings in (objectives or {}).items():
+        if key not in TERMS:
+            raise ConfigError(f"{where}: objectives: unknown objective '{key}'{_suggest(str(key), list(TERMS))}")
         cls = term_class(key)
         obj = from_dict(cls.Settings, settings or {}, f"{where}: objectives.{key}")
         check = getattr(obj, "check_with_training", None)
