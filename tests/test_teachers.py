@@ -1,0 +1,175 @@
+"""Teacher caches: cached logits equal running the teacher models; M-teacher averaging (Eq. 7);
+metadata checks (corpus, tokenizer, max length, runs) with clear errors; the CLI command."""
+
+import functools
+import json
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from csebench.cli import main
+from csebench.errors import ConfigError, DataError
+from csebench.encoder import load_encoder
+from csebench.objectives import Objective
+from csebench.objectives.base import StepContext
+from csebench.teachers import TeacherBank, build_teacher_cache, meta_path
+
+SENTENCES = [f"sentence number {i} about {w} and some other words" for i, w in
+             enumerate(["cats", "dogs", "the sea", "music", "a long road trip through the mountains in winter",
+                        "tea", "coffee", "rain", "snow", "trains", "planes", "books"])]
+MAX_LEN = 12  # shorter than some sentences: truncation must match training
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, tokenizer):
+    """Two saved tiny teachers (different seeds) and their caches of a small corpus, built once."""
+    from csebench.config import BackboneConfig
+    from csebench.encoder import SentenceEncoder, build_backbone
+
+    root = tmp_path_factory.mktemp("teachers")
+    corpus = root / "corpus.txt"
+    corpus.write_text("\n".join(SENTENCES) + "\n")
+    out = []
+    for seed in (0, 1):
+        model = root / f"teacher{seed}" / "model"
+        cfg = BackboneConfig(model="random", pooler="avg")  # avg: random tiny BERTs' CLS vectors are all alike
+        SentenceEncoder(build_backbone(cfg, tokenizer, seed=seed), tokenizer, "avg").save(model)
+        cache = root / "caches" / f"t{seed}" / "embeddings.npy"
+        build_teacher_cache(model, corpus, cache, max_seq_length=MAX_LEN, batch_size=5)
+        out.append((model, cache))
+    return root, corpus, out
+
+
+@pytest.fixture()
+def teachers(built, tmp_path):
+    """A private copy of the caches (tests may edit their metadata)."""
+    root, corpus, ts = built
+    out = []
+    for model, cache in ts:
+        dst = tmp_path / cache.parent.name
+        shutil.copytree(cache.parent, dst)
+        out.append((model, dst / cache.name))
+    return corpus, out
+
+
+@functools.lru_cache(maxsize=None)
+def running_cosines(model_dir):
+    """Cosines of every corpus pair from running the saved teacher (eval mode, eval pooler, same truncation)."""
+    enc = load_encoder(model_dir)
+    emb = enc.encode(SENTENCES, batch_size=4, max_length=MAX_LEN)
+    emb = torch.nn.functional.normalize(emb, dim=-1)
+    return emb @ emb.T
+
+
+def test_cached_logits_equal_running_the_teacher(teachers, tokenizer):
+    corpus, ts = teachers
+    rows, cols = torch.tensor([3, 0, 7, 4]), torch.tensor([4, 11, 2, 3, 9])
+    for model, cache in ts:
+        bank = TeacherBank([cache], corpus_size=len(SENTENCES), corpus_path=corpus, tokenizer=tokenizer, max_seq_length=MAX_LEN)
+        direct = running_cosines(model)
+        assert torch.allclose(bank.logits(rows, cols), direct[rows][:, cols], atol=1e-5)
+        meta = json.loads(meta_path(cache).read_text())
+        assert meta["pooler"] == "avg" and meta["rows"] == len(SENTENCES) and meta["dim"] == 32
+    a, b = (running_cosines(m) for m, _ in ts)
+    assert not torch.allclose(a, b)  # two different teachers
+
+
+def test_m_teacher_logits_are_the_mean_of_per_teacher_logits(teachers, tokenizer):
+    corpus, ts = teachers
+    caches = [c for _, c in ts]
+    bank = TeacherBank(caches, corpus_size=len(SENTENCES), corpus_path=corpus, tokenizer=tokenizer)
+    singles = [TeacherBank([c]) for c in caches]
+    idx = torch.arange(len(SENTENCES))
+    mean = sum(s.logits(idx, idx) for s in singles) / len(singles)
+    assert bank.num_teachers == 2 and bank.dim == 64
+    assert torch.allclose(bank.logits(idx, idx), mean, atol=1e-6)
+    # 16 components (repeats are fine for the algebra): one (n x 16D) product equals the mean of 16
+    many = TeacherBank(caches * 8)
+    assert torch.allclose(many.logits(idx, idx), mean, atol=1e-6)
+    # the memory-mapped path (bank too large for RAM) gives the same logits
+    mapped = TeacherBank(caches, in_memory_limit=0)
+    assert mapped.matrix is None
+    assert torch.allclose(mapped.logits(idx[:5], idx), bank.logits(idx[:5], idx), atol=1e-6)
+
+
+def test_student_uses_cached_teacher_of_its_batch(teachers, tokenizer):
+    corpus, ts = teachers
+    obj = Objective({"distillation": {"teachers": {"run": "simcse", "seeds": [0, 1]}, "shuffle": "none"}}, 32, 2,
+                    teacher_cache=[str(c) for _, c in ts], corpus_size=len(SENTENCES), corpus_path=str(corpus),
+                    tokenizer=tokenizer)
+    term = obj.terms["distillation"]
+    idx = torch.tensor([5, 1, 9, 2])
+    direct = sum(running_cosines(m) for m, _ in ts) / 2
+    assert torch.allclose(term.teacher_logits(idx, idx), direct[idx][:, idx], atol=1e-5)
+    ctx = StepContext(z1=torch.randn(4, 32, requires_grad=True), z2=torch.randn(4, 32), temperature=0.05, step=0,
+                      total_steps=1, indices=idx, all_indices=idx)
+    loss, logs = obj(ctx)
+    assert torch.isfinite(loss) and "loss_distillation" in logs
+
+
+def test_missing_cache_or_metadata(tmp_path, teachers):
+    with pytest.raises(DataError, match="teacher cache not found: .*nope.npy.*csebench teacher-cache"):
+        TeacherBank([tmp_path / "nope.npy"])
+    _, ts = teachers
+    cache = ts[0][1]
+    meta_path(cache).unlink()
+    with pytest.raises(DataError, match="has no metadata"):
+        TeacherBank([cache])
+
+
+def test_corpus_mismatch(tmp_path, teachers, tokenizer):
+    corpus, ts = teachers
+    other = tmp_path / "other.txt"
+    other.write_text("\n".join(reversed(SENTENCES)) + "\n")  # same size, other content
+    with pytest.raises(DataError, match="was computed on corpus .* not on the student's corpus"):
+        TeacherBank([ts[0][1]], corpus_path=other, tokenizer=tokenizer)
+    with pytest.raises(DataError, match="has 12 rows but the student's corpus has 13"):
+        TeacherBank([ts[0][1]], corpus_size=13)
+
+
+def test_tokenizer_and_max_length_mismatch(teachers, tokenizer):
+    corpus, ts = teachers
+    cache = ts[0][1]
+    meta = json.loads(meta_path(cache).read_text())
+    meta["tokenizer"] = "0123456789abcdef"  # a teacher with another tokenizer
+    meta_path(cache).write_text(json.dumps(meta))
+    with pytest.raises(DataError, match="different tokenizer than the student"):
+        TeacherBank([cache], corpus_path=corpus, tokenizer=tokenizer)
+    with pytest.raises(DataError, match="max length 12, the student trains with 32"):
+        TeacherBank([ts[1][1]], max_seq_length=32)
+
+
+def test_teacher_count_and_identity_checked_against_settings(tmp_path, teachers):
+    _, ts = teachers
+    caches = [c for _, c in ts]
+    with pytest.raises(ConfigError, match="names 1 teacher.*but 2 teacher cache"):
+        TeacherBank(caches, expected_runs=[("demo", "simcse", 1)])
+    cache = caches[0]
+    meta = json.loads(meta_path(cache).read_text())
+    meta["teacher_run"] = {"suite": "demo", "name": "simcse", "seed": 43}
+    meta_path(cache).write_text(json.dumps(meta))
+    with pytest.raises(DataError, match="belongs to run demo/simcse/seed43, expected teacher 1 to be demo/simcse/seed42"):
+        TeacherBank([cache], expected_runs=[("demo", "simcse", 42)])
+    TeacherBank([cache], expected_runs=[("demo", "simcse", 43)])
+
+
+def test_cli_teacher_cache(tmp_path, teachers, capsys):
+    corpus, ts = teachers
+    model = ts[0][0]
+    out = tmp_path / "cli" / "embeddings.npy"
+    assert main(["teacher-cache", "--model", str(model), "--corpus", str(corpus), "--out", str(out),
+                 "--max-seq-length", str(MAX_LEN)]) == 0
+    assert np.allclose(np.load(out), np.load(ts[0][1]), atol=1e-6)  # other batch size: other padding
+    assert main(["teacher-cache", "--model", str(tmp_path / "missing"), "--corpus", str(corpus), "--out", str(out)]) == 2
+    assert "teacher model folder not found" in capsys.readouterr().err
+    # the teacher's training max length is the default when the model carries its training config
+    model2 = tmp_path / "m2"
+    shutil.copytree(model, model2)
+    (model2 / "training_config.json").write_text(json.dumps({"suite": "s", "name": "simcse", "seed": 3,
+                                                             "training": {"max_seq_length": 7}}))
+    out2 = tmp_path / "cli2" / "embeddings.npy"
+    assert main(["teacher-cache", "--model", str(model2), "--corpus", str(corpus), "--out", str(out2)]) == 0
+    meta = json.loads(meta_path(out2).read_text())
+    assert meta["max_seq_length"] == 7 and meta["teacher_run"]["name"] == "simcse"
