@@ -20,8 +20,10 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/teachers.smk"
 include: "workflow/rules/sts.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/analysis.smk"
 
 
 rule all:
     input:
         [f"{RESULTS}/{suite}/tables/sts.md" for suite in SUITES],
+        [t for suite in SUITES for t in analysis_targets(suite)],  # config `analyses:` (workflow/rules/analysis.smk)

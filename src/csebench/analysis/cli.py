@@ -11,6 +11,7 @@
     csebench analyze-figure align-uniform --inputs a.json ... --sts sts.json ... --out f.png
     csebench analyze-figure {cosine-dist,layers} --inputs a.json ... --out f.png
     csebench analyze-figure embed-dim --inputs a.json ... --out t.md [--csv t.csv]
+    csebench analyze-figure neighbours --inputs n.md ... --out t.md
 """
 
 from __future__ import annotations
@@ -118,6 +119,13 @@ def cmd_analyze_figure(args) -> None:
     from ..io import read_json
     from . import plots
 
+    if args.kind == "neighbours":  # concatenate the per-model Markdown tables
+        from ..io import write_text
+
+        parts = ["# Retrieved neighbours (IS-CSE Table 9 case study)", ""]
+        parts += [open(p, encoding="utf-8").read().strip() + "\n" for p in args.inputs]
+        write_text(args.out, "\n".join(parts))
+        return
     items = {}
     for path in args.inputs:
         res = read_json(path)
@@ -176,7 +184,7 @@ def add_parsers(sub, common) -> None:
     sp.set_defaults(func=_checked)
 
     sp = sub.add_parser("analyze-figure", help="suite-level figure/table from analysis JSONs")
-    sp.add_argument("kind", choices=["align-uniform", "cosine-dist", "layers", "embed-dim"])
+    sp.add_argument("kind", choices=["align-uniform", "cosine-dist", "layers", "embed-dim", "neighbours"])
     sp.add_argument("--inputs", nargs="+", required=True)
     sp.add_argument("--sts", nargs="*", default=[], help="align-uniform: sts.json per input (average STS colour)")
     sp.add_argument("--out", required=True, help="PNG (Markdown for embed-dim)")

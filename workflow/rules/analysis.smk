@@ -1,0 +1,194 @@
+# The papers' analyses (issue 4). Which ones a suite builds: `analyses:` in the Snakemake config
+# (config/demo.yaml, config/ci.yaml); their settings: `analysis:` there (defaults below).
+#   per model  results/{suite}/analysis/{run}/seed{seed}/{align_uniform,cosine_dist,layers,embed_dim,neighbours}.json
+#   per suite  results/{suite}/figures/{align_uniform,cosine_dist,layers,topk_negatives,teacher_logits}.png,
+#              results/{suite}/analysis/{topk_negatives,teacher_logits}.json, results/{suite}/tables/{embed_dim,neighbours}.md
+
+import os
+
+ANALYSIS_DEFAULTS = {
+    "topk_model": None,            # "run:NAME" (its first seed in the suite) or a model folder / packaged:minilm; None = first run
+    "topk_batch_sizes": [16, 32, 64, 128, 256, 512, 1024],
+    "topk_repeats": 100,
+    "topk_pool_size": 4096,
+    "teacher_run": None,           # DistillCSE teachers = this run's seeds (None: "simcse" if present, else first run)
+    "teacher_seeds": None,         # None = the seeds the suite lists for teacher_run
+    "logit_batch_size": 64,
+    "logit_batches": 20,
+    "embed_dims": [128, 256],
+    "embed_methods": ["random", "pca"],
+    "buffer_size": 1024,
+    "neighbours_k": 3,
+    "neighbour_queries": 4,
+    "split": "test",               # STS-B split of align_uniform, cosine_dist, layers
+}
+ASET = {**ANALYSIS_DEFAULTS, **(config.get("analysis") or {})}
+PER_MODEL = ["align_uniform", "cosine_dist", "layers", "embed_dim", "neighbours"]
+ANALYSES = ["align_uniform", "cosine_dist", "layers", "topk_negatives", "teacher_logits", "embed_dim", "neighbours"]
+
+
+def _analyses():
+    names = config.get("analyses") or []
+    unknown = [a for a in names if a not in ANALYSES]
+    if unknown:
+        raise ValueError(f"unknown analyses {unknown} (valid: {ANALYSES})")
+    return names
+
+
+def _model_of(suite, run, seed):
+    return f"{wf.run_dir(PARAMS, suite, run, seed)}/train.json"
+
+
+def _runs(suite):
+    return wf.jobs(PARAMS, suite)
+
+
+def _topk_model(suite):
+    """(model path, train.json dependency or None, label)."""
+    m = ASET["topk_model"] or f"run:{_runs(suite)[0][0]}"
+    if m.startswith("run:"):
+        run = m[4:]
+        seed = next(s for r, s in _runs(suite) if r == run)
+        return f"{wf.run_dir(PARAMS, suite, run, seed)}/model", _model_of(suite, run, seed), f"{run} seed {seed}"
+    return m, None, os.path.basename(os.path.normpath(m))
+
+
+def _teachers(suite):
+    names = [r for r, _ in _runs(suite)]
+    run = ASET["teacher_run"] or ("simcse" if "simcse" in names else names[0])
+    seeds = ASET["teacher_seeds"] or [s for r, s in _runs(suite) if r == run]
+    return [(run, int(s)) for s in seeds]
+
+
+def analysis_targets(suite):
+    out = []
+    a = _analyses()
+    for name in ("align_uniform", "cosine_dist", "layers"):
+        if name in a:
+            out.append(f"{RESULTS}/{suite}/figures/{name}.png")
+    for name in ("topk_negatives", "teacher_logits"):
+        if name in a:
+            out += [f"{RESULTS}/{suite}/analysis/{name}.json", f"{RESULTS}/{suite}/figures/{name}.png"]
+    if "embed_dim" in a:
+        out.append(f"{RESULTS}/{suite}/tables/embed_dim.md")
+    if "neighbours" in a:
+        out.append(f"{RESULTS}/{suite}/tables/neighbours.md")
+    return out
+
+
+def _per_model(name, ext="json"):
+    return lambda w: [f"{RESULTS}/{w.suite}/analysis/{run}/seed{seed}/{name}.{ext}" for run, seed in _runs(w.suite)]
+
+
+rule analysis_model:
+    input:
+        summary=f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/train.json",
+        senteval=senteval_of,
+    output:
+        f"{RESULTS}/{{suite}}/analysis/{{run}}/seed{{seed}}/{{analysis}}.json",
+    wildcard_constraints:
+        analysis="align_uniform|cosine_dist|layers|embed_dim",
+    params:
+        name=lambda w: w.analysis.replace("_", "-"),
+        extra=lambda w: {"embed_dim": "--dims {} --methods {}".format(" ".join(map(str, ASET["embed_dims"])), " ".join(ASET["embed_methods"]))}.get(w.analysis, f"--split {ASET['split']}"),
+    threads: workflow.cores
+    log:
+        f"{RESULTS}/{{suite}}/logs/analysis.{{analysis}}.{{run}}.seed{{seed}}.log",
+    shell:
+        "csebench --threads {threads} analyze {params.name} --model $(dirname {input.summary})/model"
+        " --senteval $(dirname {input.senteval}) --label '{wildcards.run} s{wildcards.seed}' {params.extra} --out {output} 2> {log}"
+
+
+rule analysis_neighbours:
+    input:
+        summary=f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/train.json",
+        corpus=corpus_of,
+    output:
+        json=f"{RESULTS}/{{suite}}/analysis/{{run}}/seed{{seed}}/neighbours.json",
+        md=f"{RESULTS}/{{suite}}/analysis/{{run}}/seed{{seed}}/neighbours.md",
+    params:
+        extra=f"--buffer-size {ASET['buffer_size']} --k {ASET['neighbours_k']} --n-queries {ASET['neighbour_queries']}",
+    threads: workflow.cores
+    log:
+        f"{RESULTS}/{{suite}}/logs/analysis.neighbours.{{run}}.seed{{seed}}.log",
+    shell:
+        "csebench --threads {threads} analyze neighbours --model $(dirname {input.summary})/model --corpus {input.corpus}"
+        " --label '{wildcards.run} s{wildcards.seed}' {params.extra} --out {output.json} --markdown {output.md} 2> {log}"
+
+
+rule analysis_suite_figure:
+    input:
+        jsons=lambda w: _per_model(w.fig)(w),
+        sts=lambda w: run_dirs(w.suite, "sts.json") if w.fig == "align_uniform" else [],
+    output:
+        f"{RESULTS}/{{suite}}/figures/{{fig}}.png",
+    wildcard_constraints:
+        fig="align_uniform|cosine_dist|layers",
+    params:
+        kind=lambda w: w.fig.replace("_", "-"),
+        sts=lambda w, input: ("--sts " + " ".join(input.sts)) if input.sts else "",
+    log:
+        f"{RESULTS}/{{suite}}/logs/analysis.figure.{{fig}}.log",
+    shell:
+        "csebench analyze-figure {params.kind} --inputs {input.jsons} {params.sts} --out {output} 2> {log}"
+
+
+rule analysis_embed_dim_table:
+    input:
+        _per_model("embed_dim"),
+    output:
+        md=f"{RESULTS}/{{suite}}/tables/embed_dim.md",
+        csv=f"{RESULTS}/{{suite}}/tables/embed_dim.csv",
+    log:
+        f"{RESULTS}/{{suite}}/logs/analysis.embed_dim_table.log",
+    shell:
+        "csebench analyze-figure embed-dim --inputs {input} --out {output.md} --csv {output.csv} 2> {log}"
+
+
+rule analysis_neighbours_table:
+    input:
+        _per_model("neighbours", "md"),
+    output:
+        f"{RESULTS}/{{suite}}/tables/neighbours.md",
+    log:
+        f"{RESULTS}/{{suite}}/logs/analysis.neighbours_table.log",
+    shell:
+        "csebench analyze-figure neighbours --inputs {input} --out {output} 2> {log}"
+
+
+rule analysis_topk_negatives:
+    input:
+        model=lambda w: [m for m in [_topk_model(w.suite)[1]] if m],
+        corpus=corpus_of,
+    output:
+        json=f"{RESULTS}/{{suite}}/analysis/topk_negatives.json",
+        png=f"{RESULTS}/{{suite}}/figures/topk_negatives.png",
+    params:
+        model=lambda w: _topk_model(w.suite)[0],
+        label=lambda w: _topk_model(w.suite)[2],
+        extra="--batch-sizes {} --repeats {} --pool-size {}".format(" ".join(map(str, ASET["topk_batch_sizes"])), ASET["topk_repeats"], ASET["topk_pool_size"]),
+    threads: workflow.cores
+    log:
+        f"{RESULTS}/{{suite}}/logs/analysis.topk_negatives.log",
+    shell:
+        "csebench --threads {threads} analyze topk-negatives --model {params.model} --corpus {input.corpus} --label '{params.label}'"
+        " {params.extra} --out {output.json} --figure {output.png} 2> {log}"
+
+
+rule analysis_teacher_logits:
+    input:
+        teachers=lambda w: [_model_of(w.suite, r, s) for r, s in _teachers(w.suite)],
+        corpus=corpus_of,
+        senteval=senteval_of,
+    output:
+        json=f"{RESULTS}/{{suite}}/analysis/teacher_logits.json",
+        png=f"{RESULTS}/{{suite}}/figures/teacher_logits.png",
+    params:
+        teachers=lambda w, input: " ".join(f"--teacher {os.path.dirname(t)}/model" for t in input.teachers),
+        extra=f"--logit-batch-size {ASET['logit_batch_size']} --n-batches {ASET['logit_batches']}",
+    threads: workflow.cores
+    log:
+        f"{RESULTS}/{{suite}}/logs/analysis.teacher_logits.log",
+    shell:
+        "csebench --threads {threads} analyze teacher-logits {params.teachers} --corpus {input.corpus}"
+        " --senteval $(dirname {input.senteval}) {params.extra} --out {output.json} --figure {output.png} 2> {log}"
