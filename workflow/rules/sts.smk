@@ -5,7 +5,7 @@ rule eval_sts:
     output:
         sts=f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/sts.json",
         pairs=f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/sts_pairs.npz",  # per-pair cosines: paired bootstrap in report
-    threads: workflow.cores
+    threads: config.get("threads", 4)
     log:
         f"{RESULTS}/{{suite}}/logs/eval_sts.{{run}}.seed{{seed}}.log",
     shell:

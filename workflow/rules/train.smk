@@ -17,7 +17,7 @@ rule train:
         teacher_args=lambda w, input: " ".join(f"--teacher-cache {t}" for t in input.teachers),
     resources:
         gpu=1,
-    threads: workflow.cores
+    threads: config.get("threads", 4)
     log:
         f"{RESULTS}/{{suite}}/logs/train.{{run}}.seed{{seed}}.log",
     shell:
