@@ -13,7 +13,9 @@ import pytest
 from csebench import report as rp
 from csebench.cli import main
 from csebench.evaluation.sts import TEST_TASKS, save_pairs
-from csebench.stats import paired_bootstrap_sts, paired_ttest
+from scipy.stats import spearmanr
+
+from csebench.stats import bootstrap_counts, bootstrap_spearman, paired_bootstrap_sts, paired_ttest
 
 PUB = rp.load_published()
 
@@ -155,6 +157,16 @@ def _pairs(rng, noise):
         gold = rng.integers(0, 6, size=300).astype(float)
         out[t] = (gold + rng.normal(0, noise, size=300), gold)
     return out
+
+
+def test_bootstrap_spearman_equals_spearman_of_the_resample():
+    rng = np.random.default_rng(3)
+    gold = rng.integers(0, 6, size=80).astype(float)  # many ties, as STS gold scores
+    sim = gold + rng.normal(0, 1.0, size=80)
+    counts = bootstrap_counts(rng, 80, 6)
+    assert (counts.sum(1) == 80).all()
+    direct = [spearmanr(np.repeat(sim, c), np.repeat(gold, c))[0] for c in counts]
+    assert bootstrap_spearman(sim, gold, counts) == pytest.approx(direct, abs=1e-12)
 
 
 def test_bootstrap_known_answers():

@@ -44,15 +44,47 @@ def paired_ttest(method: dict[int, float], baseline: dict[int, float]) -> TestRe
     return TestResult(f"paired t-test ({len(seeds)} seeds)", p, float(d.mean()), len(seeds), {"seeds": seeds})
 
 
-def _rowwise_spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Spearman correlation of each row of ``x`` with the same row of ``y`` (average ranks for ties)."""
-    rx = sps.rankdata(x, axis=1)
-    ry = sps.rankdata(y, axis=1)
-    rx -= rx.mean(1, keepdims=True)
-    ry -= ry.mean(1, keepdims=True)
-    den = np.sqrt((rx * rx).sum(1) * (ry * ry).sum(1))
+def _resample_ranks(x: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Average ranks (1-based, ties averaged) of every original item inside each bootstrap resample.
+
+    ``counts[b, i]`` is how often item i was drawn in resample b. Items are grouped by equal value in
+    sorted order; a group's rank is the number of drawn items below it plus (its draws + 1) / 2. This is
+    exactly the rank ``scipy.stats.rankdata`` gives each copy on the expanded resample, without sorting it.
+    """
+    values, group = np.unique(x, return_inverse=True)
+    order = np.argsort(group, kind="stable")
+    if len(values) == len(x):  # no ties: every item is its own group
+        per_item = counts[:, order]
+        ranks = np.empty(counts.shape, dtype=float)
+        ranks[:, order] = np.cumsum(per_item, axis=1) - per_item + (per_item + 1) / 2.0
+        return ranks
+    starts = np.flatnonzero(np.r_[True, np.diff(group[order]) != 0])
+    per_group = np.add.reduceat(counts[:, order], starts, axis=1)            # (B, n_groups)
+    below = np.cumsum(per_group, axis=1) - per_group
+    return (below + (per_group + 1) / 2.0)[:, group]                          # (B, n)
+
+
+def _centred_ranks(x: np.ndarray, counts: np.ndarray, w: np.ndarray) -> np.ndarray:
+    r = _resample_ranks(x, counts)
+    return r - (w * r).sum(1, keepdims=True) / w.sum(1, keepdims=True)
+
+
+def bootstrap_counts(rng: np.random.Generator, n: int, n_resamples: int) -> np.ndarray:
+    """(n_resamples, n) draw counts of n items drawn with replacement n times."""
+    idx = rng.integers(0, n, size=(n_resamples, n)) + np.arange(n_resamples)[:, None] * n
+    return np.bincount(idx.ravel(), minlength=n_resamples * n).reshape(n_resamples, n)
+
+
+def bootstrap_spearman(x: np.ndarray, y: np.ndarray, counts: np.ndarray, ry: np.ndarray | None = None) -> np.ndarray:
+    """Spearman correlation of (x, y) on each bootstrap resample given as draw counts (B, n).
+
+    ``ry``: the centred resample ranks of ``y`` (``_centred_ranks``), to reuse across systems.
+    """
+    w = counts.astype(float)
+    rx = _centred_ranks(x, counts, w)
+    ry = _centred_ranks(y, counts, w) if ry is None else ry
     with np.errstate(invalid="ignore", divide="ignore"):
-        return (rx * ry).sum(1) / den
+        return (w * rx * ry).sum(1) / np.sqrt((w * rx * rx).sum(1) * (w * ry * ry).sum(1))
 
 
 def paired_bootstrap_sts(method: dict[str, tuple[np.ndarray, np.ndarray]],
@@ -78,9 +110,10 @@ def paired_bootstrap_sts(method: dict[str, tuple[np.ndarray, np.ndarray]],
         n = len(gold)
         observed += (sps.spearmanr(sa, gold)[0] - sps.spearmanr(sb, gold)[0]) * 100 / len(tasks)
         for start in range(0, n_boot, chunk):
-            idx = rng.integers(0, n, size=(min(chunk, n_boot - start), n))
-            g = gold[idx]
-            diffs[start:start + len(idx)] += (_rowwise_spearman(sa[idx], g) - _rowwise_spearman(sb[idx], g)) * 100 / len(tasks)
+            counts = bootstrap_counts(rng, n, min(chunk, n_boot - start))  # the same draws for both systems
+            rg = _centred_ranks(gold, counts, counts.astype(float))
+            diffs[start:start + len(counts)] += (bootstrap_spearman(sa, gold, counts, rg)
+                                                 - bootstrap_spearman(sb, gold, counts, rg)) * 100 / len(tasks)
     diffs = np.nan_to_num(diffs)
     lo = (np.sum(diffs <= 0) + 1) / (n_boot + 1)
     hi = (np.sum(diffs >= 0) + 1) / (n_boot + 1)
