@@ -6,7 +6,6 @@
     csebench teacher-cache    --model DIR/model --corpus data/demo/corpus.txt --out results/demo/teachers/simcse/seed42/embeddings.npy
     csebench eval-sts         --model DIR/model --senteval ... --out DIR/sts.json
     csebench eval-transfer    --model DIR/model --senteval ... --out DIR/transfer.json
-    csebench eval-transfer    --model DIR/model --senteval ... --out DIR/transfer.json
     csebench report           --suite demo --sts results/demo/runs/*/seed*/sts.json --out-dir results/demo/tables
     csebench show-config      --suite demo --run minilm-simcse --seed 42
 """
@@ -92,31 +91,6 @@ def cmd_eval_sts(args) -> None:
     res["run_info"] = _run_info(args)
     write_json(args.out, res)
     logging.getLogger("csebench").info("STS avg %.2f: %s", res.get("avg", float("nan")),
-                                       ", ".join(f"{k} {v:.2f}" for k, v in res["tasks"].items()))
-
-
-def cmd_eval_transfer(args) -> None:
-    import torch
-
-    from .data import senteval_root
-    from .encoder import load_encoder
-    from .evaluation.transfer import TASKS, evaluate_transfer, load_transfer_task
-    from .io import write_json
-
-    root = senteval_root(args.senteval)
-    data = {t: load_transfer_task(root, t) for t in args.tasks or TASKS}  # bad data fails before the model loads
-    torch.manual_seed(0)
-    enc = load_encoder(args.model, args.pooler)
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    enc.to(device)
-    t0 = time.perf_counter()
-    res = evaluate_transfer(lambda s: enc.encode(s, batch_size=args.batch_size, show_progress=not args.no_progress),
-                            root, tasks=list(data), seed=args.senteval_seed,
-                            max_train_sentences=args.max_train_sentences, task_data=data)
-    res["eval_seconds"] = round(time.perf_counter() - t0, 2)
-    res["run_info"] = _run_info(args)
-    write_json(args.out, res)
-    logging.getLogger("csebench").info("transfer avg %.2f (%s): %s", res.get("avg", float("nan")), res["protocol"],
                                        ", ".join(f"{k} {v:.2f}" for k, v in res["tasks"].items()))
 
 
@@ -243,22 +217,6 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--seed", type=int, default=0)
     sp.add_argument("--no-progress", action="store_true")
     sp.set_defaults(func=cmd_eval_sts)
-
-    sp = common(sub.add_parser("eval-transfer", help="SentEval transfer tasks MR CR SUBJ MPQA SST2 TREC MRPC (accuracy x100)"))
-    sp.add_argument("--model", required=True, help="saved model folder (or HF id / local encoder)")
-    sp.add_argument("--senteval", required=True)
-    sp.add_argument("--out", required=True)
-    sp.add_argument("--tasks", nargs="+", default=None, help="subset of MR CR SUBJ MPQA SST2 TREC MRPC (default: all)")
-    sp.add_argument("--max-train-sentences", type=int, default=None,
-                    help="CPU demo only: subsample each classifier training set to N items (recorded as protocol=capped)")
-    sp.add_argument("--senteval-seed", type=int, default=1111, help="SentEval's classifier seed (default: 1111)")
-    sp.add_argument("--pooler", default=None, help="override the saved evaluation pooler")
-    sp.add_argument("--batch-size", type=int, default=128)
-    sp.add_argument("--suite")
-    sp.add_argument("--run")
-    sp.add_argument("--seed", type=int, default=0, help="run seed (names the run; see --senteval-seed)")
-    sp.add_argument("--no-progress", action="store_true")
-    sp.set_defaults(func=cmd_eval_transfer)
 
     sp = common(sub.add_parser("eval-transfer", help="SentEval transfer tasks MR CR SUBJ MPQA SST2 TREC MRPC (accuracy x100)"))
     sp.add_argument("--model", required=True, help="saved model folder (or HF id / local encoder)")
