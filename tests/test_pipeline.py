@@ -1,0 +1,82 @@
+"""The DAG as a whole: Snakemake and DVC agree, every suite dry-runs offline, the ci suite runs end to end."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from csebench.config import list_suites, load_params
+from csebench.dvcgen import build_dvc_yaml, snakemake_jobs
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def _env(shared: Path | None = None) -> dict:
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PATH=f"{BIN}:{os.environ['PATH']}")
+    if shared is not None:
+        env["CSEBENCH_SHARED"] = str(shared)
+    return env
+
+
+def test_committed_dvc_yaml_is_current():
+    proc = subprocess.run([str(BIN / "csebench"), "dvc-yaml", "--check"], cwd=ROOT, env=_env(), capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_dvc_and_snakemake_produce_the_same_outputs_for_a_suite():
+    dvc = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    for suite in ("ci", "demo"):
+        snake = {o for job in snakemake_jobs(suite, snakemake=str(BIN / "snakemake"), cwd=ROOT) for o in job["outputs"]}
+        data = load_params(ROOT / "params.yaml")["suites"][suite]["data"]
+        declared = set()
+        for name, stage in dvc.items():
+            if name.startswith(f"{suite}-") or name.endswith(f"-{data}") and name.startswith("prepare_"):
+                declared.update(stage.get("outs", []))
+                declared.update(stage.get("metrics", []))
+                declared.update(next(iter(p)) for p in stage.get("plots", []))
+        assert declared == snake, f"suite {suite}: only in DVC {declared - snake}, only in Snakemake {snake - declared}"
+
+
+def test_every_suite_dry_runs_offline():
+    suites = list_suites(load_params(ROOT / "params.yaml"))
+    proc = subprocess.run([str(BIN / "snakemake"), "-n", "--quiet", "rules", "--config", f"suites=[{','.join(suites)}]"],
+                          cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    counts = dict(re.findall(r"^(\w+)\s+(\d+)$", proc.stdout + proc.stderr, re.M))
+    n_runs = sum(1 for s in suites for _ in __import__("csebench.workflow", fromlist=["jobs"]).jobs(load_params(ROOT / "params.yaml"), s))
+    assert int(counts["train"]) >= n_runs  # teachers add training jobs
+    assert int(counts["report"]) == len(suites)
+
+
+def _copy_project(dst: Path) -> Path:
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    for f in files:
+        if not (ROOT / f).is_file():
+            continue
+        (dst / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / f, dst / f)
+    return dst
+
+
+@pytest.mark.slow
+def test_ci_suite_end_to_end_through_snakemake(tmp_path, shared_dir):
+    proj = _copy_project(tmp_path / "proj")
+    proc = subprocess.run([str(BIN / "snakemake"), "--cores", "2", "--configfile", "config/ci.yaml",
+                           "--profile", "workflow/profiles/default"],
+                          cwd=proj, env=_env(shared_dir), capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    table = (proj / "results/ci/tables/sts.md").read_text()
+    rows = [line for line in table.splitlines() if line.startswith("|") and "SimCSE" in line and "published" not in line]
+    assert rows, table
+    numbers = re.findall(r"-?\d+\.\d\d", rows[0])
+    assert len(numbers) >= 8  # 7 tasks + average
+    # rerunning finds nothing to do
+    again = subprocess.run([str(BIN / "snakemake"), "-n", "--cores", "2", "--configfile", "config/ci.yaml"],
+                           cwd=proj, env=_env(shared_dir), capture_output=True, text=True, timeout=300)
+    assert "Nothing to be done" in again.stdout + again.stderr
