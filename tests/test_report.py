@@ -94,6 +94,23 @@ def test_rows_mean_std_delta_and_published(multi_seed):
     assert len(simcse_pub) == 1 and len(simcse_pub[0]["sources"]) >= 4
 
 
+@pytest.mark.parametrize("backbone,method,run,expected", [
+    ("bert-base", "distillcse", "bert-base-distillcse", ["distillcse"]),
+    ("bert-base", "distillcse", "bert-base-teacher-components", ["distill_components"]),
+    ("bert-base", "distillcse", "bert-base-group-p", ["distill_groupp"]),
+    ("bert-large", "distillcse", "bert-large-distillcse-r2", ["distillcse_round2"]),
+    ("bert-base", "distillcse", "round-2", ["distillcse_round2"]),
+    ("bert-base-avg", "sscl_bert", "sscl_bert_avg", ["sscl_bert_avg"]),
+    ("bert-base", "sscl_bert", "sscl_bert", ["sscl_bert"]),
+    ("bert-base", "gs_infonce", "m-3x", ["gs_infonce"] * 2),
+    ("minilm", "simcse", "simcse", []),
+])
+def test_published_matching(backbone, method, run, expected):
+    got = rp.published_for("sts", backbone, method, run)
+    assert sorted(e["method"] for e in got) == expected
+    assert all(backbone.startswith(e["backbone"]) for e in got)
+
+
 def test_tables_written_in_three_formats(multi_seed):
     root, files, tfiles = multi_seed
     out = rp.report("s", [str(f) for f in files], root / "s" / "tables", transfer=[str(f) for f in tfiles])

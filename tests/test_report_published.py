@@ -53,6 +53,8 @@ def test_schema():
         assert e["backbone"] in BACKBONES
         assert set(e["scores"]) == set(KINDS[kind].columns) | {"Avg"}, e
         assert re.fullmatch(r"Table \d+", e["table"])
+        for pattern in e.get("runs", []):
+            re.compile(pattern)
     keys = [(k, e["paper"], e["backbone"], e["method"]) for k, e in ENTRIES]
     assert len(keys) == len(set(keys)), "duplicate published entry"
 

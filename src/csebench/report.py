@@ -58,10 +58,20 @@ def load_published() -> dict:
 
 
 def published_for(kind: str, backbone: str, method: str, run: str | None = None, published: dict | None = None) -> list[dict]:
-    """Published entries of a backbone for a run: those named like the run, else like its method."""
-    entries = [e for e in (published or load_published()).get(kind, []) if e["backbone"] == backbone]
-    by_run = [e for e in entries if run is not None and e["method"] == run]
-    return by_run or [e for e in entries if e["method"] == method]
+    """Published entries for a run (rules in the header of published.yaml).
+
+    Backbone: equal, or the published one is a prefix (``bert-base-avg`` -> ``bert-base``). Then the
+    entries whose ``runs`` patterns match the run name, else those whose method is the run name,
+    else those without ``runs`` whose method is the run's method.
+    """
+    entries = [e for e in (published or load_published()).get(kind, [])
+               if backbone == e["backbone"] or backbone.startswith(e["backbone"] + "-")]
+    if run is not None:
+        by_pattern = [e for e in entries if any(re.fullmatch(p, run) for p in e.get("runs", []))]
+        by_name = [e for e in entries if e["method"] == run]
+        if by_pattern or by_name:
+            return by_pattern or by_name
+    return [e for e in entries if e["method"] == method and not e.get("runs")]
 
 
 def published_sts(backbone: str, method: str) -> list[dict]:
