@@ -285,7 +285,7 @@ def table_lines(rows: list[Row], kind: str) -> list[dict]:
 
 def render_markdown(rows: list[Row], kind: str, suite: str) -> str:
     k = KINDS[kind]
-    header = ["Backbone", "Method", "Run", "Seeds", *k.columns, "Avg.", "p vs SimCSE", "Test"]
+    header = ["Backbone", "Method", "Run", "Seeds", *k.columns, "Avg.", "p", "Paired test"]
     md = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * 4 + ["---:"] * (len(k.columns) + 1) + ["---:", "---"]) + "|"]
     for ln in table_lines(rows, kind):
         if ln["type"] == "ours":
@@ -304,7 +304,7 @@ def render_markdown(rows: list[Row], kind: str, suite: str) -> str:
     return (f"# {k.title}: suite `{suite}`\n\n"
             f"Scores: {k.unit}. Ours: mean ± sample std over the seeds present (no ± with one seed). "
             f"Published rows are printed as in the papers (source table named); Δ = ours − published.\n"
-            f"p vs SimCSE: two-sided paired test of the average against SimCSE on the same backbone "
+            f"p: two-sided paired test of the average against SimCSE on the same backbone "
             f"(per-seed paired t-test with ≥ 2 common seeds, else a paired bootstrap over STS sentence pairs).\n\n"
             f"{body}\n")
 
@@ -519,7 +519,7 @@ def write_readme(path: str | os.PathLike, suite: str, tables: dict[str, list[Pat
         out.append(f"- {k.title} ({k.unit}): {links}")
     out.append("")
     if rows.get("sts"):
-        out += ["## STS average at a glance", "", "| Backbone | Run | Seeds | Avg. (ours) | Published Avg. | p vs SimCSE |",
+        out += ["## STS average at a glance", "", "| Backbone | Run | Seeds | Avg. (ours) | Published Avg. | p (vs baseline) |",
                 "|---|---|---:|---:|---|---:|"]
         for r in rows["sts"]:
             pub = "; ".join(f"{_fmt(p['values'][-1])} ({', '.join(p['sources'])})" for p in r.published) or "–"
