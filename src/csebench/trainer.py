@@ -32,6 +32,7 @@ from .encoder import SentenceEncoder, build_encoder, pool
 from .errors import TrainingError
 from .evaluation.sts import cosine_rows, load_stsb, spearman100
 from .io import atomic_path, write_csv, write_json
+from .loader import BatchLoader
 from .objectives import Objective
 from .objectives.base import StepContext
 
@@ -78,7 +79,9 @@ def pick_device() -> torch.device:
 
 
 def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
-    if device.type != "cuda" or precision == "fp32":
+    if device.type != "cuda":  # CPU: fp32 unless bf16 is asked for explicitly (fast on AVX512-BF16/AMX CPUs)
+        return torch.bfloat16 if precision == "bf16" else None
+    if precision == "fp32":
         return None
     if precision == "bf16" or (precision == "auto" and torch.cuda.is_bf16_supported()):
         return torch.bfloat16
@@ -172,10 +175,12 @@ class Trainer:
                                    device=self.device, corpus_path=str(corpus_path),
                                    tokenizer=self.encoder.tokenizer).to(self.device)
         self.layers = self.objective.intermediate_layers()
+        self.loader = BatchLoader(self.tokens, self.encoder.tokenizer.pad_token_id or 0, self._local_batches,
+                                  num_workers=self.t.num_workers, pin_memory=self.device.type == "cuda")
         params = [p for p in list(self.encoder.parameters()) + list(self.objective.parameters()) if p.requires_grad]
         decay = [p for p in params if p.ndim >= 2]
         no_decay = [p for p in params if p.ndim < 2]
-        fused = self.device.type == "cuda"
+        fused = self.device.type in ("cuda", "cpu")  # one fused kernel per step (CPU since torch 2.4)
         self.optimizer = torch.optim.AdamW(
             [{"params": decay, "weight_decay": self.t.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
             lr=self.t.learning_rate, eps=self.t.adam_epsilon, fused=fused)
@@ -194,7 +199,8 @@ class Trainer:
             self.model = torch.nn.parallel.DistributedDataParallel(
                 self.encoder, device_ids=[self.device.index] if self.device.type == "cuda" else None)
         self.forward_model = torch.compile(self.model) if self.t.compile else self.model
-        self.dev = DevEvaluator(senteval_dir, self.t.eval_batch_size) if self.rank == 0 else None
+        # every rank reads the dev data, so a malformed file stops all ranks (none waits in a collective)
+        self.dev = DevEvaluator(senteval_dir, self.t.eval_batch_size)
         self.state = TrainState()
         self.train_rows: list[list] = []
         self.dev_rows: list[list] = []
@@ -275,11 +281,16 @@ class Trainer:
 
     # ------------------------------------------------------------------ one step
 
+    def _local_batches(self, epoch: int) -> list[np.ndarray]:
+        """This process's share of each batch of ``epoch`` (what encode_views will be asked for)."""
+        batches = data_order(len(self.tokens), self.t.batch_size, self.cfg.seed, epoch, self.world)
+        return batches if self.world == 1 else [np.split(np.asarray(b), self.world)[self.rank] for b in batches]
+
     def encode_views(self, batch_idx: np.ndarray) -> StepContext:
         local = batch_idx if self.world == 1 else np.split(np.asarray(batch_idx), self.world)[self.rank]
-        ids, mask = self.tokens.batch(local, self.encoder.tokenizer.pad_token_id or 0)
-        ids = torch.from_numpy(ids).to(self.device, non_blocking=True)
-        mask = torch.from_numpy(mask).to(self.device, non_blocking=True)
+        ids, mask = self.loader.get(self.state.epoch, self.state.batch_in_epoch, local)  # pinned on CUDA
+        ids = ids.to(self.device, non_blocking=True)
+        mask = mask.to(self.device, non_blocking=True)
         b = ids.shape[0]
         ids2, mask2 = torch.cat([ids, ids]), torch.cat([mask, mask])  # both views in one forward pass
         need_all = bool(self.layers)
