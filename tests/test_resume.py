@@ -103,3 +103,34 @@ def test_same_seed_gives_byte_identical_metrics(runs):
     summary = json.loads((dirs["reference"] / "train.json").read_text())
     assert summary["steps"] == 12 and "train_seconds" not in summary
     assert len((dirs["reference"] / "dev_curve.csv").read_text().splitlines()) == 1 + 6
+
+
+@pytest.mark.slow
+def test_failure_while_writing_outputs_leaves_nothing_finished_and_rerun_resumes(tmp_path, capsys, monkeypatch):
+    """A failure at the very end (disk full while writing train.json) leaves no train.json, curves
+    or model; the checkpoint survives and the same command then resumes and completes."""
+    import csebench.trainer as trainer_mod
+    from csebench import cli
+
+    write_corpus(tmp_path / "corpus.txt", n=64)
+    write_mini_senteval(tmp_path / "se", pairs=16)
+    cfg = write_config(tmp_path / "over.yaml", ci_training(max_steps=4, eval_steps=2, checkpoint_steps=2, batch_size=8,
+                                                           log_steps=1, eval_batch_size=64))
+    out = tmp_path / "run"
+    real = trainer_mod.write_json
+
+    def failing(path, obj):
+        if Path(path).name == "train.json":
+            raise OSError(28, "No space left on device", str(path))
+        return real(path, obj)
+
+    monkeypatch.setattr(trainer_mod, "write_json", failing)
+    with pytest.raises(OSError, match="No space left"):
+        cli.main(train_argv(tmp_path, out, cfg))
+    left = sorted(p.name for p in out.iterdir())
+    assert left == ["checkpoint"], left
+    monkeypatch.setattr(trainer_mod, "write_json", real)
+    assert cli.main(train_argv(tmp_path, out, cfg)) == 0
+    assert json.loads((out / "train_timing.json").read_text())["resumed_from_step"] == 2
+    assert sorted(p.name for p in out.iterdir()) == ["dev_curve.csv", "model", "train.json", "train_curve.csv",
+                                                     "train_timing.json"]

@@ -69,10 +69,14 @@ def cmd_train(args) -> None:
 
     cfg = resolve_run(_params(args), args.suite, args.run, args.seed)
     distributed.init_from_env()
-    trainer = Trainer(cfg, args.corpus, args.senteval, args.out, cache_dir=args.cache_dir,
-                      show_progress=not args.no_progress, teacher_cache=args.teacher_cache)
-    summary = trainer.run()
-    logging.getLogger("csebench").info("done: %s", json.dumps(summary))
+    try:
+        trainer = Trainer(cfg, args.corpus, args.senteval, args.out, cache_dir=args.cache_dir,
+                          show_progress=not args.no_progress, teacher_cache=args.teacher_cache)
+        summary = trainer.run()
+    finally:
+        distributed.shutdown()
+    if distributed.local_rank() == 0:
+        logging.getLogger("csebench").info("done: %s", json.dumps(summary))
 
 
 def cmd_eval_sts(args) -> None:
@@ -175,7 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--config", action="append", default=[], help="YAML file merged over params (repeatable)")
         if run:
             sp.add_argument("--suite", required=True)
-            sp.add_argument("--run", required=True, help="run name within the suite")
+            # --run-name: the same option for torchrun, whose own parser takes --run for an
+            # abbreviation of its --run-path and stops
+            sp.add_argument("--run", "--run-name", dest="run", required=True, help="run name within the suite")
             sp.add_argument("--seed", type=int, required=True)
         return sp
 

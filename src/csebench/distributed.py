@@ -35,6 +35,12 @@ def init_from_env() -> bool:
     return True
 
 
+def shutdown() -> None:
+    """Leave the process group (torchrun runs); a no-op on one process."""
+    if is_distributed():
+        dist.destroy_process_group()
+
+
 def barrier() -> None:
     if is_distributed():
         dist.barrier()

@@ -12,6 +12,10 @@ from pathlib import Path
 from typing import Any, Iterator
 
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
 def _tmp_sibling(path: Path, is_dir: bool) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     if is_dir:
@@ -28,6 +32,8 @@ def atomic_path(path: str | os.PathLike, is_dir: bool = False) -> Iterator[Path]
     tmp = _tmp_sibling(final, is_dir)
     try:
         yield tmp
+        # mkstemp/mkdtemp create 0600/0700; give the output the usual permissions (umask applied)
+        os.chmod(tmp, (0o777 if is_dir else 0o666) & ~_UMASK)
         if is_dir:
             if final.exists():
                 old = final.with_name(f".{final.name}.old")

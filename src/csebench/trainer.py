@@ -407,8 +407,10 @@ class Trainer:
                     self.train_rows.append([self.state.step] + [round(logs.get(k, float("nan")), 6) for k in self.log_keys])
                 if self.state.step % self.t.eval_steps == 0 or self.state.step == self.total_steps:
                     last_dev = self.evaluate_and_keep_best()
-                    log.info("%s step %d/%d loss %.4f stsb_dev %.2f (best %.2f @ %d)", self.cfg.run_id, self.state.step,
-                             self.total_steps, logs["loss"], last_dev, self.state.best_dev, self.state.best_step)
+                    if self.rank == 0:
+                        log.info("%s step %d/%d loss %.4f stsb_dev %.2f (best %.2f @ %d)", self.cfg.run_id,
+                                 self.state.step, self.total_steps, logs["loss"], last_dev, self.state.best_dev,
+                                 self.state.best_step)
                 bar.set_postfix(loss=f"{logs['loss']:.4f}", dev=f"{last_dev:.2f}", refresh=False)
                 bar.update(1)
                 self.state.elapsed = time.perf_counter() - t0
@@ -435,23 +437,32 @@ class Trainer:
         timing = {"train_seconds": round(elapsed, 1), "steps_this_attempt": steps_this_run,
                   "resumed_from_step": resumed_from}
         if self.rank == 0:
-            write_csv(self.out_dir / "train_curve.csv", ["step"] + self.log_keys, self.train_rows)
-            write_csv(self.out_dir / "dev_curve.csv", ["step", "stsb_dev"], self.dev_rows)
-            partial = self.out_dir / "best_model.partial"
-            if not partial.is_dir():  # dev score never finite: keep the final weights
-                log.warning("%s: no finite STS-B dev score; saving the final model", self.cfg.run_id)
-                self.encoder.save(partial)
-            (partial / "training_config.json").write_text(json.dumps(self.cfg.to_dict(), indent=2, default=str) + "\n")
-            final = self.out_dir / "model"
-            if final.exists():
-                shutil.rmtree(final)
-            partial.rename(final)
-            write_json(self.out_dir / "train_timing.json", timing)
-            write_json(self.out_dir / "train.json", summary)  # written last: marks the run complete
+            try:
+                self._write_outputs(summary, timing)
+            except BaseException:  # leave nothing that looks finished; the checkpoint stays for a rerun
+                for name in ("train.json", "train_timing.json", "train_curve.csv", "dev_curve.csv"):
+                    (self.out_dir / name).unlink(missing_ok=True)
+                shutil.rmtree(self.out_dir / "model", ignore_errors=True)
+                raise
             shutil.rmtree(self.ckpt_dir, ignore_errors=True)
             shutil.rmtree(self.out_dir / f".{self.ckpt_dir.name}.old", ignore_errors=True)
         distributed.barrier()
         return summary
+
+    def _write_outputs(self, summary: dict, timing: dict) -> None:
+        write_csv(self.out_dir / "train_curve.csv", ["step"] + self.log_keys, self.train_rows)
+        write_csv(self.out_dir / "dev_curve.csv", ["step", "stsb_dev"], self.dev_rows)
+        partial = self.out_dir / "best_model.partial"
+        if not partial.is_dir():  # dev score never finite: keep the final weights
+            log.warning("%s: no finite STS-B dev score; saving the final model", self.cfg.run_id)
+            self.encoder.save(partial)
+        (partial / "training_config.json").write_text(json.dumps(self.cfg.to_dict(), indent=2, default=str) + "\n")
+        final = self.out_dir / "model"
+        if final.exists():
+            shutil.rmtree(final)
+        partial.rename(final)
+        write_json(self.out_dir / "train_timing.json", timing)
+        write_json(self.out_dir / "train.json", summary)  # written last: marks the run complete
 
 
 def _copy_tree(src: Path, dst: Path) -> None:
