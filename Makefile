@@ -8,7 +8,7 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup demo test test-fast paper-dryrun bench clean-demo
+.PHONY: setup demo test test-fast test-slurm paper-dryrun bench clean-demo
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,9 @@ test: setup  ## the test suite (CI runs exactly this)
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -ra -m "not slow and not slurm"
+
+test-slurm: setup  ## root: install Debian SLURM, run the ci suite through workflow/profiles/slurm (docs/cluster.md)
+	CSEBENCH_SLURM_TEST=1 $(BIN)/python -m pytest -q -ra -s -m slurm tests/test_slurm.py
 
 paper-dryrun: setup  ## list every job of the paper suites (offline)
 	$(BIN)/snakemake -n --quiet rules --configfile config/paper.yaml
