@@ -248,3 +248,12 @@ def test_alpha_follows_training_progress():
 def test_config_errors_name_the_key(bad, key):
     with pytest.raises(ConfigError, match=key):
         validate_objectives({"instance_smoothing": bad}, "run x")
+
+
+def test_push_first_needs_a_buffer_of_at_least_one_batch():
+    from csebench.config import TrainingConfig
+
+    with pytest.raises(ConfigError, match="buffer_size"):
+        validate_objectives({"instance_smoothing": {"buffer_size": 32, "neighbors": 4, "push_before_retrieval": True}},
+                            "run x", TrainingConfig(batch_size=64))
+    validate_objectives({"instance_smoothing": {"buffer_size": 32, "neighbors": 4}}, "run x", TrainingConfig(batch_size=64))

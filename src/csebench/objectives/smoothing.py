@@ -89,6 +89,12 @@ class SmoothingSettings:
             if self.kmeans_iterations < 1:
                 raise ConfigError(f"{where}.kmeans_iterations must be >= 1, got {self.kmeans_iterations}")
 
+    def check_with_training(self, where: str, training) -> None:
+        # push-first must find each query's own copy in the buffer to drop it
+        if self.push_before_retrieval and self.buffer_size < training.batch_size:
+            raise ConfigError(f"{where}.buffer_size ({self.buffer_size}) must be >= training.batch_size "
+                              f"({training.batch_size}) with push_before_retrieval")
+
 
 def cosine_alpha(progress: float, start: float, end: float) -> float:
     """Eq. 8 with progress = T_i / T_max."""
