@@ -68,6 +68,10 @@ def _bench_config(seed: int, steps: int, objectives: dict | None = None, precisi
 
     params = load_params(ROOT / "params.yaml")
     cfg = resolve_run(params, "demo", "simcse", seed)
+    if BACKBONE["name"] != cfg.backbone_name:
+        from csebench.config import backbone_config
+
+        cfg.backbone, cfg.backbone_name = backbone_config(params, BACKBONE["name"]), BACKBONE["name"]
     t = cfg.training
     t.batch_size, t.max_seq_length, t.learning_rate, t.max_steps = BATCH, MAX_LEN, LR, steps
     t.warmup_steps, t.weight_decay, t.temperature = 0, 0.0, TEMPERATURE
@@ -266,11 +270,20 @@ def section_eval(o) -> dict:
     return out
 
 
-METHOD_TERMS = {  # paper-default compositions by term key, used when params.yaml has no such method
-    "GS-InfoNCE": {"gaussian_negatives": {}},
-    "IS-CSE": {"instance_smoothing": {}},
-    "SSCL": {"layer_negatives": {}},
+METHOD_TERMS = {  # label: (params.yaml method, its paper-default terms if params.yaml lacks it)
+    "GS-InfoNCE": ("gs_infonce", {"gaussian_negatives": {}}),
+    "IS-CSE": ("iscse", {"instance_smoothing": {}}),
+    "SSCL": ("sscl", {"layer_negatives": {}}),
 }
+BACKBONE = {"name": "minilm"}  # --backbone tiny: a smoke test of the code paths only
+
+
+def method_terms(label: str) -> dict:
+    from csebench.config import load_params
+
+    key, default = METHOD_TERMS[label]
+    spec = (load_params(ROOT / "params.yaml").get("methods") or {}).get(key)
+    return dict((spec or {}).get("objectives") or default)
 
 
 def _term_available(key: str) -> bool:
@@ -303,13 +316,15 @@ def section_methods(o, cache_dir: str) -> dict:
     print("[3] per-step time of each method relative to SimCSE", flush=True)
     methods = {"SimCSE": {}}
     notes = []
-    for label, terms in METHOD_TERMS.items():
+    for label in METHOD_TERMS:
+        terms = method_terms(label)
         missing = [k for k in terms if not _term_available(k)]
         if missing:
             notes.append(f"{label}: skipped, objective term(s) {', '.join(missing)} not in this checkout")
         else:
             methods[label] = terms
-    distill = distill_setups(o, cache_dir)
+    corpus = method_corpus(cache_dir)
+    distill = distill_setups(corpus, cache_dir)
     if isinstance(distill, str):
         notes.append(distill)
     else:
@@ -320,7 +335,7 @@ def section_methods(o, cache_dir: str) -> dict:
     for label, terms in methods.items():
         cfg = _bench_config(42, steps + o.warmup, objectives=terms)
         teacher = distill["teacher_cache"].get(label) if not isinstance(distill, str) else None
-        trainers[label] = Trainer(cfg, corpus_path(), senteval_dir(), Path(tmp.name) / label.replace(" ", "_"),
+        trainers[label] = Trainer(cfg, corpus, senteval_dir(), Path(tmp.name) / label.replace(" ", "_"),
                                   cache_dir=cache_dir, show_progress=False, teacher_cache=teacher)
         _prefill_smoothing(trainers[label])
     n = len(next(iter(trainers.values())).tokens)
@@ -348,40 +363,85 @@ def section_methods(o, cache_dir: str) -> dict:
     return out
 
 
-def distill_setups(o, cache_dir: str):
-    """DistillCSE with 1 and with 16 teacher components, from a cached-teacher artefact, when the
-    distillation term exists. Returns a note (str) when it cannot be set up."""
+N_TEACHERS = 16
+
+
+def method_corpus(cache_dir: str, n: int = 4096) -> Path:
+    """The first n sentences of the demo corpus (enough for the timed steps; keeps 16 teacher caches small)."""
+    from csebench.data import read_corpus
+
+    out = Path(cache_dir) / f"methods-corpus-{n}.txt"
+    if not out.is_file():
+        out.write_text("\n".join(read_corpus(corpus_path())[:n]) + "\n", encoding="utf-8")
+    return out
+
+
+def distill_setups(corpus: Path, cache_dir: str):
+    """DistillCSE (Group-P, p = 0.1) with 1 and with 16 teacher components, each teacher a cached
+    embedding artefact as the pipeline builds it. The timing does not depend on the teachers'
+    values, so the caches hold random unit vectors (csebench.teachers format). Returns a note
+    (str) when the distillation term or the teacher-cache module is missing."""
     if not _term_available("distillation"):
         return "DistillCSE: skipped, objective term distillation not in this checkout"
+    import numpy as np
+
     try:
-        import distill_support  # benchmarks/distill_support.py: adapter to the distillation term's API
+        from csebench.data import read_corpus, tokenizer_fingerprint
+        from csebench.encoder import load_tokenizer
+        from csebench.teachers import FORMAT, corpus_sha256, save_teacher_cache
     except Exception as exc:  # noqa: BLE001
-        return f"DistillCSE: skipped, no adapter to the distillation term ({exc.__class__.__name__}: {exc})"
-    try:
-        return distill_support.setups(corpus_path(), cache_dir, _bench_config)
-    except Exception as exc:  # noqa: BLE001
-        return f"DistillCSE: skipped, teacher cache setup failed ({exc.__class__.__name__}: {exc})"
+        return f"DistillCSE: skipped, teacher cache module unavailable ({exc.__class__.__name__}: {exc})"
+    cfg = _bench_config(42, 1)
+    rows = len(read_corpus(corpus))
+    dim = 384 if BACKBONE["name"] == "minilm" else int(cfg.backbone.random_config.get("hidden_size", 32))
+    tok = tokenizer_fingerprint(load_tokenizer(cfg.backbone))
+    paths = []
+    rng = np.random.default_rng(0)
+    for k in range(N_TEACHERS):
+        out = Path(cache_dir) / f"teacher-{k}.npy"
+        if not out.is_file():
+            emb = rng.standard_normal((rows, dim)).astype(np.float32)
+            emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+            save_teacher_cache(out, emb, {
+                "format": FORMAT, "model": "random (benchmark)", "teacher_run": None, "pooler": "cls_before_pooler",
+                "rows": rows, "dim": dim, "dtype": "float32", "normalized": True, "max_seq_length": MAX_LEN,
+                "tokenizer": tok, "corpus": str(corpus), "corpus_sha256": corpus_sha256(corpus)})
+        paths.append(str(out))
+    one, many = "DistillCSE (1 teacher)", f"DistillCSE ({N_TEACHERS} teachers)"
+    methods = {
+        one: {"distillation": {"shuffle": "group_p", "p": 0.1, "teachers": {"run": "simcse", "seeds": [0]}}},
+        many: {"distillation": {"shuffle": "group_p", "p": 0.1,
+                                "teachers": {"run": "simcse", "seeds": list(range(N_TEACHERS))}}},
+    }
+    return {"methods": methods, "teacher_cache": {one: paths[:1], many: paths}, "pair": (one, many)}
 
 
 def loop_group_p(logits, p: float, generator):
-    """Direct per-row Group-P shuffling (DistillCSE Eq. 5-6, as the released code does it): for each
-    row, sort the teacher logits, cut the cumulative softmax probability into intervals of width p,
-    and shuffle the logits inside each interval."""
+    """Direct per-row Group-P shuffling (DistillCSE Eq. 5-6, the way the released code does it):
+    for each row, sort the teacher logits (descending), G = cumulative softmax probability,
+    interval g = ceil(G / p) - 1, and shuffle the logits inside each interval."""
+    import math
+
     import torch
 
-    out = logits.clone()
+    out = torch.empty_like(logits)
+    n_groups = max(1, math.ceil(1.0 / p - 1e-9))
     for r in range(logits.shape[0]):
         row = logits[r]
-        order = torch.argsort(row, descending=True)
-        probs = torch.softmax(row[order], dim=0)
-        cum = torch.cumsum(probs, dim=0)
-        group = torch.clamp((cum - probs) // p, min=0).long()  # interval of each sorted entry's start
-        vals = row[order].clone()
-        for g in torch.unique(group):
-            pos = torch.nonzero(group == g).flatten()
-            perm = pos[torch.randperm(len(pos), generator=generator)]
-            vals[pos] = row[order][perm]
-        out[r, order] = vals
+        vals, order = torch.sort(row, descending=True)
+        cum = torch.cumsum(torch.softmax(vals, dim=0), dim=0)
+        shuffled = vals.clone()
+        start = 0
+        k = len(vals)
+        while start < k:
+            g = min(max(math.ceil(float(cum[start]) / p) - 1, 0), n_groups - 1)
+            end = start + 1
+            while end < k and min(max(math.ceil(float(cum[end]) / p) - 1, 0), n_groups - 1) == g:
+                end += 1
+            perm = torch.randperm(end - start, generator=generator) + start
+            shuffled[start:end] = vals[perm]
+            start = end
+        out[r, order] = shuffled
     return out
 
 
@@ -392,15 +452,14 @@ def section_group_p(o) -> dict:
     import torch
 
     try:
-        import distill_support
-
-        fast = distill_support.group_p_function()
+        from csebench.objectives.distillation import group_p_shuffle as fast
     except Exception as exc:  # noqa: BLE001
         return {"note": f"skipped: vectorized Group-P function not found ({exc.__class__.__name__}: {exc})"}
     out = {"rows": []}
     for bs in (64, 512):
         g = torch.Generator().manual_seed(0)
-        logits = torch.randn(bs, bs - 1, generator=g) / 0.01 * 0.05
+        # teacher cosines of a trained encoder: mostly 0.1-0.6, a few near 1 (the softmax of Eq. 5 has no temperature)
+        logits = (0.35 + 0.15 * torch.randn(bs, bs - 1, generator=g)).clamp(-1, 1)
         fast(logits, 0.1, g)
         tf, tl = [], []
         for rep in range(o.gp_reps):
@@ -647,7 +706,9 @@ def main(argv=None) -> None:
     ap.add_argument("--cache-dir", default=None)
     ap.add_argument("--precision", default="auto")
     ap.add_argument("--eval-batch", type=int, default=128)
+    ap.add_argument("--backbone", default="minilm", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    BACKBONE["name"] = a.backbone
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     if a.worker:
         print("RESULT " + json.dumps(WORKERS[a.worker](a)), flush=True)
