@@ -244,7 +244,8 @@ def test_readme_links_curves_and_figures(multi_seed):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
     text = out["readme"].read_text()
     links = set(re.findall(r"\]\(([^)]+)\)", text))
-    assert {"tables/transfer.md", "figures/training_curves.png", "figures/alignment_uniformity.png"} <= links
+    assert {"tables/transfer.md", "figures/training_curves.png", "figures/sts_avg.png",
+            "figures/alignment_uniformity.png"} <= links
     assert "absent.png" not in text
     for link in links:
         assert (out["readme"].parent / link).is_file(), link

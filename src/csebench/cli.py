@@ -156,7 +156,8 @@ def cmd_report(args) -> None:
     except Exception:  # the report must not depend on params.yaml being readable
         pass
     out = report(args.suite, args.sts, args.out_dir, transfer=args.transfer, curves=args.curves, figures=args.figures,
-                 readme=args.readme, curves_png=args.curves_png, n_boot=args.n_boot, description=description)
+                 readme=args.readme, curves_png=args.curves_png, n_boot=args.n_boot, description=description,
+                 summary_png=args.summary_png)
     logging.getLogger("csebench").info("report: %s", out["readme"])
 
 
@@ -257,6 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--figures", nargs="*", default=[], help="figure files to link from the README")
     sp.add_argument("--readme", default=None, help="README path (default: OUT_DIR/../README.md)")
     sp.add_argument("--curves-png", default=None, help="curves figure (default: OUT_DIR/../figures/training_curves.png)")
+    sp.add_argument("--summary-png", default=None, help="STS average figure (default: OUT_DIR/../figures/sts_avg.png)")
     sp.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (default: 1000)")
     sp.set_defaults(func=cmd_report)
     sp = common(sub.add_parser("dvc-yaml", help="generate dvc.yaml from the Snakemake DAG"))

@@ -468,6 +468,53 @@ def plot_curves(curve_files: list[str | os.PathLike], out_png: str | os.PathLike
     return True
 
 
+def plot_sts_summary(rows: list[Row], out_png: str | os.PathLike, suite: str = "", kind: str = "sts") -> bool:
+    """Horizontal bars: our average per backbone x run (mean, ± std, one dot per seed), published averages as diamonds."""
+    rows = [r for r in rows if not math.isnan(r.mean[-1])]
+    if not rows:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    k = KINDS[kind]
+    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.45 * len(rows)))
+    y = np.arange(len(rows))[::-1]
+    std = [0.0 if r.std is None else float(r.std[-1]) for r in rows]
+    ax.errorbar([r.mean[-1] for r in rows], y, xerr=std, fmt="o", ms=8, color="#2b5d8a", capsize=4,
+                label="ours: mean ± std over seeds", zorder=3)
+    seeds_labelled = False
+    for yi, r in zip(y, rows):
+        if len(r.seeds) > 1:
+            ax.scatter(r.per_seed[:, -1], [yi - 0.18] * len(r.seeds), s=10, color="#7aa6d6", zorder=2,
+                       label=None if seeds_labelled else "ours: one seed")
+            seeds_labelled = True
+    pub_labelled = False
+    for yi, r in zip(y, rows):
+        for p in r.published:
+            if p["values"][-1] is not None:
+                ax.scatter([p["values"][-1]], [yi], marker="D", s=36, color="black", zorder=4,
+                           label=None if pub_labelled else "published Avg. (sources in the table)")
+                pub_labelled = True
+    ax.set_yticks(y, [f"{r.backbone_label} · {r.run}" + (f" (n={len(r.seeds)})" if len(r.seeds) > 1 else "") for r in rows])
+    lo = min(min(r.per_seed[:, -1].min(), *[p["values"][-1] for p in r.published if p["values"][-1] is not None])
+             for r in rows)
+    hi = max(max(r.per_seed[:, -1].max(), *[p["values"][-1] for p in r.published if p["values"][-1] is not None])
+             for r in rows)
+    ax.set_xlim(lo - 2, hi + 2)
+    ax.set_ylim(-0.7, len(rows) - 0.3)
+    ax.set_xlabel(f"average over the 7 {'STS' if kind == 'sts' else 'transfer'} tasks ({k.unit})")
+    ax.set_title(f"{k.title}: average per run" + (f" — suite {suite}" if suite else ""))
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    fig.tight_layout()
+    with atomic_path(out_png) as tmp:
+        fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return True
+
+
 def dvc_plots_spec(run_dirs: list[str], suite: str, figures: list[str] | None = None) -> list[dict]:
     """The ``plots:`` entries of dvc.yaml for a suite's curves (``dvc plots show`` / ``dvc plots diff``).
 
@@ -543,7 +590,8 @@ def write_readme(path: str | os.PathLike, suite: str, tables: dict[str, list[Pat
 
 def report(suite: str, sts: list[str], out_dir: str | os.PathLike, transfer: list[str] | None = None,
            curves: list[str] | None = None, figures: list[str] | None = None, readme: str | None = None,
-           curves_png: str | None = None, n_boot: int = 1000, description: str = "") -> dict:
+           curves_png: str | None = None, n_boot: int = 1000, description: str = "",
+           summary_png: str | None = None) -> dict:
     """Everything ``csebench report`` writes. Only ``sts`` is required."""
     out_dir = Path(out_dir)
     suite_dir = out_dir.parent
@@ -553,6 +601,9 @@ def report(suite: str, sts: list[str], out_dir: str | os.PathLike, transfer: lis
         rows["transfer"] = write_tables(collect(transfer, "transfer"), out_dir, "transfer", suite, n_boot)
         tables["transfer"] = [out_dir / f"transfer.{e}" for e in ("md", "csv", "tex")]
     figs: list[Path] = []
+    summary = Path(summary_png) if summary_png else suite_dir / "figures" / "sts_avg.png"
+    if plot_sts_summary(rows["sts"], summary, suite):
+        figs.append(summary)
     if curves:
         png = Path(curves_png) if curves_png else suite_dir / "figures" / "training_curves.png"
         if plot_curves(curves, png, suite):

@@ -28,6 +28,7 @@ rule report:
         tex=f"{RESULTS}/{{suite}}/tables/sts.tex",
         transfer=[f"{RESULTS}/{{suite}}/tables/transfer.{ext}" for ext in ("md", "csv", "tex")] if REPORT_HAS_TRANSFER else [],
         curves_png=f"{RESULTS}/{{suite}}/figures/training_curves.png",
+        summary_png=f"{RESULTS}/{{suite}}/figures/sts_avg.png",
         readme=f"{RESULTS}/{{suite}}/README.md",
     params:
         transfer=lambda w, input: f"--transfer {' '.join(input.transfer)}" if input.transfer else "",
@@ -36,4 +37,5 @@ rule report:
         f"{RESULTS}/{{suite}}/logs/report.log",
     shell:
         "csebench report --suite {wildcards.suite} --sts {input.sts} {params.transfer} --curves {input.curves}"
-        " {params.figures} --out-dir $(dirname {output.md}) --curves-png {output.curves_png} --readme {output.readme} 2> {log}"
+        " {params.figures} --out-dir $(dirname {output.md}) --curves-png {output.curves_png}"
+        " --summary-png {output.summary_png} --readme {output.readme} 2> {log}"
