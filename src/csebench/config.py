@@ -115,6 +115,7 @@ class TrainingConfig:
     compile: bool = False
     num_workers: int = 0
     dropout: float | None = None  # None: the backbone's own (0.1 for BERT/RoBERTa)
+    projection_dim: int | None = None  # SSCL Table 5: trained linear head (+tanh) to this size, kept at evaluation
 
     def validate(self, where: str) -> None:
         positive = ["temperature", "learning_rate", "epochs", "eval_steps", "log_steps",
@@ -132,6 +133,8 @@ class TrainingConfig:
             raise ConfigError(f"{where}.precision: unknown '{self.precision}'{_suggest(self.precision, list(PRECISIONS))}")
         if self.dropout is not None and not 0 <= self.dropout < 1:
             raise ConfigError(f"{where}.dropout must be in [0, 1), got {self.dropout}")
+        if self.projection_dim is not None and self.projection_dim <= 0:
+            raise ConfigError(f"{where}.projection_dim must be > 0 or null, got {self.projection_dim}")
 
 
 @dataclass

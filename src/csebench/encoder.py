@@ -79,11 +79,12 @@ def pool(pooler: str, hidden_states: tuple[torch.Tensor, ...], mask: torch.Tenso
 
 
 class MLPHead(nn.Module):
-    """SimCSE's MLPLayer: dense(hidden, hidden) + tanh."""
+    """SimCSE's MLPLayer: dense(hidden, hidden) + tanh; with ``out_dim`` the SSCL Table 5 projection
+    dense(hidden, out_dim) + tanh (SSCL's MLPLayer.scale)."""
 
-    def __init__(self, hidden: int, init_std: float = 0.02):
+    def __init__(self, hidden: int, init_std: float = 0.02, out_dim: int | None = None):
         super().__init__()
-        self.dense = nn.Linear(hidden, hidden)
+        self.dense = nn.Linear(hidden, out_dim or hidden)
         nn.init.normal_(self.dense.weight, std=init_std)
         nn.init.zeros_(self.dense.bias)
 
@@ -92,7 +93,8 @@ class MLPHead(nn.Module):
 
 
 class SentenceEncoder(nn.Module):
-    def __init__(self, backbone: nn.Module, tokenizer, pooler: str, head: MLPHead | None = None):
+    def __init__(self, backbone: nn.Module, tokenizer, pooler: str, head: MLPHead | None = None,
+                 projection_dim: int | None = None):
         super().__init__()
         if pooler not in POOLERS:
             raise ConfigError(f"unknown pooler '{pooler}' (valid: {', '.join(POOLERS)})")
@@ -100,11 +102,21 @@ class SentenceEncoder(nn.Module):
         self.tokenizer = tokenizer
         self.pooler = pooler
         hidden = backbone.config.hidden_size
-        self.head = head if head is not None else (MLPHead(hidden, getattr(backbone.config, "initializer_range", 0.02)) if pooler == "cls" else None)
+        std = getattr(backbone.config, "initializer_range", 0.02)
+        # projection_dim: a head for every pooler, used in training and evaluation (SSCL Table 5)
+        self.projection_dim = projection_dim
+        if head is None and (pooler == "cls" or projection_dim):
+            head = MLPHead(hidden, std, projection_dim)
+        self.head = head
 
     @property
     def hidden_size(self) -> int:
         return self.backbone.config.hidden_size
+
+    @property
+    def out_dim(self) -> int:
+        """Size of the evaluation embedding (the projection size when there is one)."""
+        return self.head.dense.out_features if (self.projection_dim and self.head is not None) else self.hidden_size
 
     @property
     def num_layers(self) -> int:
@@ -148,7 +160,7 @@ class SentenceEncoder(nn.Module):
         tokens = TokenizedCorpus.from_lists(enc["input_ids"])
         order = np.argsort(tokens.lengths(), kind="stable")
         pad = self.tokenizer.pad_token_id or 0
-        out = torch.empty(len(uniq), self.hidden_size)
+        out = torch.empty(len(uniq), self.out_dim)
         was_training = self.training
         self.eval()
         batches = range(0, len(order), batch_size)
@@ -161,7 +173,7 @@ class SentenceEncoder(nn.Module):
                 idx = order[start : start + batch_size]
                 x, m = (torch.from_numpy(a) for a in tokens.batch(idx, pad))
                 with amp:
-                    emb = self(x.to(device), m.to(device), train_head=False)
+                    emb = self(x.to(device), m.to(device), train_head=bool(self.projection_dim))
                 out[torch.as_tensor(idx)] = emb.float().cpu()
         finally:
             self.train(was_training)
@@ -177,7 +189,10 @@ class SentenceEncoder(nn.Module):
             if self.head is not None:
                 torch.save(self.head.state_dict(), tmp / "mlp_head.pt")
             eval_pooler = "cls_before_pooler" if self.pooler == "cls" else self.pooler
-            (tmp / ENCODER_META).write_text(json.dumps({"pooler": self.pooler, "eval_pooler": eval_pooler}, indent=2) + "\n")
+            meta = {"pooler": self.pooler, "eval_pooler": eval_pooler}
+            if self.projection_dim:
+                meta["projection_dim"] = self.projection_dim  # load_encoder applies mlp_head.pt at evaluation
+            (tmp / ENCODER_META).write_text(json.dumps(meta, indent=2) + "\n")
             write_sentence_transformers_files(tmp, self.hidden_size, eval_pooler)
 
 
@@ -234,9 +249,11 @@ def build_backbone(backbone: BackboneConfig, tokenizer, seed: int = 0, dropout: 
         raise ConfigError(f"cannot load backbone '{backbone.model}': {exc}") from None
 
 
-def build_encoder(backbone: BackboneConfig, seed: int = 0, dropout: float | None = None) -> SentenceEncoder:
+def build_encoder(backbone: BackboneConfig, seed: int = 0, dropout: float | None = None,
+                  projection_dim: int | None = None) -> SentenceEncoder:
     tokenizer = load_tokenizer(backbone)
-    return SentenceEncoder(build_backbone(backbone, tokenizer, seed, dropout), tokenizer, backbone.pooler)
+    return SentenceEncoder(build_backbone(backbone, tokenizer, seed, dropout), tokenizer, backbone.pooler,
+                           projection_dim=projection_dim)
 
 
 def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None) -> SentenceEncoder:
@@ -257,6 +274,10 @@ def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None) -> Sen
         backbone = AutoModel.from_pretrained(str(path))
     except OSError as exc:
         raise ConfigError(f"cannot load model from {model_dir}: {exc}") from None
-    head = None
-    enc = SentenceEncoder(backbone, tokenizer, "cls_before_pooler" if pooler == "cls" else pooler, head)
+    head, proj = None, meta.get("projection_dim")
+    if proj:  # SSCL Table 5 projection: trained head kept at evaluation
+        head = MLPHead(backbone.config.hidden_size, out_dim=int(proj))
+        head.load_state_dict(torch.load(path / "mlp_head.pt", map_location="cpu"))
+    enc = SentenceEncoder(backbone, tokenizer, "cls_before_pooler" if pooler == "cls" else pooler, head,
+                          projection_dim=int(proj) if proj else None)
     return enc

@@ -160,7 +160,8 @@ class Trainer:
                                 f"the {self.world} DDP processes; choose a multiple of {self.world}")
         configure_determinism()
         set_seed(cfg.seed)
-        self.encoder = build_encoder(cfg.backbone, seed=cfg.seed, dropout=self.t.dropout).to(self.device)
+        self.encoder = build_encoder(cfg.backbone, seed=cfg.seed, dropout=self.t.dropout,
+                                     projection_dim=self.t.projection_dim).to(self.device)
         self.tokens = load_tokenized_corpus(corpus_path, self.encoder.tokenizer, self.t.max_seq_length, cache_dir)
         n = len(self.tokens)
         if n < 2 * self.world:
@@ -170,7 +171,7 @@ class Trainer:
         self.total_steps = self.t.epochs * self.steps_per_epoch
         if self.t.max_steps:
             self.total_steps = min(self.total_steps, self.t.max_steps)
-        self.objective = Objective(cfg.objectives, self.encoder.hidden_size, self.encoder.num_layers,
+        self.objective = Objective(cfg.objectives, self.encoder.out_dim, self.encoder.num_layers,
                                    run_config=cfg, corpus_size=n, teacher_cache=teacher_cache or [],
                                    device=self.device, corpus_path=str(corpus_path),
                                    tokenizer=self.encoder.tokenizer).to(self.device)
@@ -259,7 +260,8 @@ class Trainer:
             log.warning("checkpoint %s is unreadable (%s); starting over", ckpt, exc)
             return False
         if blob["run"].get("fingerprint") != self.fingerprint:
-            log.warning("checkpoint %s was written with a different configuration or corpus; starting over", ckpt)
+            log.warning("checkpoint %s was written with a different configuration or corpus (fingerprint %s, "
+                        "this run %s); starting over", ckpt, blob["run"].get("fingerprint"), self.fingerprint)
             return False
         if blob["run"].get("world_size", 1) != self.world:
             log.warning("checkpoint %s was written by %s processes, resuming with %d: dropout masks "
