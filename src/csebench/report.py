@@ -498,10 +498,9 @@ def plot_sts_summary(rows: list[Row], out_png: str | os.PathLike, suite: str = "
                            label=None if pub_labelled else "published Avg. (sources in the table)")
                 pub_labelled = True
     ax.set_yticks(y, [f"{r.backbone_label} · {r.run}" + (f" (n={len(r.seeds)})" if len(r.seeds) > 1 else "") for r in rows])
-    lo = min(min(r.per_seed[:, -1].min(), *[p["values"][-1] for p in r.published if p["values"][-1] is not None])
-             for r in rows)
-    hi = max(max(r.per_seed[:, -1].max(), *[p["values"][-1] for p in r.published if p["values"][-1] is not None])
-             for r in rows)
+    xs = [float(v) for r in rows for v in r.per_seed[:, -1] if not math.isnan(v)]
+    xs += [p["values"][-1] for r in rows for p in r.published if p["values"][-1] is not None]
+    lo, hi = min(xs), max(xs)
     ax.set_xlim(lo - 2, hi + 2)
     ax.set_ylim(-0.7, len(rows) - 0.3)
     ax.set_xlabel(f"average over the 7 {'STS' if kind == 'sts' else 'transfer'} tasks ({k.unit})")
