@@ -160,3 +160,31 @@ def test_ddp_with_iscse_gaussian_sscl_matches_and_ranks_agree(inputs, ddp):
         # and the ranks agree exactly with each other
         for name, v in ranks[0]["state"][step].items():
             assert torch.equal(v, ranks[1]["state"][step][name]), name
+
+
+@pytest.mark.slow
+def test_csebench_train_under_torchrun(tmp_path):
+    """`torchrun --nproc_per_node 2 -m csebench train ...` on CPU (gloo): rank 0 writes the outputs;
+    the global batch is split over the ranks, so the step count is the single-process one."""
+    import json
+    import subprocess
+    import sys
+
+    from runhelpers import ROOT, ci_training, env, write_config
+
+    write_corpus(tmp_path / "corpus.txt", n=96)
+    write_mini_senteval(tmp_path / "se", pairs=24)
+    cfg = write_config(tmp_path / "over.yaml", ci_training(max_steps=4, eval_steps=2, checkpoint_steps=2, batch_size=8,
+                                                           log_steps=1, eval_batch_size=64))
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(_free_port()),
+           "-m", "csebench", "--threads", "1", "train", "--config", str(cfg), "--suite", "ci", "--run-name", "simcse",
+           "--seed", "1", "--corpus", str(tmp_path / "corpus.txt"), "--senteval", str(tmp_path / "se"),
+           "--out", str(out), "--cache-dir", str(tmp_path / "cache"), "--no-progress"]
+    proc = subprocess.run(cmd, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=400)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((out / "train.json").read_text())
+    assert summary["world_size"] == 2 and summary["steps"] == 4
+    assert len((out / "train_curve.csv").read_text().splitlines()) == 1 + 4
+    assert (out / "model" / "model.safetensors").is_file()
+    assert not (out / "checkpoint").exists() and not (out / "best_model.partial").exists()
