@@ -95,6 +95,7 @@ def cmd_analyze(args) -> None:
             plots.plot_topk_negatives(res, args.figure, model_label=args.label or os.path.basename(os.path.normpath(args.model)))
     elif name == "embed-dim":
         res = core.projected_sts(encode, _root(args.senteval), dims=args.dims, methods=args.methods, seed=args.seed)
+        res["trained_projection"] = getattr(enc, "projection_dim", None)  # training.projection_dim (SSCL Table 5)
     elif name == "neighbours":
         res = core.retrieve_neighbours(encode, _corpus(args.corpus), queries=args.query, buffer_size=args.buffer_size,
                                        k=args.k, n_queries=args.n_queries, seed=args.seed)

@@ -171,12 +171,14 @@ def embed_dim_table(models: dict[str, dict], out_md: str | os.PathLike, out_csv:
     for name, res in models.items():
         for key, p in sorted(res["projected"].items(), key=lambda kv: (kv[1]["method"], kv[1]["dim"])):
             rows.append([name, p["dim"], f"linear ({p['method']})", p["avg"]])
-        rows.append([name, res["full_dim"], "none (model output)", res["full"]["avg"]])
+        own = "linear head trained with the model (training.projection_dim)" if res.get("trained_projection") else "none (model output)"
+        rows.append([name, res["full_dim"], own, res["full"]["avg"]])
     fmt = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
     lines = ["| Model | Dimension | Projection | Avg. STS |", "|---|---:|---|---:|"]
     lines += [f"| {r[0]} | {r[1]} | {r[2]} | {fmt(r[3])} |" for r in rows]
     note = ("\nAvg. STS = mean Spearman x100 over STS12-16, STS-B, SICK-R (test sets). "
-            "random = Gaussian N(0, 1/dim) map; pca = top principal directions of the evaluation sentences' embeddings.\n")
+            "random = Gaussian N(0, 1/dim) map; pca = top principal directions of the evaluation sentences' embeddings "
+            "(post-hoc references). SSCL's own projection is trained jointly: runs with training.projection_dim.\n")
     write_text(out_md, "\n".join(lines) + "\n" + note)
     if out_csv:
         write_csv(out_csv, ["model", "dimension", "projection", "avg_sts"], rows)
