@@ -30,7 +30,7 @@ CLUSTER_SH = REPO / "tests" / "slurm" / "cluster.sh"
 OVERRIDES = REPO / "tests" / "slurm" / "ci-overrides.yaml"
 BIN = Path(sys.executable).parent
 CI_MEM_CAP_MB = 1500
-RUN_TIMEOUT_S = 420  # the ci suite through SLURM; killed (SIGKILL) beyond this
+RUN_TIMEOUT_S = 540  # the ci suite through SLURM; SIGKILL beyond this (about 2-3 min on an idle 2-core machine)
 # The ci suite without its analyses (a dozen more CPU-partition jobs of the same kind, minutes of
 # SLURM status polling on a small machine); CSEBENCH_SLURM_FULL=1 runs the whole ci suite.
 CI_EXTRA = [] if os.environ.get("CSEBENCH_SLURM_FULL") == "1" else ["--config", "analyses=[]"]
