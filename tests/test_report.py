@@ -238,14 +238,18 @@ def test_readme_links_curves_and_figures(multi_seed):
     fig = root / "s" / "figures" / "alignment_uniformity.png"
     fig.parent.mkdir(parents=True)
     fig.write_bytes(b"\x89PNG\r\n\x1a\n")
+    extra = root / "s" / "tables" / "embed_dim.md"
+    extra.parent.mkdir(parents=True, exist_ok=True)
+    extra.write_text("| dim | avg |\n")
     out = rp.report("s", [str(f) for f in files], root / "s" / "tables", transfer=[str(f) for f in tfiles],
-                    curves=curves, figures=[str(fig), str(root / "s" / "figures" / "absent.png")], n_boot=10)
+                    curves=curves, figures=[str(fig), str(root / "s" / "figures" / "absent.png")], n_boot=10,
+                    extra_tables=[str(extra)])
     png = root / "s" / "figures" / "training_curves.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
     text = out["readme"].read_text()
     links = set(re.findall(r"\]\(([^)]+)\)", text))
     assert {"tables/transfer.md", "figures/training_curves.png", "figures/sts_avg.png",
-            "figures/alignment_uniformity.png"} <= links
+            "figures/alignment_uniformity.png", "tables/embed_dim.md"} <= links
     assert "absent.png" not in text
     for link in links:
         assert (out["readme"].parent / link).is_file(), link

@@ -157,7 +157,7 @@ def cmd_report(args) -> None:
         pass
     out = report(args.suite, args.sts, args.out_dir, transfer=args.transfer, curves=args.curves, figures=args.figures,
                  readme=args.readme, curves_png=args.curves_png, n_boot=args.n_boot, description=description,
-                 summary_png=args.summary_png)
+                 summary_png=args.summary_png, extra_tables=args.extra_tables)
     logging.getLogger("csebench").info("report: %s", out["readme"])
 
 
@@ -256,6 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--transfer", nargs="*", default=[], help="transfer.json files")
     sp.add_argument("--curves", nargs="*", default=[], help="train_curve.csv / dev_curve.csv files")
     sp.add_argument("--figures", nargs="*", default=[], help="figure files to link from the README")
+    sp.add_argument("--extra-tables", nargs="*", default=[], help="other tables (analyses) to link from the README")
     sp.add_argument("--readme", default=None, help="README path (default: OUT_DIR/../README.md)")
     sp.add_argument("--curves-png", default=None, help="curves figure (default: OUT_DIR/../figures/training_curves.png)")
     sp.add_argument("--summary-png", default=None, help="STS average figure (default: OUT_DIR/../figures/sts_avg.png)")

@@ -544,7 +544,7 @@ def dvc_plots_spec_for_suite(params: dict, suite: str) -> list[dict]:
 # README index
 
 def write_readme(path: str | os.PathLike, suite: str, tables: dict[str, list[Path]], figures: list[Path],
-                 rows: dict[str, list[Row]], description: str = "") -> None:
+                 rows: dict[str, list[Row]], description: str = "", extra_tables: list[Path] | None = None) -> None:
     """``results/{suite}/README.md``: links to every table and figure given (paths relative to it)."""
     path = Path(path)
     base = path.parent
@@ -563,6 +563,8 @@ def write_readme(path: str | os.PathLike, suite: str, tables: dict[str, list[Pat
         links = " · ".join(f"[{f.suffix.lstrip('.').upper().replace('MD', 'Markdown').replace('TEX', 'LaTeX')}]({rel(f)})"
                            for f in files)
         out.append(f"- {k.title} ({k.unit}): {links}")
+    for t in extra_tables or []:
+        out.append(f"- {t.stem.replace('_', ' ')}: [{t.name}]({rel(t)})")
     out.append("")
     if rows.get("sts"):
         out += ["## STS average at a glance", "", "| Backbone | Run | Seeds | Avg. (ours) | Published Avg. | p (vs baseline) |",
@@ -590,7 +592,7 @@ def write_readme(path: str | os.PathLike, suite: str, tables: dict[str, list[Pat
 def report(suite: str, sts: list[str], out_dir: str | os.PathLike, transfer: list[str] | None = None,
            curves: list[str] | None = None, figures: list[str] | None = None, readme: str | None = None,
            curves_png: str | None = None, n_boot: int = 1000, description: str = "",
-           summary_png: str | None = None) -> dict:
+           summary_png: str | None = None, extra_tables: list[str] | None = None) -> dict:
     """Everything ``csebench report`` writes. Only ``sts`` is required."""
     out_dir = Path(out_dir)
     suite_dir = out_dir.parent
@@ -609,5 +611,6 @@ def report(suite: str, sts: list[str], out_dir: str | os.PathLike, transfer: lis
             figs.append(png)
     figs += [Path(f) for f in figures or [] if Path(f).is_file() and Path(f) not in figs]
     readme_path = Path(readme) if readme else suite_dir / "README.md"
-    write_readme(readme_path, suite, tables, figs, rows, description)
+    extra = [Path(t) for t in extra_tables or [] if Path(t).is_file()]
+    write_readme(readme_path, suite, tables, figs, rows, description, extra)
     return {"rows": rows, "tables": tables, "figures": figs, "readme": readme_path}
