@@ -59,7 +59,7 @@ def cosine_distribution(encode: EncodeFn, senteval_root: str | os.PathLike, spli
         groups[label] = {"n": int(len(s)), "mean": float(s.mean()) if len(s) else None,
                          "std": float(s.std()) if len(s) else None,
                          "quartiles": [float(v) for v in np.percentile(s, [25, 50, 75])] if len(s) else None,
-                         "cosines": [round(float(v), 5) for v in s]}
+                         "cosines": [round(float(v), 6) for v in s]}
     return {"analysis": "cosine_dist", "data": f"STS-B {split}", "spearman": spearman100(sims, ps.scores), "groups": groups}
 
 
