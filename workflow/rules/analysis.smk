@@ -11,8 +11,8 @@ ANALYSIS_DEFAULTS = {
     "topk_batch_sizes": [16, 32, 64, 128, 256, 512, 1024],
     "topk_repeats": 100,
     "topk_pool_size": 4096,
-    "teacher_run": None,           # DistillCSE teachers = this run's seeds (None: "simcse" if present, else first run)
-    "teacher_seeds": None,         # None = the seeds the suite lists for teacher_run
+    "teacher_run": None,           # DistillCSE teacher components = this run's seeds (None: the suite's DistillCSE teachers)
+    "teacher_seeds": None,         # None = the seeds DistillCSE runs distil from (else the suite's seeds of teacher_run)
     "logit_batch_size": 64,
     "logit_batches": 20,
     "embed_dims": [128, 256],
@@ -54,9 +54,14 @@ def _topk_model(suite):
 
 
 def _teachers(suite):
+    """Teacher components: teacher_run x teacher_seeds; unset, the largest teacher set a DistillCSE run
+    of the suite distils from, else the seeds of "simcse" (or the first run)."""
     names = [r for r, _ in _runs(suite)]
-    run = ASET["teacher_run"] or ("simcse" if "simcse" in names else names[0])
-    seeds = ASET["teacher_seeds"] or [s for r, s in _runs(suite) if r == run]
+    distill = sorted((wf.teacher_jobs(PARAMS, suite, r, s) for r, s in _runs(suite)), key=len)
+    run = ASET["teacher_run"] or (distill[-1][0][0] if distill and distill[-1] else ("simcse" if "simcse" in names else names[0]))
+    seeds = ASET["teacher_seeds"]
+    if not seeds:
+        seeds = sorted({s for t in distill for r, s in t if r == run}) or [s for r, s in _runs(suite) if r == run]
     return [(run, int(s)) for s in seeds]
 
 
