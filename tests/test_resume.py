@@ -134,3 +134,43 @@ def test_failure_while_writing_outputs_leaves_nothing_finished_and_rerun_resumes
     assert json.loads((out / "train_timing.json").read_text())["resumed_from_step"] == 2
     assert sorted(p.name for p in out.iterdir()) == ["dev_curve.csv", "model", "train.json", "train_curve.csv",
                                                      "train_timing.json"]
+
+
+@pytest.mark.slow
+def test_half_swapped_checkpoint_stale_files_and_changed_config(tmp_path, monkeypatch, caplog):
+    """Kill between the two renames of the checkpoint swap (only .checkpoint.old left), plus stale
+    temporaries and an old train.json: the rerun resumes from .checkpoint.old and cleans up. A
+    changed hyperparameter makes the checkpoint foreign: the run starts over, with a warning."""
+    import math
+
+    import csebench.objectives as objectives
+    from csebench import cli
+
+    write_corpus(tmp_path / "corpus.txt", n=64)
+    write_mini_senteval(tmp_path / "se", pairs=16)
+    training = dict(max_steps=4, eval_steps=2, checkpoint_steps=2, batch_size=8, log_steps=1, eval_batch_size=64)
+    cfg = write_config(tmp_path / "over.yaml", ci_training(**training))
+    out = tmp_path / "run"
+    real = objectives.info_nce
+    monkeypatch.setattr(objectives, "info_nce", lambda ctx, extra=None: real(ctx, extra) * (math.nan if ctx.step >= 2 else 1))
+    assert cli.main(train_argv(tmp_path, out, cfg)) == 2  # stops at step 3, checkpoint of step 2 kept
+    monkeypatch.setattr(objectives, "info_nce", real)
+    (out / "checkpoint").rename(out / ".checkpoint.old")
+    (out / ".best_model.partial.x1y2.tmp").mkdir()
+    (out / "train.json").write_text("{}")
+    assert cli.main(train_argv(tmp_path, out, cfg)) == 0
+    assert json.loads((out / "train_timing.json").read_text())["resumed_from_step"] == 2
+    assert json.loads((out / "train.json").read_text())["steps"] == 4
+    assert sorted(p.name for p in out.iterdir()) == ["dev_curve.csv", "model", "train.json", "train_curve.csv",
+                                                     "train_timing.json"]
+
+    # a checkpoint written with another learning rate is not resumed
+    out2 = tmp_path / "run2"
+    monkeypatch.setattr(objectives, "info_nce", lambda ctx, extra=None: real(ctx, extra) * (math.nan if ctx.step >= 2 else 1))
+    assert cli.main(train_argv(tmp_path, out2, cfg)) == 2
+    monkeypatch.setattr(objectives, "info_nce", real)
+    cfg2 = write_config(tmp_path / "over2.yaml", ci_training(**{**training, "learning_rate": 5e-5}))
+    with caplog.at_level("WARNING", logger="csebench.trainer"):
+        assert cli.main(train_argv(tmp_path, out2, cfg2)) == 0
+    assert "different configuration" in caplog.text
+    assert json.loads((out2 / "train_timing.json").read_text())["resumed_from_step"] is None
