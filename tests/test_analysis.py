@@ -208,3 +208,43 @@ def test_figures_are_written(tmp_path):
         data = (tmp_path / f"{name}.png").read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
     assert not list(tmp_path.glob(".*.tmp"))  # atomic: no temporary files left
+
+
+def test_align_uniform_and_cosine_dist_on_a_small_stsb(tmp_path):
+    from csebench.analysis import align_uniform, cosine_distribution
+
+    d = tmp_path / "STS" / "STSBenchmark"
+    d.mkdir(parents=True)
+    rows = [("a b", "a b", 5.0), ("c d", "c  d", 4.5), ("a b", "e f", 0.5), ("c d", "e f", 4.0)]
+    d.joinpath("sts-test.csv").write_text("".join(f"g\tx\t2012\t0\t{s}\t{a}\t{b}\n" for a, b, s in rows))
+    basis = {"a b": [1.0, 0, 0], "c d": [0, 1.0, 0], "e f": [0, 0, 1.0]}
+    encode = lambda sents: torch.tensor([basis[s] for s in sents])  # noqa: E731
+    res = align_uniform(encode, tmp_path)
+    assert res["n_positive_pairs"] == 2  # score > 4 only: 4.0 is excluded
+    assert res["alignment"] == pytest.approx(0.0)  # positives are identical sentences
+    assert res["uniformity"] == pytest.approx(-4.0)  # 3 orthonormal sentences
+    cd = cosine_distribution(encode, tmp_path)
+    assert cd["groups"]["0-1"]["cosines"] == [0.0] and cd["groups"]["4-5"]["n"] == 3
+    assert cd["groups"]["4-5"]["mean"] == pytest.approx(2 / 3)
+
+
+def test_teacher_logit_stats_identical_teachers_have_zero_variance():
+    from csebench.analysis import teacher_logit_stats
+    from csebench.evaluation.sts import PairSet
+
+    rng = np.random.default_rng(0)
+    table = {}
+
+    def encode(sents):
+        return torch.tensor(np.stack([table.setdefault(s, rng.normal(size=16)) for s in sents]))
+
+    corpus = [f"s{i}" for i in range(40)]
+    dev = PairSet([f"d{i}" for i in range(30)], [f"e{i}" for i in range(30)], np.linspace(0, 5, 30), ["dev"] * 30)
+    res = teacher_logit_stats([encode, encode], corpus, dev, batch_size=8, n_batches=3, points=10)
+    t = res["teachers"][0]
+    assert len(t["logits"]["train_sorted"]) == 10 and t["logits"]["train_sorted"][0] >= t["logits"]["train_sorted"][-1]
+    assert 0.0 <= t["logits"]["train_sharpness"] <= 1.0
+    assert res["across_teachers"]["logits_std"] == 0.0 and res["across_teachers"]["first_order_std"] == 0.0
+    assert res["across_teachers"]["top12_spearman"] == pytest.approx(1.0)
+    single = teacher_logit_stats([encode], corpus, dev, batch_size=8, n_batches=2)
+    assert "across_teachers" not in single
