@@ -20,8 +20,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run as bench  # noqa: E402  (same setup as the benchmark)
 
 GROUPS = [
-    ("matmul (linear layers)", ("aten::addmm", "aten::mm", "aten::bmm", "aten::matmul", "aten::linear")),
-    ("attention (SDPA)", ("scaled_dot_product", "_flash_attention", "aten::_efficient_attention")),
+    ("attention scores (SDPA; math path on CPU in training: bmm + softmax)", ("scaled_dot_product", "_flash_attention",
+                                                                            "aten::bmm", "softmax")),
+    ("matmul (linear layers)", ("aten::addmm", "aten::mm", "aten::matmul", "aten::linear")),
+    ("zero fills (gradient buffers, masks)", ("aten::fill_", "aten::zero_")),
+    ("dropout masks", ("bernoulli",)),
     ("optimizer (AdamW)", ("adamw", "aten::_fused_adamw", "_foreach_", "Optimizer.step")),
     ("embedding backward", ("embedding_dense_backward", "embedding_backward", "index_add", "aten::index_put")),
     ("tokenization / collation", ("tokenize", "collate")),
