@@ -20,8 +20,8 @@ Group-P shuffling (Eq. 5, 6): per row, sort the teacher logits, take G(t_ij) = s
 probabilities exp(t_ik) / sum_l exp(t_il) over all t_ik >= t_ij (no temperature, as in Eq. 5 and
 the released code), cut G into the intervals (0, p], (p, 2p], ..., (.., 1] and shuffle the
 teacher logits within each interval. ``shuffle: rank_range`` shuffles a fixed rank range of the
-sorted logits instead (Table 3: ranks 1-12, 13-24, ...). Both are vectorized: random keys + a
-stable sort by group id (the released code builds per-row permutations in Python loops).
+sorted logits instead (Table 3: ranks 1-12, 13-24, ...). Both are vectorized: one sort by
+group id + a uniform random key (the released code builds per-row permutations in Python loops).
 
 Teacher components (Eq. 7): t_ij = mean over M teachers of t^m_ij. A frozen teacher is
 deterministic, so its normalized embeddings of the training corpus are computed once
@@ -45,6 +45,7 @@ import torch
 import torch.nn.functional as F
 
 from ..config import ConfigError, _suggest, check_keys
+from .. import distributed
 from .base import ObjectiveTerm, StepContext, cosine_matrix
 
 log = logging.getLogger(__name__)
@@ -142,8 +143,12 @@ def group_p_groups(logits: torch.Tensor, p: float, temperature: float = 1.0) -> 
     g = ceil(G / p) - 1 for G in (g p, (g+1) p]. Tied logits share G (the sum is over t_ik >= t_ij)."""
     sorted_vals, order = logits.detach().float().sort(dim=1, descending=True)
     cum = torch.softmax(sorted_vals / temperature, dim=1).cumsum(dim=1)
-    ascending = (-sorted_vals).contiguous()
-    last_tie = torch.searchsorted(ascending, ascending, right=True) - 1  # last position of each tie run
+    k = sorted_vals.shape[1]
+    pos = torch.arange(k, device=logits.device).expand_as(sorted_vals)
+    run_end = torch.ones_like(sorted_vals, dtype=torch.bool)
+    run_end[:, :-1] = sorted_vals[:, 1:] != sorted_vals[:, :-1]
+    end_pos = torch.where(run_end, pos, torch.full_like(pos, k))
+    last_tie = end_pos.flip(1).cummin(dim=1).values.flip(1)  # last position of each run of tied logits
     g_cum = cum.gather(1, last_tie)
     n_groups = max(1, math.ceil(1.0 / p - 1e-9))
     groups = (torch.ceil(g_cum / p) - 1).clamp_(0, n_groups - 1).long()
@@ -166,14 +171,13 @@ def shuffle_within_groups(logits: torch.Tensor, order: torch.Tensor, groups: tor
     """Permute each row's values uniformly at random within groups (Eq. 6).
 
     ``order`` sorts each row, ``groups`` (nondecreasing along the sorted positions) labels each
-    sorted position. Sorting positions by (group, random key) gives, for every sorted position k,
-    a position of the same group whose value moves to k's column: a within-group permutation,
-    no Python loop over rows."""
+    sorted position. Sorting positions by group + a uniform key in [0, 1) gives, for every sorted
+    position k, a position of the same group whose value moves to k's column: a uniformly random
+    within-group permutation, no Python loop over rows."""
     sorted_vals = logits.gather(1, order)
-    keys = torch.rand(logits.shape, generator=generator, device=logits.device)
-    by_key = keys.argsort(dim=1)
-    by_group = groups.gather(1, by_key).argsort(dim=1, stable=True)
-    perm = by_key.gather(1, by_group)
+    # one sort by (group, random key): group ids are small integers, keys uniform in [0, 1), float64
+    keys = groups.double() + torch.rand(logits.shape, generator=generator, device=logits.device, dtype=torch.float64)
+    perm = keys.argsort(dim=1)
     return torch.empty_like(logits).scatter_(1, order, sorted_vals.gather(1, perm))
 
 
@@ -256,7 +260,11 @@ class Distillation(ObjectiveTerm):
 
     def extra_loss(self, ctx: StepContext) -> torch.Tensor:
         s = self.settings
-        if s.similarity == "anchors":
+        if s.similarity == "anchors" and distributed.is_distributed():
+            # all ranks' anchors under DDP (as one process on the whole batch); the gradient each
+            # rank's loss sends to another rank's anchors is summed back to them (distributed.py)
+            other, cols, excluded = distributed.gather_with_grad(ctx.z1)[0], ctx.all_indices, ctx.labels
+        elif s.similarity == "anchors":
             other, cols, excluded = ctx.z1, ctx.indices, torch.arange(ctx.z1.shape[0], device=ctx.z1.device)
         else:
             other, cols, excluded = ctx.z2, ctx.all_indices, ctx.labels
