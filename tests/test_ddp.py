@@ -25,6 +25,7 @@ TERMS = {  # IS-CSE (buffer filled by the gathered positives), GS-InfoNCE (per-s
     "gaussian_negatives": {},
     "layer_negatives": {"layer": 1},
 }
+DISTILL = {"distillation": {"teachers": {"run": "simcse", "seeds": [2]}, "shuffle": "none"}}  # DistillCSE, anchors x anchors
 
 
 def _free_port() -> int:
@@ -61,8 +62,9 @@ def run_steps(tmp: Path, objectives: dict, steps: int, naive_gather: bool = Fals
     # a less degenerate random model (default init: all sentences nearly the same embedding, loss ~ log B)
     params["backbones"]["tiny"]["random_config"]["initializer_range"] = 0.3
     cfg = resolve_run(params, "ci", "simcse", 1)
+    teachers = [str(tmp / "teacher.npy")] if "distillation" in objectives else None
     trainer = Trainer(cfg, tmp / "corpus.txt", tmp / "se", tmp / f"out{distributed.rank()}", cache_dir=None,
-                      show_progress=False)
+                      show_progress=False, teacher_cache=teachers)
     fixed_width(trainer.tokens, cfg.training.max_seq_length)
     batches = data_order(len(trainer.tokens), BATCH, cfg.seed, 0, trainer.world)
     out = {"loss": [], "logs": [], "grads": [], "state": []}
@@ -84,7 +86,8 @@ def run_steps(tmp: Path, objectives: dict, steps: int, naive_gather: bool = Fals
     return out
 
 
-JOBS = {"plain": (PLAIN, 2, False), "naive": (PLAIN, 1, True), "terms": (TERMS, 3, False)}
+JOBS = {"plain": (PLAIN, 2, False), "naive": (PLAIN, 1, True), "terms": (TERMS, 3, False),
+        "distill": (DISTILL, 2, False)}
 
 
 def _worker(rank: int, world: int, port: int, tmp: str) -> None:
@@ -119,6 +122,14 @@ def inputs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ddp")
     write_corpus(tmp / "corpus.txt", n=64)
     write_mini_senteval(tmp / "se", pairs=16)
+    # a DistillCSE teacher: another tiny random encoder, its corpus embeddings cached
+    from csebench.config import BackboneConfig
+    from csebench.encoder import build_encoder
+    from csebench.teachers import build_teacher_cache
+
+    build_encoder(BackboneConfig(model="random", pooler="cls", random_config={"initializer_range": 0.3}),
+                  seed=7).save(tmp / "teacher")
+    build_teacher_cache(tmp / "teacher", tmp / "corpus.txt", tmp / "teacher.npy", max_seq_length=32)
     return tmp
 
 
@@ -188,3 +199,16 @@ def test_csebench_train_under_torchrun(tmp_path):
     assert len((out / "train_curve.csv").read_text().splitlines()) == 1 + 4
     assert (out / "model" / "model.safetensors").is_file()
     assert not (out / "checkpoint").exists() and not (out / "best_model.partial").exists()
+
+
+@pytest.mark.slow
+def test_ddp_with_distillation_matches(inputs, ddp):
+    """DistillCSE's anchors x anchors distillation covers all ranks' anchors under DDP."""
+    single = run_steps(inputs, DISTILL, steps=2)
+    ranks = [r["distill"] for r in ddp]
+    for step in range(2):
+        for r in ranks:
+            assert r["logs"][step]["loss_distillation"] == pytest.approx(single["logs"][step]["loss_distillation"],
+                                                                         rel=1e-4, abs=1e-6)
+            assert r["loss"][step] == pytest.approx(single["loss"][step], rel=1e-5, abs=1e-6)
+            assert rel_error(r["grads"][step], single["grads"][step]) < 1e-5
