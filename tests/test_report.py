@@ -154,6 +154,7 @@ def test_latex_is_well_formed(multi_seed):
         if line.endswith(r"\\"):
             assert line.count("&") - line.count(r"\&") == ncols - 1, line
     assert "%" not in tex.replace(r"\%", "").split("\n", 1)[1]  # no stray comment char after the header
+    assert "$^{t}$" in tex  # the t-test rows are marked
     assert tex.isascii()  # unicode (±, Δ, ≥, en dash) mapped to LaTeX commands
 
 

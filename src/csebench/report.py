@@ -357,6 +357,9 @@ def render_latex(rows: list[Row], kind: str, suite: str) -> str:
                 s = ln["std"][i] if ln["std"] is not None else float("nan")
                 cells.append(latex_escape(_fmt(m)) + (rf"$_{{\pm {s:.2f}}}$" if not math.isnan(s) else ""))
             p = latex_escape(ln["p"]).replace("<", "$<$")
+            t = ln["row"].test
+            if t is not None and t.p_value is not None:  # which test: t = paired t-test, b = paired bootstrap
+                p += "$^{t}$" if t.test.startswith("paired t-test") else "$^{b}$"
             lines.append(" & ".join([latex_escape(ln["backbone"]), latex_escape(method) + f" (ours, n={ln['seeds']})",
                                      *cells, p]) + r" \\")
         elif ln["type"] == "published":
@@ -369,7 +372,7 @@ def render_latex(rows: list[Row], kind: str, suite: str) -> str:
               r"\caption{" + latex_escape(f"{k.title} ({k.unit}), suite {suite}. Ours: mean ± std over seeds; "
                                           "published rows as printed in the named table; Δ = ours − published; "
                                           "p: paired test of the average against SimCSE on the same backbone "
-                                          "(paired t-test over seeds with ≥ 2 common seeds, else paired bootstrap "
+                                          "(t: paired t-test over seeds, with ≥ 2 common seeds; b: paired bootstrap "
                                           "over STS sentence pairs).") + "}",
               r"\label{tab:" + latex_escape(f"{kind}-{suite}").replace("\\_", "-") + "}", r"\end{table*}"]
     return "\n".join(lines) + "\n"
