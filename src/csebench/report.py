@@ -225,7 +225,11 @@ def _bootstrap(row: Row, base: Row, n_boot: int) -> TestResult:
     rb = next((r for r in base.records if common and r["seed"] == common[0]), base.records[0])
     if not (ra.get("pairs_path") and rb.get("pairs_path")):
         return TestResult("none", None, None, 0, {"reason": "fewer than 2 common seeds and no per-pair similarities (eval-sts --pairs-out)"})
-    res = paired_bootstrap_sts(load_pairs(ra["pairs_path"]), load_pairs(rb["pairs_path"]), TEST_TASKS, n_boot=n_boot)
+    try:
+        res = paired_bootstrap_sts(load_pairs(ra["pairs_path"]), load_pairs(rb["pairs_path"]), TEST_TASKS, n_boot=n_boot)
+    except (ValueError, OSError, KeyError) as exc:  # e.g. evaluated on different SentEval copies
+        log.warning("paired bootstrap %s vs %s skipped: %s", row.run, base.run, exc)
+        return TestResult("none", None, None, 0, {"reason": f"bootstrap impossible: {exc}"})
     res.detail.update({"seed_method": ra["seed"], "seed_baseline": rb["seed"]})
     return res
 
