@@ -298,3 +298,14 @@ def test_defaults_are_the_papers():
 def test_missing_teacher_cache_is_a_clear_error():
     with pytest.raises(ConfigError, match=r"teacher\(s\) simcse/seed0.*--teacher-cache"):
         Objective({"distillation": {"teachers": {"run": "simcse"}}}, 8, 2)
+
+
+def test_shuffle_keys_of_a_rank_are_its_rows_of_the_global_batch(tmp_path):
+    term = term_for(tmp_path, teacher_embs(1))
+    b, k = 4, 7
+    one = make_ctx(b=2 * b, step=5)
+    full = term.shuffle_keys(one, 2 * b, k, torch.device("cpu"))
+    for rank in (0, 1):  # a 2-process step: rank r holds rows r*b .. r*b+b-1 of the same global batch
+        ctx = make_ctx(b=b, n=2 * b, offset=rank * b, step=5)
+        ctx.world_size, ctx.rank = 2, rank
+        assert torch.equal(term.shuffle_keys(ctx, b, k, torch.device("cpu")), full[rank * b : (rank + 1) * b])

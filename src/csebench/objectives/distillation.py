@@ -167,30 +167,32 @@ def rank_range_groups(logits: torch.Tensor, first: int, last: int) -> tuple[torc
 
 
 def shuffle_within_groups(logits: torch.Tensor, order: torch.Tensor, groups: torch.Tensor,
-                          generator: torch.Generator | None = None) -> torch.Tensor:
+                          generator: torch.Generator | None = None, keys: torch.Tensor | None = None) -> torch.Tensor:
     """Permute each row's values uniformly at random within groups (Eq. 6).
 
     ``order`` sorts each row, ``groups`` (nondecreasing along the sorted positions) labels each
     sorted position. Sorting positions by group + a uniform key in [0, 1) gives, for every sorted
     position k, a position of the same group whose value moves to k's column: a uniformly random
-    within-group permutation, no Python loop over rows."""
+    within-group permutation, no Python loop over rows. ``keys`` (uniform in [0, 1), float64, the
+    shape of ``logits``) may be given instead of ``generator``."""
     sorted_vals = logits.gather(1, order)
     # one sort by (group, random key): group ids are small integers, keys uniform in [0, 1), float64
-    keys = groups.double() + torch.rand(logits.shape, generator=generator, device=logits.device, dtype=torch.float64)
-    perm = keys.argsort(dim=1)
+    if keys is None:
+        keys = torch.rand(logits.shape, generator=generator, device=logits.device, dtype=torch.float64)
+    perm = (groups.double() + keys).argsort(dim=1)
     return torch.empty_like(logits).scatter_(1, order, sorted_vals.gather(1, perm))
 
 
 def group_p_shuffle(logits: torch.Tensor, p: float, generator: torch.Generator | None = None,
-                    temperature: float = 1.0) -> torch.Tensor:
+                    temperature: float = 1.0, keys: torch.Tensor | None = None) -> torch.Tensor:
     order, groups = group_p_groups(logits, p, temperature)
-    return shuffle_within_groups(logits, order, groups, generator)
+    return shuffle_within_groups(logits, order, groups, generator, keys)
 
 
 def rank_range_shuffle(logits: torch.Tensor, first: int, last: int,
-                       generator: torch.Generator | None = None) -> torch.Tensor:
+                       generator: torch.Generator | None = None, keys: torch.Tensor | None = None) -> torch.Tensor:
     order, groups = rank_range_groups(logits, first, last)
-    return shuffle_within_groups(logits, order, groups, generator)
+    return shuffle_within_groups(logits, order, groups, generator, keys)
 
 
 def off_diagonal(m: torch.Tensor, excluded: torch.Tensor) -> torch.Tensor:
@@ -243,19 +245,26 @@ class Distillation(ObjectiveTerm):
         self._last: dict[str, float] = {}
 
     def generator(self, ctx: StepContext, device: torch.device) -> torch.Generator:
-        """A fresh generator per (run seed, step, rank): resumed runs shuffle exactly as uninterrupted ones."""
-        state = np.random.SeedSequence([self.seed, ctx.step, ctx.rank, 0xD157]).generate_state(1, dtype=np.uint64)[0]
+        """A fresh generator per (run seed, step): resumed runs shuffle exactly as uninterrupted ones."""
+        state = np.random.SeedSequence([self.seed, ctx.step, 0xD157]).generate_state(1, dtype=np.uint64)[0]
         return torch.Generator(device=device).manual_seed(int(state) & ((1 << 63) - 1))
+
+    def shuffle_keys(self, ctx: StepContext, rows: int, width: int, device: torch.device) -> torch.Tensor:
+        """Random keys for this rank's rows, drawn for the whole global batch (world_size * rows) so
+        that under DDP every rank shuffles its rows exactly as one process shuffles the same rows."""
+        full = torch.rand((rows * ctx.world_size, width), generator=self.generator(ctx, device), device=device,
+                          dtype=torch.float64)
+        return full[ctx.positive_offset : ctx.positive_offset + rows]
 
     def teacher_logits(self, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
         return self.bank.logits(rows, cols)
 
-    def shuffle(self, teacher: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    def shuffle(self, teacher: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
         s = self.settings
         if s.shuffle == "group_p":
-            return group_p_shuffle(teacher, s.p, generator, s.group_temperature)
+            return group_p_shuffle(teacher, s.p, temperature=s.group_temperature, keys=keys)
         if s.shuffle == "rank_range":
-            return rank_range_shuffle(teacher, s.rank_range[0], s.rank_range[1], generator)
+            return rank_range_shuffle(teacher, s.rank_range[0], s.rank_range[1], keys=keys)
         return teacher
 
     def extra_loss(self, ctx: StepContext) -> torch.Tensor:
@@ -275,7 +284,7 @@ class Distillation(ObjectiveTerm):
             teacher = self.teacher_logits(ctx.indices, cols).to(student.device)
             teacher = off_diagonal(teacher, excluded.to(teacher.device))
             if s.shuffle != "none":
-                teacher = self.shuffle(teacher, self.generator(ctx, teacher.device))
+                teacher = self.shuffle(teacher, self.shuffle_keys(ctx, teacher.shape[0], teacher.shape[1], teacher.device))
         loss = distill_loss(student, teacher, s.student_temperature, s.teacher_temperature, s.reduction)
         self._last = {"teachers": float(self.bank.num_teachers)}
         return s.weight * loss
