@@ -761,6 +761,8 @@ def main(argv=None) -> None:
     ap.add_argument("--precision", default="auto")
     ap.add_argument("--eval-batch", type=int, default=128)
     ap.add_argument("--backbone", default="minilm", help=argparse.SUPPRESS)
+    ap.add_argument("--reps", type=int, default=None, help="training trials per side (default 3; --quick 2)")
+    ap.add_argument("--eval-reps", type=int, default=None, help="STS evaluation trials per side (default 2; --quick 1)")
     a = ap.parse_args(argv)
     BACKBONE["name"] = a.backbone
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -769,8 +771,8 @@ def main(argv=None) -> None:
         return
     a.steps = a.steps or (4 if a.quick else 10)
     a.warmup = a.warmup if a.warmup is not None else (1 if a.quick else 2)
-    a.reps = 2 if a.quick else 3
-    a.eval_reps = 1 if a.quick else 2
+    a.reps = a.reps or (2 if a.quick else 3)
+    a.eval_reps = a.eval_reps or (1 if a.quick else 2)
     a.method_steps = 3 if a.quick else 6
     a.method_warmup = 1
     a.gp_reps = 3 if a.quick else 9
@@ -790,7 +792,7 @@ def main(argv=None) -> None:
     def stamp(name: str, t0: float, load0) -> None:
         res["when"][name] = {"utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M"),
                              "minutes": round((time.time() - t0) / 60, 1), "load": [round(load0[0], 1), round(os.getloadavg()[0], 1)],
-                             "command": cmd + (f" --sections {a.sections}" if a.sections != all_sections else ""),
+                             "command": " ".join(["python benchmarks/run.py"] + (sys.argv[1:] if argv is None else list(argv))),
                              "args": args}
 
     for name, fn in (("training", lambda: section_training(a, cache)), ("eval", lambda: section_eval(a)),
