@@ -19,6 +19,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/teachers.smk"
 include: "workflow/rules/sts.smk"
+include: "workflow/rules/transfer.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/analysis.smk"
 

@@ -24,7 +24,6 @@ from .config import find_run, load_params
 from .errors import CsebenchError
 
 METRIC_FILES = ("train.json", "sts.json", "transfer.json")
-PLOT_FILES = ("train_curve.csv", "dev_curve.csv")
 RUN_PATH = re.compile(r"(?P<results>[^/]+)/(?P<suite>[^/]+)/(?:runs|teachers)/(?P<run>[^/]+)/seed(?P<seed>\d+)/")
 SNAKEMAKE_CMD = "snakemake --cores all --resources gpu=1 --rerun-triggers mtime --quiet all --config suites={suite} progress=false --"
 
@@ -80,14 +79,12 @@ def build_dvc_yaml(suites: list[str], params_path: str = "params.yaml", cwd: str
             if any(o in seen_outputs for o in job["outputs"]):
                 raise CsebenchError(f"stage {name}: output produced by two stages: {job['outputs']}")
             seen_outputs.update(job["outputs"])
-            outs, metrics, plots = [], [], []
+            outs, metrics = [], []
             for o in job["outputs"]:
                 base = Path(o).name
                 if base in METRIC_FILES:
                     metrics.append(o)
-                elif base in PLOT_FILES:
-                    plots.append(o)
-                else:
+                else:  # curves are outs; the top-level plots: section draws them per suite
                     outs.append(o)
             stage = {"cmd": f"{SNAKEMAKE_CMD.format(suite=suite)} {' '.join(job['outputs'])}",
                      "deps": job["inputs"] + (["src/csebench"] if not shared else []),
@@ -96,10 +93,11 @@ def build_dvc_yaml(suites: list[str], params_path: str = "params.yaml", cwd: str
                 stage["outs"] = outs
             if metrics:
                 stage["metrics"] = metrics
-            if plots:
-                stage["plots"] = [{p: {"x": "step"}} for p in plots]
             stages[name] = stage
-    return {"stages": dict(stages)}
+    from .report import dvc_plots_spec_for_suite
+
+    plots = [entry for suite in suites for entry in dvc_plots_spec_for_suite(params, suite)]
+    return {"stages": dict(stages), "plots": plots}
 
 
 def render(suites: list[str], cwd: str | Path = ".") -> str:
