@@ -1,7 +1,7 @@
 """Resume after SIGKILL, determinism, NaN stop (issue 6).
 
 Four `csebench train` subprocesses on the ci suite (tiny random BERT, 96 sentences, batch 8,
-12 steps, dev every 2 steps, checkpoint every 3): a reference run, a second identical run
+12 steps, dev every 2 steps, checkpoint every 3; SimCSE + IS-CSE + GS-InfoNCE): a reference run, a second identical run
 (determinism), a run killed with SIGKILL once a checkpoint exists, and that run's rerun with
 the same command. The rerun must resume (train_timing.json says from which step) and end with
 byte-identical metrics files and identical weights.
@@ -21,6 +21,7 @@ from safetensors.torch import load_file
 from runhelpers import ci_training, popen_train, train_argv, write_config, write_corpus, write_mini_senteval
 
 METRIC_FILES = ["train.json", "train_curve.csv", "dev_curve.csv"]
+OBJECTIVES = {"instance_smoothing": {"buffer_size": 24, "neighbors": 4}, "gaussian_negatives": {}}
 TRAINING = dict(max_steps=12, eval_steps=2, checkpoint_steps=3, batch_size=8, log_steps=1,
                 learning_rate=1.0e-4, eval_batch_size=64)
 
@@ -39,7 +40,8 @@ def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("resume")
     write_corpus(tmp / "corpus.txt")
     write_mini_senteval(tmp / "se")
-    cfg = write_config(tmp / "over.yaml", ci_training(**TRAINING))
+    # with IS-CSE (its buffer must survive the kill) and GS-InfoNCE (its per-step draws must repeat)
+    cfg = write_config(tmp / "over.yaml", {**ci_training(**TRAINING), "methods": {"simcse": {"objectives": OBJECTIVES}}})
     dirs = {k: tmp / k for k in ("reference", "again", "killed")}
 
     # Phase 1: reference and the run to be killed, side by side.
@@ -103,6 +105,9 @@ def test_same_seed_gives_byte_identical_metrics(runs):
     summary = json.loads((dirs["reference"] / "train.json").read_text())
     assert summary["steps"] == 12 and "train_seconds" not in summary
     assert len((dirs["reference"] / "dev_curve.csv").read_text().splitlines()) == 1 + 6
+    curve = (dirs["reference"] / "train_curve.csv").read_text().splitlines()
+    active = curve[0].split(",").index("instance_smoothing/active")
+    assert curve[-1].split(",")[active] == "1.0"  # the IS-CSE loss was on by the end
 
 
 @pytest.mark.slow
