@@ -274,3 +274,23 @@ def test_non_finite_loss_before_any_checkpoint(inputs, capsys, monkeypatch):
     out = inputs / "run"
     assert_fails(capsys, train_argv(inputs, out, cfg), "loss is nan at step 1", "no checkpoint was written yet")
     assert not (out / "train.json").exists() and not (out / "model").exists()
+
+
+@pytest.mark.skipif(not _has_term("distillation", "Distillation"), reason="DistillCSE term (objectives/distillation.py) not present")
+def test_teacher_with_a_different_tokenizer(inputs, capsys):
+    from csebench.config import BackboneConfig
+    from csebench.encoder import build_encoder
+
+    teacher = build_encoder(BackboneConfig(model="random", pooler="cls"), seed=3)
+    teacher.tokenizer.add_tokens(["<teacher-only-token>"])  # a vocabulary the student does not have
+    teacher.backbone.resize_token_embeddings(len(teacher.tokenizer))
+    teacher.save(inputs / "teacher" / "model")
+    cache = inputs / "teacher" / "embeddings.npy"
+    rc, err = run_cli(capsys, ["teacher-cache", "--model", str(inputs / "teacher" / "model"), "--corpus",
+                               str(inputs / "corpus.txt"), "--out", str(cache), "--max-seq-length", "32"])
+    assert rc == 0, err
+    cfg = write_config(inputs / "over.yaml", {"methods": {"simcse": {"objectives": {"distillation": {
+        "teachers": {"run": "simcse", "seeds": [2]}}}}}})
+    out = inputs / "run"
+    assert_fails(capsys, train_argv(inputs, out, cfg) + ["--teacher-cache", str(cache)],
+                 f"teacher cache {cache}", "uses a different tokenizer than the student", outputs=[out])
