@@ -9,7 +9,9 @@ layer, sentences = ' '.join(tokens), dynamic padding); SentEval runs in SimCSE's
         --data /work/shared/senteval --sts STS12 STSBenchmark SICKRelatedness --transfer TREC MRPC
 
 Prints one row per task (SentEval, csebench, difference, tolerance) and exits 1 if any task is
-outside its tolerance (STS 0.01 Spearman x100, transfer 0.5 accuracy points).
+outside its tolerance (STS 0.01 Spearman x100, transfer 0.5 accuracy points). On a busy machine the
+sides and task groups can run as parallel processes (--side ... --out part.json) and be combined
+with --merge part1.json part2.json ...
 """
 
 from __future__ import annotations
@@ -83,45 +85,69 @@ def csebench_scores(data: str, model_dir: str, sts: list[str], transfer: list[st
     return scores, seconds
 
 
+def compare(ours: dict, ref: dict, sts: list[str], transfer: list[str]) -> tuple[list[dict], bool]:
+    rows, ok = [], True
+    print(f"\n{'task':<16} {'SentEval':>10} {'csebench':>10} {'diff':>8} {'tol':>6}  ok")
+    for task in sts + transfer:
+        tol = STS_TOL if task in sts else TRANSFER_TOL
+        diff = ours[task] - ref[task]
+        good = abs(diff) <= tol
+        ok &= good
+        rows.append({"task": task, "senteval": ref[task], "csebench": ours[task], "diff": diff, "tol": tol, "ok": good})
+        print(f"{task:<16} {ref[task]:>10.4f} {ours[task]:>10.4f} {diff:>+8.4f} {tol:>6}  {'yes' if good else 'NO'}")
+    return rows, ok
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--senteval-src", required=True, help="folder containing the senteval package")
-    p.add_argument("--data", required=True, help="SentEval data folder (with downstream/)")
+    p.add_argument("--senteval-src", help="folder containing the senteval package")
+    p.add_argument("--data", help="SentEval data folder (with downstream/)")
     p.add_argument("--model", default="packaged:minilm", help="model folder (default: packaged MiniLM)")
     p.add_argument("--sts", nargs="*", default=["STS12", "STSBenchmark", "SICKRelatedness"])
     p.add_argument("--transfer", nargs="*", default=["TREC", "MRPC"])
+    p.add_argument("--side", choices=["both", "csebench", "senteval"], default="both",
+                   help="run one side only and write its scores to --out (combine the parts with --merge)")
+    p.add_argument("--merge", nargs="+", default=None, help="combine --side JSON files into the comparison")
     p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--out", default=None, help="write the comparison as JSON")
+    p.add_argument("--out", default=None, help="write the comparison (or one side's scores) as JSON")
     args = p.parse_args(argv)
-    if not os.path.isdir(os.path.join(args.senteval_src, "senteval")):
+    info = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": platform.platform(),
+            "cpus": os.cpu_count(), "torch": torch.__version__, "model": args.model}
+    if args.merge:
+        parts = [json.load(open(f)) for f in args.merge]
+        ours = {k: v for part in parts for k, v in part.get("csebench", {}).items()}
+        ref = {k: v for part in parts for k, v in part.get("senteval", {}).items()}
+        sts = [t for part in parts for t in part.get("sts", []) if t in ours and t in ref]
+        transfer = [t for part in parts for t in part.get("transfer", []) if t in ours and t in ref]
+        rows, ok = compare(ours, ref, list(dict.fromkeys(sts)), list(dict.fromkeys(transfer)))
+        if args.out:
+            with open(args.out, "w") as fh:
+                json.dump({"rows": rows, "parts": parts}, fh, indent=2)
+        return 0 if ok else 1
+    if args.side != "csebench" and not (args.senteval_src and os.path.isdir(os.path.join(args.senteval_src, "senteval"))):
         p.error(f"--senteval-src {args.senteval_src}: no senteval/ package there")
-    if not os.path.isdir(os.path.join(args.data, "downstream")):
+    if not (args.data and os.path.isdir(os.path.join(args.data, "downstream"))):
         p.error(f"--data {args.data}: no downstream/ folder there")
     if args.threads:
         torch.set_num_threads(args.threads)
     from csebench.encoder import resolve_model_path
 
     model_dir = resolve_model_path(args.model)
-    print("csebench ...", flush=True)
-    ours, our_sec = csebench_scores(args.data, model_dir, args.sts, args.transfer)
-    print("SentEval ...", flush=True)
-    ref, ref_sec = senteval_scores(args.senteval_src, args.data, model_dir, args.sts, args.transfer)
-    rows, ok = [], True
-    print(f"\n{'task':<16} {'SentEval':>10} {'csebench':>10} {'diff':>8} {'tol':>6}  ok")
-    for task in args.sts + args.transfer:
-        tol = STS_TOL if task in args.sts else TRANSFER_TOL
-        diff = ours[task] - ref[task]
-        good = abs(diff) <= tol
-        ok &= good
-        rows.append({"task": task, "senteval": ref[task], "csebench": ours[task], "diff": diff, "tol": tol, "ok": good})
-        print(f"{task:<16} {ref[task]:>10.4f} {ours[task]:>10.4f} {diff:>+8.4f} {tol:>6}  {'yes' if good else 'NO'}")
-    print("\nseconds  SentEval:", json.dumps(ref_sec), "\n         csebench:", json.dumps(our_sec))
+    part = {"sts": args.sts, "transfer": args.transfer, "info": info}
+    if args.side in ("both", "csebench"):
+        print("csebench ...", flush=True)
+        part["csebench"], part["seconds_csebench"] = csebench_scores(args.data, model_dir, args.sts, args.transfer)
+        print("  csebench:", json.dumps(part["csebench"]), json.dumps(part["seconds_csebench"]), flush=True)
+    if args.side in ("both", "senteval"):
+        print("SentEval ...", flush=True)
+        part["senteval"], part["seconds_senteval"] = senteval_scores(args.senteval_src, args.data, model_dir,
+                                                                     args.sts, args.transfer)
+    ok = True
+    if args.side == "both":
+        part["rows"], ok = compare(part["csebench"], part["senteval"], args.sts, args.transfer)
     if args.out:
-        info = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": platform.platform(),
-                "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
-                "model": args.model}
         with open(args.out, "w") as fh:
-            json.dump({"rows": rows, "seconds": {"senteval": ref_sec, "csebench": our_sec}, "info": info}, fh, indent=2)
+            json.dump(part, fh, indent=2)
     return 0 if ok else 1
 
 
