@@ -28,6 +28,23 @@ TERMS = {  # IS-CSE (buffer filled by the gathered positives), GS-InfoNCE (per-s
 DISTILL = {"distillation": {"teachers": {"run": "simcse", "seeds": [2]}, "shuffle": "none"}}  # DistillCSE, anchors x anchors
 
 
+def _descendants(pid: int) -> list[int]:
+    """All processes below ``pid`` (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -174,31 +191,61 @@ def test_ddp_with_iscse_gaussian_sscl_matches_and_ranks_agree(inputs, ddp):
 
 
 @pytest.mark.slow
-def test_csebench_train_under_torchrun(tmp_path):
-    """`torchrun --nproc_per_node 2 -m csebench train ...` on CPU (gloo): rank 0 writes the outputs;
-    the global batch is split over the ranks, so the step count is the single-process one."""
+def test_csebench_train_under_torchrun_killed_and_resumed(tmp_path):
+    """`torchrun --nproc_per_node 2 -m csebench train ...` on CPU (gloo). Rank 0 writes the outputs;
+    the global batch is split over the ranks, so the step count is the single-process one. A
+    torchrun job killed (SIGKILL to the whole process group, as a preemption) after a checkpoint
+    and started again resumes and ends identical to an uninterrupted torchrun job."""
     import json
+    import signal
     import subprocess
     import sys
+    import time
 
     from runhelpers import ROOT, ci_training, env, write_config
 
     write_corpus(tmp_path / "corpus.txt", n=96)
     write_mini_senteval(tmp_path / "se", pairs=24)
-    cfg = write_config(tmp_path / "over.yaml", ci_training(max_steps=4, eval_steps=2, checkpoint_steps=2, batch_size=8,
+    cfg = write_config(tmp_path / "over.yaml", ci_training(max_steps=8, eval_steps=2, checkpoint_steps=2, batch_size=8,
                                                            log_steps=1, eval_batch_size=64))
-    out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(_free_port()),
-           "-m", "csebench", "--threads", "1", "train", "--config", str(cfg), "--suite", "ci", "--run-name", "simcse",
-           "--seed", "1", "--corpus", str(tmp_path / "corpus.txt"), "--senteval", str(tmp_path / "se"),
-           "--out", str(out), "--cache-dir", str(tmp_path / "cache"), "--no-progress"]
-    proc = subprocess.run(cmd, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=400)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    summary = json.loads((out / "train.json").read_text())
-    assert summary["world_size"] == 2 and summary["steps"] == 4
-    assert len((out / "train_curve.csv").read_text().splitlines()) == 1 + 4
-    assert (out / "model" / "model.safetensors").is_file()
-    assert not (out / "checkpoint").exists() and not (out / "best_model.partial").exists()
+
+    def launch(out: Path, log: str) -> subprocess.Popen:
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
+               str(_free_port()), "-m", "csebench", "--threads", "1", "train", "--config", str(cfg), "--suite", "ci",
+               "--run-name", "simcse", "--seed", "1", "--corpus", str(tmp_path / "corpus.txt"), "--senteval",
+               str(tmp_path / "se"), "--out", str(out), "--cache-dir", str(tmp_path / "cache"), "--no-progress"]
+        return subprocess.Popen(cmd, cwd=ROOT, env=env(), stdout=open(tmp_path / log, "wb"), stderr=subprocess.STDOUT,
+                                start_new_session=True)
+
+    def finish(proc, log: str) -> None:
+        assert proc.wait(timeout=400) == 0, (tmp_path / log).read_text(errors="replace")[-3000:]
+
+    ref, killed = tmp_path / "reference", tmp_path / "killed"
+    p_ref = launch(ref, "reference.log")
+    victim = launch(killed, "killed.log")
+    deadline = time.time() + 300
+    while not (killed / "checkpoint" / "trainer.pt").exists() and victim.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    assert victim.poll() is None, (tmp_path / "killed.log").read_text(errors="replace")[-3000:]
+    # torchrun starts its workers in sessions of their own: kill the whole tree, as a preemption does
+    for pid in [victim.pid, *_descendants(victim.pid)]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    victim.wait()
+    time.sleep(0.5)  # let the killed workers' sockets go
+    assert not (killed / "train.json").exists()
+    finish(launch(killed, "resumed.log"), "resumed.log")
+    finish(p_ref, "reference.log")
+
+    summary = json.loads((ref / "train.json").read_text())
+    assert summary["world_size"] == 2 and summary["steps"] == 8
+    assert len((ref / "train_curve.csv").read_text().splitlines()) == 1 + 8
+    assert not (ref / "checkpoint").exists() and not (ref / "best_model.partial").exists()
+    assert json.loads((killed / "train_timing.json").read_text())["resumed_from_step"] in (2, 4, 6)
+    for name in ("train.json", "train_curve.csv", "dev_curve.csv", "model/model.safetensors"):
+        assert (killed / name).read_bytes() == (ref / name).read_bytes(), name
 
 
 @pytest.mark.slow
