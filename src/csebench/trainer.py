@@ -139,9 +139,9 @@ def _rng_state() -> dict:
 def _set_rng_state(s: dict) -> None:
     random.setstate(s["python"])
     np.random.set_state(s["numpy"])
-    torch.set_rng_state(s["torch"])
+    torch.set_rng_state(s["torch"].cpu())  # the checkpoint is loaded with map_location=device
     if s.get("cuda") is not None and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(s["cuda"])
+        torch.cuda.set_rng_state_all([t.cpu() for t in s["cuda"]])
 
 
 class Trainer:
