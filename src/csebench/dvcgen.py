@@ -25,12 +25,20 @@ from .errors import CsebenchError
 
 METRIC_FILES = ("train.json", "sts.json", "transfer.json")
 RUN_PATH = re.compile(r"(?P<results>[^/]+)/(?P<suite>[^/]+)/(?:runs|teachers)/(?P<run>[^/]+)/seed(?P<seed>\d+)/")
-SNAKEMAKE_CMD = "snakemake --cores all --resources gpu=1 --rerun-triggers mtime --quiet all --config suites={suite} progress=false --"
+SNAKEMAKE_CMD = "snakemake --cores all --resources gpu=1 --rerun-triggers mtime --quiet all {config} --"
+
+
+def suite_config_args(suite: str, cwd: str | Path = ".") -> list[str]:
+    """Snakemake config selecting a suite: config/<suite>.yaml when it exists (it may also choose
+    analyses), else just the suite name."""
+    if (Path(cwd) / "config" / f"{suite}.yaml").is_file():
+        return ["--configfile", f"config/{suite}.yaml", "--config", "progress=false"]
+    return ["--config", f"suites={suite}", "progress=false"]
 
 
 def snakemake_jobs(suite: str, snakemake: str = "snakemake", cwd: str | Path = ".") -> list[dict]:
     """Jobs of one suite's DAG: [{rule, outputs, inputs}], in Snakemake's order."""
-    cmd = [snakemake, "--cores", "1", "--config", f"suites={suite}", "--detailed-summary", "--forceall"]
+    cmd = [snakemake, "--cores", "1", *suite_config_args(suite, cwd), "--detailed-summary", "--forceall"]
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise CsebenchError(f"snakemake could not build the DAG of suite '{suite}':\n{proc.stderr[-2000:]}")
@@ -86,7 +94,8 @@ def build_dvc_yaml(suites: list[str], params_path: str = "params.yaml", cwd: str
                     metrics.append(o)
                 else:  # curves are outs; the top-level plots: section draws them per suite
                     outs.append(o)
-            stage = {"cmd": f"{SNAKEMAKE_CMD.format(suite=suite)} {' '.join(job['outputs'])}",
+            cmd = SNAKEMAKE_CMD.format(config=" ".join(suite_config_args(suite, cwd)))
+            stage = {"cmd": f"{cmd} {' '.join(job['outputs'])}",
                      "deps": job["inputs"] + (["src/csebench"] if not shared else []),
                      "params": _params_for(params, suite, job["rule"], job["outputs"])}
             if outs:
