@@ -291,7 +291,7 @@ def _section(params: dict, name: str, key: str, what: str, where: str = "") -> d
     return table[key] or {}
 
 
-SUITE_KEYS = ["description", "data", "seeds", "training", "runs", "backbones", "methods", "dvc"]
+SUITE_KEYS = ["description", "data", "seeds", "training", "runs", "backbones", "methods", "dvc", "transfer"]
 RUN_KEYS = ["name", "backbone", "method", "label", "training", "objectives", "seeds"]
 METHOD_KEYS = ["label", "objectives", "training", "by_backbone"]
 
