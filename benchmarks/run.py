@@ -630,6 +630,12 @@ def write_report(path: Path, info: dict, cmd: str, res: dict, started: float) ->
               f"{', '.join(fmt(x) for x in d['dev'])} | {fmt(d['rss_mb'], 0)} |")
         w(f"\n**Speed-up: {tr['ratio']:.2f}x** (paired per-trial ratios: {', '.join(fmt(x) for x in tr['paired'])}; "
           f"target 1.5x).\n")
+        m = res["when"].get("training", {})
+        if m and max(m.get("load", [0])) > 3:
+            w("Caveat: this ran while other jobs kept the 2 cores busy (load average above). Ours and the reference "
+              "alternated, so both met the same load, but they need not suffer from it equally (the reference runs "
+              "two forward passes per step, twice the operator calls, each waiting for its threads); the ratio on "
+              "an idle machine may be smaller. `make bench` on an idle machine settles it.\n")
         pr = res.get("profile")
         if pr:
             w("### Where the step time goes (torch.profiler, CPU self time by operator group)\n")
@@ -677,6 +683,11 @@ def write_report(path: Path, info: dict, cmd: str, res: dict, started: float) ->
         targets = {"GS-InfoNCE": "<= 1.10", "IS-CSE": "<= 1.10", "SSCL": "<= 1.10"}
         for k, v in me["median_s"].items():
             w(f"| {k} | {v:.3f} | {me['relative'][k]:.3f} | {targets.get(k, '')} |")
+        if min(me["relative"].values()) < 0.95:
+            w("\n**Noise warning:** a method that computes a superset of SimCSE's step measured faster than SimCSE "
+              "means this run's per-step noise exceeds the differences being measured (few steps on a loaded "
+              "machine, see the load average above); the targets cannot be judged from it. Rerun on an idle "
+              "machine: `python benchmarks/run.py --sections methods`.")
         if "distill_ratio" in me:
             one, many = me["distill_pair"]
             w(f"\nDistillCSE: {many} vs {one}: **{me['distill_ratio']:.3f}** (target <= 1.15).")
