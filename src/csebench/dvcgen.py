@@ -4,14 +4,12 @@ Snakemake is the engine. Each Snakemake job of a suite becomes one DVC stage who
 Snakemake for exactly that job's outputs; the stage declares the job's inputs as deps, its
 outputs as outs/metrics/plots, and the params.yaml keys the job reads (DVC then knows when a
 hyperparameter change invalidates it, and `dvc metrics diff` / `dvc plots diff` compare runs).
-The job list comes from `snakemake --detailed-summary`, so the two DAGs cannot drift apart
+The job list comes from a forced Snakemake dry run, so the two DAGs cannot drift apart
 silently: tests regenerate and compare.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 import subprocess
 import sys
@@ -24,7 +22,7 @@ from .config import find_run, load_params
 from .errors import CsebenchError
 
 METRIC_FILES = ("train.json", "sts.json", "transfer.json")
-RUN_PATH = re.compile(r"(?P<results>[^/]+)/(?P<suite>[^/]+)/(?:runs|teachers)/(?P<run>[^/]+)/seed(?P<seed>\d+)/")
+RUN_PATH = re.compile(r"(?P<results>[^/]+)/(?P<suite>[^/]+)/(?:runs|teachers|analysis)/(?P<run>[^/]+)/seed(?P<seed>\d+)/")
 SNAKEMAKE_CMD = "snakemake --cores all --resources gpu=1 --rerun-triggers mtime --quiet all {config} --"
 
 
@@ -37,18 +35,25 @@ def suite_config_args(suite: str, cwd: str | Path = ".") -> list[str]:
 
 
 def snakemake_jobs(suite: str, snakemake: str = "snakemake", cwd: str | Path = ".") -> list[dict]:
-    """Jobs of one suite's DAG: [{rule, outputs, inputs}], in Snakemake's order."""
-    cmd = [snakemake, "--cores", "1", *suite_config_args(suite, cwd), "--detailed-summary", "--forceall"]
+    """Jobs of one suite's DAG, upstream first: [{rule, outputs, inputs}], read from the job list of
+    a forced dry run (it names every job's inputs and outputs, with or without earlier results)."""
+    cmd = [snakemake, "-n", "--forceall", "--cores", "1", *suite_config_args(suite, cwd)]
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise CsebenchError(f"snakemake could not build the DAG of suite '{suite}':\n{proc.stderr[-2000:]}")
-    text = proc.stdout[proc.stdout.index("output_file\t"):]
-    jobs: "OrderedDict[tuple, dict]" = OrderedDict()
-    for row in csv.DictReader(io.StringIO(text), delimiter="\t"):
-        key = (row["rule"], row["shellcmd"])
-        job = jobs.setdefault(key, {"rule": row["rule"], "outputs": [], "inputs": sorted(filter(None, row["input-file(s)"].split(",")))})
-        job["outputs"].append(row["output_file"])
-    return list(jobs.values())
+    jobs: list[dict] = []
+    job: dict | None = None
+    for line in (proc.stdout + "\n" + proc.stderr).splitlines():
+        m = re.match(r"^(?:local)?rule (\w+):$", line)
+        if m:
+            job = {"rule": m[1], "inputs": [], "outputs": []}
+            if m[1] != "all":
+                jobs.append(job)
+            continue
+        m = re.match(r"^    (input|output): (.*)$", line)
+        if job is not None and m:
+            job[m[1] + "s"] = sorted(p.strip() for p in m[2].split(", ") if p.strip())
+    return [j for j in jobs if j["outputs"]]
 
 
 def _stage_name(suite: str | None, rule: str, outputs: list[str]) -> str:
@@ -79,11 +84,15 @@ def build_dvc_yaml(suites: list[str], params_path: str = "params.yaml", cwd: str
     stages: "OrderedDict[str, dict]" = OrderedDict()
     seen_outputs: set[str] = set()
     for suite in suites:
-        for job in reversed(snakemake_jobs(suite, cwd=cwd)):  # upstream first
+        for job in snakemake_jobs(suite, cwd=cwd):
             shared = job["rule"].startswith("prepare_")
             name = _stage_name(None if shared else suite, job["rule"], job["outputs"])
             if shared and name in stages:
                 continue
+            if name in stages or job["rule"].startswith("analysis"):  # several jobs per run: name the output
+                name = re.sub(r"[^A-Za-z0-9_-]", "_", f"{name}-{Path(job['outputs'][0]).name.split('.')[0]}")
+            if name in stages:
+                raise CsebenchError(f"two Snakemake jobs map to DVC stage name {name}")
             if any(o in seen_outputs for o in job["outputs"]):
                 raise CsebenchError(f"stage {name}: output produced by two stages: {job['outputs']}")
             seen_outputs.update(job["outputs"])
