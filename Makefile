@@ -35,6 +35,7 @@ paper-dryrun: setup  ## list every job of the paper suites (offline)
 	$(BIN)/snakemake -n --quiet rules --configfile config/paper.yaml
 
 bench: setup  ## speed benchmarks -> BENCHMARKS.md
+	$(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python benchmarks/run.py
 
 clean-demo:
