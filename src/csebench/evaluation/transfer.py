@@ -268,6 +268,19 @@ def training_split(task: TaskData) -> str:
     return "all" if "all" in task.splits else "train"
 
 
+MIN_PER_CLASS = 10  # 10-fold cross-validation needs 10 examples of every class
+
+
+def stratified_subset(y: np.ndarray, size: int, seed: int) -> np.ndarray:
+    """``size`` indices drawn per class in proportion to its frequency, each class keeping at least
+    min(its count, MIN_PER_CLASS) items, so rare classes (TREC's ABBR) survive the cap."""
+    rng = np.random.RandomState(seed)
+    classes, counts = np.unique(y, return_counts=True)
+    want = np.maximum(np.minimum(counts, MIN_PER_CLASS), np.floor(counts * size / len(y)).astype(int))
+    picked = [rng.choice(np.flatnonzero(y == c), size=min(w, n), replace=False) for c, w, n in zip(classes, want, counts)]
+    return np.concatenate(picked)
+
+
 def cap_training_set(task: TaskData, max_items: int | None, seed: int) -> TaskData:
     """CPU-demo shortcut (not SentEval's protocol): keep a seeded random subset of ``max_items`` items of
     the set classifiers are fitted on (the CV tasks' whole set; SST-2/TREC/MRPC train). Dev/test stay
@@ -279,9 +292,9 @@ def cap_training_set(task: TaskData, max_items: int | None, seed: int) -> TaskDa
         return task
     if max_items < 1:
         raise ConfigError(f"max_train_sentences must be positive, got {max_items}")
-    keep = np.sort(np.random.RandomState(seed).choice(n, size=max_items, replace=False))
+    keep = np.sort(stratified_subset(task.splits[key].y, max_items, seed))
     task.splits[key] = task.splits[key].take(keep)
-    task.info.update(n_train_used=max_items, capped=True)
+    task.info.update(n_train_used=len(keep), capped=True)
     return task
 
 
