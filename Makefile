@@ -3,6 +3,8 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# rules call the `csebench` CLI: the venv's bin must be on PATH for Snakemake's shell commands
+export PATH := $(abspath $(BIN)):$(PATH)
 CORES ?= all
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
