@@ -115,7 +115,10 @@ def build_dvc_yaml(suites: list[str], params_path: str = "params.yaml", cwd: str
     from .report import dvc_plots_spec_for_suite
 
     plots = [entry for suite in suites for entry in dvc_plots_spec_for_suite(params, suite)]
-    return {"stages": dict(stages), "plots": plots}
+    # Snakemake lists jobs of one DAG level in no fixed order; DVC orders stages by deps/outs itself,
+    # so sort by name for a reproducible file (data stages first).
+    ordered = sorted(stages, key=lambda n: (not n.startswith("prepare_"), n))
+    return {"stages": {n: stages[n] for n in ordered}, "plots": plots}
 
 
 def render(suites: list[str], cwd: str | Path = ".") -> str:
