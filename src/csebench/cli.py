@@ -79,21 +79,26 @@ def cmd_train(args) -> None:
         logging.getLogger("csebench").info("done: %s", json.dumps(summary))
 
 
-def cmd_eval_sts(args) -> None:
+def _eval_encode_fn(args):
+    """The saved model (eval pooler, no training head) on the best device, as an encode callable."""
     import torch
 
-    from .data import senteval_root
     from .encoder import load_encoder
-    from .evaluation.sts import evaluate_sts
-    from .io import write_json
 
     torch.manual_seed(0)
     enc = load_encoder(args.model, args.pooler)
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    enc.to(device)
+    enc.to("cuda" if torch.cuda.is_available() else "cpu")
+    return lambda sentences: enc.encode(sentences, batch_size=args.batch_size, show_progress=not args.no_progress)
+
+
+def cmd_eval_sts(args) -> None:
+    from .data import senteval_root
+    from .evaluation.sts import evaluate_sts
+    from .io import write_json
+
+    encode = _eval_encode_fn(args)
     t0 = time.perf_counter()
-    res = evaluate_sts(lambda s: enc.encode(s, batch_size=args.batch_size, show_progress=not args.no_progress),
-                       senteval_root(args.senteval), keep_pairs=bool(args.pairs_out))
+    res = evaluate_sts(encode, senteval_root(args.senteval), keep_pairs=bool(args.pairs_out))
     if args.pairs_out:
         from .evaluation.sts import save_pairs
 
@@ -106,22 +111,15 @@ def cmd_eval_sts(args) -> None:
 
 
 def cmd_eval_transfer(args) -> None:
-    import torch
-
     from .data import senteval_root
-    from .encoder import load_encoder
     from .evaluation.transfer import TASKS, evaluate_transfer, load_transfer_task
     from .io import write_json
 
     root = senteval_root(args.senteval)
     data = {t: load_transfer_task(root, t) for t in args.tasks or TASKS}  # bad data fails before the model loads
-    torch.manual_seed(0)
-    enc = load_encoder(args.model, args.pooler)
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    enc.to(device)
+    encode = _eval_encode_fn(args)
     t0 = time.perf_counter()
-    res = evaluate_transfer(lambda s: enc.encode(s, batch_size=args.batch_size, show_progress=not args.no_progress),
-                            root, tasks=list(data), seed=args.senteval_seed,
+    res = evaluate_transfer(encode, root, tasks=list(data), seed=args.senteval_seed,
                             max_train_sentences=args.max_train_sentences, task_data=data)
     res["eval_seconds"] = round(time.perf_counter() - t0, 2)
     res["run_info"] = _run_info(args)
