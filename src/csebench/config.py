@@ -19,6 +19,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
+import hashlib
+import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -203,6 +205,14 @@ class RunConfig:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+    def fingerprint(self, extra: dict | None = None) -> str:
+        """Hash of the resolved configuration (paths excluded) plus ``extra``: what a rerun or a
+        checkpoint must match."""
+        d = self.to_dict()
+        d.pop("paths", None)
+        d.update(extra or {})
+        return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 # ----------------------------------------------------------------------------- params

@@ -23,7 +23,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.distributed as dist
 
 from . import distributed
 from .config import RunConfig
@@ -61,15 +60,6 @@ def configure_determinism() -> None:
     torch.use_deterministic_algorithms(True, warn_only=True)
     torch.backends.cudnn.benchmark = False
     torch.backends.cudnn.deterministic = True
-
-
-def config_fingerprint(cfg: RunConfig, n_sentences: int) -> str:
-    """What a checkpoint must match to be resumed: the resolved run config (paths excluded)
-    and the corpus size."""
-    d = cfg.to_dict()
-    d.pop("paths", None)
-    d["corpus_sentences"] = n_sentences
-    return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def pick_device() -> torch.device:
@@ -166,7 +156,7 @@ class Trainer:
         n = len(self.tokens)
         if n < 2 * self.world:
             raise TrainingError(f"corpus {corpus_path} has {n} sentences: too few for in-batch negatives")
-        self.fingerprint = config_fingerprint(cfg, n)
+        self.fingerprint = cfg.fingerprint({"corpus_sentences": n})  # checkpoints also pin the corpus size
         self.steps_per_epoch = len(data_order(n, self.t.batch_size, cfg.seed, 0, self.world))
         self.total_steps = self.t.epochs * self.steps_per_epoch
         if self.t.max_steps:

@@ -11,8 +11,6 @@ Path scheme (outputs only, under paths.data / paths.results):
 
 from __future__ import annotations
 
-import hashlib
-import json
 
 from .config import find_run, load_params, resolve_run, suite_runs, suite_seeds
 
@@ -67,6 +65,4 @@ def all_runs_with_teachers(params: dict, suite: str) -> list[tuple[str, int]]:
 
 def run_fingerprint(params: dict, suite: str, run: str, seed: int) -> str:
     """Hash of the resolved run config: Snakemake reruns a run when its hyperparameters change."""
-    cfg = resolve_run(params, suite, run, int(seed)).to_dict()
-    cfg.pop("paths", None)
-    return hashlib.sha256(json.dumps(cfg, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return resolve_run(params, suite, run, int(seed)).fingerprint()
