@@ -71,3 +71,17 @@ def popen_train(argv: list[str], log: Path) -> subprocess.Popen:
     fh = open(log, "wb")
     return subprocess.Popen([sys.executable, "-m", "csebench", "--threads", "1", *argv], cwd=ROOT, env=env(),
                             stdout=fh, stderr=subprocess.STDOUT)
+
+
+def random_step_context(b=4, n=None, d=8, step=0, total=10, offset=0, tau=0.05, seed=0):
+    """A StepContext of random anchors (b, d) and candidates (n, d) that track gradients."""
+    import torch
+
+    from csebench.objectives.base import StepContext
+
+    g = torch.Generator().manual_seed(seed)
+    n = n or b
+    z1 = torch.randn(b, d, generator=g, requires_grad=True)
+    z2 = torch.randn(n, d, generator=g, requires_grad=True)
+    return StepContext(z1=z1, z2=z2, temperature=tau, step=step, total_steps=total,
+                       indices=torch.arange(b), all_indices=torch.arange(n), positive_offset=offset)

@@ -8,19 +8,12 @@ import torch.nn.functional as F
 
 from csebench.config import ConfigError
 from csebench.objectives import Objective, validate_objectives
-from csebench.objectives.base import StepContext
 from csebench.objectives.smoothing import InstanceSmoothing, SmoothingSettings, cosine_alpha, spherical_kmeans
+from runhelpers import random_step_context as make_ctx
 
 D = 8
 
 
-def make_ctx(b=4, n=None, step=0, total=10, offset=0, tau=0.05, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    n = n or b
-    z1 = torch.randn(b, D, generator=g, requires_grad=True)
-    z2 = torch.randn(n, D, generator=g, requires_grad=True)
-    return StepContext(z1=z1, z2=z2, temperature=tau, step=step, total_steps=total,
-                       indices=torch.arange(b), all_indices=torch.arange(n), positive_offset=offset)
 
 
 def unit(v):
