@@ -29,7 +29,7 @@ from .config import RunConfig
 from .data import load_tokenized_corpus, senteval_root
 from .encoder import SentenceEncoder, build_encoder, pool
 from .errors import TrainingError
-from .evaluation.sts import cosine_rows, load_stsb, spearman100
+from .evaluation.sts import load_stsb, spearman100, sts_pair_similarities
 from .io import atomic_path, write_csv, write_json
 from .loader import BatchLoader
 from .objectives import Objective
@@ -103,12 +103,8 @@ class DevEvaluator:
         self.batch_size = batch_size
 
     def __call__(self, encoder: SentenceEncoder) -> float:
-        uniq = sorted(set(self.pairs.sent1) | set(self.pairs.sent2))
-        emb = encoder.encode(uniq, batch_size=self.batch_size)
-        row = {s: i for i, s in enumerate(uniq)}
-        e1 = emb[torch.as_tensor([row[s] for s in self.pairs.sent1])]
-        e2 = emb[torch.as_tensor([row[s] for s in self.pairs.sent2])]
-        return spearman100(cosine_rows(e1, e2), self.pairs.scores)
+        sims = sts_pair_similarities(lambda s: encoder.encode(s, batch_size=self.batch_size), self.pairs)
+        return spearman100(sims, self.pairs.scores)
 
 
 @dataclass
