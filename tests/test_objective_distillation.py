@@ -240,6 +240,96 @@ def test_group_p_with_p_one_is_a_full_row_shuffle_and_small_p_can_be_identity():
     assert groups.tolist() == [[9, 9, 9]]  # every G rounds into the last interval (.9, 1]
 
 
+def loop_group_ids(row, p, temperature=1.0):
+    """Per-row reference of Eq. 5 as the vectorized code computes it (float32 softmax / cumsum of the
+    sorted row, interval ceil(G / p) - 1), with a Python loop giving a run of tied logits the G of
+    its last member; returns the interval of every column."""
+    vals, order = torch.sort(row.float(), descending=True)
+    interval = (torch.ceil(torch.softmax(vals / temperature, dim=0).cumsum(dim=0) / p) - 1).tolist()
+    vals, order = vals.tolist(), order.tolist()
+    n_groups = max(1, math.ceil(1.0 / p - 1e-9))
+    out = [0] * len(vals)
+    start = 0
+    while start < len(vals):
+        end = start
+        while end + 1 < len(vals) and vals[end + 1] == vals[start]:
+            end += 1
+        for k in range(start, end + 1):
+            out[order[k]] = min(max(int(interval[end]), 0), n_groups - 1)
+        start = end + 1
+    return out
+
+
+def random_teacher_logits(b, seed, ties=False):
+    g = torch.Generator().manual_seed(seed)
+    logits = (0.35 + 0.15 * torch.randn(b, b - 1, generator=g)).clamp(-1, 1)  # teacher cosines (as benchmarked)
+    if ties:
+        logits = (logits * 16).round() / 16  # many tied logits, some across interval boundaries
+    return logits
+
+
+@pytest.mark.parametrize("b,ties,p,temperature", [(512, False, 0.1, 1.0), (512, True, 0.1, 1.0), (64, True, 0.05, 0.05),
+                                                  (64, False, 0.12, 0.05), (33, True, 0.5, 0.02), (2, False, 0.1, 1.0)])
+def test_group_p_shuffle_matches_a_per_row_loop(b, ties, p, temperature):
+    """The vectorized shuffle against per-row loops: every row keeps its multiset and every interval of
+    Eq. 5 keeps its values (values only move within their interval), for several random draws."""
+    logits = random_teacher_logits(b, seed=b + int(ties), ties=ties)
+    expected = [loop_group_ids(logits[r], p, temperature) for r in range(b)]
+    order, groups = group_p_groups(logits, p, temperature)
+    got = torch.empty_like(groups).scatter_(1, order, groups)
+    assert got.tolist() == expected  # the interval of every column
+    moved = 0
+    for seed in range(3):
+        out = group_p_shuffle(logits, p, torch.Generator().manual_seed(seed), temperature)
+        assert torch.equal(out.sort(dim=1).values, logits.sort(dim=1).values)
+        ids = torch.tensor(expected)
+        for gid in ids.unique().tolist():
+            inside = ids == gid
+            a = torch.where(inside, logits, torch.full_like(logits, math.inf)).sort(dim=1).values
+            bb = torch.where(inside, out, torch.full_like(out, math.inf)).sort(dim=1).values
+            assert torch.equal(a, bb), gid  # per row, the interval holds the same values after the shuffle
+        moved += int((out != logits).sum())
+    assert moved > 0 or b == 2
+
+
+@pytest.mark.parametrize("b,ties", [(512, False), (512, True), (64, True), (9, False)])
+def test_group_p_cpu_path_is_exactly_the_generic_one(b, ties, monkeypatch):
+    """group_p_shuffle's CPU path (value sort + interval boundaries + one argsort) gives bit for bit the
+    generic path's result (group_p_groups + shuffle_within_groups, torch sorts as on a GPU), given the
+    same keys: the result depends on the values and the keys only, not on how ties sort."""
+    import csebench.objectives.distillation as distillation
+
+    logits = random_teacher_logits(b, seed=3 * b + int(ties), ties=ties)
+    for p, temperature in ((0.1, 1.0), (0.05, 0.05), (0.5, 1.0), (1.0, 1.0)):
+        keys = torch.rand(logits.shape, generator=torch.Generator().manual_seed(b), dtype=torch.float64)
+        fast = group_p_shuffle(logits, p, temperature=temperature, keys=keys)
+        assert torch.equal(fast, shuffle_within_groups(logits, *group_p_groups(logits, p, temperature), keys=keys))
+        with monkeypatch.context() as m:
+            m.setattr(distillation, "_numpy_sortable", lambda t: False)
+            assert torch.equal(fast, group_p_shuffle(logits, p, temperature=temperature, keys=keys))
+        assert torch.equal(group_p_shuffle(logits.double(), p, temperature=temperature, keys=keys), fast.double())
+        # rows are independent: a DDP rank's rows with its slice of the global keys shuffle as in one process
+        assert torch.equal(group_p_shuffle(logits[b // 3 :], p, temperature=temperature, keys=keys[b // 3 :]), fast[b // 3 :])
+
+
+def test_group_p_shuffle_draws_every_within_interval_permutation():
+    # probabilities ~0.2 each: G ~ .2, .4 | .6, .8, 1.0 -> intervals {0, 1} and {2, 3, 4} at p = 0.5
+    logits = torch.tensor([[0.02, -0.01, 0.0, 0.01, -0.02]])
+    order, groups = group_p_groups(logits, 0.5)
+    assert groups.tolist() == [[0, 0, 1, 1, 1]]
+    seen = {}
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(1200):
+        key = tuple(group_p_shuffle(logits, 0.5, gen)[0].tolist())
+        seen[key] = seen.get(key, 0) + 1
+    row = logits[0].tolist()
+    top, rest = {row[0], row[3]}, {row[1], row[2], row[4]}  # columns 0, 3 hold interval 0's values
+    assert len(seen) == 2 * 6  # 2! x 3! within-interval permutations, all of them
+    for key in seen:
+        assert {key[0], key[3]} == top and {key[1], key[2], key[4]} == rest
+    assert min(seen.values()) > 60  # roughly uniform (expected 100 each)
+
+
 def test_rank_range_shuffles_only_that_range():
     b = 64
     logits = torch.randn(b, b - 1, generator=torch.Generator().manual_seed(4))
