@@ -80,15 +80,38 @@ def cmd_train(args) -> None:
 
 
 def _eval_encode_fn(args):
-    """The saved model (eval pooler, no training head) on the best device, as an encode callable."""
+    """The saved model's (or its embeddings table's) encode function for an evaluator."""
+    from .embeddings import evaluation_encoder
+
+    return evaluation_encoder(args.model, args.pooler, args.batch_size, args.precision, args.embeddings,
+                              progress=not args.no_progress)
+
+
+def _autocast_name(precision: str) -> str:
     import torch
 
-    from .encoder import load_encoder
+    from .encoder import eval_autocast_dtype
 
-    torch.manual_seed(0)
-    enc = load_encoder(args.model, args.pooler)
-    enc.to("cuda" if torch.cuda.is_available() else "cpu")
-    return lambda sentences: enc.encode(sentences, batch_size=args.batch_size, show_progress=not args.no_progress)
+    dtype = eval_autocast_dtype(precision, torch.device("cuda" if torch.cuda.is_available() else "cpu"))
+    return "fp32" if dtype is None else str(dtype).replace("torch.", "")
+
+
+def cmd_embed(args) -> None:
+    from .data import senteval_root
+    from .embeddings import evaluation_sentences, model_encoder, model_fingerprint, write_embeddings
+
+    t0 = time.perf_counter()
+    sentences = evaluation_sentences(senteval_root(args.senteval), transfer=not args.no_transfer,
+                                     max_train_sentences=args.max_train_sentences, seed=args.senteval_seed)
+    log = logging.getLogger("csebench")
+    log.info("encoding %d distinct evaluation sentences (%s precision)", len(sentences), args.precision)
+    emb = model_encoder(args.model, args.pooler, args.batch_size, args.precision, progress=not args.no_progress)(sentences)
+    meta = {"model": args.model, "model_fingerprint": model_fingerprint(args.model) if os.path.isdir(args.model) else None,
+            "pooler": args.pooler, "precision": args.precision, "autocast": _autocast_name(args.precision),
+            "transfer": not args.no_transfer, "max_train_sentences": args.max_train_sentences,
+            "senteval_seed": args.senteval_seed, "seconds": round(time.perf_counter() - t0, 2)}
+    write_embeddings(args.out, sentences, emb, meta)
+    log.info("embedded %d sentences in %.1f s -> %s", len(sentences), meta["seconds"], args.out)
 
 
 def cmd_eval_sts(args) -> None:
@@ -104,6 +127,7 @@ def cmd_eval_sts(args) -> None:
 
         save_pairs(args.pairs_out, res.pop("pairs"))
     res["eval_seconds"] = round(time.perf_counter() - t0, 2)
+    res["encoding"] = _encoding_info(args, encode)
     res["run_info"] = _run_info(args)
     write_json(args.out, res)
     logging.getLogger("csebench").info("STS avg %.2f: %s", res.get("avg", float("nan")),
@@ -122,10 +146,19 @@ def cmd_eval_transfer(args) -> None:
     res = evaluate_transfer(encode, root, tasks=list(data), seed=args.senteval_seed,
                             max_train_sentences=args.max_train_sentences, task_data=data)
     res["eval_seconds"] = round(time.perf_counter() - t0, 2)
+    res["encoding"] = _encoding_info(args, encode)
     res["run_info"] = _run_info(args)
     write_json(args.out, res)
     logging.getLogger("csebench").info("transfer avg %.2f (%s): %s", res.get("avg", float("nan")), res["protocol"],
                                        ", ".join(f"{k} {v:.2f}" for k, v in res["tasks"].items()))
+
+
+def _encoding_info(args, encode) -> dict:
+    table = getattr(encode, "table", None)
+    if table is None:
+        return {"embeddings": None, "precision": args.precision or "auto"}
+    return {"embeddings": args.embeddings, "precision": table.meta.get("precision"), "autocast": table.meta.get("autocast"),
+            "sentences_in_table": len(table.row)}
 
 
 def _run_info(args) -> dict:
@@ -216,21 +249,42 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--cache-dir", default=None, help="tokenized-corpus cache folder (e.g. data/cache)")
     sp.set_defaults(func=cmd_teacher_cache)
 
-    sp = common(sub.add_parser("eval-sts", help="STS12-16, STS-B, SICK-R (Spearman x100)"))
+    def eval_encoding(sp):
+        sp.add_argument("--pooler", default=None, help="override the saved evaluation pooler")
+        sp.add_argument("--batch-size", type=int, default=128)
+        sp.add_argument("--embeddings", default=None,
+                        help="embeddings table from `csebench embed` (RUN_DIR/embeddings.npz): look sentences up instead of encoding")
+        sp.add_argument("--precision", default=None, choices=["auto", "fp32", "bf16", "fast"],
+                        help="encoding precision (default: the table's, else auto = bf16 on bf16 GPUs, fp32 on CPU)")
+        return sp
+
+    sp = common(sub.add_parser("embed", help="encode every evaluation sentence of a model once (STS, transfer, analyses)"))
+    sp.add_argument("--model", required=True, help="saved model folder (or HF id / local encoder)")
+    sp.add_argument("--senteval", required=True)
+    sp.add_argument("--out", required=True, help="embeddings table (.npz)")
+    sp.add_argument("--pooler", default=None, help="override the saved evaluation pooler")
+    sp.add_argument("--batch-size", type=int, default=128)
+    sp.add_argument("--precision", default="fp32", choices=["auto", "fp32", "bf16", "fast"],
+                    help="fp32 (default: SentEval's numbers), bf16, auto (bf16 on bf16 GPUs), fast (bf16 where native: bf16 GPUs, AVX512-BF16/AMX CPUs)")
+    sp.add_argument("--no-transfer", action="store_true", help="STS sentences only")
+    sp.add_argument("--max-train-sentences", type=int, default=None, help="the transfer cap eval-transfer will use")
+    sp.add_argument("--senteval-seed", type=int, default=1111, help="the transfer seed eval-transfer will use")
+    sp.add_argument("--no-progress", action="store_true")
+    sp.set_defaults(func=cmd_embed)
+
+    sp = eval_encoding(common(sub.add_parser("eval-sts", help="STS12-16, STS-B, SICK-R (Spearman x100)")))
     sp.add_argument("--model", required=True, help="saved model folder (or HF id / local encoder)")
     sp.add_argument("--senteval", required=True)
     sp.add_argument("--out", required=True)
     sp.add_argument("--pairs-out", default=None,
                     help="also write per-pair cosine and gold scores (.npz) for the paired bootstrap in `report`")
-    sp.add_argument("--pooler", default=None, help="override the saved evaluation pooler")
-    sp.add_argument("--batch-size", type=int, default=128)
     sp.add_argument("--suite")
     sp.add_argument("--run")
     sp.add_argument("--seed", type=int, default=0)
     sp.add_argument("--no-progress", action="store_true")
     sp.set_defaults(func=cmd_eval_sts)
 
-    sp = common(sub.add_parser("eval-transfer", help="SentEval transfer tasks MR CR SUBJ MPQA SST2 TREC MRPC (accuracy x100)"))
+    sp = eval_encoding(common(sub.add_parser("eval-transfer", help="SentEval transfer tasks MR CR SUBJ MPQA SST2 TREC MRPC (accuracy x100)")))
     sp.add_argument("--model", required=True, help="saved model folder (or HF id / local encoder)")
     sp.add_argument("--senteval", required=True)
     sp.add_argument("--out", required=True)
@@ -238,8 +292,6 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--max-train-sentences", type=int, default=None,
                     help="CPU demo only: subsample each classifier training set to N items (recorded as protocol=capped)")
     sp.add_argument("--senteval-seed", type=int, default=1111, help="SentEval's classifier seed (default: 1111)")
-    sp.add_argument("--pooler", default=None, help="override the saved evaluation pooler")
-    sp.add_argument("--batch-size", type=int, default=128)
     sp.add_argument("--suite")
     sp.add_argument("--run")
     sp.add_argument("--seed", type=int, default=0, help="run seed (names the run; see --senteval-seed)")

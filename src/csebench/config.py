@@ -114,6 +114,7 @@ class TrainingConfig:
     log_steps: int = 10
     checkpoint_steps: int = 250  # resumable checkpoint cadence
     eval_batch_size: int = 128
+    eval_precision: str = "auto"  # STS-B dev encoding: auto (bf16 on bf16 GPUs, fp32 on CPU), fp32, bf16, fast
     compile: bool = False
     num_workers: int = 0
     dropout: float | None = None  # None: the backbone's own (0.1 for BERT/RoBERTa)
@@ -133,6 +134,8 @@ class TrainingConfig:
             raise ConfigError(f"{where}: weight_decay, warmup_steps and max_grad_norm must be >= 0")
         if self.precision not in PRECISIONS:
             raise ConfigError(f"{where}.precision: unknown '{self.precision}'{_suggest(self.precision, list(PRECISIONS))}")
+        if self.eval_precision not in ("auto", "fp32", "bf16", "fast"):
+            raise ConfigError(f"{where}.eval_precision: unknown '{self.eval_precision}' (valid: auto, fp32, bf16, fast)")
         if self.dropout is not None and not 0 <= self.dropout < 1:
             raise ConfigError(f"{where}.dropout must be in [0, 1), got {self.dropout}")
         if self.projection_dim is not None and self.projection_dim <= 0:
@@ -301,7 +304,7 @@ def _section(params: dict, name: str, key: str, what: str, where: str = "") -> d
     return table[key] or {}
 
 
-SUITE_KEYS = ["description", "data", "seeds", "training", "runs", "backbones", "methods", "dvc", "transfer"]
+SUITE_KEYS = ["description", "data", "seeds", "training", "runs", "backbones", "methods", "dvc", "transfer", "evaluation"]
 RUN_KEYS = ["name", "backbone", "method", "label", "training", "objectives", "seeds"]
 METHOD_KEYS = ["label", "objectives", "training", "by_backbone"]
 

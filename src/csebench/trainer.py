@@ -98,12 +98,14 @@ def data_order(n: int, batch_size: int, seed: int, epoch: int, world_size: int =
 class DevEvaluator:
     """STS-B dev Spearman for model selection (SimCSE's metric_for_best_model=stsb_spearman)."""
 
-    def __init__(self, senteval_dir: str | os.PathLike, batch_size: int):
+    def __init__(self, senteval_dir: str | os.PathLike, batch_size: int, precision: str = "auto"):
         self.pairs = load_stsb(senteval_root(senteval_dir), "dev")
         self.batch_size = batch_size
+        self.precision = precision
 
     def __call__(self, encoder: SentenceEncoder) -> float:
-        sims = sts_pair_similarities(lambda s: encoder.encode(s, batch_size=self.batch_size), self.pairs)
+        sims = sts_pair_similarities(lambda s: encoder.encode(s, batch_size=self.batch_size, precision=self.precision),
+                                     self.pairs)
         return spearman100(sims, self.pairs.scores)
 
 
@@ -187,7 +189,7 @@ class Trainer:
                 self.encoder, device_ids=[self.device.index] if self.device.type == "cuda" else None)
         self.forward_model = torch.compile(self.model) if self.t.compile else self.model
         # every rank reads the dev data, so a malformed file stops all ranks (none waits in a collective)
-        self.dev = DevEvaluator(senteval_dir, self.t.eval_batch_size)
+        self.dev = DevEvaluator(senteval_dir, self.t.eval_batch_size, self.t.eval_precision)
         self.state = TrainState()
         self.train_rows: list[list] = []
         self.dev_rows: list[list] = []

@@ -34,8 +34,20 @@ def _encoder(path: str, pooler: str | None = None):
     return enc
 
 
-def _encode_fn(enc, batch_size: int):
-    return lambda s: enc.encode(list(s), batch_size=batch_size)
+def _encode_fn(enc, batch_size: int, precision: str | None = None):
+    return lambda s: enc.encode(list(s), batch_size=batch_size, precision=precision or "auto")
+
+
+def _projection_dim(model: str) -> int | None:
+    from ..encoder import ENCODER_META
+
+    meta = os.path.join(model, ENCODER_META)
+    if not os.path.isfile(meta):
+        return None
+    import json
+
+    with open(meta, encoding="utf-8") as fh:
+        return json.load(fh).get("projection_dim")
 
 
 def _root(senteval: str):
@@ -80,8 +92,14 @@ def cmd_analyze(args) -> None:
             plots.plot_teacher_logits(res, args.figure, title=f"Teacher logits ({len(args.teacher)} teacher(s)), batch size {args.logit_batch_size}")
         _finish(args, res, t0)
         return
-    enc = _encoder(args.model, args.pooler)
-    encode = _encode_fn(enc, args.batch_size)
+    if name in TABLE_ANALYSES:  # sentence embeddings only: served by the model's embeddings table when given
+        from ..embeddings import evaluation_encoder
+
+        enc = None
+        encode = evaluation_encoder(args.model, args.pooler, args.batch_size, args.precision, args.embeddings)
+    else:
+        enc = _encoder(args.model, args.pooler)
+        encode = _encode_fn(enc, args.batch_size, args.precision)
     if name == "align-uniform":
         res = core.align_uniform(encode, _root(args.senteval), split=args.split)
     elif name == "cosine-dist":
@@ -97,7 +115,7 @@ def cmd_analyze(args) -> None:
             plots.plot_topk_negatives(res, args.figure, model_label=args.label or os.path.basename(os.path.normpath(args.model)))
     elif name == "embed-dim":
         res = core.projected_sts(encode, _root(args.senteval), dims=args.dims, methods=args.methods, seed=args.seed)
-        res["trained_projection"] = getattr(enc, "projection_dim", None)  # training.projection_dim (SSCL Table 5)
+        res["trained_projection"] = _projection_dim(args.model)  # training.projection_dim (SSCL Table 5)
     elif name == "neighbours":
         res = core.retrieve_neighbours(encode, _corpus(args.corpus), queries=args.query, buffer_size=args.buffer_size,
                                        k=args.k, n_queries=args.n_queries, seed=args.seed)
@@ -153,6 +171,7 @@ def cmd_analyze_figure(args) -> None:
         plots.embed_dim_table(items, args.out, args.csv)
 
 
+TABLE_ANALYSES = ("align-uniform", "cosine-dist", "embed-dim")
 ANALYSES = ["align-uniform", "cosine-dist", "layers", "topk-negatives", "teacher-logits", "embed-dim", "neighbours"]
 
 
@@ -169,6 +188,10 @@ def add_parsers(sub, common) -> None:
     sp.add_argument("--label", default="", help="model name in figures (default: the run folder)")
     sp.add_argument("--pooler", default=None, help="override the saved evaluation pooler")
     sp.add_argument("--batch-size", type=int, default=128, help="encoding batch size")
+    sp.add_argument("--embeddings", default=None,
+                    help="align-uniform, cosine-dist, embed-dim: the model's embeddings table (`csebench embed`)")
+    sp.add_argument("--precision", default=None, choices=["auto", "fp32", "bf16", "fast"],
+                    help="encoding precision (default: the table's, else auto = bf16 on bf16 GPUs, fp32 on CPU)")
     sp.add_argument("--split", default="test", choices=["dev", "test"], help="STS-B split (default test)")
     sp.add_argument("--seed", type=int, default=0, help="sampling seed")
     sp.add_argument("--include-special", action="store_true", help="layers: count [CLS]/[SEP] in TokSim")

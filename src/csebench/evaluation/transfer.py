@@ -562,6 +562,24 @@ def run_task(task: TaskData, emb: torch.Tensor, row: dict[str, int], cfg: Classi
     return res
 
 
+def prepared_tasks(root: str | os.PathLike, tasks: list[str] | None = None, max_train_sentences: int | None = None,
+                   seed: int = 1111, task_data: dict[str, TaskData] | None = None) -> dict[str, TaskData]:
+    """The tasks' data as the classifiers see it: loaded (or ``task_data``) and capped."""
+    tasks = list(tasks or TASKS)
+    unknown = [t for t in tasks if t not in TASKS]
+    if unknown:
+        raise DataError(f"unknown transfer task(s) {', '.join(unknown)} (valid: {', '.join(TASKS)})")
+    data = {t: (task_data or {}).get(t) or load_transfer_task(root, t) for t in tasks}
+    for t in tasks:
+        cap_training_set(data[t], max_train_sentences, seed)
+    return data
+
+
+def task_sentences(data: dict[str, TaskData]) -> list[str]:
+    """Every distinct sentence of the tasks' splits, sorted."""
+    return sorted({s for task in data.values() for sp in task.splits.values() for s in sp.sentences()})
+
+
 def evaluate_transfer(encode: EncodeFn, root: str | os.PathLike, tasks: list[str] | None = None, seed: int = 1111,
                       max_train_sentences: int | None = None, cfg: ClassifierConfig = SIMCSE_TEST_MODE,
                       task_data: dict[str, TaskData] | None = None) -> dict:
@@ -572,14 +590,9 @@ def evaluate_transfer(encode: EncodeFn, root: str | os.PathLike, tasks: list[str
     (CPU demo only) subsamples the sets classifiers are fitted on; the output then says
     ``"protocol": "capped"`` and gives the sizes used, so it cannot be mistaken for the protocol.
     """
-    tasks = list(tasks or TASKS)
-    unknown = [t for t in tasks if t not in TASKS]
-    if unknown:
-        raise DataError(f"unknown transfer task(s) {', '.join(unknown)} (valid: {', '.join(TASKS)})")
-    data = task_data or {t: load_transfer_task(root, t) for t in tasks}
-    for t in tasks:
-        cap_training_set(data[t], max_train_sentences, seed)
-    everything = sorted({s for t in tasks for sp in data[t].splits.values() for s in sp.sentences()})
+    data = prepared_tasks(root, tasks, max_train_sentences, seed, task_data)
+    tasks = list(data)
+    everything = task_sentences(data)
     t0 = time.perf_counter()
     log.info("encoding %d distinct sentences for %s", len(everything), ", ".join(tasks))
     emb = encode(everything)

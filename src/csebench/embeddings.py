@@ -1,0 +1,161 @@
+"""Evaluation embeddings of one model: a DAG artefact its evaluators and analyses share.
+
+`csebench embed` encodes every distinct sentence that STS (7 test tasks), the transfer tasks (after
+the suite's training-set cap) and the STS-based analyses need, once, length-sorted, and writes
+
+    RUN_DIR/embeddings.npz   keys  (n,) S20  sha1 of each UTF-8 sentence
+                             emb   (n, d) float32
+                             meta  JSON: model fingerprint, pooler, precision, counts
+
+Consumers (`eval-sts`, `eval-transfer`, `analyze align-uniform|cosine-dist|embed-dim` with
+``--embeddings``) look sentences up instead of running the model. A sentence the table lacks is
+encoded with the model (loaded only then) and logged, so a consumer never silently changes its
+inputs. The table records the content hash of the model folder: a table made from other weights
+is refused.
+
+Vectors are those the encoder produced for each sentence in its length-sorted batch; fp32 rows
+can differ in the last bits from an encoding with other batch neighbours (padding width), far
+below anything a Spearman correlation or a classifier sees.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+from .errors import DataError
+from .io import atomic_path
+
+log = logging.getLogger("csebench.embeddings")
+EncodeFn = Callable[[list[str]], torch.Tensor]
+_FINGERPRINTS: dict[tuple, str] = {}
+SKIP = {"training_config.json", "train.json", "sts.json", "transfer.json"}
+
+
+def model_fingerprint(model_dir: str | os.PathLike) -> str:
+    """Content hash of a model folder (every file but run reports), memoized by (path, sizes, mtimes)."""
+    root = Path(model_dir).resolve()
+    files = sorted(p for p in root.rglob("*") if p.is_file() and p.name not in SKIP and "__pycache__" not in p.parts)
+    stat_key = (str(root), tuple((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in files))
+    if stat_key in _FINGERPRINTS:
+        return _FINGERPRINTS[stat_key]
+    h = hashlib.sha256()
+    for p in files:
+        h.update(str(p.relative_to(root)).encode() + b"\0")
+        with open(p, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+        h.update(b"\0")
+    digest = h.hexdigest()[:24]
+    _FINGERPRINTS[stat_key] = digest
+    return digest
+
+
+def sentence_key(s: str) -> bytes:
+    return hashlib.sha1(s.encode("utf-8")).digest()
+
+
+def evaluation_sentences(senteval_root: str | os.PathLike, transfer: bool = True,
+                         max_train_sentences: int | None = None, seed: int = 1111) -> list[str]:
+    """Every distinct sentence of the 7 STS test tasks and STS-B dev/test (analyses), plus, with
+    ``transfer``, of the transfer tasks as `eval-transfer` would see them (same cap, same seed)."""
+    from .evaluation.sts import TEST_TASKS, load_stsb, load_task
+    from .evaluation.transfer import TASKS, prepared_tasks, task_sentences
+
+    root = Path(senteval_root)
+    sets = [load_task(root, t) for t in TEST_TASKS] + [load_stsb(root, "dev")]
+    out = {s for ps in sets for s in (*ps.sent1, *ps.sent2)}
+    if transfer:
+        out |= set(task_sentences(prepared_tasks(root, TASKS, max_train_sentences, seed)))
+    return sorted(out)
+
+
+def write_embeddings(path: str | os.PathLike, sentences: list[str], emb: torch.Tensor | np.ndarray, meta: dict) -> None:
+    """Atomically write the table (rows in ``sentences`` order)."""
+    emb = emb.detach().float().cpu().numpy() if isinstance(emb, torch.Tensor) else np.asarray(emb, np.float32)
+    if emb.shape[0] != len(sentences):
+        raise ValueError(f"{emb.shape[0]} embeddings for {len(sentences)} sentences")
+    keys = np.array([sentence_key(s) for s in sentences], dtype="S20")
+    meta = {**meta, "n_sentences": len(sentences), "dim": int(emb.shape[1]) if emb.ndim == 2 else 0}
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        np.savez(fh, keys=keys, emb=np.ascontiguousarray(emb, dtype=np.float32), meta=np.array(json.dumps(meta)))
+
+
+class EmbeddingTable:
+    """sentence -> vector, read from a `write_embeddings` file."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise DataError(f"missing embeddings file: {self.path} (make it with `csebench embed`)")
+        try:
+            with np.load(self.path) as z:
+                keys, self.emb, self.meta = z["keys"], z["emb"], json.loads(str(z["meta"]))
+        except (OSError, ValueError, KeyError) as exc:
+            raise DataError(f"unreadable embeddings file {self.path}: {exc}; delete it and rerun `csebench embed`") from exc
+        self.row = {bytes(k): i for i, k in enumerate(keys)}
+
+    def lookup(self, sentences: list[str]) -> tuple[np.ndarray, list[int]]:
+        """Row index per sentence (-1 where absent) and the positions of the absent ones."""
+        idx = np.fromiter((self.row.get(sentence_key(s), -1) for s in sentences), dtype=np.int64, count=len(sentences))
+        return idx, np.flatnonzero(idx < 0).tolist()
+
+
+def table_encode(path: str | os.PathLike, model_dir: str | os.PathLike | None,
+                 fallback: Callable[[], EncodeFn], settings: dict | None = None) -> EncodeFn:
+    """An encode function served from the table at ``path``; sentences it lacks go to the encoder
+    ``fallback()`` builds (called at most once). ``model_dir`` (a local folder) and ``settings``
+    (pooler, ...) must match what the table was made from."""
+    table = EmbeddingTable(path)
+    if model_dir is not None and Path(model_dir).is_dir():
+        want = model_fingerprint(model_dir)
+        if table.meta.get("model_fingerprint") not in (None, want):
+            raise DataError(f"{path} was made from other weights than {model_dir} "
+                            f"({table.meta.get('model_fingerprint')} != {want}): rerun `csebench embed`")
+    for key, value in (settings or {}).items():
+        if value is not None and table.meta.get(key) not in (None, value):
+            raise DataError(f"{path} has {key}={table.meta.get(key)!r}, this evaluation asks for {value!r}: rerun `csebench embed`")
+    encoder: list[EncodeFn] = []
+
+    def encode(sentences: list[str]) -> torch.Tensor:
+        idx, missing = table.lookup(sentences)
+        out = torch.from_numpy(table.emb[np.maximum(idx, 0)])
+        if missing:
+            log.warning("%d of %d sentences are not in %s: encoding them with the model", len(missing), len(sentences), path)
+            if not encoder:
+                encoder.append(fallback())
+            out[torch.as_tensor(missing)] = encoder[0]([sentences[i] for i in missing]).float().cpu()
+        return out
+
+    encode.table = table  # type: ignore[attr-defined]
+    return encode
+
+
+def model_encoder(model: str, pooler: str | None = None, batch_size: int = 128, precision: str = "auto",
+                  progress: bool = False) -> EncodeFn:
+    """A saved model (evaluation pooler, no training head) on the best device, as an encode function."""
+    from .encoder import load_encoder
+
+    torch.manual_seed(0)
+    enc = load_encoder(model, pooler)
+    enc.to("cuda" if torch.cuda.is_available() else "cpu")
+    return lambda sentences: enc.encode(list(sentences), batch_size=batch_size, show_progress=progress, precision=precision)
+
+
+def evaluation_encoder(model: str, pooler: str | None = None, batch_size: int = 128, precision: str | None = None,
+                       embeddings: str | os.PathLike | None = None, progress: bool = False) -> EncodeFn:
+    """What evaluators and analyses encode with: the ``embeddings`` table when given (the model is
+    loaded only for sentences it lacks, at the table's precision), else the model itself."""
+    if not embeddings:
+        return model_encoder(model, pooler, batch_size, precision or "auto", progress)
+    table_precision = EmbeddingTable(embeddings).meta.get("precision")
+    use = precision or table_precision or "auto"
+    return table_encode(embeddings, model, lambda: model_encoder(model, pooler, batch_size, use, progress),
+                        settings={"pooler": pooler, "precision": precision})

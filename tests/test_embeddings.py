@@ -1,0 +1,130 @@
+"""The per-model embeddings table (`csebench embed`) and the evaluators that read it."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from csebench.embeddings import (EmbeddingTable, evaluation_sentences, model_fingerprint, table_encode,
+                                 write_embeddings)
+from csebench.errors import DataError
+
+
+def _vectors(sents):
+    return torch.tensor([[len(s), s.count("a"), s.count(" ")] for s in sents], dtype=torch.float32)
+
+
+def _model(tmp_path, content=b"weights"):
+    d = tmp_path / "model"
+    d.mkdir(exist_ok=True)
+    (d / "model.safetensors").write_bytes(content)
+    return d
+
+
+def test_table_serves_rows_in_request_order_and_encodes_only_misses(tmp_path):
+    model = _model(tmp_path)
+    sents = ["a b", "aaa", "zz top"]
+    write_embeddings(tmp_path / "e.npz", sents, _vectors(sents), {"model_fingerprint": model_fingerprint(model)})
+    built, calls = [], []
+
+    def fallback():
+        built.append(1)
+        return lambda s: (calls.append(list(s)), _vectors(s))[1]
+
+    enc = table_encode(tmp_path / "e.npz", model, fallback)
+    ask = ["zz top", "a b", "a b", "aaa"]
+    assert torch.equal(enc(ask), _vectors(ask))
+    assert built == [] and calls == []  # the model is never loaded when the table has everything
+    ask = ["new one", "aaa", "another"]
+    assert torch.equal(enc(ask), _vectors(ask))
+    assert calls == [["new one", "another"]] and built == [1]
+
+
+def test_table_from_other_weights_or_settings_is_refused(tmp_path):
+    model = _model(tmp_path)
+    write_embeddings(tmp_path / "e.npz", ["x"], _vectors(["x"]),
+                     {"model_fingerprint": model_fingerprint(model), "precision": "bf16"})
+    time.sleep(0.01)
+    (model / "model.safetensors").write_bytes(b"retrained")
+    with pytest.raises(DataError, match="other weights"):
+        table_encode(tmp_path / "e.npz", model, lambda: _vectors)
+    with pytest.raises(DataError, match="precision"):
+        table_encode(tmp_path / "e.npz", None, lambda: _vectors, settings={"precision": "fp32"})
+
+
+def test_missing_or_corrupt_table_is_a_clear_error(tmp_path):
+    with pytest.raises(DataError, match="csebench embed"):
+        EmbeddingTable(tmp_path / "none.npz")
+    (tmp_path / "bad.npz").write_bytes(b"not a zip")
+    with pytest.raises(DataError, match="unreadable"):
+        EmbeddingTable(tmp_path / "bad.npz")
+
+
+def test_evaluation_sentences_cover_sts_and_capped_transfer(shared_dir):
+    from csebench.data import senteval_root
+    from csebench.evaluation.sts import TEST_TASKS, load_task
+    from csebench.evaluation.transfer import prepared_tasks, task_sentences
+
+    root = senteval_root(shared_dir / "senteval")
+    sts_only = set(evaluation_sentences(root, transfer=False))
+    sts = {s for t in TEST_TASKS for ps in [load_task(root, t)] for s in (*ps.sent1, *ps.sent2)}
+    assert sts <= sts_only
+    capped = set(evaluation_sentences(root, max_train_sentences=300))
+    assert set(task_sentences(prepared_tasks(root, None, 300, 1111))) <= capped
+    assert sts_only < capped
+
+
+def _cli(*argv, cwd=None):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run([sys.executable, "-m", "csebench.cli", *map(str, argv)], capture_output=True, text=True, env=env, cwd=cwd)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+@pytest.mark.slow
+def test_evaluators_from_the_table_match_direct_encoding(tiny_encoder, tmp_path, shared_dir):
+    """eval-sts / eval-transfer / align-uniform with --embeddings give the numbers of encoding directly,
+    and the table is written atomically with its provenance."""
+    enc = tiny_encoder("avg")
+    enc.save(tmp_path / "model")
+    se = shared_dir / "senteval"
+    cap = ["--max-train-sentences", "200"]
+    _cli("embed", "--model", tmp_path / "model", "--senteval", se, *cap, "--out", tmp_path / "emb.npz", "--no-progress")
+    meta = EmbeddingTable(tmp_path / "emb.npz").meta
+    assert meta["precision"] == "fp32" and meta["model_fingerprint"] == model_fingerprint(tmp_path / "model")
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary left behind
+    for name, extra in (("eval-sts", []), ("eval-transfer", cap)):
+        for tag, emb in (("direct", []), ("table", ["--embeddings", tmp_path / "emb.npz"])):
+            _cli(name, "--model", tmp_path / "model", "--senteval", se, *extra, *emb, "--no-progress",
+                 "--out", tmp_path / f"{name}-{tag}.json")
+        direct, table = (json.loads((tmp_path / f"{name}-{t}.json").read_text()) for t in ("direct", "table"))
+        assert table["encoding"]["embeddings"] and not direct["encoding"]["embeddings"]
+        for task, value in direct["tasks"].items():
+            tol = 1e-3 if name == "eval-sts" else 0.5  # fp32 batch neighbours; a classifier may flip a test item
+            assert abs(table["tasks"][task] - value) <= tol, (name, task, value, table["tasks"][task])
+    _cli("analyze", "align-uniform", "--model", tmp_path / "model", "--senteval", se, "--embeddings", tmp_path / "emb.npz",
+         "--out", tmp_path / "au.json")
+    _cli("analyze", "align-uniform", "--model", tmp_path / "model", "--senteval", se, "--out", tmp_path / "au-direct.json")
+    au, au_direct = (json.loads((tmp_path / f).read_text()) for f in ("au.json", "au-direct.json"))
+    assert au["alignment"] == pytest.approx(au_direct["alignment"], rel=1e-4)
+    assert au["uniformity"] == pytest.approx(au_direct["uniformity"], rel=1e-4)
+
+
+def test_bf16_evaluation_is_close_to_fp32(tiny_encoder):
+    from csebench.encoder import eval_autocast_dtype
+    from csebench.errors import ConfigError
+
+    enc = tiny_encoder("avg")
+    sents = ["a b c d e f", "x", "hello there world", "the cat sat on the mat"]
+    fp32, bf16 = enc.encode(sents, precision="fp32"), enc.encode(sents, precision="bf16")
+    assert not torch.equal(fp32, bf16)  # bf16 really ran
+    cos = torch.nn.functional.cosine_similarity(fp32, bf16)
+    assert cos.min() > 0.99
+    assert eval_autocast_dtype("auto", torch.device("cpu")) is None  # CPU default stays fp32
+    with pytest.raises(ConfigError, match="precision"):
+        eval_autocast_dtype("fp8", torch.device("cpu"))
