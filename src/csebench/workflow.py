@@ -4,6 +4,7 @@ Path scheme (outputs only, under paths.data / paths.results):
   data/{data}/corpus.txt                              prepared training corpus
   data/{data}/senteval/ROOT                           pointer to the SentEval downstream/ folder
   results/{suite}/runs/{run}/seed{seed}/train.json    training summary (model/ and curves beside it)
+  results/{suite}/runs/{run}/seed{seed}/embeddings.npz  every evaluation sentence encoded once
   results/{suite}/runs/{run}/seed{seed}/sts.json      STS evaluation
   results/{suite}/teachers/{run}/seed{seed}/embeddings.npy  frozen-teacher corpus embeddings
   results/{suite}/tables/sts.md                       report
@@ -24,6 +25,25 @@ def suite_data(params: dict, suite: str) -> str:
 def jobs(params: dict, suite: str) -> list[tuple[str, int]]:
     """Every (run name, seed) of a suite."""
     return [(r["name"], s) for r in suite_runs(params, suite) for s in suite_seeds(params, suite, r["name"])]
+
+
+EVALUATION_KEYS = {"precision": ("fp32", "bf16", "auto", "fast")}
+
+
+def suite_evaluation(params: dict, suite: str) -> dict:
+    """A suite's `evaluation:` settings: precision (fp32 default: SentEval's numbers; "fast" = bf16
+    where the hardware has it, see encoder.eval_autocast_dtype) and the transfer training-set cap."""
+    from .errors import ConfigError
+
+    spec = params["suites"][suite]
+    ev = dict(spec.get("evaluation") or {})
+    for key, value in ev.items():
+        if key not in EVALUATION_KEYS:
+            raise ConfigError(f"suites.{suite}.evaluation: unknown key '{key}' (valid: {', '.join(EVALUATION_KEYS)})")
+        if value not in EVALUATION_KEYS[key]:
+            raise ConfigError(f"suites.{suite}.evaluation.{key}: '{value}' is not one of {', '.join(EVALUATION_KEYS[key])}")
+    cap = (spec.get("transfer") or {}).get("max_train_sentences")
+    return {"precision": ev.get("precision", "fp32"), "max_train_sentences": int(cap) if cap else None}
 
 
 def run_dir(params: dict, suite: str, run: str, seed: int) -> str:

@@ -85,10 +85,14 @@ def _per_model(name, ext="json"):
     return lambda w: [f"{RESULTS}/{w.suite}/analysis/{run}/seed{seed}/{name}.{ext}" for run, seed in _runs(w.suite)]
 
 
+TABLE_ANALYSES = ("align_uniform", "cosine_dist", "embed_dim")  # served by the run's embeddings table
+
+
 rule analysis_model:
     input:
         summary=f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/train.json",
         senteval=senteval_of,
+        embeddings=lambda w: embeddings_of(w) if w.analysis in TABLE_ANALYSES else [],
     output:
         f"{RESULTS}/{{suite}}/analysis/{{run}}/seed{{seed}}/{{analysis}}.json",
     wildcard_constraints:
@@ -96,12 +100,14 @@ rule analysis_model:
     params:
         name=lambda w: w.analysis.replace("_", "-"),
         extra=lambda w: {"embed_dim": "--dims {} --methods {}".format(" ".join(map(str, ASET["embed_dims"])), " ".join(ASET["embed_methods"]))}.get(w.analysis, f"--split {ASET['split']}"),
-    threads: workflow.cores
+        embeddings=lambda w, input: f"--embeddings {input.embeddings}" if input.embeddings else "",
+    threads: lambda w: 1 if w.analysis in TABLE_ANALYSES else workflow.cores
     log:
         f"{RESULTS}/{{suite}}/logs/analysis.{{analysis}}.{{run}}.seed{{seed}}.log",
     shell:
         "csebench --threads {threads} analyze {params.name} --model $(dirname {input.summary})/model"
-        " --senteval $(dirname {input.senteval}) --label '{wildcards.run} s{wildcards.seed}' {params.extra} --out {output} 2> {log}"
+        " --senteval $(dirname {input.senteval}) --label '{wildcards.run} s{wildcards.seed}' {params.extra} {params.embeddings}"
+        " --out {output} 2> {log}"
 
 
 rule analysis_neighbours:

@@ -1,0 +1,34 @@
+# Every evaluation sentence of a trained model encoded once (STS tasks, STS-B dev/test, the transfer
+# tasks after the suite's cap): eval_sts, eval_transfer and the STS-based analyses look sentences up
+# in this table instead of running the model again. `evaluation: {precision: ...}` in a suite sets
+# the precision (fp32 by default).
+
+
+def eval_settings(w):
+    return wf.suite_evaluation(PARAMS, w.suite)
+
+
+def transfer_cap(w):
+    cap = eval_settings(w)["max_train_sentences"]
+    return f"--max-train-sentences {cap}" if cap else ""
+
+
+def embeddings_of(w):
+    return f"{wf.run_dir(PARAMS, w.suite, w.run, int(w.seed))}/embeddings.npz"
+
+
+rule embed:
+    input:
+        summary=f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/train.json",
+        senteval=senteval_of,
+    output:
+        f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/embeddings.npz",
+    params:
+        cap=transfer_cap,
+        precision=lambda w: eval_settings(w)["precision"],
+    threads: config.get("threads", 4)
+    log:
+        f"{RESULTS}/{{suite}}/logs/embed.{{run}}.seed{{seed}}.log",
+    shell:
+        "csebench --threads {threads} embed --model $(dirname {input.summary})/model --senteval $(dirname {input.senteval})"
+        " {params.cap} --precision {params.precision} --out {output} {PROGRESS} 2> {log}"
