@@ -45,6 +45,18 @@ def test_table_serves_rows_in_request_order_and_encodes_only_misses(tmp_path):
     assert calls == [["new one", "another"]] and built == [1]
 
 
+def test_digests_ending_in_nul_bytes_are_found(tmp_path):
+    # 1 in 256 sentences has a sha1 ending in 0x00; byte-string arrays would strip it and lose them
+    from csebench.embeddings import sentence_key
+
+    sents = [f"sentence {i}" for i in range(3000)]
+    nul = [s for s in sents if sentence_key(s).endswith(b"\0")]
+    assert nul
+    write_embeddings(tmp_path / "e.npz", sents, _vectors(sents), {})
+    idx, missing = EmbeddingTable(tmp_path / "e.npz").lookup(nul + sents[:5])
+    assert missing == [] and idx.tolist() == [sents.index(s) for s in nul + sents[:5]]
+
+
 def test_table_from_other_weights_or_settings_is_refused(tmp_path):
     model = _model(tmp_path)
     write_embeddings(tmp_path / "e.npz", ["x"], _vectors(["x"]),
@@ -104,6 +116,7 @@ def test_evaluators_from_the_table_match_direct_encoding(tiny_encoder, tmp_path,
                  "--out", tmp_path / f"{name}-{tag}.json")
         direct, table = (json.loads((tmp_path / f"{name}-{t}.json").read_text()) for t in ("direct", "table"))
         assert table["encoding"]["embeddings"] and not direct["encoding"]["embeddings"]
+        assert table["encoding"]["missing_from_table"] == 0
         for task, value in direct["tasks"].items():
             tol = 1e-3 if name == "eval-sts" else 0.5  # fp32 batch neighbours; a classifier may flip a test item
             assert abs(table["tasks"][task] - value) <= tol, (name, task, value, table["tasks"][task])

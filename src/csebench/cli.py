@@ -158,7 +158,7 @@ def _encoding_info(args, encode) -> dict:
     if table is None:
         return {"embeddings": None, "precision": args.precision or "auto"}
     return {"embeddings": args.embeddings, "precision": table.meta.get("precision"), "autocast": table.meta.get("autocast"),
-            "sentences_in_table": len(table.row)}
+            "sentences_in_table": len(table.row), "missing_from_table": encode.missing}
 
 
 def _run_info(args) -> dict:

@@ -3,7 +3,7 @@
 `csebench embed` encodes every distinct sentence that STS (7 test tasks), the transfer tasks (after
 the suite's training-set cap) and the STS-based analyses need, once, length-sorted, and writes
 
-    RUN_DIR/embeddings.npz   keys  (n,) S20  sha1 of each UTF-8 sentence
+    RUN_DIR/embeddings.npz   keys  (n, 20) uint8  sha1 of each UTF-8 sentence
                              emb   (n, d) float32
                              meta  JSON: model fingerprint, pooler, precision, counts
 
@@ -82,7 +82,8 @@ def write_embeddings(path: str | os.PathLike, sentences: list[str], emb: torch.T
     emb = emb.detach().float().cpu().numpy() if isinstance(emb, torch.Tensor) else np.asarray(emb, np.float32)
     if emb.shape[0] != len(sentences):
         raise ValueError(f"{emb.shape[0]} embeddings for {len(sentences)} sentences")
-    keys = np.array([sentence_key(s) for s in sentences], dtype="S20")
+    # raw digests as a (n, 20) uint8 matrix: numpy "S20" strings would drop trailing NUL bytes
+    keys = np.frombuffer(b"".join(sentence_key(s) for s in sentences), dtype=np.uint8).reshape(len(sentences), 20)
     meta = {**meta, "n_sentences": len(sentences), "dim": int(emb.shape[1]) if emb.ndim == 2 else 0}
     with atomic_path(path) as tmp, open(tmp, "wb") as fh:
         np.savez(fh, keys=keys, emb=np.ascontiguousarray(emb, dtype=np.float32), meta=np.array(json.dumps(meta)))
@@ -100,7 +101,9 @@ class EmbeddingTable:
                 keys, self.emb, self.meta = z["keys"], z["emb"], json.loads(str(z["meta"]))
         except (OSError, ValueError, KeyError) as exc:
             raise DataError(f"unreadable embeddings file {self.path}: {exc}; delete it and rerun `csebench embed`") from exc
-        self.row = {bytes(k): i for i, k in enumerate(keys)}
+        if keys.dtype != np.uint8 or keys.ndim != 2 or keys.shape[1] != 20:
+            raise DataError(f"{self.path}: keys are not (n, 20) sha1 digests; rerun `csebench embed`")
+        self.row = {k.tobytes(): i for i, k in enumerate(keys)}
 
     def lookup(self, sentences: list[str]) -> tuple[np.ndarray, list[int]]:
         """Row index per sentence (-1 where absent) and the positions of the absent ones."""
@@ -127,6 +130,7 @@ def table_encode(path: str | os.PathLike, model_dir: str | os.PathLike | None,
     def encode(sentences: list[str]) -> torch.Tensor:
         idx, missing = table.lookup(sentences)
         out = torch.from_numpy(table.emb[np.maximum(idx, 0)])
+        encode.missing += len(missing)  # type: ignore[attr-defined]
         if missing:
             log.warning("%d of %d sentences are not in %s: encoding them with the model", len(missing), len(sentences), path)
             if not encoder:
@@ -135,6 +139,7 @@ def table_encode(path: str | os.PathLike, model_dir: str | os.PathLike | None,
         return out
 
     encode.table = table  # type: ignore[attr-defined]
+    encode.missing = 0  # type: ignore[attr-defined]
     return encode
 
 
