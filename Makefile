@@ -21,8 +21,11 @@ $(BIN)/.installed: pyproject.toml
 
 setup: $(BIN)/.installed
 
+# CPU demo: no GPU; the gpu resource only caps concurrent model jobs (1 torch thread each, config/demo.yaml)
+DEMO_SLOTS ?= 2
+
 demo: setup  ## the offline CPU demo suite through Snakemake
-	$(BIN)/snakemake --cores $(CORES) --configfile config/demo.yaml --profile workflow/profiles/default
+	$(BIN)/snakemake --cores $(CORES) --configfile config/demo.yaml --profile workflow/profiles/default --resources gpu=$(DEMO_SLOTS)
 
 test: setup  ## the test suite (CI runs exactly this)
 	$(BIN)/python -m pytest -q -ra

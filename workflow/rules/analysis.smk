@@ -101,7 +101,7 @@ rule analysis_model:
         name=lambda w: w.analysis.replace("_", "-"),
         extra=lambda w: {"embed_dim": "--dims {} --methods {}".format(" ".join(map(str, ASET["embed_dims"])), " ".join(ASET["embed_methods"]))}.get(w.analysis, f"--split {ASET['split']}"),
         embeddings=lambda w, input: f"--embeddings {input.embeddings}" if input.embeddings else "",
-    threads: lambda w: 1 if w.analysis in TABLE_ANALYSES else workflow.cores
+    threads: lambda w: 1 if w.analysis in TABLE_ANALYSES else config.get("threads", workflow.cores)
     log:
         f"{RESULTS}/{{suite}}/logs/analysis.{{analysis}}.{{run}}.seed{{seed}}.log",
     shell:
@@ -119,7 +119,7 @@ rule analysis_neighbours:
         md=f"{RESULTS}/{{suite}}/analysis/{{run}}/seed{{seed}}/neighbours.md",
     params:
         extra=f"--buffer-size {ASET['buffer_size']} --k {ASET['neighbours_k']} --n-queries {ASET['neighbour_queries']}",
-    threads: workflow.cores
+    threads: config.get("threads", workflow.cores)
     log:
         f"{RESULTS}/{{suite}}/logs/analysis.neighbours.{{run}}.seed{{seed}}.log",
     shell:
@@ -178,7 +178,7 @@ rule analysis_topk_negatives:
         model=lambda w: _topk_model(w.suite)[0],
         label=lambda w: _topk_model(w.suite)[2],
         extra="--batch-sizes {} --repeats {} --pool-size {}".format(" ".join(map(str, ASET["topk_batch_sizes"])), ASET["topk_repeats"], ASET["topk_pool_size"]),
-    threads: workflow.cores
+    threads: config.get("threads", workflow.cores)
     log:
         f"{RESULTS}/{{suite}}/logs/analysis.topk_negatives.log",
     shell:
@@ -197,7 +197,7 @@ rule analysis_teacher_logits:
     params:
         teachers=lambda w, input: " ".join(f"--teacher {os.path.dirname(t)}/model" for t in input.teachers),
         extra=f"--logit-batch-size {ASET['logit_batch_size']} --n-batches {ASET['logit_batches']}",
-    threads: workflow.cores
+    threads: config.get("threads", workflow.cores)
     log:
         f"{RESULTS}/{{suite}}/logs/analysis.teacher_logits.log",
     shell:

@@ -27,6 +27,8 @@ rule embed:
         cap=transfer_cap,
         precision=lambda w: eval_settings(w)["precision"],
     threads: config.get("threads", 4)
+    resources:
+        gpu=1,  # a forward pass over ~30k (capped) to ~140k (full transfer) sentences: GPU work at paper scale
     log:
         f"{RESULTS}/{{suite}}/logs/embed.{{run}}.seed{{seed}}.log",
     shell:
