@@ -248,3 +248,16 @@ def test_teacher_logit_stats_identical_teachers_have_zero_variance():
     assert res["across_teachers"]["top12_spearman"] == pytest.approx(1.0)
     single = teacher_logit_stats([encode], corpus, dev, batch_size=8, n_batches=2)
     assert "across_teachers" not in single
+
+
+def test_scatter_labels_of_coinciding_points_do_not_overlap():
+    from csebench.analysis.plots import label_slots
+
+    xs = np.array([0.130, 0.1301, 0.131, 0.09])
+    ys = np.array([-2.30, -2.301, -2.36, -1.70])
+    slots = label_slots(xs, ys, (0.08, 0.14), (-2.45, -1.6))
+    frac = {i: (y + 2.45) / 0.85 for i, y in slots.items()}
+    near = [0, 1, 2]  # three runs at almost the same place
+    gaps = [abs(frac[a] - frac[b]) for a in near for b in near if a < b]
+    assert min(gaps) >= 0.055 - 1e-9
+    assert slots[3] == pytest.approx(-1.70)  # an isolated point keeps its label beside it

@@ -42,9 +42,6 @@ def plot_align_uniform(points: Sequence[dict], out: str | os.PathLike, title: st
     if (~has).any():
         ax.scatter(xs[~has], ys[~has], c="lightgray", s=70, edgecolors="k", zorder=3, label="no STS result")
         ax.legend(loc="best", fontsize=8)
-    for p, x, y, s in zip(points, xs, ys, sts):
-        ax.annotate(f"{p['label']}" + ("" if np.isnan(s) else f" ({s:.2f})"), (x, y), textcoords="offset points",
-                    xytext=(5, 5), fontsize=8)
     ax.set_xlabel(r"$\ell_{align}$ (mean squared distance of positive pairs; lower is better)")
     ax.set_ylabel(r"$\ell_{uniform}$ (log mean Gaussian potential, t=2; lower is better)")
     ax.set_title(title or "Alignment vs uniformity on STS-B (Wang & Isola)")
@@ -53,7 +50,30 @@ def plot_align_uniform(points: Sequence[dict], out: str | os.PathLike, title: st
     pad_y = max(1e-3, 0.15 * (ys.max() - ys.min()))
     ax.set_xlim(xs.min() - pad_x, xs.max() + 2 * pad_x)
     ax.set_ylim(ys.min() - pad_y, ys.max() + pad_y)
+    labels = [f"{p['label']}" + ("" if np.isnan(s) else f" ({s:.2f})") for p, s in zip(points, sts)]
+    x0, x1 = ax.get_xlim()
+    for i, y_text in label_slots(xs, ys, (x0, x1), ax.get_ylim()).items():
+        right_half = (xs[i] - x0) / (x1 - x0) > 0.55  # label on the side with room
+        ax.annotate(labels[i], (xs[i], ys[i]), xytext=(xs[i] + (-0.03 if right_half else 0.03) * (x1 - x0), y_text),
+                    fontsize=8, va="center", ha="right" if right_half else "left",
+                    arrowprops={"arrowstyle": "-", "color": "gray", "lw": 0.6})
     _save(fig, out)
+
+
+def label_slots(xs: np.ndarray, ys: np.ndarray, xlim, ylim, min_gap: float = 0.055, x_near: float = 0.35) -> dict[int, float]:
+    """y position (data units) of each point's label: at the point, pushed down while it would sit within
+    ``min_gap`` (axes fraction) of a label already placed near the same x (near-identical runs overlap)."""
+    nx = (np.asarray(xs) - xlim[0]) / (xlim[1] - xlim[0])
+    ny = (np.asarray(ys) - ylim[0]) / (ylim[1] - ylim[0])
+    placed: list[tuple[float, float]] = []
+    out = {}
+    for i in np.argsort(-ny, kind="stable"):
+        y = ny[i]
+        while any(abs(y - py) < min_gap and abs(nx[i] - px) < x_near for px, py in placed):
+            y -= min_gap
+        placed.append((nx[i], y))
+        out[int(i)] = ylim[0] + y * (ylim[1] - ylim[0])
+    return out
 
 
 def plot_cosine_dist(models: dict[str, dict], out: str | os.PathLike, title: str = "") -> None:
