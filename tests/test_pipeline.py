@@ -80,3 +80,9 @@ def test_ci_suite_end_to_end_through_snakemake(tmp_path, shared_dir):
     again = subprocess.run([str(BIN / "snakemake"), "-n", "--cores", "2", "--configfile", "config/ci.yaml"],
                            cwd=proj, env=_env(shared_dir), capture_output=True, text=True, timeout=300)
     assert "Nothing to be done" in again.stdout + again.stderr
+
+
+def test_dvc_lock_is_not_git_ignored():
+    # DVC refuses to run (`dvc repro`, `dvc status`) when dvc.lock is git-ignored
+    proc = subprocess.run(["git", "check-ignore", "-q", "dvc.lock"], cwd=ROOT)
+    assert proc.returncode == 1, "dvc.lock is git-ignored: DVC would stop with \"'dvc.lock' is git-ignored\""
