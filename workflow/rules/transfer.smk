@@ -12,7 +12,7 @@ rule eval_transfer:
         f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/transfer.json",
     params:
         cap=transfer_cap,
-    threads: 1  # embeddings looked up; the classifiers are small
+    threads: config.get("threads", 4)  # the classifiers (torch, CPU); embeddings are looked up
     log:
         f"{RESULTS}/{{suite}}/logs/eval_transfer.{{run}}.seed{{seed}}.log",
     shell:
