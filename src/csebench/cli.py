@@ -201,6 +201,8 @@ def cmd_dvc_yaml(args) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .config import EVAL_PRECISIONS
+
     p = argparse.ArgumentParser(prog="csebench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-v", "--verbose", action="store_true")
     p.add_argument("--threads", type=int, default=None, help="CPU threads for torch (default: torch's choice)")
@@ -254,7 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--batch-size", type=int, default=128)
         sp.add_argument("--embeddings", default=None,
                         help="embeddings table from `csebench embed` (RUN_DIR/embeddings.npz): look sentences up instead of encoding")
-        sp.add_argument("--precision", default=None, choices=["auto", "fp32", "bf16", "fast"],
+        sp.add_argument("--precision", default=None, choices=EVAL_PRECISIONS,
                         help="encoding precision (default: the table's, else auto = bf16 on bf16 GPUs, fp32 on CPU)")
         return sp
 
@@ -264,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--out", required=True, help="embeddings table (.npz)")
     sp.add_argument("--pooler", default=None, help="override the saved evaluation pooler")
     sp.add_argument("--batch-size", type=int, default=128)
-    sp.add_argument("--precision", default="fp32", choices=["auto", "fp32", "bf16", "fast"],
+    sp.add_argument("--precision", default="fp32", choices=EVAL_PRECISIONS,
                     help="fp32 (default: SentEval's numbers), bf16, auto (bf16 on bf16 GPUs), fast (bf16 where native: bf16 GPUs, AVX512-BF16/AMX CPUs)")
     sp.add_argument("--no-transfer", action="store_true", help="STS sentences only")
     sp.add_argument("--max-train-sentences", type=int, default=None, help="the transfer cap eval-transfer will use")

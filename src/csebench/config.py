@@ -34,6 +34,7 @@ from .errors import ConfigError
 SHARED_ENV = "CSEBENCH_SHARED"
 POOLERS = ("cls", "cls_before_pooler", "avg", "avg_first_last", "avg_top2")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+EVAL_PRECISIONS = ("auto", "fp32", "bf16", "fast")  # encoding for evaluation: encoder.eval_autocast_dtype
 
 
 def _suggest(key: str, valid: list[str]) -> str:
@@ -134,8 +135,8 @@ class TrainingConfig:
             raise ConfigError(f"{where}: weight_decay, warmup_steps and max_grad_norm must be >= 0")
         if self.precision not in PRECISIONS:
             raise ConfigError(f"{where}.precision: unknown '{self.precision}'{_suggest(self.precision, list(PRECISIONS))}")
-        if self.eval_precision not in ("auto", "fp32", "bf16", "fast"):
-            raise ConfigError(f"{where}.eval_precision: unknown '{self.eval_precision}' (valid: auto, fp32, bf16, fast)")
+        if self.eval_precision not in EVAL_PRECISIONS:
+            raise ConfigError(f"{where}.eval_precision: unknown '{self.eval_precision}' (valid: {', '.join(EVAL_PRECISIONS)})")
         if self.dropout is not None and not 0 <= self.dropout < 1:
             raise ConfigError(f"{where}.dropout must be in [0, 1), got {self.dropout}")
         if self.projection_dim is not None and self.projection_dim <= 0:

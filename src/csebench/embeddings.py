@@ -111,12 +111,13 @@ class EmbeddingTable:
         return idx, np.flatnonzero(idx < 0).tolist()
 
 
-def table_encode(path: str | os.PathLike, model_dir: str | os.PathLike | None,
+def table_encode(table: EmbeddingTable | str | os.PathLike, model_dir: str | os.PathLike | None,
                  fallback: Callable[[], EncodeFn], settings: dict | None = None) -> EncodeFn:
-    """An encode function served from the table at ``path``; sentences it lacks go to the encoder
-    ``fallback()`` builds (called at most once). ``model_dir`` (a local folder) and ``settings``
-    (pooler, ...) must match what the table was made from."""
-    table = EmbeddingTable(path)
+    """An encode function served from ``table`` (or the table file at that path); sentences it lacks
+    go to the encoder ``fallback()`` builds (called at most once). ``model_dir`` (a local folder) and
+    ``settings`` (pooler, ...) must match what the table was made from."""
+    table = table if isinstance(table, EmbeddingTable) else EmbeddingTable(table)
+    path = table.path
     if model_dir is not None and Path(model_dir).is_dir():
         want = model_fingerprint(model_dir)
         if table.meta.get("model_fingerprint") not in (None, want):
@@ -143,15 +144,23 @@ def table_encode(path: str | os.PathLike, model_dir: str | os.PathLike | None,
     return encode
 
 
-def model_encoder(model: str, pooler: str | None = None, batch_size: int = 128, precision: str = "auto",
-                  progress: bool = False) -> EncodeFn:
-    """A saved model (evaluation pooler, no training head) on the best device, as an encode function."""
+def load_eval_model(model: str, pooler: str | None = None):
+    """A saved model (evaluation pooler, no training head) on the best device."""
     from .encoder import load_encoder
 
     torch.manual_seed(0)
     enc = load_encoder(model, pooler)
-    enc.to("cuda" if torch.cuda.is_available() else "cpu")
+    return enc.to("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def encode_with(enc, batch_size: int = 128, precision: str = "auto", progress: bool = False) -> EncodeFn:
+    """``enc.encode`` with these settings, as an encode function."""
     return lambda sentences: enc.encode(list(sentences), batch_size=batch_size, show_progress=progress, precision=precision)
+
+
+def model_encoder(model: str, pooler: str | None = None, batch_size: int = 128, precision: str = "auto",
+                  progress: bool = False) -> EncodeFn:
+    return encode_with(load_eval_model(model, pooler), batch_size, precision, progress)
 
 
 def evaluation_encoder(model: str, pooler: str | None = None, batch_size: int = 128, precision: str | None = None,
@@ -160,7 +169,7 @@ def evaluation_encoder(model: str, pooler: str | None = None, batch_size: int = 
     loaded only for sentences it lacks, at the table's precision), else the model itself."""
     if not embeddings:
         return model_encoder(model, pooler, batch_size, precision or "auto", progress)
-    table_precision = EmbeddingTable(embeddings).meta.get("precision")
-    use = precision or table_precision or "auto"
-    return table_encode(embeddings, model, lambda: model_encoder(model, pooler, batch_size, use, progress),
+    table = EmbeddingTable(embeddings)
+    use = precision or table.meta.get("precision") or "auto"
+    return table_encode(table, model, lambda: model_encoder(model, pooler, batch_size, use, progress),
                         settings={"pooler": pooler, "precision": precision})

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .config import POOLERS, BackboneConfig
+from .config import EVAL_PRECISIONS, POOLERS, BackboneConfig
 from .data import TokenizedCorpus
 from .errors import ConfigError
 from .io import atomic_path
@@ -199,9 +199,6 @@ class SentenceEncoder(nn.Module):
             write_sentence_transformers_files(tmp, self.hidden_size, eval_pooler)
 
 
-EVAL_PRECISIONS = ("auto", "fp32", "bf16", "fast")
-
-
 def cpu_has_native_bf16() -> bool:
     """AVX512-BF16 or AMX: bf16 matrix products run in hardware (else autocast emulates them slowly)."""
     try:
@@ -287,14 +284,18 @@ def build_encoder(backbone: BackboneConfig, seed: int = 0, dropout: float | None
                            projection_dim=projection_dim)
 
 
+def read_encoder_meta(model_dir: str | os.PathLike) -> dict:
+    """csebench's metadata of a saved model ({} for other folders and hub ids)."""
+    meta = Path(model_dir) / ENCODER_META
+    return json.loads(meta.read_text()) if meta.is_file() else {}
+
+
 def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None) -> SentenceEncoder:
     """Load a saved csebench model (or any HF encoder folder/id with an explicit pooler) for evaluation."""
     from transformers import AutoModel, AutoTokenizer
 
     path = Path(resolve_model_path(str(model_dir)))
-    meta = {}
-    if (path / ENCODER_META).is_file():
-        meta = json.loads((path / ENCODER_META).read_text())
+    meta = read_encoder_meta(path)
     if not path.exists() and "/" not in str(model_dir):
         raise ConfigError(f"model folder not found: {model_dir}")
     pooler = pooler or meta.get("eval_pooler") or "cls_before_pooler"

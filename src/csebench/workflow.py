@@ -13,7 +13,7 @@ Path scheme (outputs only, under paths.data / paths.results):
 from __future__ import annotations
 
 
-from .config import find_run, load_params, resolve_run, suite_runs, suite_seeds
+from .config import EVAL_PRECISIONS, find_run, load_params, resolve_run, suite_runs, suite_seeds
 
 __all__ = ["load_params", "jobs", "suite_data", "run_dir", "teacher_jobs", "run_fingerprint"]
 
@@ -27,7 +27,7 @@ def jobs(params: dict, suite: str) -> list[tuple[str, int]]:
     return [(r["name"], s) for r in suite_runs(params, suite) for s in suite_seeds(params, suite, r["name"])]
 
 
-EVALUATION_KEYS = {"precision": ("fp32", "bf16", "auto", "fast")}
+EVALUATION_KEYS = {"precision": EVAL_PRECISIONS}
 
 
 def suite_evaluation(params: dict, suite: str) -> dict:

@@ -6,6 +6,8 @@
 
 import os
 
+from csebench.analysis import cli as _analysis_cli
+
 ANALYSIS_DEFAULTS = {
     "topk_model": None,            # "run:NAME" (its first seed in the suite) or a model folder / packaged:minilm; None = first run
     "topk_batch_sizes": [16, 32, 64, 128, 256, 512, 1024],
@@ -85,7 +87,8 @@ def _per_model(name, ext="json"):
     return lambda w: [f"{RESULTS}/{w.suite}/analysis/{run}/seed{seed}/{name}.{ext}" for run, seed in _runs(w.suite)]
 
 
-TABLE_ANALYSES = ("align_uniform", "cosine_dist", "embed_dim")  # served by the run's embeddings table
+# served by the run's embeddings table (the CLI's list, in rule spelling)
+TABLE_ANALYSES = tuple(a.replace("-", "_") for a in _analysis_cli.TABLE_ANALYSES)
 
 
 rule analysis_model:

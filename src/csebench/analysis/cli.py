@@ -20,34 +20,21 @@ import logging
 import os
 import time
 
+from ..config import EVAL_PRECISIONS
+
 log = logging.getLogger("csebench.analysis")
 
 
 def _encoder(path: str, pooler: str | None = None):
-    import torch
+    from ..embeddings import load_eval_model
 
-    from ..encoder import load_encoder
-
-    torch.manual_seed(0)
-    enc = load_encoder(path, pooler)
-    enc.to("cuda" if torch.cuda.is_available() else "cpu")
-    return enc
+    return load_eval_model(path, pooler)
 
 
 def _encode_fn(enc, batch_size: int, precision: str | None = None):
-    return lambda s: enc.encode(list(s), batch_size=batch_size, precision=precision or "auto")
+    from ..embeddings import encode_with
 
-
-def _projection_dim(model: str) -> int | None:
-    from ..encoder import ENCODER_META
-
-    meta = os.path.join(model, ENCODER_META)
-    if not os.path.isfile(meta):
-        return None
-    import json
-
-    with open(meta, encoding="utf-8") as fh:
-        return json.load(fh).get("projection_dim")
+    return encode_with(enc, batch_size, precision or "auto")
 
 
 def _root(senteval: str):
@@ -115,7 +102,9 @@ def cmd_analyze(args) -> None:
             plots.plot_topk_negatives(res, args.figure, model_label=args.label or os.path.basename(os.path.normpath(args.model)))
     elif name == "embed-dim":
         res = core.projected_sts(encode, _root(args.senteval), dims=args.dims, methods=args.methods, seed=args.seed)
-        res["trained_projection"] = _projection_dim(args.model)  # training.projection_dim (SSCL Table 5)
+        from ..encoder import read_encoder_meta
+
+        res["trained_projection"] = read_encoder_meta(args.model).get("projection_dim")  # SSCL Table 5
     elif name == "neighbours":
         res = core.retrieve_neighbours(encode, _corpus(args.corpus), queries=args.query, buffer_size=args.buffer_size,
                                        k=args.k, n_queries=args.n_queries, seed=args.seed)
@@ -171,7 +160,7 @@ def cmd_analyze_figure(args) -> None:
         plots.embed_dim_table(items, args.out, args.csv)
 
 
-TABLE_ANALYSES = ("align-uniform", "cosine-dist", "embed-dim")
+TABLE_ANALYSES = ("align-uniform", "cosine-dist", "embed-dim")  # sentence embeddings only (analysis.smk reads this)
 ANALYSES = ["align-uniform", "cosine-dist", "layers", "topk-negatives", "teacher-logits", "embed-dim", "neighbours"]
 
 
@@ -190,7 +179,7 @@ def add_parsers(sub, common) -> None:
     sp.add_argument("--batch-size", type=int, default=128, help="encoding batch size")
     sp.add_argument("--embeddings", default=None,
                     help="align-uniform, cosine-dist, embed-dim: the model's embeddings table (`csebench embed`)")
-    sp.add_argument("--precision", default=None, choices=["auto", "fp32", "bf16", "fast"],
+    sp.add_argument("--precision", default=None, choices=EVAL_PRECISIONS,
                     help="encoding precision (default: the table's, else auto = bf16 on bf16 GPUs, fp32 on CPU)")
     sp.add_argument("--split", default="test", choices=["dev", "test"], help="STS-B split (default test)")
     sp.add_argument("--seed", type=int, default=0, help="sampling seed")
