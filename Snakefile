@@ -1,18 +1,29 @@
 # csebench DAG. Hyperparameters come from params.yaml only; config/*.yaml choose the suites.
-#   snakemake --cores all --resources gpu=1                       # paper suites (GPU + hub)
+#   snakemake --cores all --resources gpu=1                       # every table and figure of the papers (GPU + hub)
 #   snakemake --cores all --configfile config/demo.yaml           # offline CPU demo
 #   snakemake -n --config 'suites=[ablation-iscse-k]'             # any suite
-# Rules only call the csebench CLI; the logic lives in the package (csebench.workflow).
+# Rules only call the csebench CLI; the logic lives in the package (csebench.workflow, csebench.reproduce).
+# `suites: all` (config/paper.yaml) = SimCSE's main suite and every suite the reproduction registry reads.
+
+import sys
 
 from csebench import workflow as wf
+from csebench.reproduce.cli import suites_of_default
 
 configfile: "config/paper.yaml"
 
 PARAMS = wf.load_params(config.get("params", "params.yaml"), config.get("params_overrides", []))
 SUITES = config["suites"] if isinstance(config["suites"], list) else [config["suites"]]
+if SUITES == ["all"]:
+    SUITES = suites_of_default(PARAMS)
 RESULTS = PARAMS.get("paths", {}).get("results", "results")
 DATA = PARAMS.get("paths", {}).get("data", "data")
 PROGRESS = "" if config.get("progress", True) else "--no-progress"
+
+if workflow.is_main_process and config.get("plan", True):  # what this will cost, before anything runs
+    from csebench.plan import plan as _plan, render_plan as _render_plan
+
+    print("csebench plan (csebench plan --suites ...):\n" + _render_plan(_plan(PARAMS, SUITES)) + "\n", file=sys.stderr)
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
@@ -23,9 +34,12 @@ include: "workflow/rules/sts.smk"
 include: "workflow/rules/transfer.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/analysis.smk"
+include: "workflow/rules/reproduce.smk"
 
 
 rule all:
     input:
         [f"{RESULTS}/{suite}/tables/sts.md" for suite in SUITES],
         [t for suite in SUITES for t in analysis_targets(suite)],  # config `analyses:` (workflow/rules/analysis.smk)
+        reproduce_targets(),  # config `reproduce:` (workflow/rules/reproduce.smk)
+        f"{RESULTS}/README.md",

@@ -323,6 +323,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .analysis.cli import add_parsers as add_analysis_parsers
 
     add_analysis_parsers(sub, common)
+    from .reproduce.cli import add_parsers as add_reproduce_parsers
+
+    add_reproduce_parsers(sub, common)
     return p
 
 

@@ -1,0 +1,119 @@
+"""What a set of suites will cost before anything runs: jobs, training runs and GPU-hours.
+
+GPU time comes from a FLOP model (6 x non-embedding parameters x tokens for training, 2 x for a
+forward pass) at an assumed model-FLOP utilisation of a bf16 GPU, until a measured throughput for
+that GPU exists (issue 11: benchmarks/gpu.py writes one into benchmarks/gpu_throughput.json).
+Suites on CPU data sources (demo, ci) cost no GPU time.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+# parameter counts (total, of which token/position embeddings) of the paper backbones, from their configs
+BACKBONE_PARAMS = {"bert-base-uncased": (109.5e6, 23.8e6), "bert-large-uncased": (335.1e6, 31.8e6),
+                   "roberta-base": (124.6e6, 39.0e6), "roberta-large": (355.4e6, 52.5e6)}
+GPU_PEAKS = {"H100": 989e12, "A100": 312e12}  # bf16 dense peak FLOP/s
+ASSUMED_MFU = 0.40
+AVG_TOKENS = 12.95      # mean tokens per wiki-like sentence at max length 32 (benchmarks/results.json, MiniLM vocab)
+CORPUS_SENTENCES = {"wiki1m": 1_000_000}
+EVAL_SENTENCES = 150_000  # embed: 7 STS tasks + STS-B dev + the 7 transfer tasks, distinct sentences
+DEV_SENTENCES = 3_000     # STS-B dev, each evaluation during training
+PROBING_SENTENCES = 360_000  # SentLen, TreeDepth, CoordInv (120k each)
+EVAL_TOKENS = 20.0        # evaluation sentences are longer than the training ones (no 32-token cap for STS)
+
+
+@dataclass
+class SuitePlan:
+    suite: str
+    data: str
+    training_runs: int
+    teacher_caches: int
+    jobs: int
+    flops: float
+    unknown_models: list[str]
+
+    def gpu_hours(self, peak: float, mfu: float = ASSUMED_MFU) -> float:
+        return self.flops / (peak * mfu) / 3600.0
+
+
+def _nonemb(model: str) -> float | None:
+    p = BACKBONE_PARAMS.get(model)
+    return None if p is None else p[0] - p[1]
+
+
+def measured_throughput(root: str | Path = ".") -> dict | None:
+    path = Path(root) / "benchmarks" / "gpu_throughput.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def suite_plan(params: dict, suite: str, n_items: int = 0, probing: bool = False) -> SuitePlan:
+    from . import workflow as wf
+    from .config import resolve_run
+
+    data = wf.suite_data(params, suite)
+    corpus = CORPUS_SENTENCES.get(data, 0)  # CPU suites: no GPU cost
+    runs = wf.all_runs_with_teachers(params, suite)
+    teachers = {t for r, s in runs for t in wf.teacher_jobs(params, suite, r, s)}
+    flops, unknown = 0.0, []
+    for run, seed in runs:
+        cfg = resolve_run(params, suite, run, seed)
+        n = _nonemb(cfg.backbone.model)
+        if n is None:
+            if corpus:
+                unknown.append(cfg.backbone.model)
+            continue
+        if not corpus:
+            continue
+        steps = corpus * cfg.training.epochs // cfg.training.batch_size if not cfg.training.max_steps else cfg.training.max_steps
+        sentences = steps * cfg.training.batch_size
+        flops += 6 * n * 2 * sentences * AVG_TOKENS  # two dropout views
+        flops += (steps // cfg.training.eval_steps) * 2 * n * DEV_SENTENCES * EVAL_TOKENS
+        flops += 2 * n * EVAL_SENTENCES * EVAL_TOKENS  # the embed rule
+        if probing:
+            flops += 2 * n * PROBING_SENTENCES * EVAL_TOKENS
+        if (run, seed) in teachers:
+            flops += 2 * n * corpus * AVG_TOKENS  # the teacher cache of the corpus
+    # train + embed + eval_sts + eval_transfer per run, a teacher cache per teacher, the suite report, its items
+    jobs = 4 * len(runs) + len(teachers) + 1 + n_items
+    return SuitePlan(suite, data, len(runs), len(teachers), jobs, flops, sorted(set(unknown)))
+
+
+def plan(params: dict, suites: list[str]) -> list[SuitePlan]:
+    from .reproduce.registry import load_registry
+
+    reg = load_registry()
+    out = []
+    for suite in suites:
+        items = [it for it in reg.items if it.rebuilt and suite in it.suites]
+        probing = any(it.renderer == "grid" and "probing:" in json.dumps(it.layout) for it in items)
+        out.append(suite_plan(params, suite, sum(1 for it in items if it.suites[0] == suite), probing))
+    return out
+
+
+def render_plan(plans: list[SuitePlan], root: str | Path = ".") -> str:
+    measured = measured_throughput(root)
+    gpu = "H100"
+    peak = GPU_PEAKS[gpu]
+    mfu = ASSUMED_MFU
+    basis = f"FLOP model at an assumed {mfu:.0%} MFU of an {gpu} (bf16 dense peak {peak / 1e12:.0f} TFLOP/s); no GPU measurement yet"
+    if measured and measured.get("mfu"):
+        mfu = float(measured["mfu"])
+        gpu = measured.get("gpu", gpu)
+        peak = GPU_PEAKS.get(gpu.split()[0], peak)
+        basis = f"FLOP model at the MFU measured on {gpu} ({mfu:.0%}, benchmarks/gpu_throughput.json)"
+    lines = [f"{'suite':<36} {'data':<7} {'runs':>5} {'teachers':>8} {'jobs':>6} {'GPU-hours':>10}"]
+    total_h, total_runs, total_jobs = 0.0, 0, 0
+    for p in plans:
+        h = p.gpu_hours(peak, mfu)
+        total_h += h
+        total_runs += p.training_runs
+        total_jobs += p.jobs
+        flag = f"  (no cost model for {', '.join(p.unknown_models)})" if p.unknown_models else ""
+        lines.append(f"{p.suite:<36} {p.data:<7} {p.training_runs:>5} {p.teacher_caches:>8} {p.jobs:>6} {h:>10.1f}{flag}")
+    lines.append(f"{'total: ' + str(len(plans)) + ' suites':<36} {'':<7} {total_runs:>5} {'':>8} {total_jobs:>6} {total_h:>10.1f}")
+    lines.append(f"GPU-hours: {basis}. Jobs: train, embed, eval_sts, eval_transfer per run, teacher caches, "
+                 "the suite report and the paper tables/figures it feeds (analyses not counted).")
+    return "\n".join(lines)

@@ -1,0 +1,140 @@
+"""The reproduction registry: every table and figure of the four papers (and SimCSE's main table).
+
+Data, not code: ``resources/reproduction/<paper>.yaml`` lists each paper's items. An item names what
+it shows, its metric, its status (``rebuilt`` | ``not-applicable`` | ``not-rebuilt`` with a reason),
+the suites whose runs it reads, the renderer that draws it (``csebench.reproduce.renderers``), the
+layout (rows, columns, which run and metric fills each cell) and the published values, each with its
+row and column named. ``docs/reproduction.md`` is generated from it.
+
+Cells: a cell's run is the row's ``run`` (or ``runs[i]``), else the column's ``run``; its metric is
+the row's ``metrics[i]``, the row's ``metric``, the column's ``metric``, else the block's. Runs are
+``suite/run`` or a bare run name of the item's first suite. Metrics: see ``csebench.reproduce.metrics``.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import yaml
+
+from ..errors import ConfigError
+
+STATUSES = ("rebuilt", "not-applicable", "not-rebuilt")
+KINDS = ("table", "figure")
+PAPER_FILES = ("simcse", "is-cse", "gs-infonce", "sscl", "distillcse")
+ITEM_KEYS = {"id", "paper", "number", "kind", "title", "shows", "metric", "status", "reason", "renderer", "suites",
+             "layout", "published_text", "notes", "demo", "figure"}
+
+
+@dataclass
+class Item:
+    id: str                      # "<paper>/<slug>", e.g. "is-cse/table-4"
+    paper: str
+    number: str                  # as printed: "Table 4", "Figure 3a"
+    kind: str                    # table | figure
+    title: str
+    shows: str
+    metric: str
+    status: str
+    reason: str = ""
+    renderer: str | None = None
+    suites: list[str] = field(default_factory=list)
+    layout: dict = field(default_factory=dict)
+    published_text: list[dict] = field(default_factory=list)  # values quoted from the paper's text
+    notes: list[str] = field(default_factory=list)
+    demo: dict | None = None     # {suites: {paper suite: demo suite}, runs: {"suite/run": "suite/run"}}
+    figure: dict = field(default_factory=dict)
+
+    @property
+    def slug(self) -> str:
+        return self.id.split("/", 1)[1]
+
+    @property
+    def rebuilt(self) -> bool:
+        return self.status == "rebuilt"
+
+    def blocks(self) -> list[dict]:
+        lay = self.layout or {}
+        return lay.get("blocks") or ([lay] if lay.get("rows") or lay.get("columns") else [])
+
+
+@dataclass
+class Registry:
+    papers: dict[str, dict]
+    items: list[Item]
+
+    def item(self, item_id: str) -> Item:
+        for it in self.items:
+            if it.id == item_id:
+                return it
+        close = [i.id for i in self.items if i.id.split("/")[0] == item_id.split("/")[0]]
+        raise ConfigError(f"unknown reproduction item '{item_id}'" + (f" (items of that paper: {', '.join(close)})" if close else ""))
+
+    def by_paper(self) -> dict[str, list[Item]]:
+        out: dict[str, list[Item]] = {p: [] for p in self.papers}
+        for it in self.items:
+            out.setdefault(it.paper, []).append(it)
+        return out
+
+    def suites(self, rebuilt_only: bool = True) -> list[str]:
+        seen: dict[str, None] = {}
+        for it in self.items:
+            if it.rebuilt or not rebuilt_only:
+                for s in it.suites:
+                    seen.setdefault(s, None)
+        return list(seen)
+
+    def coverage(self) -> dict[str, int]:
+        count = {s: 0 for s in STATUSES}
+        for it in self.items:
+            count[it.status] += 1
+        count["total"] = len(self.items)
+        count["applicable"] = count["total"] - count["not-applicable"]
+        return count
+
+
+def _parse_item(raw: dict, paper: str, where: str) -> Item:
+    unknown = set(raw) - ITEM_KEYS
+    if unknown:
+        raise ConfigError(f"{where}: unknown keys {sorted(unknown)} (valid: {', '.join(sorted(ITEM_KEYS))})")
+    for key in ("id", "number", "kind", "title", "shows", "metric", "status"):
+        if key not in raw:
+            raise ConfigError(f"{where}: missing '{key}'")
+    it = Item(paper=raw.get("paper", paper), **{k: v for k, v in raw.items() if k != "paper"})
+    if not it.id.startswith(f"{it.paper}/"):
+        raise ConfigError(f"{where}: id '{it.id}' must start with '{it.paper}/'")
+    if it.status not in STATUSES:
+        raise ConfigError(f"{where}: status '{it.status}' (valid: {', '.join(STATUSES)})")
+    if it.kind not in KINDS:
+        raise ConfigError(f"{where}: kind '{it.kind}' (valid: {', '.join(KINDS)})")
+    if it.status == "rebuilt" and not (it.renderer and it.suites):
+        raise ConfigError(f"{where}: a rebuilt item needs 'renderer' and 'suites'")
+    if it.status != "rebuilt" and not it.reason:
+        raise ConfigError(f"{where}: status '{it.status}' needs a 'reason'")
+    if not it.slug.startswith(("table-", "figure-")) or it.slug.split("-", 1)[0] != it.kind:
+        raise ConfigError(f"{where}: id '{it.id}' must end in '{it.kind}-<number>'")
+    return it
+
+
+def parse_registry(docs: dict[str, dict]) -> Registry:
+    papers, items, ids = {}, [], set()
+    for name, doc in docs.items():
+        papers[name] = doc.get("paper") or {}
+        for i, raw in enumerate(doc.get("items") or []):
+            it = _parse_item(raw, name, f"reproduction/{name}.yaml, item {i + 1}")
+            if it.id in ids:
+                raise ConfigError(f"reproduction/{name}.yaml: item '{it.id}' appears twice")
+            ids.add(it.id)
+            items.append(it)
+    return Registry(papers, items)
+
+
+@lru_cache(maxsize=1)
+def load_registry() -> Registry:
+    root = importlib.resources.files("csebench").joinpath("resources/reproduction")
+    docs = {}
+    for name in PAPER_FILES:
+        docs[name] = yaml.safe_load(root.joinpath(f"{name}.yaml").read_text(encoding="utf-8")) or {}
+    return parse_registry(docs)
