@@ -178,6 +178,22 @@ class SourceConfig:
             raise ConfigError(f"{where}.sample must be > 0, got {self.sample}")
 
 
+SENTEVAL_PROBING_URL = "https://raw.githubusercontent.com/facebookresearch/SentEval/main/data/probing"
+
+
+@dataclass
+class ProbingSourceConfig:
+    """SentEval's probing files: a local folder holding them, or a base URL (``URL/<file>``)."""
+
+    path: str | None = None
+    url: str | None = None
+
+    def validate(self, where: str) -> None:
+        if bool(self.path) == bool(self.url):
+            raise ConfigError(f"{where}: give exactly one of 'path' (a folder with SentEval's probing files) "
+                              f"or 'url' (e.g. {SENTEVAL_PROBING_URL})")
+
+
 @dataclass
 class DataConfig:
     corpus: SourceConfig
@@ -354,12 +370,24 @@ def find_run(params: dict, suite: str, run_name: str) -> dict:
 
 def data_config(params: dict, data_name: str) -> DataConfig:
     spec = _section(params, "data", data_name, "data source")
-    check_keys(f"data.{data_name}", spec, ["corpus", "senteval"])
+    check_keys(f"data.{data_name}", spec, ["corpus", "senteval", "probing"])
     corpus = from_dict(SourceConfig, spec.get("corpus"), f"data.{data_name}.corpus")
     senteval = from_dict(SourceConfig, spec.get("senteval"), f"data.{data_name}.senteval")
     corpus.path = expand_path(corpus.path, params)
     senteval.path = expand_path(senteval.path, params)
     return DataConfig(corpus=corpus, senteval=senteval)
+
+
+def probing_source(params: dict, data_name: str) -> ProbingSourceConfig:
+    """``data.<name>.probing`` (kept out of DataConfig, so run fingerprints do not depend on it)."""
+    spec = _section(params, "data", data_name, "data source")
+    check_keys(f"data.{data_name}", spec, ["corpus", "senteval", "probing"])
+    if not spec.get("probing"):
+        raise ConfigError(f"data.{data_name} has no 'probing' source: add probing: {{url: {SENTEVAL_PROBING_URL}}} "
+                          f"or probing: {{path: FOLDER}} (a folder with SentEval's data/probing files)")
+    src = from_dict(ProbingSourceConfig, spec["probing"], f"data.{data_name}.probing")
+    src.path = expand_path(src.path, params)
+    return src
 
 
 def backbone_config(params: dict, name: str) -> BackboneConfig:
