@@ -21,6 +21,7 @@ include: "workflow/rules/teachers.smk"
 include: "workflow/rules/embed.smk"
 include: "workflow/rules/sts.smk"
 include: "workflow/rules/transfer.smk"
+include: "workflow/rules/probing.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/analysis.smk"
 
