@@ -120,6 +120,7 @@ class TrainingConfig:
     num_workers: int = 0
     dropout: float | None = None  # None: the backbone's own (0.1 for BERT/RoBERTa)
     projection_dim: int | None = None  # SSCL Table 5: trained linear head (+tanh) to this size, kept at evaluation
+    num_layers: int | None = None  # SSCL Table 1 "SimCSE (10)": keep only the first N transformer layers (None: all)
 
     def validate(self, where: str) -> None:
         positive = ["temperature", "learning_rate", "epochs", "eval_steps", "log_steps",
@@ -141,6 +142,8 @@ class TrainingConfig:
             raise ConfigError(f"{where}.dropout must be in [0, 1), got {self.dropout}")
         if self.projection_dim is not None and self.projection_dim <= 0:
             raise ConfigError(f"{where}.projection_dim must be > 0 or null, got {self.projection_dim}")
+        if self.num_layers is not None and self.num_layers < 1:
+            raise ConfigError(f"{where}.num_layers must be >= 1 or null (all layers), got {self.num_layers}")
 
 
 @dataclass
@@ -231,6 +234,8 @@ class RunConfig:
         checkpoint must match."""
         d = self.to_dict()
         d.pop("paths", None)
+        if d["training"].get("num_layers") is None:  # added later: unset, it leaves existing fingerprints as they were
+            d["training"].pop("num_layers", None)
         d.update(extra or {})
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
