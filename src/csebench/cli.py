@@ -6,6 +6,8 @@
     csebench teacher-cache    --model DIR/model --corpus data/demo/corpus.txt --out results/demo/teachers/simcse/seed42/embeddings.npy
     csebench eval-sts         --model DIR/model --senteval ... --out DIR/sts.json
     csebench eval-transfer    --model DIR/model --senteval ... --out DIR/transfer.json
+    csebench prepare-probing  --data wiki1m --out data/wiki1m/probing
+    csebench eval-probing     --model DIR/model --probing data/wiki1m/probing --out DIR/probing.json
     csebench report           --suite demo --sts results/demo/runs/*/seed*/sts.json --out-dir results/demo/tables
     csebench show-config      --suite demo --run minilm-simcse --seed 42
 """
@@ -54,6 +56,13 @@ def cmd_prepare_senteval(args) -> None:
     from .data import prepare_senteval
 
     prepare_senteval(data_config(_params(args), args.data).senteval, args.out)
+
+
+def cmd_prepare_probing(args) -> None:
+    from .config import probing_source
+    from .data import prepare_probing
+
+    prepare_probing(probing_source(_params(args), args.data), args.out, args.tasks)
 
 
 def cmd_show_config(args) -> None:
@@ -153,6 +162,25 @@ def cmd_eval_transfer(args) -> None:
                                        ", ".join(f"{k} {v:.2f}" for k, v in res["tasks"].items()))
 
 
+def cmd_eval_probing(args) -> None:
+    from .data import probing_root
+    from .evaluation.probing import SSCL_TASKS, evaluate_probing, load_probing_task, resolve_tasks
+    from .io import write_json
+
+    root = probing_root(args.probing)
+    data = {t: load_probing_task(root, t) for t in resolve_tasks(args.tasks or SSCL_TASKS)}  # bad data fails first
+    encode = _eval_encode_fn(args)
+    t0 = time.perf_counter()
+    res = evaluate_probing(encode, root, tasks=list(data), seed=args.senteval_seed,
+                           max_train_sentences=args.max_train_sentences, task_data=data)
+    res["eval_seconds"] = round(time.perf_counter() - t0, 2)
+    res["encoding"] = _encoding_info(args, encode)
+    res["run_info"] = _run_info(args)
+    write_json(args.out, res)
+    logging.getLogger("csebench").info("probing (%s): %s", res["protocol"],
+                                       ", ".join(f"{k} {v:.2f}" for k, v in res["tasks"].items()))
+
+
 def _encoding_info(args, encode) -> dict:
     table = getattr(encode, "table", None)
     if table is None:
@@ -229,6 +257,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--out", required=True, help="folder for the pointer file ROOT (and the extracted tarball)")
     sp.set_defaults(func=cmd_prepare_senteval)
 
+    sp = common(sub.add_parser("prepare-probing", help="locate or download SentEval's probing-task files"))
+    sp.add_argument("--data", required=True, help="data source name in params.yaml (its 'probing' entry)")
+    sp.add_argument("--out", required=True, help="folder for the pointer file ROOT")
+    sp.add_argument("--tasks", nargs="+", default=None, help="probing tasks (default: SentLen TreeDepth CoordInv)")
+    sp.set_defaults(func=cmd_prepare_probing)
+
     sp = common(sub.add_parser("show-config", help="print a run's resolved configuration"), run=True)
     sp.set_defaults(func=cmd_show_config)
 
@@ -299,6 +333,22 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--seed", type=int, default=0, help="run seed (names the run; see --senteval-seed)")
     sp.add_argument("--no-progress", action="store_true")
     sp.set_defaults(func=cmd_eval_transfer)
+
+    sp = eval_encoding(common(sub.add_parser("eval-probing", help="SentEval probing tasks, e.g. SentLen TreeDepth CoordInv (accuracy x100)")))
+    sp.add_argument("--model", required=True, help="saved model folder (or HF id / local encoder)")
+    sp.add_argument("--probing", required=True, help="folder of SentEval's probing files, or the prepared pointer folder")
+    sp.add_argument("--out", required=True)
+    sp.add_argument("--tasks", nargs="+", default=None,
+                    help="SentLen WC TreeDepth TopConst BShift Tense SubjNum ObjNum SOMO CoordInv, or SentEval's names "
+                         "(default: SSCL Table 4's SentLen TreeDepth CoordInv)")
+    sp.add_argument("--max-train-sentences", type=int, default=None,
+                    help="CPU demo only: subsample each train split to N sentences (recorded as protocol=capped)")
+    sp.add_argument("--senteval-seed", type=int, default=1111, help="SentEval's classifier seed (default: 1111)")
+    sp.add_argument("--suite")
+    sp.add_argument("--run")
+    sp.add_argument("--seed", type=int, default=0, help="run seed (names the run; see --senteval-seed)")
+    sp.add_argument("--no-progress", action="store_true")
+    sp.set_defaults(func=cmd_eval_probing)
 
     sp = common(sub.add_parser("report", help="aggregate run results into tables, curves and a README index"))
     sp.add_argument("--suite", required=True)

@@ -120,6 +120,7 @@ class TrainingConfig:
     num_workers: int = 0
     dropout: float | None = None  # None: the backbone's own (0.1 for BERT/RoBERTa)
     projection_dim: int | None = None  # SSCL Table 5: trained linear head (+tanh) to this size, kept at evaluation
+    num_layers: int | None = None  # SSCL Table 1 "SimCSE (10)": keep only the first N transformer layers (None: all)
 
     def validate(self, where: str) -> None:
         positive = ["temperature", "learning_rate", "epochs", "eval_steps", "log_steps",
@@ -141,6 +142,8 @@ class TrainingConfig:
             raise ConfigError(f"{where}.dropout must be in [0, 1), got {self.dropout}")
         if self.projection_dim is not None and self.projection_dim <= 0:
             raise ConfigError(f"{where}.projection_dim must be > 0 or null, got {self.projection_dim}")
+        if self.num_layers is not None and self.num_layers < 1:
+            raise ConfigError(f"{where}.num_layers must be >= 1 or null (all layers), got {self.num_layers}")
 
 
 @dataclass
@@ -176,6 +179,22 @@ class SourceConfig:
             raise ConfigError(f"{where}: 'hub_repo' needs 'hub_file'")
         if self.sample is not None and self.sample <= 0:
             raise ConfigError(f"{where}.sample must be > 0, got {self.sample}")
+
+
+SENTEVAL_PROBING_URL = "https://raw.githubusercontent.com/facebookresearch/SentEval/main/data/probing"
+
+
+@dataclass
+class ProbingSourceConfig:
+    """SentEval's probing files: a local folder holding them, or a base URL (``URL/<file>``)."""
+
+    path: str | None = None
+    url: str | None = None
+
+    def validate(self, where: str) -> None:
+        if bool(self.path) == bool(self.url):
+            raise ConfigError(f"{where}: give exactly one of 'path' (a folder with SentEval's probing files) "
+                              f"or 'url' (e.g. {SENTEVAL_PROBING_URL})")
 
 
 @dataclass
@@ -215,6 +234,8 @@ class RunConfig:
         checkpoint must match."""
         d = self.to_dict()
         d.pop("paths", None)
+        if d["training"].get("num_layers") is None:  # added later: unset, it leaves existing fingerprints as they were
+            d["training"].pop("num_layers", None)
         d.update(extra or {})
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
@@ -354,12 +375,24 @@ def find_run(params: dict, suite: str, run_name: str) -> dict:
 
 def data_config(params: dict, data_name: str) -> DataConfig:
     spec = _section(params, "data", data_name, "data source")
-    check_keys(f"data.{data_name}", spec, ["corpus", "senteval"])
+    check_keys(f"data.{data_name}", spec, ["corpus", "senteval", "probing"])
     corpus = from_dict(SourceConfig, spec.get("corpus"), f"data.{data_name}.corpus")
     senteval = from_dict(SourceConfig, spec.get("senteval"), f"data.{data_name}.senteval")
     corpus.path = expand_path(corpus.path, params)
     senteval.path = expand_path(senteval.path, params)
     return DataConfig(corpus=corpus, senteval=senteval)
+
+
+def probing_source(params: dict, data_name: str) -> ProbingSourceConfig:
+    """``data.<name>.probing`` (kept out of DataConfig, so run fingerprints do not depend on it)."""
+    spec = _section(params, "data", data_name, "data source")
+    check_keys(f"data.{data_name}", spec, ["corpus", "senteval", "probing"])
+    if not spec.get("probing"):
+        raise ConfigError(f"data.{data_name} has no 'probing' source: add probing: {{url: {SENTEVAL_PROBING_URL}}} "
+                          f"or probing: {{path: FOLDER}} (a folder with SentEval's data/probing files)")
+    src = from_dict(ProbingSourceConfig, spec["probing"], f"data.{data_name}.probing")
+    src.path = expand_path(src.path, params)
+    return src
 
 
 def backbone_config(params: dict, name: str) -> BackboneConfig:

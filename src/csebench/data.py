@@ -12,12 +12,15 @@ import hashlib
 import logging
 import os
 import random
+import shutil
 import tarfile
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import numpy as np
 
-from .config import SourceConfig
+from .config import ProbingSourceConfig, SourceConfig
 from .errors import DataError
 from .io import atomic_path, write_text
 
@@ -121,6 +124,91 @@ def senteval_root(pointer_or_dir: str | os.PathLike) -> Path:
         return p / "downstream"
     if not p.is_dir():
         raise DataError(f"SentEval data folder not found: {p}")
+    return p
+
+
+# ----------------------------------------------------------------------------- probing tasks
+
+
+def offline() -> bool:
+    """Downloads disabled: CSEBENCH_OFFLINE or HF_HUB_OFFLINE set to a true value."""
+    return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
+               for v in ("CSEBENCH_OFFLINE", "HF_HUB_OFFLINE"))
+
+
+def download_cache_dir() -> Path:
+    """$CSEBENCH_CACHE, else $XDG_CACHE_HOME/csebench (~/.cache/csebench)."""
+    if os.environ.get("CSEBENCH_CACHE"):
+        return Path(os.environ["CSEBENCH_CACHE"]).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "csebench"
+
+
+def url_download(url: str, dest: Path, timeout: float = 120) -> Path:
+    """Fetch ``url`` to ``dest`` once (atomic); a cached file is reused, also offline."""
+    if dest.is_file():
+        return dest
+    if offline():
+        raise DataError(f"{dest.name} is not in the download cache ({dest}) and downloads are disabled "
+                        f"(CSEBENCH_OFFLINE/HF_HUB_OFFLINE): fetch {url} into {dest.parent}, or point "
+                        f"params.yaml data.<source>.probing at a local folder ({{path: ...}})")
+    log.info("downloading %s", url)
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp, atomic_path(dest) as tmp:
+            with open(tmp, "wb") as fh:
+                shutil.copyfileobj(resp, fh, 1 << 20)
+    except (urllib.error.URLError, OSError) as exc:  # HTTPError, timeouts, DNS failures
+        raise DataError(f"could not download {url}: {exc}. Offline? Put the file in {dest.parent} or point "
+                        f"params.yaml data.<source>.probing at a local folder ({{path: ...}})") from None
+    return dest
+
+
+def check_probing_dir(root: str | os.PathLike, tasks) -> Path:
+    from .evaluation.probing import PROBING_FILES, resolve_tasks
+
+    root = Path(root)
+    if not root.is_dir():
+        raise DataError(f"probing data folder not found: {root}")
+    if (root / "data" / "probing").is_dir():  # a SentEval checkout
+        root = root / "data" / "probing"
+    missing = [PROBING_FILES[t] for t in resolve_tasks(tasks) if not (root / PROBING_FILES[t]).is_file()]
+    if missing:
+        raise DataError(f"probing data at {root} is missing {', '.join(missing)} (SentEval's data/probing files)")
+    return root
+
+
+def prepare_probing(source: ProbingSourceConfig, out_dir: str | os.PathLike, tasks=None) -> Path:
+    """Resolve SentEval's probing files to a folder; write a pointer file ``out_dir/ROOT``.
+
+    A local folder is used in place; a URL source downloads ``URL/<file>`` into the download cache
+    (:func:`download_cache_dir`, one folder per URL), where later runs and offline runs find it.
+    Every file is parsed once here, so a truncated or wrong download fails now, naming the file.
+    """
+    from .evaluation.probing import PROBING_FILES, SSCL_TASKS, load_probing_task, resolve_tasks
+
+    tasks = resolve_tasks(tasks or SSCL_TASKS)
+    if source.path:
+        root = check_probing_dir(source.path, tasks)
+    else:
+        base = source.url.rstrip("/")
+        root = download_cache_dir() / "probing" / hashlib.sha256(base.encode()).hexdigest()[:12]
+        for t in tasks:
+            url_download(f"{base}/{PROBING_FILES[t]}", root / PROBING_FILES[t])
+    for t in tasks:
+        load_probing_task(root, t)
+    write_text(Path(out_dir) / "ROOT", str(root.resolve()) + "\n")
+    log.info("probing data for %s: %s", ", ".join(tasks), root)
+    return root
+
+
+def probing_root(pointer_or_dir: str | os.PathLike) -> Path:
+    """Accept a prepared pointer folder (with ROOT), a folder of probing files or a SentEval checkout."""
+    p = Path(pointer_or_dir)
+    if (p / "ROOT").is_file():
+        return Path((p / "ROOT").read_text(encoding="utf-8").strip())
+    if (p / "data" / "probing").is_dir():
+        return p / "data" / "probing"
+    if not p.is_dir():
+        raise DataError(f"probing data folder not found: {p}")
     return p
 
 

@@ -277,11 +277,30 @@ def build_backbone(backbone: BackboneConfig, tokenizer, seed: int = 0, dropout: 
         raise ConfigError(f"cannot load backbone '{backbone.model}': {exc}") from None
 
 
+def truncate_layers(backbone: nn.Module, num_layers: int) -> nn.Module:
+    """Keep the first ``num_layers`` transformer layers (SSCL Table 1 "SimCSE (10)"). The config says
+    so too, so the saved model reloads with that many layers."""
+    layers = getattr(getattr(backbone, "encoder", None), "layer", None)
+    if not isinstance(layers, nn.ModuleList):
+        raise ConfigError(f"training.num_layers: cannot truncate a {backbone.__class__.__name__} "
+                          "(supported: BERT-style encoders with encoder.layer, e.g. BERT, RoBERTa)")
+    total = len(layers)
+    if not 1 <= num_layers <= total:
+        raise ConfigError(f"training.num_layers must be between 1 and the backbone's {total} layers, got {num_layers}")
+    if num_layers < total:
+        backbone.encoder.layer = layers[:num_layers]
+        backbone.config.num_hidden_layers = num_layers
+        log.info("backbone truncated to its first %d of %d layers", num_layers, total)
+    return backbone
+
+
 def build_encoder(backbone: BackboneConfig, seed: int = 0, dropout: float | None = None,
-                  projection_dim: int | None = None) -> SentenceEncoder:
+                  projection_dim: int | None = None, num_layers: int | None = None) -> SentenceEncoder:
     tokenizer = load_tokenizer(backbone)
-    return SentenceEncoder(build_backbone(backbone, tokenizer, seed, dropout), tokenizer, backbone.pooler,
-                           projection_dim=projection_dim)
+    model = build_backbone(backbone, tokenizer, seed, dropout)
+    if num_layers is not None:
+        truncate_layers(model, num_layers)
+    return SentenceEncoder(model, tokenizer, backbone.pooler, projection_dim=projection_dim)
 
 
 def read_encoder_meta(model_dir: str | os.PathLike) -> dict:

@@ -591,6 +591,23 @@ def evaluate_transfer(encode: EncodeFn, root: str | os.PathLike, tasks: list[str
     ``"protocol": "capped"`` and gives the sizes used, so it cannot be mistaken for the protocol.
     """
     data = prepared_tasks(root, tasks, max_train_sentences, seed, task_data)
+    out = evaluate_tasks(encode, data, cfg, seed, max_train_sentences)
+    if all(t in out["tasks"] for t in TASKS):
+        out["avg"] = float(np.mean([out["tasks"][t] for t in TASKS]))
+    if out["protocol"] == "capped":
+        out["warning"] = capped_warning(max_train_sentences)
+    return out
+
+
+def capped_warning(max_train_sentences: int | None) -> str:
+    return (f"training sets were subsampled (max_train_sentences={max_train_sentences}); "
+            "these are NOT SentEval-protocol numbers")
+
+
+def evaluate_tasks(encode: EncodeFn, data: dict[str, TaskData], cfg: ClassifierConfig, seed: int,
+                   max_train_sentences: int | None) -> dict:
+    """Encode every distinct sentence of the prepared tasks once, then run each task's classifier
+    (:func:`run_task`). Shared by the transfer and probing evaluators."""
     tasks = list(data)
     everything = task_sentences(data)
     t0 = time.perf_counter()
@@ -617,9 +634,4 @@ def evaluate_transfer(encode: EncodeFn, root: str | os.PathLike, tasks: list[str
         out["details"][t] = res
         log.info("%s: acc %.2f (dev %.2f) in %.1fs%s", t, res["acc"], res["devacc"], out["classifier_seconds"][t],
                  f" [capped: {res['n_train_used']} of {res['n_train_full']}]" if res.get("capped") else "")
-    if all(t in out["tasks"] for t in TASKS):
-        out["avg"] = float(np.mean([out["tasks"][t] for t in TASKS]))
-    if capped:
-        out["warning"] = ("training sets were subsampled (max_train_sentences="
-                          f"{max_train_sentences}); these are NOT SentEval-protocol numbers")
     return out
