@@ -70,7 +70,7 @@ def reproduction_md(reg: Registry | None = None) -> str:
 def front_page(results: str = "results", params: dict | None = None, reg: Registry | None = None,
                out_path: str | Path | None = None) -> str:
     """The front page: built items linked (paper and demo scale), the others with their suites' cost."""
-    from ..plan import ASSUMED_MFU, GPU_PEAKS, suite_plan
+    from ..plan import GPU_PEAKS, suite_plan
 
     reg = reg or load_registry()
     base = Path(out_path).parent if out_path else Path(results)
@@ -80,7 +80,7 @@ def front_page(results: str = "results", params: dict | None = None, reg: Regist
         if params is None or suite not in (params.get("suites") or {}):
             return ""
         if suite not in hours:
-            hours[suite] = suite_plan(params, suite).gpu_hours(GPU_PEAKS["H100"], ASSUMED_MFU)
+            hours[suite] = suite_plan(params, suite).gpu_hours(GPU_PEAKS["H100"])
         return f"{hours[suite]:.1f}"
 
     def link(path: str, text: str) -> str:

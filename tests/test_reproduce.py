@@ -1,0 +1,349 @@
+"""The reproduction registry and its renderers: coverage, published values against the paper texts,
+layouts resolved against params.yaml, each renderer on small synthetic result files, the pages."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+import math
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from csebench.config import load_params
+from csebench.errors import ConfigError
+from csebench.reproduce import item_outputs, output_root, render_item
+from csebench.reproduce.core import Context, input_files
+from csebench.reproduce.registry import Item, load_registry, parse_registry
+from csebench.reproduce.renderers import get
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPERS = Path(os.environ.get("CSEBENCH_SHARED", ROOT.parent / "shared")) / "papers"
+REG = load_registry()
+PARAMS = load_params(ROOT / "params.yaml")
+
+EXPECTED = {  # every table and figure of the four papers (issue 10) and SimCSE's main table
+    "simcse": ["table-main"],
+    "is-cse": [f"table-{i}" for i in range(1, 10)] + [f"figure-{i}" for i in range(1, 6)],
+    "gs-infonce": ["table-1", "table-2", "table-3", "figure-1", "figure-2"],
+    "sscl": [f"table-{i}" for i in range(1, 8)] + ["figure-1", "figure-2", "figure-3a", "figure-3b", "figure-4", "figure-5", "figure-6"],
+    "distillcse": [f"table-{i}" for i in range(1, 10)] + ["figure-1", "figure-2"],
+}
+
+
+def test_registry_lists_every_table_and_figure():
+    got = {p: sorted(it.slug for it in items) for p, items in REG.by_paper().items()}
+    assert got == {p: sorted(v) for p, v in EXPECTED.items()}
+
+
+def test_coverage_reaches_the_issue_target():
+    c = REG.coverage()
+    assert c["rebuilt"] >= 37, c
+    for it in REG.items:
+        if it.status == "not-applicable":
+            assert it.kind == "figure" and it.reason
+
+
+def test_docs_page_is_current():
+    from csebench.reproduce.pages import reproduction_md
+
+    assert (ROOT / "docs" / "reproduction.md").read_text(encoding="utf-8") == reproduction_md(), \
+        "docs/reproduction.md is stale: run `csebench reproduce docs`"
+
+
+# ------------------------------------------------------------------------ published values
+
+def _numbers(text: str) -> list[float]:
+    text = re.sub(r"<[^>]+>", " ", text)
+    return [float(x) for x in re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE]-?\d+)?", text)]
+
+
+def _paper_lines(item: Item) -> list[str] | None:
+    text = (REG.papers.get(item.paper) or {}).get("text")
+    if not text:
+        return None
+    path = PAPERS / text
+    if not path.is_file():
+        pytest.skip(f"paper text not found: {path}")
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+def _table_block(lines: list[str], number: str) -> str:
+    """The text between the caption of ``number`` and the previous caption (where its rows are)."""
+    caps = [i for i, ln in enumerate(lines) if re.match(r"\s*(Table|Figure) \d+[a-z]?:", ln)]
+    mine = [i for i in caps if lines[i].lstrip().startswith(f"{number}:")]
+    assert mine, f"no caption '{number}:' in the paper"
+    end = mine[0]
+    start = max([i for i in caps if i < end], default=-1) + 1
+    return "\n".join(lines[start:end + 1])
+
+
+def _printed_values(item: Item) -> list[float]:
+    vals = []
+    for b in item.blocks():
+        for row in b.get("rows") or []:
+            vals += [v for v in row.get("published") or [] if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    lay = item.layout or {}
+    vals += [p["published"] for s in lay.get("series") or [] for p in s.get("points") or [] if p.get("published") is not None]
+    vals += [v["published"] for v in lay.get("values") or [] if isinstance(v.get("published"), (int, float))]
+    return vals
+
+
+WITH_VALUES = [it for it in REG.items if _printed_values(it)]
+
+
+@pytest.mark.parametrize("item", WITH_VALUES, ids=[it.id for it in WITH_VALUES])
+def test_published_values_are_printed_in_the_paper(item):
+    """Every number carried for a table appears between its caption and the previous one; for a
+    figure, in the paper (figures print numbers in tables or text)."""
+    lines = _paper_lines(item)
+    if lines is None:
+        pytest.skip("no paper text (values come from published.yaml, checked there)")
+    where = _table_block(lines, item.number) if item.kind == "table" else "\n".join(lines)
+    nums = _numbers(where)
+    for v in _printed_values(item):
+        assert any(math.isclose(v, n, rel_tol=1e-9, abs_tol=1e-12) for n in nums), f"{item.id}: {v} not printed there"
+
+
+QUOTED = [it for it in REG.items if it.published_text]
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"\s+", " ", s).strip()
+
+
+@pytest.mark.parametrize("item", QUOTED, ids=[it.id for it in QUOTED])
+def test_quoted_values_are_verbatim(item):
+    text = _norm("\n".join(_paper_lines(item) or []))
+    for p in item.published_text:
+        assert _norm(p["quote"]) in text, f"{item.id}: quote not in the paper: {p['quote']}"
+        assert str(p["value"]).rstrip("%") in p["quote"], f"{item.id}: value {p['value']} not in its quote"
+
+
+def test_published_refs_resolve():
+    from csebench.reproduce.renderers.grid import _pub_lookup
+    from csebench.report import load_published
+
+    pub = load_published()
+    for it in REG.items:
+        for b in it.blocks():
+            for row in b.get("rows") or []:
+                if row.get("published_ref"):
+                    for col in b["columns"]:
+                        assert _pub_lookup(row["published_ref"], col["name"], pub) is not None, (it.id, row["label"], col["name"])
+
+
+# ----------------------------------------------------------------------------- layouts
+
+REBUILT = [it for it in REG.items if it.rebuilt]
+
+
+@pytest.mark.parametrize("item", REBUILT, ids=[it.id for it in REBUILT])
+def test_layout_resolves_against_params(item):
+    """Every suite and run the item reads exists, and its input files are listed (paper scale)."""
+    for s in item.suites:
+        assert s in PARAMS["suites"], f"{item.id}: no suite {s}"
+    files = input_files(item, PARAMS)
+    assert files or item.renderer == "grid" and all("config:" in json.dumps(b) for b in item.blocks()), item.id
+    for f in files:
+        assert f.startswith("results/"), f
+    if item.demo:
+        demo_files = input_files(item, PARAMS, scale="demo")
+        assert demo_files, f"{item.id}: its demo section maps no run"
+
+
+def test_every_registry_suite_builds_its_items():
+    from csebench.reproduce.cli import suites_of_default
+
+    default = suites_of_default(PARAMS)
+    assert default[0] == "paper"
+    assert set(REG.suites()) <= set(default)
+
+
+# ---------------------------------------------------------------- renderers, synthetic results
+
+def _params_with_suite() -> dict:
+    p = copy.deepcopy(PARAMS)
+    p["suites"]["t"] = {"data": "ci", "seeds": [1, 2], "runs": [
+        {"name": "a", "backbone": "tiny", "method": "simcse"},
+        {"name": "b", "backbone": "tiny", "method": "gs_infonce"},
+        {"name": "c", "backbone": "tiny", "method": "simcse", "seeds": [1]}]}
+    return p
+
+
+def _write_run(results: Path, run: str, seed: int, stsb: float, avg: float, extra_curve: float = 0.0) -> None:
+    d = results / "t" / "runs" / run / f"seed{seed}"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "train.json").write_text(json.dumps({"stsb_dev_best": stsb, "method": "simcse"}))
+    tasks = {t: avg + i for i, t in enumerate(["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"])}
+    (d / "sts.json").write_text(json.dumps({"tasks": tasks, "avg": avg}))
+    (d / "train_curve.csv").write_text("step,loss\n1,2.0\n2,1.5\n")
+    (d / "dev_curve.csv").write_text(f"step,stsb_dev\n1,{50 + extra_curve}\n2,{60 + extra_curve}\n")
+
+
+def _item(**kw) -> Item:
+    base = {"id": "is-cse/table-99", "paper": "is-cse", "number": "Table 99", "kind": "table", "title": "t", "shows": "s",
+            "metric": "m", "status": "rebuilt", "renderer": "grid", "suites": ["t"]}
+    base.update(kw)
+    return Item(**base)
+
+
+@pytest.fixture()
+def results(tmp_path):
+    r = tmp_path / "results"
+    _write_run(r, "a", 1, 80.0, 70.0)
+    _write_run(r, "a", 2, 82.0, 72.0, 5)
+    _write_run(r, "b", 1, 84.0, 75.0)  # seed 2 of b: not yet run
+    return r
+
+
+def test_grid_table_layout_published_delta(results, tmp_path):
+    it = _item(layout={"corner": "Setting", "columns": [{"name": "STS-B", "metric": "stsb_dev"}, {"name": "Avg.", "metric": "sts:Avg"}],
+                       "rows": [{"label": "A", "run": "a", "published": [81.5, 70.0]},
+                                {"label": "B", "run": "b", "published": [83.0, None]},
+                                {"label": "C", "run": "c"}]})
+    ctx = Context(it, _params_with_suite(), str(results), "paper", tmp_path / "out")
+    written = get("grid").render(ctx)
+    assert [p.suffix for p in written] == [".md", ".csv", ".tex"]
+    md = (tmp_path / "out" / "table-99.md").read_text()
+    assert "| Setting |  | STS-B | Avg. |" in md
+    assert "| **A** | ours | 81.00 ± 1.41 | 71.00 ± 1.41 |" in md  # mean ± sample std over seeds 1, 2
+    assert "|  | published | 81.50 | 70.00 |" in md
+    assert "|  | Δ ours − published | -0.50 | +1.00 |" in md
+    assert "| **B** | ours | 84.00 | 75.00 |" in md  # one seed present: no ±
+    assert "| **C** | ours | not yet run | not yet run |" in md and "`t/c`" in md
+    rows = list(csv.DictReader(open(tmp_path / "out" / "table-99.csv")))
+    a = next(r for r in rows if r["row"] == "A" and r["column"] == "STS-B")
+    assert float(a["ours_mean"]) == 81.0 and a["seeds"] == "1 2" and float(a["delta"]) == -0.5
+    assert "\\toprule" in (tmp_path / "out" / "table-99.tex").read_text()
+    files = get("grid").inputs(ctx)
+    assert str(results / "t/runs/b/seed2/train.json") in files and str(results / "t/runs/c/seed1/sts.json") in files
+
+
+def test_grid_columns_as_runs_and_config_cells(results, tmp_path):
+    it = _item(layout={"corner": "k", "columns": [{"name": "A", "run": "a"}, {"name": "B", "run": "b"}, {"name": "AB", "missing": "not implemented"}],
+                       "rows": [{"label": "STS-B", "metric": "stsb_dev", "published": [80.0, 85.0, 86.0]},
+                                {"label": "batch", "metric": "config:training.batch_size", "published": [64, 32, None]}]})
+    ctx = Context(it, _params_with_suite(), str(results), "paper", tmp_path)
+    get("grid").render(ctx)
+    md = (tmp_path / "table-99.md").read_text()
+    assert "| **STS-B** | ours | 81.00 ± 1.41 | 84.00 | n/a (not implemented) |" in md
+    assert "|  | Δ ours − published | +1.00 | -1.00 | – |" in md
+    assert "| **batch** | ours | 64 | 64 |" in md and "| = | ≠ |" in md
+
+
+def test_demo_scale_maps_runs_and_drops_unmapped(results, tmp_path):
+    it = _item(layout={"columns": [{"name": "Avg.", "metric": "sts:Avg"}],
+                       "rows": [{"label": "A", "run": "big/a1"}, {"label": "B", "run": "big/b1"}]},
+               suites=["big"], demo={"runs": {"big/a1": "t/a"}})
+    ctx = Context(it, _params_with_suite(), str(results), "demo", tmp_path)
+    assert ctx.ref("big/a1").run == "a" and ctx.ref("big/b1") is None
+    get("grid").render(ctx)
+    md = (tmp_path / "table-99.md").read_text()
+    assert "Demo scale" in md and "| **A** | ours | 71.00 ± 1.41 |" in md and "n/a (no demo-scale run)" in md
+
+
+def test_sweep_curves_seeds_figures(results, tmp_path):
+    p = _params_with_suite()
+    sweep = _item(id="is-cse/figure-99", number="Figure 99", kind="figure", renderer="sweep",
+                  layout={"metric": "sts:Avg", "x_label": "M", "series": [{"label": "S", "points": [
+                      {"x": 0, "run": "a", "published": 70.5}, {"x": 1, "run": "b", "published": 76.0}, {"x": 2, "run": "c"}]}]})
+    get("sweep").render(Context(sweep, p, str(results), "paper", tmp_path))
+    assert (tmp_path / "figure-99.png").stat().st_size > 1000
+    rows = list(csv.DictReader(open(tmp_path / "figure-99.csv")))
+    assert [r["ours_mean"] for r in rows] == ["71.0", "75.0", ""] and rows[0]["delta"] == "0.5"
+    curves = _item(id="is-cse/figure-98", number="Figure 98", kind="figure", renderer="curves",
+                   layout={"series": [{"label": "A", "run": "a"}, {"label": "B", "run": "b"}], "panels": ["loss", "stsb_dev"]})
+    get("curves").render(Context(curves, p, str(results), "paper", tmp_path))
+    best = list(csv.DictReader(open(tmp_path / "figure-98.csv")))
+    assert {(r["series"], r["seed"], r["best_stsb_dev"]) for r in best} == {("A", "1", "60.0"), ("A", "2", "65.0"), ("B", "1", "60.0")}
+    seeds = _item(id="is-cse/figure-97", number="Figure 97", kind="figure", renderer="seeds",
+                  layout={"series": [{"label": "A", "run": "a"}, {"label": "B", "run": "b"}]})
+    get("seeds").render(Context(seeds, p, str(results), "paper", tmp_path))
+    rows = list(csv.DictReader(open(tmp_path / "figure-97.csv")))
+    avg_a = next(r for r in rows if r["method"] == "A" and r["task"] == "Avg")
+    assert avg_a["seeds"] == "2" and float(avg_a["min"]) == 70.0 and float(avg_a["max"]) == 72.0
+
+
+def test_model_analysis_align_uniform(results, tmp_path):
+    for run, (al, un) in {"a": (0.2, -2.0), "b": (0.25, -2.5)}.items():
+        d = results / "t" / "analysis" / run / "seed1"
+        d.mkdir(parents=True)
+        (d / "align_uniform.json").write_text(json.dumps({"alignment": al, "uniformity": un}))
+    it = _item(id="is-cse/figure-96", number="Figure 96", kind="figure", renderer="model_analysis",
+               layout={"analysis": "align_uniform", "series": [{"label": "A", "run": "a"}, {"label": "B", "run": "b"}]})
+    ctx = Context(it, _params_with_suite(), str(results), "paper", tmp_path)
+    assert str(results / "t/runs/a/seed1/sts.json") in get("model_analysis").inputs(ctx)
+    get("model_analysis").render(ctx)
+    md = (tmp_path / "figure-96.md").read_text()
+    assert "| A | t/a | 0.2 | -2.0 | 70.0 |" in md
+
+
+def test_not_yet_run_items_still_render(tmp_path):
+    """Every rebuilt item writes its files from an empty results folder (cells say "not yet run")."""
+    for it in REBUILT:
+        out = tmp_path / it.paper
+        written = render_item(it.id, PARAMS, str(tmp_path / "empty"), "paper", out)
+        assert all(Path(w).is_file() for w in written), it.id
+        assert [Path(w).name for w in written] == [Path(p).name for p in item_outputs(it, str(tmp_path))]
+
+
+def test_bad_registry_entries_are_rejected():
+    good = {"id": "x/table-1", "number": "Table 1", "kind": "table", "title": "t", "shows": "s", "metric": "m",
+            "status": "rebuilt", "renderer": "grid", "suites": ["paper"]}
+    parse_registry({"x": {"items": [good]}})
+    for change, msg in [({"status": "done"}, "status"), ({"renderer": None}, "renderer"), ({"id": "y/table-1"}, "must start"),
+                        ({"status": "not-rebuilt"}, "reason"), ({"colour": 1}, "unknown keys"), ({"id": "x/figure-1"}, "table-")]:
+        with pytest.raises(ConfigError, match=msg):
+            parse_registry({"x": {"items": [{**good, **change}]}})
+    with pytest.raises(ConfigError, match="unknown reproduction item"):
+        REG.item("is-cse/table-42")
+    with pytest.raises(ConfigError, match="unknown renderer"):
+        get("nope")
+
+
+# ------------------------------------------------------------------------------- pages, plan
+
+def test_front_page_links_built_items_and_costs_the_rest(tmp_path):
+    from csebench.reproduce.pages import front_page
+
+    results = tmp_path / "results"
+    it = REG.item("is-cse/table-4")
+    for f in item_outputs(it, output_root(str(results))):
+        Path(f).parent.mkdir(parents=True, exist_ok=True)
+        Path(f).write_text("x")
+    page = front_page(str(results), PARAMS, out_path=results / "README.md")
+    line4 = next(ln for ln in page.splitlines() if ln.startswith("| Table 4 |") and "Buffer" in ln)
+    assert "[md](papers/is-cse/table-4.md)" in line4
+    line5 = next(ln for ln in page.splitlines() if ln.startswith("| Table 5 |") and "neighbo" in ln.lower())
+    assert "not yet run: `ablation-iscse-k`" in line5 and "GPU-h" in line5
+    assert "Coverage:" in page
+
+
+def test_plan_counts_runs_and_gpu_hours():
+    from csebench.plan import plan, render_plan
+
+    plans = {p.suite: p for p in plan(PARAMS, ["paper", "demo", "ablation-iscse-buffer"])}
+    assert plans["paper"].training_runs == 4 and plans["paper"].flops > 0
+    assert plans["demo"].flops == 0  # CPU suite
+    # BERT-base, 1 epoch of 10^6 sentences, 6 runs: about 6 x 6 x 86M x 2e6 x 13 tokens
+    assert 6 * 6 * 85e6 * 2e6 * 12 < plans["ablation-iscse-buffer"].flops < 6 * 6 * 86e6 * 2e6 * 14 * 1.3
+    text = render_plan(list(plans.values()))
+    assert "total: 3 suites" in text and "GPU-hours" in text
+
+
+def test_plan_cli_prints_every_default_suite(capsys):
+    from csebench.cli import main
+    from csebench.reproduce.cli import suites_of_default
+
+    assert main(["plan"]) == 0
+    out = capsys.readouterr().out
+    for s in suites_of_default(PARAMS):
+        assert re.search(rf"^{re.escape(s)}\s", out, re.M), s
+    rows = [float(m) for m in re.findall(r"^\S+\s+wiki1m\s+\d+\s+\d+\s+\d+\s+([\d.]+)", out, re.M)]
+    total = float(re.search(r"^total: .*?([\d.]+)$", out, re.M).group(1))
+    assert total > 10 and abs(total - sum(rows)) < 0.1 * len(rows)
