@@ -149,7 +149,8 @@ class Trainer:
         configure_determinism()
         set_seed(cfg.seed)
         self.encoder = build_encoder(cfg.backbone, seed=cfg.seed, dropout=self.t.dropout,
-                                     projection_dim=self.t.projection_dim).to(self.device)
+                                     projection_dim=self.t.projection_dim,
+                                     what=f"backbones.{cfg.backbone_name}.model").to(self.device)
         self.tokens = load_tokenized_corpus(corpus_path, self.encoder.tokenizer, self.t.max_seq_length, cache_dir)
         n = len(self.tokens)
         if n < 2 * self.world:
