@@ -3,12 +3,14 @@ that loads one), a corpus smaller than one batch, and the transfer average of a 
 
 from __future__ import annotations
 
+import json
+import logging
 from pathlib import Path
 
 import pytest
 
 from runhelpers import SHARED, train_argv, write_config, write_corpus, write_mini_senteval
-from test_bad_input import assert_fails
+from test_bad_input import assert_fails, run_cli
 
 ACCEPTS = "takes a saved run's model/ folder, a Hugging Face hub id (e.g. bert-base-uncased) or packaged:minilm"
 
@@ -78,3 +80,27 @@ def test_model_check_cases(tmp_path, tiny_encoder):
     tiny_encoder().save(tmp_path / "run" / "model")
     for ok in (str(tmp_path / "run" / "model"), "packaged:minilm", "bert-base-uncased", "princeton-nlp/unsup-simcse"):
         check_model_source(ok)  # a saved model, the packaged one, hub ids: no error
+
+
+# ----------------------------------------------------------------------------- 2. corpus smaller than one batch
+
+
+def test_corpus_smaller_than_one_batch_warns_and_records_the_batch(inputs, capsys, caplog):
+    write_corpus(inputs / "small.txt", n=5)
+    out = inputs / "run"
+    with caplog.at_level(logging.WARNING, logger="csebench"):
+        rc, err = run_cli(capsys, train_argv(inputs, out, None, corpus=inputs / "small.txt"))  # ci suite: batch 16
+    assert rc == 0, err
+    warning = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "fewer than" in r.getMessage()]
+    assert warning == [f"corpus {inputs / 'small.txt'} has 5 sentences, fewer than training.batch_size 16: "
+                       f"1 step of batch 5 will run"]
+    train = json.loads((out / "train.json").read_text())
+    assert train["steps"] == 1 and train["batch_size"] == 16 and train["effective_batch_sizes"] == [5]
+
+
+def test_corpus_of_one_sentence_is_an_error_in_good_grammar(inputs, capsys):
+    write_corpus(inputs / "one.txt", n=1)
+    out = inputs / "run"
+    line = assert_fails(capsys, train_argv(inputs, out, None, corpus=inputs / "one.txt"),
+                        f"corpus {inputs / 'one.txt'} has 1 sentence: too few for in-batch negatives (need at least 2)")
+    assert "1 sentences" not in line
