@@ -7,10 +7,13 @@ import json
 import logging
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from runhelpers import SHARED, train_argv, write_config, write_corpus, write_mini_senteval
+from csebench import report as rp
+from runhelpers import PARAMS, SHARED, train_argv, write_config, write_corpus, write_mini_senteval
 from test_bad_input import assert_fails, run_cli
+from test_transfer import make_senteval
 
 ACCEPTS = "takes a saved run's model/ folder, a Hugging Face hub id (e.g. bert-base-uncased) or packaged:minilm"
 
@@ -104,3 +107,45 @@ def test_corpus_of_one_sentence_is_an_error_in_good_grammar(inputs, capsys):
     line = assert_fails(capsys, train_argv(inputs, out, None, corpus=inputs / "one.txt"),
                         f"corpus {inputs / 'one.txt'} has 1 sentence: too few for in-batch negatives (need at least 2)")
     assert "1 sentences" not in line
+
+
+# ----------------------------------------------------------------------------- 3. transfer average of a subset
+
+
+def test_eval_transfer_subset_has_no_seven_task_average(tmp_path, capsys, caplog, tiny_encoder):
+    tiny_encoder().save(tmp_path / "model")
+    se = make_senteval(tmp_path / "se", n=20)
+    out = tmp_path / "transfer.json"
+    with caplog.at_level(logging.INFO, logger="csebench"):
+        rc, err = run_cli(capsys, ["eval-transfer", "--model", str(tmp_path / "model"), "--senteval", str(se),
+                                   "--tasks", "TREC", "MRPC", "CR", "SST2", "--out", str(out), "--no-progress"])
+    assert rc == 0, err
+    res = json.loads(out.read_text())
+    assert "avg" not in res and res["avg_tasks"] == ["TREC", "MRPC", "CR", "SST2"]
+    assert res["avg_subset"] == pytest.approx(np.mean([res["tasks"][t] for t in res["avg_tasks"]]))
+    line = next(r.getMessage() for r in caplog.records if r.getMessage().startswith("transfer "))
+    assert "nan" not in line
+    assert line.startswith(f"transfer avg of 4 tasks {res['avg_subset']:.2f}, not the 7-task average (senteval): TREC ")
+
+
+@pytest.mark.filterwarnings("ignore:Mean of empty slice")
+def test_report_never_shows_a_subset_average_as_the_average(tmp_path):
+    from test_report import write_run
+
+    full = {t: 80.0 for t in rp.TRANSFER_TASKS}
+    a = write_run(tmp_path, "s", "simcse", 1, "simcse", "bert-base", transfer=full) / "transfer.json"
+    # an avg written over 4 tasks (as write_run, or an older csebench, does), and the new avg_subset form
+    b = write_run(tmp_path, "s", "iscse", 1, "iscse", "bert-base",
+                  transfer={"TREC": 90.0, "MRPC": 70.0, "CR": 75.0, "SST2": 85.0}) / "transfer.json"
+    c = write_run(tmp_path, "s", "sscl", 1, "sscl", "bert-base", transfer={"TREC": 90.0}) / "transfer.json"
+    res = json.loads(c.read_text())
+    del res["avg"]
+    c.write_text(json.dumps({**res, "avg_subset": 90.0, "avg_tasks": ["TREC"]}))
+    records = {r["name"]: r for r in rp.collect([a, b, c], "transfer")}
+    assert records["simcse"]["avg"] == pytest.approx(80.0)
+    assert records["iscse"]["avg"] is None and records["sscl"]["avg"] is None
+    rows = {r.run: r for r in rp.group_rows(list(records.values()), "transfer")}
+    assert np.isnan(rows["iscse"].mean[-1]) and np.isnan(rows["sscl"].mean[-1])
+    md = rp.render_markdown(list(rows.values()), "transfer", "s")
+    iscse_line = next(l for l in md.splitlines() if "| iscse |" in l)
+    assert iscse_line.split("|")[-4].strip() == "–"  # the Avg. cell
