@@ -144,12 +144,12 @@ def table_encode(table: EmbeddingTable | str | os.PathLike, model_dir: str | os.
     return encode
 
 
-def load_eval_model(model: str, pooler: str | None = None):
+def load_eval_model(model: str, pooler: str | None = None, what: str = "--model"):
     """A saved model (evaluation pooler, no training head) on the best device."""
     from .encoder import load_encoder
 
     torch.manual_seed(0)
-    enc = load_encoder(model, pooler)
+    enc = load_encoder(model, pooler, what)
     return enc.to("cuda" if torch.cuda.is_available() else "cpu")
 
 
@@ -167,6 +167,9 @@ def evaluation_encoder(model: str, pooler: str | None = None, batch_size: int = 
                        embeddings: str | os.PathLike | None = None, progress: bool = False) -> EncodeFn:
     """What evaluators and analyses encode with: the ``embeddings`` table when given (the model is
     loaded only for sentences it lacks, at the table's precision), else the model itself."""
+    from .encoder import check_model_source
+
+    check_model_source(model)  # also with a table: a bad --model must not wait for a missing sentence
     if not embeddings:
         return model_encoder(model, pooler, batch_size, precision or "auto", progress)
     table = EmbeddingTable(embeddings)

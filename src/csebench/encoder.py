@@ -47,11 +47,49 @@ def resolve_model_path(model: str) -> str:
     return model
 
 
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                "pytorch_model.bin.index.json", "tf_model.h5", "flax_model.msgpack")
+MODEL_ACCEPTS = "a saved run's model/ folder, a Hugging Face hub id (e.g. bert-base-uncased) or packaged:minilm"
+
+
+def _looks_like_path(model: str) -> bool:
+    """A hub id is NAME or ORG/NAME; anything else (absolute, ./, ~, a/b/c, trailing /) is a path."""
+    return model.startswith(("/", ".", "~")) or model.endswith(("/", os.sep)) or model.count("/") > 1 \
+        or (os.sep != "/" and os.sep in model)
+
+
+def check_model_source(model: str, what: str = "--model") -> None:
+    """The one check of a model argument before transformers sees it: a local folder must hold a
+    config.json and weights; a missing path is an error, a hub id is left to transformers.
+    ``what`` names the option or key (``--model``, ``--teacher``, ``backbones.X.model``)."""
+    if model in PACKAGED:
+        packaged_model_dir(model)
+        return
+    p = Path(model).expanduser()
+    if p.is_dir():
+        missing = [] if (p / "config.json").is_file() else ["no config.json"]
+        if not any((p / w).is_file() for w in WEIGHT_FILES):
+            missing.append("no model.safetensors or pytorch_model.bin")
+        if missing:
+            raise ConfigError(f"model folder {model} holds no model ({', '.join(missing)}); {what} takes {MODEL_ACCEPTS}")
+    elif p.exists():
+        raise ConfigError(f"{model} is a file, not a model folder; {what} takes {MODEL_ACCEPTS}")
+    elif _looks_like_path(model):
+        raise ConfigError(f"model folder not found: {model}; {what} takes {MODEL_ACCEPTS}")
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
 def load_tokenizer(backbone: BackboneConfig):
     from transformers import AutoTokenizer
 
     name = backbone.tokenizer or ("packaged:minilm" if backbone.model == "random" else backbone.model)
-    return AutoTokenizer.from_pretrained(resolve_model_path(name))
+    try:
+        return AutoTokenizer.from_pretrained(resolve_model_path(name))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot load the tokenizer '{name}': {_one_line(exc)}") from None
 
 
 def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -274,7 +312,7 @@ def build_backbone(backbone: BackboneConfig, tokenizer, seed: int = 0, dropout: 
     except TypeError:  # encoders without a pooling layer argument
         return AutoModel.from_pretrained(path, config=config)
     except OSError as exc:
-        raise ConfigError(f"cannot load backbone '{backbone.model}': {exc}") from None
+        raise ConfigError(f"cannot load backbone '{backbone.model}': {_one_line(exc)}") from None
 
 
 def truncate_layers(backbone: nn.Module, num_layers: int) -> nn.Module:
@@ -295,7 +333,10 @@ def truncate_layers(backbone: nn.Module, num_layers: int) -> nn.Module:
 
 
 def build_encoder(backbone: BackboneConfig, seed: int = 0, dropout: float | None = None,
-                  projection_dim: int | None = None, num_layers: int | None = None) -> SentenceEncoder:
+                  projection_dim: int | None = None, num_layers: int | None = None,
+                  what: str = "the backbone's model") -> SentenceEncoder:
+    if backbone.model != "random":
+        check_model_source(backbone.model, what)
     tokenizer = load_tokenizer(backbone)
     model = build_backbone(backbone, tokenizer, seed, dropout)
     if num_layers is not None:
@@ -309,22 +350,25 @@ def read_encoder_meta(model_dir: str | os.PathLike) -> dict:
     return json.loads(meta.read_text()) if meta.is_file() else {}
 
 
-def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None) -> SentenceEncoder:
-    """Load a saved csebench model (or any HF encoder folder/id with an explicit pooler) for evaluation."""
+def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None, what: str = "--model") -> SentenceEncoder:
+    """Load a saved csebench model (or any HF encoder folder/id with an explicit pooler) for evaluation.
+    ``what`` names the option the model came from, for error messages."""
     from transformers import AutoModel, AutoTokenizer
 
+    check_model_source(str(model_dir), what)
     path = Path(resolve_model_path(str(model_dir)))
     meta = read_encoder_meta(path)
-    if not path.exists() and "/" not in str(model_dir):
-        raise ConfigError(f"model folder not found: {model_dir}")
     pooler = pooler or meta.get("eval_pooler") or "cls_before_pooler"
-    tokenizer = AutoTokenizer.from_pretrained(str(path))
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(path))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot load the tokenizer of {model_dir}: {_one_line(exc)}") from None
     try:
         backbone = AutoModel.from_pretrained(str(path), add_pooling_layer=False)
     except TypeError:
         backbone = AutoModel.from_pretrained(str(path))
     except OSError as exc:
-        raise ConfigError(f"cannot load model from {model_dir}: {exc}") from None
+        raise ConfigError(f"cannot load model from {model_dir}: {_one_line(exc)}") from None
     head, proj = None, meta.get("projection_dim")
     if proj:  # SSCL Table 5 projection: trained head kept at evaluation
         head = MLPHead(backbone.config.hidden_size, out_dim=int(proj))

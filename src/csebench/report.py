@@ -120,8 +120,10 @@ def collect(result_files: list[str | os.PathLike], kind: str = "sts") -> list[di
             m = re.fullmatch(r"seed(\d+)", f.parent.name)
             info["seed"] = int(m.group(1)) if m else 0
         tasks = res.get("tasks", {})
-        avg = res.get("avg")
-        if avg is None and all(t in tasks for t in k.tasks):
+        # the average of all the tables' tasks only: a subset's (avg_subset, or an avg written over a subset) is not it
+        complete = all(t in tasks for t in k.tasks)
+        avg = res.get("avg") if complete else None
+        if avg is None and complete:
             avg = float(np.mean([tasks[t] for t in k.tasks]))
         pairs = f.with_name("sts_pairs.npz") if kind == "sts" else None
         records.append({**info, "scores": tasks, "avg": avg, "path": str(f),

@@ -149,16 +149,25 @@ class Trainer:
         configure_determinism()
         set_seed(cfg.seed)
         self.encoder = build_encoder(cfg.backbone, seed=cfg.seed, dropout=self.t.dropout,
-                                     projection_dim=self.t.projection_dim, num_layers=self.t.num_layers).to(self.device)
+                                     projection_dim=self.t.projection_dim, num_layers=self.t.num_layers,
+                                     what=f"backbones.{cfg.backbone_name}.model").to(self.device)
         self.tokens = load_tokenized_corpus(corpus_path, self.encoder.tokenizer, self.t.max_seq_length, cache_dir)
         n = len(self.tokens)
         if n < 2 * self.world:
-            raise TrainingError(f"corpus {corpus_path} has {n} sentences: too few for in-batch negatives")
+            raise TrainingError(f"corpus {corpus_path} has {n} sentence{'' if n == 1 else 's'}: too few for "
+                                f"in-batch negatives (need at least {2 * self.world})")
         self.fingerprint = cfg.fingerprint({"corpus_sentences": n})  # checkpoints also pin the corpus size
-        self.steps_per_epoch = len(data_order(n, self.t.batch_size, cfg.seed, 0, self.world))
+        sizes = [len(b) for b in data_order(n, self.t.batch_size, cfg.seed, 0, self.world)]  # same every epoch
+        self.steps_per_epoch = len(sizes)
         self.total_steps = self.t.epochs * self.steps_per_epoch
         if self.t.max_steps:
             self.total_steps = min(self.total_steps, self.t.max_steps)
+        # the batch sizes the steps run with (a last partial batch, or a corpus smaller than one batch)
+        self.effective_batch_sizes = sorted(set(sizes if self.total_steps >= len(sizes) else sizes[: self.total_steps]))
+        if n < self.t.batch_size and self.rank == 0:
+            log.warning("corpus %s has %d sentences, fewer than training.batch_size %d: %d step%s of batch %d will run",
+                        corpus_path, n, self.t.batch_size, self.total_steps, "" if self.total_steps == 1 else "s",
+                        sizes[0])
         self.objective = Objective(cfg.objectives, self.encoder.out_dim, self.encoder.num_layers,
                                    run_config=cfg, corpus_size=n, teacher_cache=teacher_cache or [],
                                    device=self.device, corpus_path=str(corpus_path),
@@ -422,7 +431,8 @@ class Trainer:
             "backbone": self.cfg.backbone_name, "seed": self.cfg.seed,
             "steps": self.state.step, "best_step": self.state.best_step,
             "stsb_dev_best": round(self.state.best_dev, 4),
-            "corpus_sentences": len(self.tokens), "world_size": self.world, "device": self.device.type,
+            "corpus_sentences": len(self.tokens), "batch_size": self.t.batch_size,
+            "effective_batch_sizes": self.effective_batch_sizes, "world_size": self.world, "device": self.device.type,
         }
         timing = {"train_seconds": round(elapsed, 1), "steps_this_attempt": steps_this_run,
                   "resumed_from_step": resumed_from}

@@ -25,10 +25,10 @@ from ..config import EVAL_PRECISIONS
 log = logging.getLogger("csebench.analysis")
 
 
-def _encoder(path: str, pooler: str | None = None):
+def _encoder(path: str, pooler: str | None = None, what: str = "--model"):
     from ..embeddings import load_eval_model
 
-    return load_eval_model(path, pooler)
+    return load_eval_model(path, pooler, what)
 
 
 def _encode_fn(enc, batch_size: int, precision: str | None = None):
@@ -70,7 +70,7 @@ def cmd_analyze(args) -> None:
 
         from pathlib import Path
 
-        encs = [_encode_fn(_encoder(p, args.pooler), args.batch_size) for p in args.teacher]
+        encs = [_encode_fn(_encoder(p, args.pooler, "--teacher"), args.batch_size) for p in args.teacher]
         res = core.teacher_logit_stats(encs, _corpus(args.corpus), load_stsb(Path(_root(args.senteval)), "dev"),
                                        batch_size=args.logit_batch_size, n_batches=args.n_batches,
                                        temperature=args.temperature, seed=args.seed)

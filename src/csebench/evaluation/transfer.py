@@ -583,7 +583,8 @@ def task_sentences(data: dict[str, TaskData]) -> list[str]:
 def evaluate_transfer(encode: EncodeFn, root: str | os.PathLike, tasks: list[str] | None = None, seed: int = 1111,
                       max_train_sentences: int | None = None, cfg: ClassifierConfig = SIMCSE_TEST_MODE,
                       task_data: dict[str, TaskData] | None = None) -> dict:
-    """Accuracy x100 per transfer task (SimCSE's SentEval "test" mode) and the average of the 7 tasks.
+    """Accuracy x100 per transfer task (SimCSE's SentEval "test" mode) and the average of the 7 tasks
+    (``avg``; for a subset of tasks ``avg_subset`` over the ``avg_tasks`` instead).
 
     ``encode`` maps sentences to an (n, d) tensor; it is called once, on every distinct sentence of
     the requested tasks. ``seed`` is SentEval's params.seed (1111 by default). ``max_train_sentences``
@@ -594,6 +595,9 @@ def evaluate_transfer(encode: EncodeFn, root: str | os.PathLike, tasks: list[str
     out = evaluate_tasks(encode, data, cfg, seed, max_train_sentences)
     if all(t in out["tasks"] for t in TASKS):
         out["avg"] = float(np.mean([out["tasks"][t] for t in TASKS]))
+    elif out["tasks"]:  # a subset: its own average, never under "avg" (the 7-task average)
+        out["avg_subset"] = float(np.mean(list(out["tasks"].values())))
+        out["avg_tasks"] = list(out["tasks"])
     if out["protocol"] == "capped":
         out["warning"] = capped_warning(max_train_sentences)
     return out
