@@ -27,11 +27,13 @@ SNAKEMAKE_CMD = "snakemake --cores all --resources gpu=1 --rerun-triggers mtime 
 
 
 def suite_config_args(suite: str, cwd: str | Path = ".") -> list[str]:
-    """Snakemake config selecting a suite: config/<suite>.yaml when it exists (it may also choose
-    analyses), else just the suite name."""
-    if (Path(cwd) / "config" / f"{suite}.yaml").is_file():
+    """Snakemake config selecting a suite: config/<suite>.yaml when it builds just that suite (it may
+    also choose analyses and demo-scale paper items), else the suite alone, without the paper items
+    of the default config (config/paper.yaml builds every registry suite)."""
+    path = Path(cwd) / "config" / f"{suite}.yaml"
+    if path.is_file() and (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("suites") == [suite]:
         return ["--configfile", f"config/{suite}.yaml", "--config", "progress=false"]
-    return ["--config", f"suites={suite}", "progress=false"]
+    return ["--config", f"suites=[{suite}]", "reproduce=none", "progress=false"]
 
 
 def snakemake_jobs(suite: str, snakemake: str = "snakemake", cwd: str | Path = ".") -> list[dict]:
@@ -53,13 +55,16 @@ def snakemake_jobs(suite: str, snakemake: str = "snakemake", cwd: str | Path = "
         m = re.match(r"^    (input|output): (.*)$", line)
         if job is not None and m:
             job[m[1] + "s"] = sorted(p.strip() for p in m[2].split(", ") if p.strip())
-    return [j for j in jobs if j["outputs"]]
+    # the front page (results/README.md) indexes every suite: Snakemake rewrites it, DVC tracks none
+    return [j for j in jobs if j["outputs"] and j["rule"] != "front_page"]
 
 
 def _stage_name(suite: str | None, rule: str, outputs: list[str]) -> str:
     m = RUN_PATH.search(outputs[0])
     if m:
         tail = f"{m['run']}-s{m['seed']}"
+    elif rule.startswith("reproduce_"):  # .../papers/<paper>/<item>.<ext>
+        tail = "-".join(Path(outputs[0]).with_suffix("").parts[-2:])
     elif suite is None:  # data stages are shared across suites
         tail = Path(outputs[0]).parts[1]
     else:
@@ -71,8 +76,10 @@ def _stage_name(suite: str | None, rule: str, outputs: list[str]) -> str:
 def _params_for(params: dict, suite: str, rule: str, outputs: list[str]) -> list[str]:
     if rule.startswith("prepare_"):
         return [f"data.{Path(outputs[0]).parts[1]}"]
-    keys = [f"suites.{suite}"]
     m = RUN_PATH.search(outputs[0])
+    if m:  # a job of another suite that this one reads (e.g. the demo's demo-iscse-beta sweep)
+        suite = m["suite"]
+    keys = [f"suites.{suite}"]
     if m:
         run = find_run(params, suite, m["run"])
         keys += ["training", f"backbones.{run['backbone']}", f"methods.{run['method']}"]

@@ -1,0 +1,79 @@
+"""The papers' tables through Snakemake: the default target plans every registry suite, and three
+paper tables are built end to end from tiny-model runs."""
+
+from __future__ import annotations
+
+import csv
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from csebench.config import load_params
+from csebench.reproduce.registry import load_registry
+
+from test_pipeline import BIN, ROOT, _copy_project, _env
+
+
+def test_default_target_plans_every_registry_suite_and_item():
+    """`snakemake -n` with no arguments: a report for every suite of the registry, every rebuilt
+    item, the front page, and the plan (GPU-hours) printed first."""
+    proc = subprocess.run([str(BIN / "snakemake"), "-n", "--forceall", "--quiet", "rules"], cwd=ROOT, env=_env(),
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout + proc.stderr
+    counts = dict(re.findall(r"^(\w+)\s+(\d+)$", out, re.M))
+    reg = load_registry()
+    suites = set(reg.suites()) | {"paper"}
+    assert int(counts["report"]) == len(suites)
+    rebuilt = [it for it in reg.items if it.rebuilt]
+    n_tables = sum(it.kind == "table" for it in rebuilt)
+    assert int(counts["reproduce_table"]) == n_tables
+    assert int(counts["reproduce_figure"]) == len(rebuilt) - n_tables
+    assert int(counts["front_page"]) == 1
+    assert "csebench plan" in out and re.search(r"^total: \d+ suites", out, re.M)
+
+
+TINY_TRAINING = {"max_steps": 4, "eval_steps": 2, "batch_size": 16, "learning_rate": 1.0e-4, "log_steps": 2,
+                 "checkpoint_steps": 4}
+
+
+def _tiny_suites(params_path: Path, suites: list[str]) -> None:
+    """Make paper-scale ablation suites CPU-sized in a copy of the project: same run names and
+    objectives, the tiny random BERT on the ci corpus, a small IS-CSE buffer."""
+    params = yaml.safe_load(params_path.read_text())
+    for name in suites:
+        spec = params["suites"][name]
+        spec.update(data="ci", seeds=[1], training=TINY_TRAINING)
+        for run in spec["runs"]:
+            run["backbone"] = "tiny"
+            smooth = run.setdefault("objectives", {}).setdefault("instance_smoothing", {})
+            smooth.update(buffer_size=48, clusters=4)
+    params_path.write_text(yaml.safe_dump(params, sort_keys=False))
+
+
+@pytest.mark.slow
+def test_three_paper_tables_end_to_end(tmp_path, shared_dir):
+    proj = _copy_project(tmp_path / "proj")
+    suites = ["ablation-iscse-retrieval", "ablation-iscse-k", "ablation-iscse-beta"]
+    _tiny_suites(proj / "params.yaml", suites)
+    targets = [f"results/papers/is-cse/table-{n}.md" for n in (3, 5, 7)]
+    proc = subprocess.run([str(BIN / "snakemake"), "--cores", "2", "--profile", "workflow/profiles/default",
+                           "--config", "plan=false", *targets],
+                          cwd=proj, env=_env(shared_dir), capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    params = load_params(proj / "params.yaml")
+    for n, suite, first_run in ((3, suites[0], "knn"), (5, suites[1], "k-8"), (7, suites[2], "beta-1.0")):
+        md = (proj / f"results/papers/is-cse/table-{n}.md").read_text()
+        assert "not yet run" not in md, md
+        assert "| **STS-B** | ours |" in md and "|  | published |" in md and "Δ ours − published" in md
+        rows = list(csv.DictReader(open(proj / f"results/papers/is-cse/table-{n}.csv")))
+        cell = next(r for r in rows if r["run"] == f"{suite}/{first_run}")
+        ours = float(cell["ours_mean"])
+        train = yaml.safe_load((proj / f"results/{suite}/runs/{first_run}/seed1/train.json").read_text())
+        assert ours == pytest.approx(train["stsb_dev_best"])
+        assert float(cell["delta"]) == pytest.approx(ours - float(cell["published"]))
+        assert (proj / f"results/papers/is-cse/table-{n}.tex").is_file()
+    assert params["suites"][suites[0]]["data"] == "ci"
