@@ -39,6 +39,15 @@ def _save(fig, path: Path) -> None:
     plt.close(fig)
 
 
+def _placeholder(png: Path) -> None:
+    """The figure of an item whose runs do not exist yet."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5, 3))
+    ax.text(0.5, 0.5, "not yet run", ha="center", va="center", color="grey")
+    ax.set_axis_off()
+    _save(fig, png)
+
+
 def _header(ctx: Context) -> list[str]:
     it = ctx.item
     return [f"# {ctx.published_paper_short} {it.number}: {it.title}", "", it.shows, "", f"Metric: {it.metric}.", "",
@@ -254,8 +263,11 @@ def analysis_inputs(ctx: Context) -> list[str]:
 def render_analysis(ctx: Context) -> list:
     fig, data = _analysis_files(ctx)
     png = ctx.path("png")
-    with atomic_path(png) as tmp:
-        shutil.copyfile(fig, tmp)
+    if Path(fig).is_file():
+        with atomic_path(png) as tmp:
+            shutil.copyfile(fig, tmp)
+    else:
+        _placeholder(png)
     lines = _header(ctx)
     lines += [f"Drawn by the `{ctx.item.layout.get('analysis', 'analysis')}` analysis (docs/analyses.md); "
               f"source: `{rel(fig, ctx.out_dir)}`" + (", data: " + ", ".join(f"`{rel(d, ctx.out_dir)}`" for d in data) if data else "") + ".", ""]
@@ -314,11 +326,7 @@ def render_model_analysis(ctx: Context) -> list:
     png = ctx.path("png")
     rows = []
     if not models:
-        plt = _plt()
-        fig, ax = plt.subplots(figsize=(5, 3))
-        ax.text(0.5, 0.5, "not yet run", ha="center", va="center", color="grey")
-        ax.set_axis_off()
-        _save(fig, png)
+        _placeholder(png)
     elif name == "align_uniform":
         points = []
         for label, ref, f in _model_analysis_files(ctx):
