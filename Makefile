@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup demo test test-fast test-slurm paper-dryrun bench clean-demo
+.PHONY: setup demo test test-fast test-slurm paper-dryrun bench bench-gpu clean-demo
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,10 @@ paper-dryrun: setup  ## list every job of the paper suites (offline)
 bench: setup  ## speed benchmarks -> BENCHMARKS.md
 	$(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python benchmarks/run.py
+
+bench-gpu: setup  ## GPU benchmark on any CUDA machine -> the "GPU (measured)" section of BENCHMARKS.md
+	$(BIN)/pip install --quiet -e '.[bench]'
+	$(BIN)/python benchmarks/gpu.py
 
 clean-demo:
 	rm -rf results/demo data/demo

@@ -76,7 +76,7 @@ def profile_ours(steps: int, warmup: int) -> list[str]:
 def profile_st(steps: int, warmup: int) -> list[str]:
     import torch
     from datasets import Dataset
-    from sentence_transformers import (DefaultBatchSampler, SentenceTransformer, SentenceTransformerTrainer,
+    from sentence_transformers import (SentenceTransformer, SentenceTransformerTrainer,
                                        SentenceTransformerTrainingArguments, losses, models)
     from torch.profiler import ProfilerActivity, profile
     from transformers import TrainerCallback
@@ -89,14 +89,7 @@ def profile_st(steps: int, warmup: int) -> list[str]:
     ordered = [sentences[i] for b in batches for i in b]
     train = Dataset.from_dict({"anchor": ordered, "positive": ordered})
 
-    class InOrder(DefaultBatchSampler):
-        def __iter__(self):
-            for s in range(0, len(self.sampler) - self.batch_size + 1, self.batch_size):
-                yield list(range(s, s + self.batch_size))
-
-        def __len__(self):
-            return len(self.sampler) // self.batch_size
-
+    InOrder = bench.in_order_sampler()
     torch.manual_seed(42)
     word = models.Transformer(str(packaged_model_dir()), max_seq_length=bench.MAX_LEN)
     model = SentenceTransformer(modules=[word, models.Pooling(word.get_embedding_dimension(), pooling_mode="cls")],

@@ -111,11 +111,28 @@ def worker_train_ours(a) -> dict:
     return {"step_s": steps_t, "dev": dev, "rss_mb": peak_rss_mb(), "threads": torch.get_num_threads()}
 
 
+def in_order_sampler():
+    """sentence-transformers batch sampler that takes consecutive rows as batches (no reshuffling),
+    so a dataset laid out batch by batch in our order is trained on in our batches."""
+    from sentence_transformers import DefaultBatchSampler
+
+    class InOrder(DefaultBatchSampler):
+        def __iter__(self):
+            n = len(self.sampler)
+            for s in range(0, n - self.batch_size + 1, self.batch_size):
+                yield list(range(s, s + self.batch_size))
+
+        def __len__(self):
+            return len(self.sampler) // self.batch_size
+
+    return InOrder
+
+
 def worker_train_st(a) -> dict:
     """sentence-transformers' unsupervised SimCSE recipe, fed the same sentences in the same batches."""
     import torch
     from datasets import Dataset
-    from sentence_transformers import (DefaultBatchSampler, SentenceTransformer, SentenceTransformerTrainer,
+    from sentence_transformers import (SentenceTransformer, SentenceTransformerTrainer,
                                        SentenceTransformerTrainingArguments, losses, models)
     from sentence_transformers.evaluation import EmbeddingSimilarityEvaluator
     from transformers import TrainerCallback
@@ -129,15 +146,7 @@ def worker_train_st(a) -> dict:
     ordered = [sentences[i] for b in batches for i in b]  # our batches, in our order
     train = Dataset.from_dict({"anchor": ordered, "positive": ordered})
 
-    class InOrder(DefaultBatchSampler):  # consecutive rows = our batches (no reshuffling)
-        def __iter__(self):
-            n = len(self.sampler)
-            for s in range(0, n - self.batch_size + 1, self.batch_size):
-                yield list(range(s, s + self.batch_size))
-
-        def __len__(self):
-            return len(self.sampler) // self.batch_size
-
+    InOrder = in_order_sampler()
     torch.manual_seed(a.seed)
     word = models.Transformer(str(packaged_model_dir()), max_seq_length=MAX_LEN)
     pooling = models.Pooling(word.get_embedding_dimension(), pooling_mode="cls")
@@ -479,7 +488,7 @@ def loop_group_p(logits, p: float, generator):
             end = start + 1
             while end < k and min(max(math.ceil(float(cum[end]) / p) - 1, 0), n_groups - 1) == g:
                 end += 1
-            perm = torch.randperm(end - start, generator=generator) + start
+            perm = torch.randperm(end - start, generator=generator, device=logits.device) + start
             shuffled[start:end] = vals[perm]
             start = end
         out[r, order] = shuffled
@@ -500,28 +509,43 @@ def section_group_p(o) -> dict:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # short ops on a shared machine: a 2-thread op stalls whenever one thread is descheduled
     try:
-        for bs in (64, 512):
-            g = torch.Generator().manual_seed(0)
-            # teacher cosines of a trained encoder: mostly 0.1-0.6 (Eq. 5's softmax has no temperature)
-            logits = (0.35 + 0.15 * torch.randn(bs, bs - 1, generator=g)).clamp(-1, 1)
-            fast(logits, 0.1, g)
-            inner = 20 if bs == 64 else 5
-            tf, tl = [], []
-            for rep in range(o.gp_reps):
-                for which in ((0, 1) if rep % 2 == 0 else (1, 0)):
-                    t0 = time.perf_counter()
-                    if which == 0:
-                        for _ in range(inner):
-                            fast(logits, 0.1, g)
-                        tf.append((time.perf_counter() - t0) / inner)
-                    else:
-                        loop_group_p(logits, 0.1, g)
-                        tl.append(time.perf_counter() - t0)
-            out["rows"].append({"batch": bs, "fast_ms": 1e3 * med(tf), "loop_ms": 1e3 * med(tl),
-                                "ratio": med(tl) / med(tf)})
+        out["rows"] = time_group_p(fast, (64, 512), o.gp_reps)
     finally:
         torch.set_num_threads(threads)
     return out
+
+
+def time_group_p(fast, sizes, reps: int, device: str = "cpu") -> list[dict]:
+    """Median time of ``fast`` (group_p_shuffle) and of loop_group_p on (batch, batch - 1) teacher
+    logits on ``device``, alternating; CUDA work is synchronized before each clock read."""
+    import torch
+
+    dev = torch.device(device)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    rows = []
+    for bs in sizes:
+        g = torch.Generator(device=dev).manual_seed(0)
+        # teacher cosines of a trained encoder: mostly 0.1-0.6 (Eq. 5's softmax has no temperature)
+        logits = (0.35 + 0.15 * torch.randn(bs, bs - 1, generator=g, device=dev)).clamp(-1, 1)
+        fast(logits, 0.1, g)
+        sync()
+        inner = 20 if bs <= 64 else 5
+        tf, tl = [], []
+        for rep in range(reps):
+            for which in ((0, 1) if rep % 2 == 0 else (1, 0)):
+                sync()
+                t0 = time.perf_counter()
+                if which == 0:
+                    for _ in range(inner):
+                        fast(logits, 0.1, g)
+                    sync()
+                    tf.append((time.perf_counter() - t0) / inner)
+                else:
+                    loop_group_p(logits, 0.1, g)
+                    sync()
+                    tl.append(time.perf_counter() - t0)
+        rows.append({"batch": bs, "fast_ms": 1e3 * med(tf), "loop_ms": 1e3 * med(tl), "ratio": med(tl) / med(tf)})
+    return rows
 
 
 def section_profile(o=None) -> dict:
@@ -619,6 +643,28 @@ def machine_info() -> dict:
         "transformers": transformers.__version__, "sentence_transformers": sentence_transformers.__version__,
         "torch_threads": torch.get_num_threads(), "load_start": os.getloadavg(),
     }
+
+
+GPU_BEGIN = "<!-- gpu-measured:begin (benchmarks/gpu.py writes this section) -->"
+GPU_END = "<!-- gpu-measured:end -->"
+
+
+def gpu_section(path: Path) -> str:
+    """The GPU (measured) section of an existing report, markers included ('' when none)."""
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    i, j = text.find(GPU_BEGIN), text.find(GPU_END)
+    return text[i : j + len(GPU_END)] if 0 <= i < j else ""
+
+
+def put_gpu_section(path: Path, body: str) -> None:
+    """Replace (or append) the GPU (measured) section of the report at ``path``; the rest is kept."""
+    text = path.read_text(encoding="utf-8") if path.is_file() else "# Benchmarks\n"
+    block = f"{GPU_BEGIN}\n{body.strip()}\n{GPU_END}"
+    old = gpu_section(path)
+    text = text.replace(old, block) if old else text.rstrip("\n") + "\n\n" + block + "\n"
+    tmp = path.with_suffix(".md.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def fmt(x, nd=2):
@@ -813,6 +859,9 @@ def write_report(path: Path, info: dict, cmd: str, res: dict, started: float) ->
     w("## Reproduce\n")
     w(f"```\n{cmd}\n```\n`--quick` runs fewer steps and trials (a smoke test; ratios are noisier). "
       "`make bench` runs the full benchmark.\n")
+    kept = gpu_section(path)  # written by benchmarks/gpu.py; this report keeps it as it is
+    if kept:
+        w(kept + "\n")
     tmp = path.with_suffix(".md.tmp")
     tmp.write_text("\n".join(L) + "\n", encoding="utf-8")
     os.replace(tmp, path)

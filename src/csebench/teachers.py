@@ -211,6 +211,9 @@ class TeacherBank:
 
     def logits(self, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
         """Teacher cosines averaged over the M components: (len(rows), len(cols))."""
+        from .objectives.base import no_autocast
+
         a = self.lookup(rows)
         b = a if cols is rows else self.lookup(cols)
-        return a @ b.T
+        with no_autocast(a.device):  # float32 cosines even inside the trainer's autocast
+            return a @ b.T

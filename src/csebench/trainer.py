@@ -325,7 +325,9 @@ class Trainer:
         ctx_amp = torch.autocast(self.device.type, dtype=self.amp_dtype) if self.amp_dtype else _Null()
         with ctx_amp:
             ctx = self.encode_views(batch_idx)
-            loss, logs = self.objective(ctx)
+        # the loss outside autocast: every term's similarities, softmaxes and buffers in float32
+        # (under autocast their matrix products would run in bf16/fp16 whatever the inputs' dtype)
+        loss, logs = self.objective(ctx)
         keys = sorted(logs)
         values = distributed.all_reduce_mean([float(loss.detach())] + [float(logs[k]) for k in keys], self.device)
         logs = dict(zip(keys, values[1:]))

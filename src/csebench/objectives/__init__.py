@@ -80,11 +80,16 @@ class Objective(nn.Module):
         for term in self.terms.values():
             contrastive = term.replaces_contrastive(contrastive, ctx)
         loss = contrastive
-        logs = {"loss_contrastive": float(contrastive.detach())}
+        parts = {"loss_contrastive": contrastive}
         for key, term in self.terms.items():
             add = term.extra_loss(ctx)
             if add is not None:
                 loss = loss + add
-                logs[f"loss_{key}"] = float(add.detach())
+                parts[f"loss_{key}"] = add
+        # one device-to-host copy for all loss parts (a float() per part is a CUDA sync each,
+        # and the first one stalled the launch of the later terms' kernels)
+        values = torch.stack([v.detach().float().reshape(()) for v in parts.values()]).tolist()
+        logs = dict(zip(parts, values))
+        for key, term in self.terms.items():
             logs.update({f"{key}/{k}": v for k, v in term.logs().items()})
         return loss, logs

@@ -11,6 +11,7 @@ So any combination of methods is a config entry: the loop never knows which meth
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -45,11 +46,24 @@ class StepContext:
         return self.step / max(self.total_steps, 1)
 
 
+def no_autocast(device: torch.device):
+    """A region without autocast on ``device`` (a no-op where autocast does not exist, e.g. meta)."""
+    if torch.amp.is_autocast_available(device.type):
+        return torch.autocast(device.type, enabled=False)
+    return contextlib.nullcontext()
+
+
 def cosine_matrix(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Pairwise cosine similarity, (n, d) x (m, d) -> (n, m), computed in float32."""
-    a = nn.functional.normalize(a.float(), dim=-1)
-    b = nn.functional.normalize(b.float(), dim=-1)
-    return a @ b.T
+    """Pairwise cosine similarity, (n, d) x (m, d) -> (n, m), computed in float32.
+
+    Autocast is switched off here: under a bf16/fp16 autocast region the product would otherwise
+    run (and round) in the low precision whatever the inputs' dtype, and logits = cos / 0.05 turn
+    bf16's ~4e-3 relative rounding into errors of ~0.08 (torch's own cosine_similarity is on
+    autocast's float32 list for the same reason)."""
+    with no_autocast(a.device):
+        a = nn.functional.normalize(a.float(), dim=-1)
+        b = nn.functional.normalize(b.float(), dim=-1)
+        return a @ b.T
 
 
 class ObjectiveTerm(nn.Module):

@@ -264,10 +264,14 @@ def rank_range_shuffle(logits: torch.Tensor, first: int, last: int,
 
 
 def off_diagonal(m: torch.Tensor, excluded: torch.Tensor) -> torch.Tensor:
-    """(R, C) -> (R, C-1): drop column excluded[r] from row r."""
-    keep = torch.ones(m.shape, dtype=torch.bool, device=m.device)
-    keep[torch.arange(m.shape[0], device=m.device), excluded] = False
-    return m[keep].view(m.shape[0], m.shape[1] - 1)
+    """(R, C) -> (R, C-1): drop column excluded[r] from row r.
+
+    A gather with computed column indices: boolean-mask indexing (m[keep]) has a data-dependent
+    shape, which on CUDA is a device-to-host sync (nonzero) twice per DistillCSE step."""
+    rows, cols = m.shape
+    j = torch.arange(cols - 1, device=m.device).expand(rows, cols - 1)
+    j = j + (j >= excluded.to(m.device).reshape(rows, 1)).long()
+    return m.gather(1, j)
 
 
 def distill_loss(student: torch.Tensor, teacher: torch.Tensor, tau_s: float, tau_t: float,

@@ -125,33 +125,42 @@ class InstanceSmoothing(ObjectiveTerm):
         self.register_buffer("memory", torch.zeros(settings.buffer_size, hidden_size))
         self.register_buffer("pointer", torch.zeros((), dtype=torch.long))
         self.register_buffer("filled", torch.zeros((), dtype=torch.long))
+        # host copies of pointer / filled: reading the buffers (int(tensor)) is a device-to-host
+        # sync on CUDA, several per step; the buffers stay the checkpointed truth (see below)
+        self._pointer = 0
+        self._filled = 0
         self._alpha = 0.0
         self._active = 0.0
 
     # ------------------------------------------------------------------ buffer
+
+    def _load_from_state_dict(self, *args, **kwargs):
+        super()._load_from_state_dict(*args, **kwargs)
+        self._pointer, self._filled = int(self.pointer), int(self.filled)  # one sync per load
 
     @torch.no_grad()
     def push(self, rows: torch.Tensor) -> None:
         """FIFO insert of normalized, detached rows (Eq. 3); only the newest L survive."""
         rows = F.normalize(rows.detach().float(), dim=-1)[-self.settings.buffer_size:]
         n, size = rows.shape[0], self.settings.buffer_size
-        slots = (int(self.pointer) + torch.arange(n, device=rows.device)) % size
+        slots = (self._pointer + torch.arange(n, device=rows.device)) % size
         self.memory[slots] = rows.to(self.memory.dtype)
-        self.pointer.fill_((int(self.pointer) + n) % size)
-        self.filled.fill_(min(int(self.filled) + n, size))
+        self._pointer, self._filled = (self._pointer + n) % size, min(self._filled + n, size)
+        self.pointer.fill_(self._pointer)
+        self.filled.fill_(self._filled)
 
     def entries(self) -> torch.Tensor:
         """Buffer rows holding data, oldest first."""
-        if int(self.filled) < self.settings.buffer_size:
-            return self.memory[: int(self.filled)]
-        return torch.roll(self.memory, -int(self.pointer), dims=0)
+        if self._filled < self.settings.buffer_size:
+            return self.memory[: self._filled]
+        return torch.roll(self.memory, -self._pointer, dims=0)
 
     def ready(self) -> bool:
         s = self.settings
         if s.wait_for_full_buffer:
-            return int(self.filled) >= s.buffer_size
+            return self._filled >= s.buffer_size
         need = s.clusters if s.retrieval == "kmeans" else s.neighbors + int(s.push_before_retrieval)
-        return int(self.filled) >= need
+        return self._filled >= need
 
     # ------------------------------------------------------------------ smoothing
 

@@ -1,0 +1,123 @@
+"""CUDA-safety regressions that run on CPU (issue 11): float32 similarities under autocast, no
+data-dependent shapes or host reads in the per-step objective code (checked on the ``meta``
+device, where any host read or data-dependent shape raises), and the loss computed outside
+the trainer's autocast region."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from runhelpers import PARAMS, write_corpus, write_mini_senteval
+
+
+def test_cosine_matrix_is_float32_under_autocast():
+    from csebench.objectives.base import cosine_matrix
+
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(16, 64, generator=g), torch.randn(24, 64, generator=g)
+    want = cosine_matrix(a, b)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = cosine_matrix(a.bfloat16(), b)
+        got32 = cosine_matrix(a, b)
+    assert got.dtype == torch.float32 and got32.dtype == torch.float32
+    assert torch.equal(got32, want)  # before the fix: a bf16 product, errors ~4e-3
+
+
+def test_teacher_logits_are_float32_under_autocast(tmp_path):
+    from csebench.teachers import FORMAT, TeacherBank, save_teacher_cache
+
+    rng = np.random.default_rng(0)
+    emb = rng.standard_normal((10, 16)).astype(np.float32)
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    path = tmp_path / "t.npy"
+    save_teacher_cache(path, emb, {"format": FORMAT, "rows": 10, "dim": 16, "dtype": "float32", "normalized": True,
+                                   "model": "x", "teacher_run": None, "max_seq_length": 32, "tokenizer": "x",
+                                   "corpus": "x", "corpus_sha256": "x"})
+    bank = TeacherBank([path])
+    idx = torch.arange(6)
+    want = bank.logits(idx, idx)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = bank.logits(idx, idx)
+    assert got.dtype == torch.float32 and torch.equal(got, want)
+
+
+def test_off_diagonal_has_no_data_dependent_shape():
+    from csebench.objectives.distillation import off_diagonal
+
+    m = torch.arange(20.0).view(4, 5)
+    excluded = torch.tensor([0, 2, 4, 1])
+    keep = torch.ones(4, 5, dtype=torch.bool)
+    keep[torch.arange(4), excluded] = False
+    assert torch.equal(off_diagonal(m, excluded), m[keep].view(4, 4))
+    # meta tensors have no data: boolean-mask indexing (a CUDA sync) cannot run there, a gather can
+    out = off_diagonal(torch.empty(8, 9, device="meta"), torch.empty(8, dtype=torch.long, device="meta"))
+    assert out.shape == (8, 8) and out.device.type == "meta"
+
+
+def test_instance_smoothing_step_reads_nothing_back_from_the_device():
+    from csebench.objectives.base import StepContext
+    from csebench.objectives.smoothing import InstanceSmoothing, SmoothingSettings
+
+    term = InstanceSmoothing(SmoothingSettings(buffer_size=8, neighbors=2), 16, 2).to("meta")
+    for step in range(3):  # fills the buffer, then retrieval + smoothing loss
+        z1 = torch.empty(4, 16, device="meta", requires_grad=True)
+        z2 = torch.empty(4, 16, device="meta", requires_grad=True)
+        ctx = StepContext(z1=z1, z2=z2, temperature=0.05, step=step, total_steps=10,
+                          indices=torch.empty(4, dtype=torch.long, device="meta"),
+                          all_indices=torch.empty(4, dtype=torch.long, device="meta"))
+        loss = term.extra_loss(ctx)  # int(buffer) here raised "Cannot copy out of meta tensor"
+        assert loss.device.type == "meta" and loss.dtype == torch.float32
+    assert term.logs()["active"] == 1.0
+
+
+def test_instance_smoothing_host_counters_follow_load_state_dict():
+    from csebench.objectives.smoothing import InstanceSmoothing, SmoothingSettings
+
+    a = InstanceSmoothing(SmoothingSettings(buffer_size=5, neighbors=2), 4, 2)
+    a.push(torch.randn(7, 4))
+    b = InstanceSmoothing(SmoothingSettings(buffer_size=5, neighbors=2), 4, 2)
+    b.load_state_dict(a.state_dict())
+    assert b.ready() and torch.equal(b.entries(), a.entries())
+    rows = torch.randn(2, 4)
+    a.push(rows)
+    b.push(rows)
+    assert torch.equal(a.memory, b.memory) and int(a.pointer) == int(b.pointer) == 2
+    assert torch.allclose(b.entries()[-2:], F.normalize(rows, dim=1))
+
+
+def test_objective_runs_outside_the_trainers_autocast(tmp_path, shared_dir):
+    from csebench.config import load_params, resolve_run
+    from csebench.trainer import Trainer, data_order
+
+    write_corpus(tmp_path / "corpus.txt")
+    write_mini_senteval(tmp_path / "se")
+    params = load_params(PARAMS)
+    params["suites"]["ci"]["training"] = {"batch_size": 8, "max_steps": 2, "precision": "bf16", "dropout": 0.0}
+    params["methods"]["simcse"]["objectives"] = {"gaussian_negatives": {}}
+    cfg = resolve_run(params, "ci", "simcse", 1)
+    tr = Trainer(cfg, tmp_path / "corpus.txt", tmp_path / "se", tmp_path / "out", show_progress=False)
+    assert tr.amp_dtype == torch.bfloat16  # CPU autocast in bf16 when asked for explicitly
+    seen = {}
+    forward = tr.objective.forward
+
+    def spy(ctx):
+        seen["autocast"] = torch.is_autocast_enabled("cpu")
+        seen["z_dtype"] = ctx.z1.dtype
+        return forward(ctx)
+
+    tr.objective.forward = spy
+    loss, logs = tr.forward_loss(data_order(len(tr.tokens), 8, 1, 0)[0])
+    assert seen["autocast"] is False  # the encoder ran in bf16, the loss does not
+    assert loss.dtype == torch.float32 and np.isfinite(logs["loss"])
+    assert set(logs) >= {"loss", "loss_contrastive", "gaussian_negatives/num_gaussian"}
+
+
+@pytest.mark.parametrize("precision,expected", [("fp32", None), ("bf16", torch.bfloat16), ("fp16", None)])
+def test_cpu_autocast_dtype(precision, expected):
+    from csebench.trainer import autocast_dtype
+
+    # fp16 autocast (and so a GradScaler) exists only on CUDA; CPU falls back to fp32
+    assert autocast_dtype(precision, torch.device("cpu")) == expected
