@@ -153,7 +153,8 @@ def plot_token_matrices(res: dict, out: str | os.PathLike, title: str = "") -> N
         ax.set_xticks(ticks)
         ax.set_xticklabels(m["tokens"], rotation=90, fontsize=8)
         ax.set_yticks(ticks)
-        ax.set_yticklabels(m["tokens"], fontsize=8)
+        same = ax is not axes[0][0] and m["tokens"] == next(iter(models.values()))["tokens"]
+        ax.set_yticklabels([] if same else m["tokens"], fontsize=8)  # shared tokens: labels on the first panel only
         extra = f", TokSim {m['toksim']:.3f}" if m.get("toksim") is not None else ""
         ax.set_title(f"{label}\n(layer {m['layer']}{extra})", fontsize=9)
     fig.colorbar(im, ax=list(axes[0]), shrink=0.8, label="cosine similarity")
