@@ -137,7 +137,8 @@ def _cmd_distillcse(args, t0: float) -> None:
         groups = {"self_teacher": args.self_teacher, "other_teachers": args.other_teachers, "other_students": args.other_students}
         paths = [args.model] + [m for ms in groups.values() for m in ms]
         encoders = _table_encoders(args, list(dict.fromkeys(paths)))
-        labels = dict(zip(paths[1:], _unique_labels([_model_label(p) for p in paths[1:]])))
+        others = list(dict.fromkeys(paths[1:]))
+        labels = dict(zip(others, _unique_labels([_model_label(p) for p in others])))
         res = distill.model_correlation(encoders[args.model], {k: [(labels[m], encoders[m]) for m in ms] for k, ms in groups.items()},
                                         load_stsb(Path(_root(args.senteval)), "dev"))
         res["data"] = "STS-B dev"
