@@ -7,10 +7,16 @@
     teacher_logit_stats  DistillCSE Fig. 1, Tables 1-2
     projected_sts        SSCL Table 5     STS through a linear projection to 128/256 dims
     retrieve_neighbours  IS-CSE Table 9   kNN of queries in a buffer of corpus embeddings
+    token_matrices       SSCL Fig. 5      token-by-token cosine matrix of one sentence per model
+    distill.model_correlation   DistillCSE Table 8  student vs S.T. / O.T. / O.S. on STS-B dev
+    distill.distillation_loss   DistillCSE Table 9  distillation loss on training vs test batches
+    distill.ensemble_encode     DistillCSE Table 5  mean of members' normalized embeddings (STS)
 """
 
 from .core import (align_uniform, cosine_distribution, layer_similarities, neighbours_markdown, projected_sts,
-                   retrieve_neighbours, stsb_sentences, teacher_logit_stats, topk_negatives)
+                   retrieve_neighbours, stsb_sentences, teacher_logit_stats, token_matrices, token_similarity_matrix,
+                   topk_negatives)
 
 __all__ = ["align_uniform", "cosine_distribution", "layer_similarities", "neighbours_markdown", "projected_sts",
-           "retrieve_neighbours", "stsb_sentences", "teacher_logit_stats", "topk_negatives"]
+           "retrieve_neighbours", "stsb_sentences", "teacher_logit_stats", "token_matrices", "token_similarity_matrix",
+           "topk_negatives"]

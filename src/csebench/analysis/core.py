@@ -63,7 +63,7 @@ def cosine_distribution(encode: EncodeFn, senteval_root: str | os.PathLike, spli
     return {"analysis": "cosine_dist", "data": f"STS-B {split}", "spearman": spearman100(sims, ps.scores), "groups": groups}
 
 
-# ------------------------------------------------------------------ SSCL Fig. 1 and 4
+# ------------------------------------------------------------------ SSCL Fig. 1, 4 and 5
 
 @torch.no_grad()
 def layer_similarities(enc, sentences: Sequence[str], batch_size: int = 64, exclude_special: bool = True) -> dict:
@@ -110,6 +110,36 @@ def layer_similarities(enc, sentences: Sequence[str], batch_size: int = 64, excl
     return {"analysis": "layers", "pooler": enc.pooler, "n_sentences": len(uniq), "exclude_special": exclude_special,
             "inter_layer": {f"{i}-{i + 1}": float(v) for i, v in enumerate(inter, start=1)},
             "toksim": {str(i): float(np.nanmean(tsim[i - 1])) for i in range(1, n_layers + 1)}}
+
+
+@torch.no_grad()
+def token_similarity_matrix(enc, sentence: str, layer: int = -1, exclude_special: bool = True) -> dict:
+    """SSCL Fig. 5: cosine similarity between every two tokens of ``sentence`` at one layer
+    (hidden_states index; -1 = the last layer), [CLS]/[SEP] left out unless ``exclude_special`` is False."""
+    tok = enc.tokenizer
+    limit = min(getattr(enc.backbone.config, "max_position_embeddings", 512), 512)
+    e = tok([sentence], truncation=True, max_length=limit, return_special_tokens_mask=True)
+    ids = torch.as_tensor(e["input_ids"])
+    keep = torch.as_tensor(e["special_tokens_mask"][0]) == 0 if exclude_special else torch.ones(ids.shape[1], dtype=torch.bool)
+    was_training = enc.training
+    enc.eval()
+    device = next(enc.parameters()).device
+    try:
+        hs = enc.forward_hidden(ids.to(device), torch.ones_like(ids).to(device), all_layers=True)
+    finally:
+        enc.train(was_training)
+    x = torch.nn.functional.normalize(hs[layer][0].double().cpu()[keep], dim=-1)
+    sim = x @ x.T
+    m = sim.shape[0]
+    return {"tokens": tok.convert_ids_to_tokens(ids[0][keep].tolist()), "layer": layer % len(hs),
+            "matrix": [[round(float(v), 6) for v in row] for row in sim],
+            "toksim": float((sim.sum() - sim.trace()) / (m * (m - 1))) if m > 1 else None}
+
+
+def token_matrices(encoders: dict, sentence: str, layer: int = -1, exclude_special: bool = True) -> dict:
+    """``token_similarity_matrix`` of one sentence for each model (``encoders``: label -> encoder)."""
+    models = {label: token_similarity_matrix(enc, sentence, layer, exclude_special) for label, enc in encoders.items()}
+    return {"analysis": "token_matrix", "sentence": sentence, "exclude_special": exclude_special, "models": models}
 
 
 def stsb_sentences(senteval_root: str | os.PathLike, split: str = "test") -> list[str]:

@@ -137,6 +137,31 @@ def plot_layers(models: dict[str, dict], out: str | os.PathLike, title: str = ""
     _save(fig, out)
 
 
+def plot_token_matrices(res: dict, out: str | os.PathLike, title: str = "") -> None:
+    """SSCL Fig. 5: one token-by-token cosine heatmap per model, side by side, one colour scale."""
+    plt = _plt()
+    models = res["models"]
+    n = len(models)
+    width = max(len(m["tokens"]) for m in models.values())
+    side = 1.5 + 0.32 * width
+    fig, axes = plt.subplots(1, n, figsize=(side * n + 1.0, side), squeeze=False)
+    lo = min(0.0, min(float(np.min(m["matrix"])) for m in models.values()))
+    im = None
+    for ax, (label, m) in zip(axes[0], models.items()):
+        im = ax.imshow(np.asarray(m["matrix"]), vmin=lo, vmax=1.0, cmap="viridis")
+        ticks = range(len(m["tokens"]))
+        ax.set_xticks(ticks)
+        ax.set_xticklabels(m["tokens"], rotation=90, fontsize=8)
+        ax.set_yticks(ticks)
+        same = ax is not axes[0][0] and m["tokens"] == next(iter(models.values()))["tokens"]
+        ax.set_yticklabels([] if same else m["tokens"], fontsize=8)  # shared tokens: labels on the first panel only
+        extra = f", TokSim {m['toksim']:.3f}" if m.get("toksim") is not None else ""
+        ax.set_title(f"{label}\n(layer {m['layer']}{extra})", fontsize=9)
+    fig.colorbar(im, ax=list(axes[0]), shrink=0.8, label="cosine similarity")
+    fig.suptitle(title or "Token representation cosine similarity (SSCL Fig. 5)")
+    _save(fig, out)
+
+
 def plot_topk_negatives(res: dict, out: str | os.PathLike, model_label: str = "") -> None:
     """GS-InfoNCE Fig. 1: the i-th largest negative-pair cosine (mean over repeats) vs batch size."""
     plt = _plt()
