@@ -206,3 +206,57 @@ rule analysis_teacher_logits:
     shell:
         "csebench --threads {threads} analyze teacher-logits {params.teachers} --corpus {input.corpus}"
         " --senteval $(dirname {input.senteval}) {params.extra} --out {output.json} --figure {output.png} 2> {log}"
+
+
+# ---- analyses the paper tables ask for by path (csebench.reproduce): built when an item needs them
+
+rule analysis_token_matrix:  # SSCL Fig. 5: the model's last-layer token cosine matrix of one STS-B test sentence
+    input:
+        summary=f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/train.json",
+        senteval=senteval_of,
+    output:
+        f"{RESULTS}/{{suite}}/analysis/{{run}}/seed{{seed}}/token_matrix.json",
+    threads: 1
+    log:
+        f"{RESULTS}/{{suite}}/logs/analysis.token_matrix.{{run}}.seed{{seed}}.log",
+    shell:
+        "csebench --threads {threads} analyze token-matrix --models $(dirname {input.summary})/model --labels '{wildcards.run}'"
+        " --senteval $(dirname {input.senteval}) --out {output} 2> {log}"
+
+
+def _teacher_models(w):
+    return [_model_of(w.suite, r, s) for r, s in wf.teacher_jobs(PARAMS, w.suite, w.run, int(w.seed))]
+
+
+rule analysis_distill_loss:  # DistillCSE Table 9: the student's distillation loss on training and test sentences
+    input:
+        summary=f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/train.json",
+        teachers=_teacher_models,
+        corpus=corpus_of,
+        senteval=senteval_of,
+    output:
+        f"{RESULTS}/{{suite}}/analysis/{{run}}/seed{{seed}}/distill_loss.json",
+    params:
+        teachers=lambda w, input: " ".join(f"--teacher {os.path.dirname(t)}/model" for t in input.teachers),
+    threads: config.get("threads", workflow.cores)
+    resources:
+        gpu=1,
+    log:
+        f"{RESULTS}/{{suite}}/logs/analysis.distill_loss.{{run}}.seed{{seed}}.log",
+    shell:
+        "csebench --threads {threads} analyze distill-loss --model $(dirname {input.summary})/model {params.teachers}"
+        " --corpus {input.corpus} --senteval $(dirname {input.senteval}) --out {output} 2> {log}"
+
+
+rule analysis_ensemble_sts:  # DistillCSE Table 5: STS of the mean normalised embedding of all seeds of a run
+    input:
+        embeddings=lambda w: [f"{wf.run_dir(PARAMS, w.suite, w.run, s)}/embeddings.npz" for r, s in _runs(w.suite) if r == w.run],
+        senteval=senteval_of,
+    output:
+        f"{RESULTS}/{{suite}}/analysis/{{run}}/ensemble_sts.json",
+    threads: 1
+    log:
+        f"{RESULTS}/{{suite}}/logs/analysis.ensemble_sts.{{run}}.log",
+    shell:
+        "csebench --threads {threads} analyze ensemble-sts --embeddings {input.embeddings} --senteval $(dirname {input.senteval})"
+        " --label '{wildcards.run} ensemble' --out {output} 2> {log}"

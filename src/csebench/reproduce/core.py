@@ -72,7 +72,8 @@ class Context:
     def values(self, metric: str, ref: M.RunRef) -> tuple[list[float], list[int]]:
         """The metric over the run's seeds that have it: (values, seeds)."""
         vals, seeds = [], []
-        for s in self.seeds(ref):
+        per_run = M.kind_of(metric) in ("run_analysis", "suite_analysis")  # one value, whatever the seeds
+        for s in self.seeds(ref)[:1] if per_run else self.seeds(ref):
             v = M.value(metric, self.results, ref, s, self.params)
             if v is not None:
                 vals.append(v)

@@ -6,6 +6,7 @@ Metric names (Spearman and accuracies x 100, as the papers print them):
   transfer:<task> / transfer:Avg  SentEval transfer accuracy (transfer.json; Avg only over all 7)
   probing:<task>                SentEval probing accuracy (probing.json)
   analysis:<name>:<path>        a value of the run's analysis JSON (dotted path, list indices allowed)
+  run_analysis:<name>:<path>    a value of an analysis over all seeds of a run (ensemble_sts)
   suite_analysis:<name>:<path>  a value of the suite-level analysis JSON (topk_negatives, teacher_logits)
   config:<path>                 the run's resolved hyperparameter (training.batch_size, objectives....)
 """
@@ -46,7 +47,7 @@ def parse_run(ref: str, default_suite: str) -> RunRef:
 
 def kind_of(metric: str) -> str:
     kind = metric.split(":", 1)[0]
-    if kind not in ("stsb_dev", "sts", "transfer", "probing", "analysis", "suite_analysis", "config"):
+    if kind not in ("stsb_dev", "sts", "transfer", "probing", "analysis", "run_analysis", "suite_analysis", "config"):
         raise ConfigError(f"unknown metric '{metric}' (see csebench.reproduce.metrics)")
     return kind
 
@@ -61,6 +62,8 @@ def files_for(metric: str, results: str, ref: RunRef, seed: int) -> list[str]:
         name = metric.split(":")[1]
         ext = "md" if name == "neighbours_md" else "json"
         return [f"{results}/{ref.suite}/analysis/{ref.run}/seed{seed}/{name.removesuffix('_md')}.{ext}"]
+    if kind == "run_analysis":
+        return [f"{results}/{ref.suite}/analysis/{ref.run}/{metric.split(':')[1]}.json"]
     if kind == "suite_analysis":
         return [f"{results}/{ref.suite}/analysis/{metric.split(':')[1]}.json"]
     return []  # config: params.yaml

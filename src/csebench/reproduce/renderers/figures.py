@@ -338,9 +338,11 @@ def render_model_analysis(ctx: Context) -> list:
             rows.append([label, str(ref), round(res["alignment"], 4), round(res["uniformity"], 4), "" if sts is None else round(sts, 2)])
         plots.plot_align_uniform(points, png, title=title)
     else:
-        plot = {"cosine_dist": plots.plot_cosine_dist, "layers": plots.plot_layers,
-                "token_matrix": getattr(plots, "plot_token_matrix", None)}[name]
-        plot(models, png, title=title)
+        if name == "token_matrix":  # one JSON per model: draw them side by side
+            models = {label: next(iter(res["models"].values())) for label, res in models.items()}
+            plots.plot_token_matrices({"models": models}, png, title=title)
+        else:
+            {"cosine_dist": plots.plot_cosine_dist, "layers": plots.plot_layers}[name](models, png, title=title)
         for label, res in models.items():
             rows.append([label, "", *(round(float(v), 4) for v in _summary(name, res))])
     header = {"align_uniform": ["model", "run", "alignment", "uniformity", "STS avg"],
@@ -363,5 +365,7 @@ def _summary(name: str, res: dict) -> list[float]:
         last = lambda d: float(d[sorted(d, key=lambda k: int(str(k).split("-")[-1]))[-1]]) if d else float("nan")  # noqa: E731
         return [last(inter), last(tok)]
     if name == "token_matrix":
-        return [float(res.get("mean_offdiag", float("nan")))]
+        m = np.asarray(res["matrix"], dtype=float)
+        off = m[~np.eye(len(m), dtype=bool)]
+        return [float(off.mean()) if off.size else float("nan")]
     return []
