@@ -35,16 +35,20 @@ class SuitePlan:
     training_runs: int
     teacher_caches: int
     jobs: int
-    flops: float
+    flops: float  # evaluation, dev evaluations and teacher caches
     unknown_models: list[str]
 
     flops_small: float = 0.0  # training FLOPs at batch <= SMALL_BATCH (launch-bound)
     flops_large: float = 0.0  # training FLOPs at larger batches
 
+    @property
+    def total_flops(self) -> float:
+        return self.flops + self.flops_small + self.flops_large
+
     def gpu_hours(self, peak: float, mfu: float | None = None) -> float:
         """Hours at ``mfu`` for everything (a measured figure), else the assumed MFU of each part."""
         if mfu is not None:
-            return (self.flops + self.flops_small + self.flops_large) / (peak * mfu) / 3600.0
+            return self.total_flops / (peak * mfu) / 3600.0
         return (self.flops / ASSUMED_MFU + self.flops_small / SMALL_BATCH_MFU + self.flops_large / LARGE_BATCH_MFU) / peak / 3600.0
 
 
