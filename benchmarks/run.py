@@ -561,9 +561,9 @@ def section_profile(o=None) -> dict:
 
 # ----------------------------------------------------------------------------- GPU estimate
 
-# parameter counts (total, of which token/position embeddings) of the paper backbones, from their configs
-PARAMS = {"bert-base-uncased": (109.5e6, 23.8e6), "bert-large-uncased": (335.1e6, 31.8e6),
-          "roberta-base": (124.6e6, 39.0e6), "roberta-large": (355.4e6, 52.5e6)}
+# parameter counts (total, of which token/position embeddings) of the paper backbones: one table,
+# shared with `csebench plan`
+from csebench.plan import BACKBONE_PARAMS as PARAMS  # noqa: E402
 GPUS = {"A100 80GB (bf16 dense peak 312 TFLOP/s)": 312e12, "H100 SXM (bf16 dense peak 989 TFLOP/s)": 989e12}
 MFU = 0.40
 
