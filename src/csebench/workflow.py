@@ -86,3 +86,23 @@ def all_runs_with_teachers(params: dict, suite: str) -> list[tuple[str, int]]:
 def run_fingerprint(params: dict, suite: str, run: str, seed: int) -> str:
     """Hash of the resolved run config: Snakemake reruns a run when its hyperparameters change."""
     return resolve_run(params, suite, run, int(seed)).fingerprint()
+
+
+def correlation_groups(params: dict, suite: str, run: str, seed: int) -> dict[str, list[tuple[str, int]]]:
+    """DistillCSE Table 8 for a single-teacher student: its own teacher(s), the other seeds of its
+    teacher run in the suite, and the other students of the same method distilled from those."""
+    own = teacher_jobs(params, suite, run, seed)
+    if not own:
+        return {"self_teacher": [], "other_teachers": [], "other_students": []}
+    teacher_run = own[0][0]
+    own_seeds = {s for _, s in own}
+    others = [(teacher_run, s) for s in suite_seeds(params, suite, teacher_run) if s not in own_seeds]
+    method = find_run(params, suite, run)["method"]
+    students = []
+    for name, s in jobs(params, suite):
+        if name == run or find_run(params, suite, name)["method"] != method:
+            continue
+        theirs = teacher_jobs(params, suite, name, s)
+        if theirs and {t for t, _ in theirs} == {teacher_run} and not own_seeds & {ts for _, ts in theirs}:
+            students.append((name, s))
+    return {"self_teacher": own, "other_teachers": others, "other_students": students}

@@ -260,3 +260,32 @@ rule analysis_ensemble_sts:  # DistillCSE Table 5: STS of the mean normalised em
     shell:
         "csebench --threads {threads} analyze ensemble-sts --embeddings {input.embeddings} --senteval $(dirname {input.senteval})"
         " --label '{wildcards.run} ensemble' --out {output} 2> {log}"
+
+
+def _correlation_models(w):
+    groups = wf.correlation_groups(PARAMS, w.suite, w.run, int(w.seed))
+    return {g: [_model_of(w.suite, r, s) for r, s in jobs] for g, jobs in groups.items()}
+
+
+rule analysis_model_correlation:  # DistillCSE Table 8: a student against its teacher, other teachers, other students
+    input:
+        summary=f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/train.json",
+        self_teacher=lambda w: _correlation_models(w)["self_teacher"],
+        other_teachers=lambda w: _correlation_models(w)["other_teachers"],
+        other_students=lambda w: _correlation_models(w)["other_students"],
+        senteval=senteval_of,
+    output:
+        f"{RESULTS}/{{suite}}/analysis/{{run}}/seed{{seed}}/model_correlation.json",
+    params:
+        groups=lambda w, input: " ".join(
+            f"--{flag} " + " ".join(f"{os.path.dirname(t)}/model" for t in files)
+            for flag, files in (("self-teacher", input.self_teacher), ("other-teachers", input.other_teachers),
+                                ("other-students", input.other_students)) if files),
+    threads: config.get("threads", workflow.cores)
+    resources:
+        gpu=1,
+    log:
+        f"{RESULTS}/{{suite}}/logs/analysis.model_correlation.{{run}}.seed{{seed}}.log",
+    shell:
+        "csebench --threads {threads} analyze model-correlation --model $(dirname {input.summary})/model {params.groups}"
+        " --senteval $(dirname {input.senteval}) --out {output} 2> {log}"

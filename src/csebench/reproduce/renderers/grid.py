@@ -28,6 +28,7 @@ class Cell:
     values: list = field(default_factory=list)
     seeds: list = field(default_factory=list)
     missing_reason: str = ""
+    digits: int = 2  # decimals printed (row, column or block `digits`; the paper's precision)
 
     @property
     def config(self) -> bool:
@@ -64,9 +65,9 @@ class Cell:
             return "not yet run"
         if self.config:
             return fmt(self.mean)
-        s = fmt(self.mean)
+        s = fmt(self.mean, self.digits)
         if self.std is not None:
-            s += f" ± {self.std:.2f}"
+            s += f" ± {fmt(self.std, self.digits)}"
         return s
 
 
@@ -94,7 +95,8 @@ def block_cells(ctx: Context, block: dict, compute: bool = True) -> list[list[Ce
                 pub = row["published"][j]
             elif row.get("published_ref"):
                 pub = _pub_lookup(row["published_ref"], col["name"], ctx.published or load_published())
-            cell = Cell(None, metric, pub, missing_reason=row.get("missing", col.get("missing", "")))
+            digits = row.get("digits", col.get("digits", block.get("digits", 2)))
+            cell = Cell(None, metric, pub, missing_reason=row.get("missing", col.get("missing", "")), digits=digits)
             if run and metric:
                 cell.run = ctx.ref(run)
                 if cell.run is None:
@@ -142,9 +144,9 @@ def render_block_md(ctx: Context, block: dict, cells: list[list[Cell]]) -> list[
         lines.append("| " + " | ".join([*(f"**{x}**" if x else "" for x in labs), "ours" + note,
                                         *(c.ours_text() for c in rc)]) + " |")
         if any(c.published is not None for c in rc):
-            lines.append("| " + " | ".join([*[""] * len(labs), "published", *(fmt(c.published) for c in rc)]) + " |")
+            lines.append("| " + " | ".join([*[""] * len(labs), "published", *(fmt(c.published, c.digits) for c in rc)]) + " |")
             lines.append("| " + " | ".join([*[""] * len(labs), "Δ ours − published",
-                                            *(fmt(c.delta, signed=True) for c in rc)]) + " |")
+                                            *(fmt(c.delta, c.digits, signed=True) for c in rc)]) + " |")
     return lines + [""]
 
 
@@ -194,9 +196,9 @@ def render_latex(ctx: Context, blocks) -> str:
                                      *(latex_escape(c.ours_text()) for c in rc)]) + r" \\")
             if any(c.published is not None for c in rc):
                 lines.append(" & ".join([*[""] * len(labs), r"\textit{published}",
-                                         *(latex_escape(fmt(c.published)) for c in rc)]) + r" \\")
+                                         *(latex_escape(fmt(c.published, c.digits)) for c in rc)]) + r" \\")
                 lines.append(" & ".join([*[""] * len(labs), r"$\Delta$",
-                                         *(latex_escape(fmt(c.delta, signed=True)) for c in rc)]) + r" \\")
+                                         *(latex_escape(fmt(c.delta, c.digits, signed=True)) for c in rc)]) + r" \\")
         lines += [r"\bottomrule", r"\end{tabular}", r"\par\medskip"]
     cap = f"{ctx.published_paper_short} {it.number} ({ctx.scale} scale): {it.title}. {it.metric}. Ours: mean ± std over seeds; published as printed; Δ = ours − published."
     lines += [r"\caption{" + latex_escape(cap) + "}", r"\label{tab:" + it.id.replace("/", "-") + "}", r"\end{table}"]
