@@ -280,7 +280,7 @@ def test_model_analysis_align_uniform(results, tmp_path):
     assert str(results / "t/runs/a/seed1/sts.json") in get("model_analysis").inputs(ctx)
     get("model_analysis").render(ctx)
     md = (tmp_path / "figure-96.md").read_text()
-    assert "| A | t/a | 0.2 | -2.0 | 70.0 |" in md
+    assert "| A | t/a | 0.2000 | -2.0000 | 70.0000 |" in md
 
 
 def test_not_yet_run_items_still_render(tmp_path):

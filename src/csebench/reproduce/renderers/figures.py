@@ -69,6 +69,28 @@ def _finish_md(ctx: Context, lines: list[str]) -> None:
     write_text(ctx.path("md"), "\n".join(lines).rstrip() + "\n")
 
 
+def _legend_or_empty(ax) -> None:
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "not yet run", transform=ax.transAxes, ha="center", va="center", color="grey")
+
+
+def _title(ctx: Context) -> str:
+    return f"{ctx.published_paper_short} {ctx.item.number}" + (" (demo scale)" if ctx.scale == "demo" else "")
+
+
+def _write_figure(ctx: Context, fig, header: list[str], rows: list[list], digits: int = 2) -> list:
+    """The PNG (or an already written one when ``fig`` is None), its CSV and the Markdown page."""
+    if fig is not None:
+        _save(fig, ctx.path("png"))
+    write_csv(ctx.path("csv"), header, rows)
+    md = _header(ctx) + ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    md += ["| " + " | ".join(fmt(c, digits) if isinstance(c, float) else str(c) for c in r) + " |" for r in rows] + [""]
+    _finish_md(ctx, md)
+    return [ctx.path("png"), ctx.path("md"), ctx.path("csv")]
+
+
 # ----------------------------------------------------------------------------------------- sweep
 
 def _sweep_points(ctx: Context, compute: bool = True):
@@ -122,18 +144,9 @@ def render_sweep(ctx: Context) -> list:
     if lay.get("log_x"):
         ax.set_xscale("symlog", linthresh=0.5)
     ax.grid(alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=8)
-    else:
-        ax.text(0.5, 0.5, "not yet run", transform=ax.transAxes, ha="center", va="center", color="grey")
-    ax.set_title(f"{ctx.published_paper_short} {ctx.item.number}" + (" (demo scale)" if ctx.scale == "demo" else ""))
-    _save(fig, ctx.path("png"))
-    header = ["series", "x", "run", "seeds", "ours_mean", "ours_std", "published", "delta"]
-    write_csv(ctx.path("csv"), header, rows)
-    md = _header(ctx) + ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    md += ["| " + " | ".join(fmt(c) if isinstance(c, float) else str(c) for c in r) + " |" for r in rows] + [""]
-    _finish_md(ctx, md)
-    return [ctx.path("png"), ctx.path("md"), ctx.path("csv")]
+    _legend_or_empty(ax)
+    ax.set_title(_title(ctx))
+    return _write_figure(ctx, fig, ["series", "x", "run", "seeds", "ours_mean", "ours_std", "published", "delta"], rows)
 
 
 # ---------------------------------------------------------------------------------------- curves
@@ -179,19 +192,10 @@ def render_curves(ctx: Context) -> list:
     for ax, panel in zip(axes, panels):
         ax.set(xlabel="training step", ylabel=lay.get("loss_label", titles["loss"]) if panel == "loss" else titles[panel])
         ax.grid(alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=8)
-        else:
-            ax.text(0.5, 0.5, "not yet run", transform=ax.transAxes, ha="center", va="center", color="grey")
-    fig.suptitle(f"{ctx.published_paper_short} {ctx.item.number}" + (" (demo scale)" if ctx.scale == "demo" else ""))
+        _legend_or_empty(ax)
+    fig.suptitle(_title(ctx))
     fig.tight_layout()
-    _save(fig, ctx.path("png"))
-    header = ["series", "run", "seed", "best_step", "best_stsb_dev", "last_stsb_dev"]
-    write_csv(ctx.path("csv"), header, rows)
-    md = _header(ctx) + ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    md += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows] + [""]
-    _finish_md(ctx, md)
-    return [ctx.path("png"), ctx.path("md"), ctx.path("csv")]
+    return _write_figure(ctx, fig, ["series", "run", "seed", "best_step", "best_stsb_dev", "last_stsb_dev"], rows)
 
 
 # ----------------------------------------------------------------------------------------- seeds
@@ -229,18 +233,9 @@ def render_seeds(ctx: Context) -> list:
     ax.set_xticks(range(len(tasks)), tasks)
     ax.set_ylabel("Spearman × 100")
     ax.grid(alpha=0.3, axis="y")
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=8)
-    else:
-        ax.text(0.5, 0.5, "not yet run", transform=ax.transAxes, ha="center", va="center", color="grey")
-    ax.set_title(f"{ctx.published_paper_short} {ctx.item.number}" + (" (demo scale)" if ctx.scale == "demo" else ""))
-    _save(fig, ctx.path("png"))
-    header = ["method", "run", "task", "seeds", "mean", "std", "min", "max"]
-    write_csv(ctx.path("csv"), header, rows)
-    md = _header(ctx) + ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    md += ["| " + " | ".join(fmt(c) if isinstance(c, float) else str(c) for c in r) + " |" for r in rows] + [""]
-    _finish_md(ctx, md)
-    return [ctx.path("png"), ctx.path("md"), ctx.path("csv")]
+    _legend_or_empty(ax)
+    ax.set_title(_title(ctx))
+    return _write_figure(ctx, fig, ["method", "run", "task", "seeds", "mean", "std", "min", "max"], rows)
 
 
 # -------------------------------------------------------------------------------------- analysis
@@ -322,7 +317,7 @@ def render_model_analysis(ctx: Context) -> list:
     name = ctx.item.layout["analysis"]
     models = {label: M.read_json_cached(f) for label, _, f in _model_analysis_files(ctx)}
     models = {k: v for k, v in models.items() if v is not None}
-    title = f"{ctx.published_paper_short} {ctx.item.number}" + (" (demo scale)" if ctx.scale == "demo" else "")
+    title = _title(ctx)
     png = ctx.path("png")
     rows = []
     if not models:
@@ -349,11 +344,7 @@ def render_model_analysis(ctx: Context) -> list:
               "cosine_dist": ["model", "run", "Spearman"],
               "layers": ["model", "run", "last adjacent-layer similarity", "last-layer TokSim"],
               "token_matrix": ["model", "run", "mean off-diagonal token cosine"]}[name]
-    write_csv(ctx.path("csv"), header, rows)
-    md = _header(ctx) + ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    md += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows] + [""]
-    _finish_md(ctx, md)
-    return [png, ctx.path("md"), ctx.path("csv")]
+    return _write_figure(ctx, None, header, rows, digits=4)
 
 
 def _summary(name: str, res: dict) -> list[float]:
