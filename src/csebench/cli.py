@@ -146,18 +146,10 @@ def cmd_eval_sts(args) -> None:
 def cmd_eval_transfer(args) -> None:
     from .data import senteval_root
     from .evaluation.transfer import TASKS, evaluate_transfer, load_transfer_task
-    from .io import write_json
 
     root = senteval_root(args.senteval)
     data = {t: load_transfer_task(root, t) for t in args.tasks or TASKS}  # bad data fails before the model loads
-    encode = _eval_encode_fn(args)
-    t0 = time.perf_counter()
-    res = evaluate_transfer(encode, root, tasks=list(data), seed=args.senteval_seed,
-                            max_train_sentences=args.max_train_sentences, task_data=data)
-    res["eval_seconds"] = round(time.perf_counter() - t0, 2)
-    res["encoding"] = _encoding_info(args, encode)
-    res["run_info"] = _run_info(args)
-    write_json(args.out, res)
+    res = _classifier_eval(args, evaluate_transfer, root, data)
     if "avg" in res:
         avg = f"avg {res['avg']:.2f}"
     else:
@@ -170,20 +162,27 @@ def cmd_eval_transfer(args) -> None:
 def cmd_eval_probing(args) -> None:
     from .data import probing_root
     from .evaluation.probing import SSCL_TASKS, evaluate_probing, load_probing_task, resolve_tasks
-    from .io import write_json
 
     root = probing_root(args.probing)
     data = {t: load_probing_task(root, t) for t in resolve_tasks(args.tasks or SSCL_TASKS)}  # bad data fails first
+    res = _classifier_eval(args, evaluate_probing, root, data)
+    logging.getLogger("csebench").info("probing (%s): %s", res["protocol"],
+                                       ", ".join(f"{k} {v:.2f}" for k, v in res["tasks"].items()))
+
+
+def _classifier_eval(args, evaluate, root, data: dict) -> dict:
+    """Transfer or probing: encode, fit the classifiers, write the JSON (with timing and run info)."""
+    from .io import write_json
+
     encode = _eval_encode_fn(args)
     t0 = time.perf_counter()
-    res = evaluate_probing(encode, root, tasks=list(data), seed=args.senteval_seed,
-                           max_train_sentences=args.max_train_sentences, task_data=data)
+    res = evaluate(encode, root, tasks=list(data), seed=args.senteval_seed,
+                   max_train_sentences=args.max_train_sentences, task_data=data)
     res["eval_seconds"] = round(time.perf_counter() - t0, 2)
     res["encoding"] = _encoding_info(args, encode)
     res["run_info"] = _run_info(args)
     write_json(args.out, res)
-    logging.getLogger("csebench").info("probing (%s): %s", res["protocol"],
-                                       ", ".join(f"{k} {v:.2f}" for k, v in res["tasks"].items()))
+    return res
 
 
 def _encoding_info(args, encode) -> dict:

@@ -60,7 +60,6 @@ def cmd_list(args) -> None:
 
 def cmd_plan(args) -> None:
     from ..plan import plan, render_plan
-    from .registry import load_registry
 
     params = _params(args)
     suites = args.suites or suites_of_default(params)
