@@ -145,8 +145,16 @@ REBUILT = [it for it in REG.items if it.rebuilt]
 @pytest.mark.parametrize("item", REBUILT, ids=[it.id for it in REBUILT])
 def test_layout_resolves_against_params(item):
     """Every suite and run the item reads exists, and its input files are listed (paper scale)."""
+    from csebench.config import find_run
+
     for s in item.suites:
         assert s in PARAMS["suites"], f"{item.id}: no suite {s}"
+    refs = [r for b in item.blocks() for row in b.get("rows") or [] for r in [row.get("run"), *(row.get("runs") or [])] if r]
+    refs += [c["run"] for b in item.blocks() for c in b.get("columns") or [] if c.get("run")]
+    refs += [p["run"] for s in (item.layout or {}).get("series") or [] for p in [s, *(s.get("points") or [])] if p.get("run")]
+    for r in refs:
+        suite, _, run = r.rpartition("/")
+        find_run(PARAMS, suite or item.suites[0], run)  # raises ConfigError for a run params.yaml lacks
     files = input_files(item, PARAMS)
     assert files or item.renderer == "grid" and all("config:" in json.dumps(b) for b in item.blocks()), item.id
     for f in files:

@@ -41,11 +41,11 @@ class Context:
         return self.item.suites[0]
 
     def ref(self, spec: str) -> M.RunRef | None:
-        """A run reference of the layout, mapped to this scale; None where the scale has no such run
+        """A run reference of the layout, mapped to this scale; None where params.yaml has no such run
         (a demo-scale table shows only the rows the demo trains)."""
         ref = M.parse_run(spec, self.default_suite)
-        if self.scale == "paper":
-            return ref
+        if self.scale == "paper":  # a run left out of params.yaml (a trimmed suite) draws as n/a
+            return ref if self.has_run(ref) else None
         demo = self.item.demo or {}
         runs = demo.get("runs") or {}
         suites = demo.get("suites") or {}
@@ -56,6 +56,11 @@ class Context:
         else:
             return None
         return ref if self.has_run(ref) else None
+
+    def suite(self, name: str | None = None) -> str:
+        """A suite of the layout (default: the item's first) at this scale."""
+        name = name or self.default_suite
+        return name if self.scale == "paper" else ((self.item.demo or {}).get("suites") or {}).get(name, name)
 
     def has_run(self, ref: M.RunRef) -> bool:
         from ..config import find_run

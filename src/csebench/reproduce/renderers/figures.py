@@ -243,7 +243,7 @@ def render_seeds(ctx: Context) -> list:
 def _analysis_files(ctx: Context) -> tuple[str, list[str]]:
     """(the source figure, the data files) of an analysis figure, under the (mapped) suite."""
     lay = ctx.item.layout
-    suite = ctx.ref(f"{ctx.default_suite}/_").suite
+    suite = ctx.suite()
     fig = f"{ctx.results}/{suite}/{lay['source']}"
     data = [f"{ctx.results}/{suite}/{d}" for d in lay.get("data", [])]
     return fig, data
@@ -271,7 +271,7 @@ def render_analysis(ctx: Context) -> list:
         lines += ["| quantity | ours | published |", "|---|---:|---:|"]
         rows = []
         for v in values:
-            path = f"{ctx.results}/{ctx.ref(f'{ctx.default_suite}/_').suite}/{v['file']}"
+            path = f"{ctx.results}/{ctx.suite()}/{v['file']}"
             got = M.dig(M.read_json_cached(path) or {}, v["path"])
             ours = fmt(float(got), v.get("digits", 4)) if isinstance(got, (int, float)) else "not yet run"
             lines.append(f"| {v['label']} | {ours} | {fmt(v.get('published'))} |")

@@ -100,7 +100,7 @@ def block_cells(ctx: Context, block: dict, compute: bool = True) -> list[list[Ce
             if run and metric:
                 cell.run = ctx.ref(run)
                 if cell.run is None:
-                    cell.missing_reason = f"no {ctx.scale}-scale run"
+                    cell.missing_reason = f"no {ctx.scale}-scale run" if ctx.scale != "paper" else "not a run of params.yaml"
                 elif compute:
                     cell.values, cell.seeds = ctx.values(metric, cell.run)
             cells.append(cell)
