@@ -298,6 +298,15 @@ def build_parser() -> argparse.ArgumentParser:
                         help="encoding precision (default: the table's, else auto = bf16 on bf16 GPUs, fp32 on CPU)")
         return sp
 
+    def classifier_options(sp, cap: str):  # eval-transfer and eval-probing: SentEval classifiers on embeddings
+        sp.add_argument("--max-train-sentences", type=int, default=None,
+                        help=f"CPU demo only: {cap} (recorded as protocol=capped)")
+        sp.add_argument("--senteval-seed", type=int, default=1111, help="SentEval's classifier seed (default: 1111)")
+        sp.add_argument("--suite")
+        sp.add_argument("--run")
+        sp.add_argument("--seed", type=int, default=0, help="run seed (names the run; see --senteval-seed)")
+        sp.add_argument("--no-progress", action="store_true")
+
     sp = common(sub.add_parser("embed", help="encode every evaluation sentence of a model once (STS, transfer, analyses)"))
     sp.add_argument("--model", required=True, help="saved model folder (or HF id / local encoder)")
     sp.add_argument("--senteval", required=True)
@@ -329,13 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--senteval", required=True)
     sp.add_argument("--out", required=True)
     sp.add_argument("--tasks", nargs="+", default=None, help="subset of MR CR SUBJ MPQA SST2 TREC MRPC (default: all)")
-    sp.add_argument("--max-train-sentences", type=int, default=None,
-                    help="CPU demo only: subsample each classifier training set to N items (recorded as protocol=capped)")
-    sp.add_argument("--senteval-seed", type=int, default=1111, help="SentEval's classifier seed (default: 1111)")
-    sp.add_argument("--suite")
-    sp.add_argument("--run")
-    sp.add_argument("--seed", type=int, default=0, help="run seed (names the run; see --senteval-seed)")
-    sp.add_argument("--no-progress", action="store_true")
+    classifier_options(sp, "subsample each classifier training set to N items")
     sp.set_defaults(func=cmd_eval_transfer)
 
     sp = eval_encoding(common(sub.add_parser("eval-probing", help="SentEval probing tasks, e.g. SentLen TreeDepth CoordInv (accuracy x100)")))
@@ -345,13 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--tasks", nargs="+", default=None,
                     help="SentLen WC TreeDepth TopConst BShift Tense SubjNum ObjNum SOMO CoordInv, or SentEval's names "
                          "(default: SSCL Table 4's SentLen TreeDepth CoordInv)")
-    sp.add_argument("--max-train-sentences", type=int, default=None,
-                    help="CPU demo only: subsample each train split to N sentences (recorded as protocol=capped)")
-    sp.add_argument("--senteval-seed", type=int, default=1111, help="SentEval's classifier seed (default: 1111)")
-    sp.add_argument("--suite")
-    sp.add_argument("--run")
-    sp.add_argument("--seed", type=int, default=0, help="run seed (names the run; see --senteval-seed)")
-    sp.add_argument("--no-progress", action="store_true")
+    classifier_options(sp, "subsample each train split to N sentences")
     sp.set_defaults(func=cmd_eval_probing)
 
     sp = common(sub.add_parser("report", help="aggregate run results into tables, curves and a README index"))
