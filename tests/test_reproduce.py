@@ -356,3 +356,17 @@ def test_plan_cli_prints_every_default_suite(capsys):
     rows = [float(m) for m in re.findall(r"^\S+\s+wiki1m\s+\d+\s+\d+\s+\d+\s+([\d.]+)", out, re.M)]
     total = float(re.search(r"^total: .*?([\d.]+)$", out, re.M).group(1))
     assert total > 10 and abs(total - sum(rows)) < 0.1 * len(rows)
+
+
+def test_plan_uses_the_measured_gpu_throughput(tmp_path):
+    from csebench.plan import plan, render_plan
+
+    plans = plan(PARAMS, ["ablation-iscse-buffer"])
+    assumed = float(re.search(r"^total: .*?([\d.]+)$", render_plan(plans, tmp_path), re.M).group(1))
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "gpu_results.json").write_text(json.dumps({"info": {"name": "NVIDIA H100 80GB HBM3"}, "training": {"rows": [
+        {"batch": 64, "mfu": 0.06, "peak": 989e12}, {"batch": 512, "mfu": 0.3, "peak": 989e12}]}}))
+    text = render_plan(plans, tmp_path)
+    measured = float(re.search(r"^total: .*?([\d.]+)$", text, re.M).group(1))
+    assert "measured on NVIDIA H100" in text
+    assert measured == pytest.approx(assumed / 2, rel=0.1)  # batch-64 training at 6% instead of 3% MFU

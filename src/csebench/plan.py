@@ -2,7 +2,8 @@
 
 GPU time comes from a FLOP model (6 x non-embedding parameters x tokens for training, 2 x for a
 forward pass) at an assumed model-FLOP utilisation of a bf16 GPU, until a measured throughput for
-that GPU exists (issue 11: benchmarks/gpu.py writes one into benchmarks/gpu_throughput.json).
+that GPU exists (issue 11: `make bench-gpu` writes benchmarks/gpu_results.json; its training MFU at
+batch 64 and 512 then replaces the assumed ones).
 Suites on CPU data sources (demo, ci) cost no GPU time.
 """
 
@@ -46,11 +47,10 @@ class SuitePlan:
     def total_flops(self) -> float:
         return self.flops + self.flops_small + self.flops_large
 
-    def gpu_hours(self, peak: float, mfu: float | None = None) -> float:
-        """Hours at ``mfu`` for everything (a measured figure), else the assumed MFU of each part."""
-        if mfu is not None:
-            return self.total_flops / (peak * mfu) / 3600.0
-        return (self.flops / ASSUMED_MFU + self.flops_small / SMALL_BATCH_MFU + self.flops_large / LARGE_BATCH_MFU) / peak / 3600.0
+    def gpu_hours(self, peak: float, small_mfu: float = SMALL_BATCH_MFU, large_mfu: float = LARGE_BATCH_MFU) -> float:
+        """Hours on a GPU of bf16 peak ``peak``: training at the given MFUs (assumed unless measured),
+        evaluation and teacher caches at ASSUMED_MFU."""
+        return (self.flops / ASSUMED_MFU + self.flops_small / small_mfu + self.flops_large / large_mfu) / peak / 3600.0
 
 
 def _nonemb(model: str) -> float | None:
@@ -59,8 +59,18 @@ def _nonemb(model: str) -> float | None:
 
 
 def measured_throughput(root: str | Path = ".") -> dict | None:
-    path = Path(root) / "benchmarks" / "gpu_throughput.json"
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    """{gpu, peak, small_mfu, large_mfu} from benchmarks/gpu_results.json (benchmarks/gpu.py on a GPU)."""
+    path = Path(root) / "benchmarks" / "gpu_results.json"
+    if not path.is_file():
+        return None
+    res = json.loads(path.read_text(encoding="utf-8"))
+    rows = {r.get("batch"): r for r in (res.get("training") or {}).get("rows", []) if r.get("mfu") and r.get("peak")}
+    if not rows:
+        return None
+    small = min(rows)
+    large = max(rows)
+    return {"gpu": (res.get("info") or {}).get("name", "GPU"), "peak": rows[small]["peak"],
+            "small_mfu": rows[small]["mfu"], "large_mfu": rows[large]["mfu"] if large > SMALL_BATCH else LARGE_BATCH_MFU}
 
 
 def suite_plan(params: dict, suite: str, n_items: int = 0, probing: bool = False) -> SuitePlan:
@@ -113,21 +123,18 @@ def plan(params: dict, suites: list[str]) -> list[SuitePlan]:
 
 def render_plan(plans: list[SuitePlan], root: str | Path = ".") -> str:
     measured = measured_throughput(root)
-    gpu = "H100"
-    peak = GPU_PEAKS[gpu]
-    mfu = None
-    basis = (f"FLOP model on an {gpu} (bf16 dense peak {peak / 1e12:.0f} TFLOP/s) at assumed MFUs: training "
-             f"{SMALL_BATCH_MFU:.0%} at batch <= {SMALL_BATCH} (launch-bound), {LARGE_BATCH_MFU:.0%} above; "
+    peak, small, large = GPU_PEAKS["H100"], SMALL_BATCH_MFU, LARGE_BATCH_MFU
+    basis = (f"FLOP model on an H100 (bf16 dense peak {peak / 1e12:.0f} TFLOP/s) at assumed MFUs: training "
+             f"{small:.0%} at batch <= {SMALL_BATCH} (launch-bound), {large:.0%} above; "
              f"evaluation and teacher caches {ASSUMED_MFU:.0%}; no GPU measurement yet (issue 11)")
-    if measured and measured.get("mfu"):
-        mfu = float(measured["mfu"])
-        gpu = measured.get("gpu", gpu)
-        peak = GPU_PEAKS.get(gpu.split()[0], peak)
-        basis = f"FLOP model at the MFU measured on {gpu} ({mfu:.0%}, benchmarks/gpu_throughput.json)"
+    if measured:
+        peak, small, large = measured["peak"], measured["small_mfu"], measured["large_mfu"]
+        basis = (f"FLOP model at the training MFU measured on {measured['gpu']} ({small:.1%} at batch <= {SMALL_BATCH}, "
+                 f"{large:.1%} above; benchmarks/gpu_results.json), evaluation at an assumed {ASSUMED_MFU:.0%}")
     lines = [f"{'suite':<36} {'data':<7} {'runs':>5} {'teachers':>8} {'jobs':>6} {'GPU-hours':>10}"]
     total_h, total_runs, total_jobs = 0.0, 0, 0
     for p in plans:
-        h = p.gpu_hours(peak, mfu)
+        h = p.gpu_hours(peak, small, large)
         total_h += h
         total_runs += p.training_runs
         total_jobs += p.jobs
