@@ -121,3 +121,13 @@ def test_cpu_autocast_dtype(precision, expected):
 
     # fp16 autocast (and so a GradScaler) exists only on CUDA; CPU falls back to fp32
     assert autocast_dtype(precision, torch.device("cpu")) == expected
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_fast_training_precision_is_bf16_only_on_native_bf16_cpus(monkeypatch, native):
+    from csebench import encoder
+    from csebench.trainer import autocast_dtype
+
+    monkeypatch.setattr(encoder, "cpu_has_native_bf16", lambda: native)
+    assert autocast_dtype("fast", torch.device("cpu")) == (torch.bfloat16 if native else None)
+    assert autocast_dtype("auto", torch.device("cpu")) is None  # auto stays fp32 on CPU

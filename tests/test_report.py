@@ -264,3 +264,15 @@ def test_dvc_plots_spec():
     assert set(spec[1]["d-stsb-dev"]["y"].values()) == {"stsb_dev"}
     assert all(p.get("x_label") and p.get("y_label") for e in spec[:2] for p in e.values())
     assert {"results/d/figures/training_curves.png": {}} in spec
+
+
+def test_tables_say_when_scores_come_from_capped_evaluation_sets(tmp_path):
+    """A demo-scale result (STS pair cap, transfer training cap) puts its warning above the table."""
+    warning = "each STS task was scored on a seeded subset of about 500 pairs (demo)"
+    d = write_run(tmp_path, "s", "simcse", 1, "simcse", "minilm", sts=sts_scores(70.0))
+    full = rp.write_sts_tables(rp.collect_sts([d / "sts.json"]), tmp_path / "full", suite="s")
+    assert full and "Demo scale" not in (tmp_path / "full" / "sts.md").read_text()
+    res = json.loads((d / "sts.json").read_text())
+    (d / "sts.json").write_text(json.dumps({**res, "protocol": "capped", "warning": warning}))
+    rp.write_sts_tables(rp.collect_sts([d / "sts.json"]), tmp_path / "capped", suite="s")
+    assert f"**Demo scale:** {warning}." in (tmp_path / "capped" / "sts.md").read_text()

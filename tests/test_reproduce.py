@@ -370,3 +370,34 @@ def test_plan_uses_the_measured_gpu_throughput(tmp_path):
     measured = float(re.search(r"^total: .*?([\d.]+)$", text, re.M).group(1))
     assert "measured on NVIDIA H100" in text
     assert measured == pytest.approx(assumed / 2, rel=0.1)  # batch-64 training at 6% instead of 3% MFU
+
+
+def test_training_only_runs_are_trained_not_evaluated():
+    """`evaluate: false` (the demo's DistillCSE Fig. 2 partner): trained, its curves read, never embedded."""
+    from csebench import workflow as wf
+    from csebench.plan import suite_plan
+
+    assert ("teacher-components", 42) in wf.jobs(PARAMS, "demo")
+    assert ("teacher-components", 42) not in wf.evaluated_jobs(PARAMS, "demo")
+    assert ("distillcse", 42) in wf.evaluated_jobs(PARAMS, "demo")
+    evaluated = copy.deepcopy(PARAMS)
+    run = next(r for r in evaluated["suites"]["demo"]["runs"] if r["name"] == "teacher-components")
+    run["evaluate"] = True
+    assert suite_plan(evaluated, "demo").jobs - suite_plan(PARAMS, "demo").jobs == 3  # embed, eval_sts, eval_transfer
+    run["evaluate"] = "no"
+    with pytest.raises(ConfigError, match="evaluate: give true or false"):
+        wf.evaluated_jobs(evaluated, "demo")
+
+
+@pytest.mark.parametrize("cap,ok", [(500, True), (1, False), ("500", False), (True, False)])
+def test_sts_pair_cap_setting(cap, ok):
+    from csebench import workflow as wf
+
+    params = copy.deepcopy(PARAMS)
+    params["suites"]["demo"]["evaluation"] = {"max_sts_pairs": cap}
+    if ok:
+        assert wf.suite_evaluation(params, "demo")["max_sts_pairs"] == cap
+    else:
+        with pytest.raises(ConfigError, match="max_sts_pairs: give a whole number"):
+            wf.suite_evaluation(params, "demo")
+    assert wf.suite_evaluation(PARAMS, "paper")["max_sts_pairs"] is None  # paper scale: every pair

@@ -104,3 +104,45 @@ def test_real_data_pair_counts(shared_dir):
     counts = {t: len(load_task(root, t).scores) for t in ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]}
     assert counts == {"STS12": 3108, "STS13": 1500, "STS14": 3750, "STS15": 3000, "STS16": 1186,
                       "STSBenchmark": 1379, "SICKRelatedness": 4927}
+
+
+def test_pair_cap_keeps_a_seeded_stratified_subset_in_order():
+    from csebench.errors import ConfigError
+    from csebench.evaluation.sts import PairSet, cap_pairs
+
+    n = 1000
+    groups = ["big"] * 900 + ["small"] * 60 + ["tiny"] * 40
+    ps = PairSet([f"a{i}" for i in range(n)], [f"b{i}" for i in range(n)], np.arange(n, dtype=float), groups)
+    sub = cap_pairs(ps, 100, seed=7)
+    idx = [int(s[1:]) for s in sub.sent1]
+    assert idx == sorted(idx) and len(set(idx)) == len(idx)  # SentEval's order, no repeats
+    assert [int(s[1:]) for s in sub.sent2] == idx and list(sub.scores) == idx  # pairs stay aligned
+    counts = {g: sub.groups.count(g) for g in ("big", "small", "tiny")}
+    assert counts == {"big": 90, "small": 10, "tiny": 10}  # proportional, each subset keeps its minimum of 10
+    assert cap_pairs(ps, 100, seed=7).sent1 == sub.sent1  # deterministic
+    assert cap_pairs(ps, 100, seed=8).sent1 != sub.sent1
+    assert cap_pairs(ps, None) is ps and cap_pairs(ps, n) is ps
+    with pytest.raises(ConfigError, match="at least 2"):
+        cap_pairs(ps, 1)
+
+
+def test_capped_evaluation_is_marked_and_scores_only_the_subset(shared_dir):
+    from csebench.data import senteval_root
+    from csebench.evaluation.sts import TEST_TASKS, load_test_tasks
+
+    root = senteval_root(shared_dir / "senteval")
+    seen = []
+
+    def encode(sentences):
+        seen.extend(sentences)
+        return torch.tensor([[1.0, len(s) % 7, s.count("e") % 5] for s in sentences], dtype=torch.float32)
+
+    full = evaluate_sts(encode, root)
+    assert full["protocol"] == "full" and "warning" not in full
+    seen.clear()
+    capped = evaluate_sts(encode, root, max_pairs=200, seed=3)
+    assert capped["protocol"] == "capped" and capped["max_sts_pairs"] == 200 and "not comparable" in capped["warning"]
+    for task in TEST_TASKS:  # about 200 pairs each (a small subset's minimum of 10 may add a few)
+        assert 150 <= capped["n_pairs"][task] <= 230 < full["n_pairs"][task]
+    wanted = {s for ps in load_test_tasks(root, max_pairs=200, seed=3).values() for s in (*ps.sent1, *ps.sent2)}
+    assert set(seen) == wanted  # exactly the subsets' sentences were encoded

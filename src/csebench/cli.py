@@ -111,13 +111,15 @@ def cmd_embed(args) -> None:
 
     t0 = time.perf_counter()
     sentences = evaluation_sentences(senteval_root(args.senteval), transfer=not args.no_transfer,
-                                     max_train_sentences=args.max_train_sentences, seed=args.senteval_seed)
+                                     max_train_sentences=args.max_train_sentences, seed=args.senteval_seed,
+                                     max_sts_pairs=args.max_sts_pairs)
     log = logging.getLogger("csebench")
     log.info("encoding %d distinct evaluation sentences (%s precision)", len(sentences), args.precision)
     emb = model_encoder(args.model, args.pooler, args.batch_size, args.precision, progress=not args.no_progress)(sentences)
     meta = {"model": args.model, "model_fingerprint": model_fingerprint(args.model) if os.path.isdir(args.model) else None,
             "pooler": args.pooler, "precision": args.precision, "autocast": _autocast_name(args.precision),
             "transfer": not args.no_transfer, "max_train_sentences": args.max_train_sentences,
+            "max_sts_pairs": args.max_sts_pairs,
             "senteval_seed": args.senteval_seed, "seconds": round(time.perf_counter() - t0, 2)}
     write_embeddings(args.out, sentences, emb, meta)
     log.info("embedded %d sentences in %.1f s -> %s", len(sentences), meta["seconds"], args.out)
@@ -130,7 +132,8 @@ def cmd_eval_sts(args) -> None:
 
     encode = _eval_encode_fn(args)
     t0 = time.perf_counter()
-    res = evaluate_sts(encode, senteval_root(args.senteval), keep_pairs=bool(args.pairs_out))
+    res = evaluate_sts(encode, senteval_root(args.senteval), keep_pairs=bool(args.pairs_out),
+                       max_pairs=args.max_sts_pairs, seed=args.senteval_seed)
     if args.pairs_out:
         from .evaluation.sts import save_pairs
 
@@ -307,6 +310,10 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--seed", type=int, default=0, help="run seed (names the run; see --senteval-seed)")
         sp.add_argument("--no-progress", action="store_true")
 
+    def sts_cap_option(sp):  # embed and eval-sts must agree on the pairs (the table holds what eval-sts scores)
+        sp.add_argument("--max-sts-pairs", type=int, default=None,
+                        help="CPU demo only: score each STS task on a seeded subset of about N pairs (recorded as protocol=capped)")
+
     sp = common(sub.add_parser("embed", help="encode every evaluation sentence of a model once (STS, transfer, analyses)"))
     sp.add_argument("--model", required=True, help="saved model folder (or HF id / local encoder)")
     sp.add_argument("--senteval", required=True)
@@ -317,7 +324,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="fp32 (default: SentEval's numbers), bf16, auto (bf16 on bf16 GPUs), fast (bf16 where native: bf16 GPUs, AVX512-BF16/AMX CPUs)")
     sp.add_argument("--no-transfer", action="store_true", help="STS sentences only")
     sp.add_argument("--max-train-sentences", type=int, default=None, help="the transfer cap eval-transfer will use")
-    sp.add_argument("--senteval-seed", type=int, default=1111, help="the transfer seed eval-transfer will use")
+    sp.add_argument("--senteval-seed", type=int, default=1111, help="the transfer (and STS cap) seed eval-transfer/eval-sts will use")
+    sts_cap_option(sp)
     sp.add_argument("--no-progress", action="store_true")
     sp.set_defaults(func=cmd_embed)
 
@@ -327,6 +335,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--out", required=True)
     sp.add_argument("--pairs-out", default=None,
                     help="also write per-pair cosine and gold scores (.npz) for the paired bootstrap in `report`")
+    sts_cap_option(sp)
+    sp.add_argument("--senteval-seed", type=int, default=1111, help="seed of the --max-sts-pairs subsets (default: 1111)")
     sp.add_argument("--suite")
     sp.add_argument("--run")
     sp.add_argument("--seed", type=int, default=0)

@@ -33,7 +33,7 @@ from .errors import ConfigError
 
 SHARED_ENV = "CSEBENCH_SHARED"
 POOLERS = ("cls", "cls_before_pooler", "avg", "avg_first_last", "avg_top2")
-PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+PRECISIONS = ("auto", "fp32", "bf16", "fp16", "fast")  # training autocast: trainer.autocast_dtype
 EVAL_PRECISIONS = ("auto", "fp32", "bf16", "fast")  # encoding for evaluation: encoder.eval_autocast_dtype
 
 
@@ -327,7 +327,8 @@ def _section(params: dict, name: str, key: str, what: str, where: str = "") -> d
 
 
 SUITE_KEYS = ["description", "data", "seeds", "training", "runs", "backbones", "methods", "dvc", "transfer", "evaluation"]
-RUN_KEYS = ["name", "backbone", "method", "label", "training", "objectives", "seeds"]
+# evaluate: false = a training-only run (curves, teacher), no embedding/STS/transfer/analysis jobs
+RUN_KEYS = ["name", "backbone", "method", "label", "training", "objectives", "seeds", "evaluate"]
 METHOD_KEYS = ["label", "objectives", "training", "by_backbone"]
 
 
@@ -347,6 +348,8 @@ def suite_runs(params: dict, suite: str) -> list[dict]:
             if req not in run:
                 raise ConfigError(f"suites.{suite}.runs[{i}]: missing '{req}'")
         run.setdefault("name", f"{run['backbone']}-{run['method']}")
+        if not isinstance(run.setdefault("evaluate", True), bool):
+            raise ConfigError(f"suites.{suite}.runs[{i}].evaluate: give true or false, got {run['evaluate']!r}")
         if not re.fullmatch(r"[A-Za-z0-9_.+-]+", run["name"]):
             raise ConfigError(f"suites.{suite}.runs[{i}].name '{run['name']}': use letters, digits, . _ + - only")
         if run["name"] in seen:

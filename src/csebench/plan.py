@@ -81,6 +81,7 @@ def suite_plan(params: dict, suite: str, n_items: int = 0, probing: bool = False
     corpus = CORPUS_SENTENCES.get(data, 0)  # CPU suites: no GPU cost
     runs = wf.all_runs_with_teachers(params, suite)
     teachers = {t for r, s in runs for t in wf.teacher_jobs(params, suite, r, s)}
+    training_only = set(wf.jobs(params, suite)) - set(wf.evaluated_jobs(params, suite))  # `evaluate: false`
     flops, small, large, unknown = 0.0, 0.0, 0.0, []
     for run, seed in runs:
         cfg = resolve_run(params, suite, run, seed)
@@ -99,13 +100,15 @@ def suite_plan(params: dict, suite: str, n_items: int = 0, probing: bool = False
         else:
             large += train
         flops += (steps // cfg.training.eval_steps) * 2 * n * DEV_SENTENCES * EVAL_TOKENS
-        flops += 2 * n * EVAL_SENTENCES * EVAL_TOKENS  # the embed rule
+        if (run, seed) not in training_only:
+            flops += 2 * n * EVAL_SENTENCES * EVAL_TOKENS  # the embed rule
         if probing:
             flops += 2 * n * PROBING_SENTENCES * EVAL_TOKENS
         if (run, seed) in teachers:
             flops += 2 * n * corpus * AVG_TOKENS  # the teacher cache of the corpus
-    # train + embed + eval_sts + eval_transfer per run, a teacher cache per teacher, the suite report, its items
-    jobs = 4 * len(runs) + len(teachers) + 1 + n_items
+    # train + embed + eval_sts + eval_transfer per run (train only for `evaluate: false`), a teacher cache
+    # per teacher, the suite report, its items
+    jobs = 4 * len(runs) - 3 * len(training_only) + len(teachers) + 1 + n_items
     return SuitePlan(suite, data, len(runs), len(teachers), jobs, flops, sorted(set(unknown)), small, large)
 
 

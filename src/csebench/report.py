@@ -126,7 +126,8 @@ def collect(result_files: list[str | os.PathLike], kind: str = "sts") -> list[di
         if avg is None and complete:
             avg = float(np.mean([tasks[t] for t in k.tasks]))
         pairs = f.with_name("sts_pairs.npz") if kind == "sts" else None
-        records.append({**info, "scores": tasks, "avg": avg, "path": str(f),
+        records.append({**info, "scores": tasks, "avg": avg, "path": str(f), "protocol": res.get("protocol", "full"),
+                        "warning": res.get("warning"),
                         "pairs_path": str(pairs) if pairs is not None and pairs.is_file() else None})
     return records
 
@@ -289,7 +290,12 @@ def table_lines(rows: list[Row], kind: str) -> list[dict]:
     return out
 
 
-def render_markdown(rows: list[Row], kind: str, suite: str) -> str:
+def protocol_notes(records: list[dict]) -> list[str]:
+    """The distinct warnings of results scored off the papers' protocol (CPU demo caps)."""
+    return sorted({r["warning"] for r in records if r.get("protocol") == "capped" and r.get("warning")})
+
+
+def render_markdown(rows: list[Row], kind: str, suite: str, notes: list[str] | None = None) -> str:
     k = KINDS[kind]
     header = ["Backbone", "Method", "Run", "Seeds", *k.columns, "Avg.", "p", "Paired test"]
     md = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * 4 + ["---:"] * (len(k.columns) + 1) + ["---:", "---"]) + "|"]
@@ -312,7 +318,8 @@ def render_markdown(rows: list[Row], kind: str, suite: str) -> str:
             f"Published rows are printed as in the papers (source table named); Δ = ours − published.\n"
             f"p: two-sided paired test of the average against SimCSE on the same backbone "
             f"(per-seed paired t-test with ≥ 2 common seeds, else a paired bootstrap over STS sentence pairs).\n\n"
-            f"{body}\n")
+            + "".join(f"**Demo scale:** {n}.\n\n" for n in notes or [])
+            + f"{body}\n")
 
 
 def render_csv_rows(rows: list[Row], kind: str, suite: str) -> tuple[list[str], list[list]]:
@@ -391,7 +398,7 @@ def write_tables(records: list[dict], out_dir: str | os.PathLike, kind: str = "s
     add_significance(rows, kind, n_boot=n_boot)
     out_dir = Path(out_dir)
     suite = suite or (records[0].get("suite") if records else "") or ""
-    write_text(out_dir / f"{kind}.md", render_markdown(rows, kind, suite))
+    write_text(out_dir / f"{kind}.md", render_markdown(rows, kind, suite, protocol_notes(records)))
     header, csv_rows = render_csv_rows(rows, kind, suite)
     write_csv(out_dir / f"{kind}.csv", header, csv_rows)
     write_text(out_dir / f"{kind}.tex", render_latex(rows, kind, suite))

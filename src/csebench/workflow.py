@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from .config import EVAL_PRECISIONS, find_run, load_params, resolve_run, suite_runs, suite_seeds
 
-__all__ = ["load_params", "jobs", "suite_data", "run_dir", "teacher_jobs", "run_fingerprint"]
+__all__ = ["load_params", "jobs", "evaluated_jobs", "suite_data", "run_dir", "teacher_jobs", "run_fingerprint"]
 
 
 def suite_data(params: dict, suite: str) -> str:
@@ -27,12 +27,20 @@ def jobs(params: dict, suite: str) -> list[tuple[str, int]]:
     return [(r["name"], s) for r in suite_runs(params, suite) for s in suite_seeds(params, suite, r["name"])]
 
 
-EVALUATION_KEYS = {"precision": EVAL_PRECISIONS}
+def evaluated_jobs(params: dict, suite: str) -> list[tuple[str, int]]:
+    """The (run, seed) jobs that are embedded and evaluated: all but the runs marked `evaluate: false`
+    (training only: their curves and models still serve figures and students)."""
+    evaluated = {r["name"] for r in suite_runs(params, suite) if r["evaluate"]}
+    return [(r, s) for r, s in jobs(params, suite) if r in evaluated]
+
+
+EVALUATION_KEYS = {"precision": EVAL_PRECISIONS, "max_sts_pairs": int}
 
 
 def suite_evaluation(params: dict, suite: str) -> dict:
     """A suite's `evaluation:` settings: precision (fp32 default: SentEval's numbers; "fast" = bf16
-    where the hardware has it, see encoder.eval_autocast_dtype) and the transfer training-set cap."""
+    where the hardware has it, see encoder.eval_autocast_dtype), the STS pair cap (CPU demo only:
+    each STS task scored on a seeded subset) and the transfer training-set cap."""
     from .errors import ConfigError
 
     spec = params["suites"][suite]
@@ -40,10 +48,15 @@ def suite_evaluation(params: dict, suite: str) -> dict:
     for key, value in ev.items():
         if key not in EVALUATION_KEYS:
             raise ConfigError(f"suites.{suite}.evaluation: unknown key '{key}' (valid: {', '.join(EVALUATION_KEYS)})")
-        if value not in EVALUATION_KEYS[key]:
-            raise ConfigError(f"suites.{suite}.evaluation.{key}: '{value}' is not one of {', '.join(EVALUATION_KEYS[key])}")
+        allowed = EVALUATION_KEYS[key]
+        if allowed is int:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+                raise ConfigError(f"suites.{suite}.evaluation.{key}: give a whole number of at least 2, got {value!r}")
+        elif value not in allowed:
+            raise ConfigError(f"suites.{suite}.evaluation.{key}: '{value}' is not one of {', '.join(allowed)}")
     cap = (spec.get("transfer") or {}).get("max_train_sentences")
-    return {"precision": ev.get("precision", "fp32"), "max_train_sentences": int(cap) if cap else None}
+    return {"precision": ev.get("precision", "fp32"), "max_train_sentences": int(cap) if cap else None,
+            "max_sts_pairs": ev.get("max_sts_pairs")}
 
 
 def run_dir(params: dict, suite: str, run: str, seed: int) -> str:

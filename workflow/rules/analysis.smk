@@ -83,8 +83,8 @@ def analysis_targets(suite):
     return out
 
 
-def _per_model(name, ext="json"):
-    return lambda w: [f"{RESULTS}/{w.suite}/analysis/{run}/seed{seed}/{name}.{ext}" for run, seed in _runs(w.suite)]
+def _per_model(name, ext="json"):  # evaluated runs only: a training-only run (`evaluate: false`) has no embeddings
+    return lambda w: [f"{RESULTS}/{w.suite}/analysis/{run}/seed{seed}/{name}.{ext}" for run, seed in wf.evaluated_jobs(PARAMS, w.suite)]
 
 
 # served by the run's embeddings table (the CLI's list, in rule spelling)
@@ -133,7 +133,7 @@ rule analysis_neighbours:
 rule analysis_suite_figure:
     input:
         jsons=lambda w: _per_model(w.fig)(w),
-        sts=lambda w: run_dirs(w.suite, "sts.json") if w.fig == "align_uniform" else [],
+        sts=lambda w: run_dirs(w.suite, "sts.json", evaluated=True) if w.fig == "align_uniform" else [],
     output:
         f"{RESULTS}/{{suite}}/figures/{{fig}}.png",
     wildcard_constraints:
@@ -250,7 +250,7 @@ rule analysis_distill_loss:  # DistillCSE Table 9: the student's distillation lo
 
 rule analysis_ensemble_sts:  # DistillCSE Table 5: STS of the mean normalised embedding of all seeds of a run
     input:
-        embeddings=lambda w: [f"{wf.run_dir(PARAMS, w.suite, w.run, s)}/embeddings.npz" for r, s in _runs(w.suite) if r == w.run],
+        embeddings=lambda w: [f"{wf.run_dir(PARAMS, w.suite, w.run, s)}/embeddings.npz" for r, s in wf.evaluated_jobs(PARAMS, w.suite) if r == w.run],
         senteval=senteval_of,
     output:
         f"{RESULTS}/{{suite}}/analysis/{{run}}/ensemble_sts.json",

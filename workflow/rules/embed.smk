@@ -13,6 +13,11 @@ def transfer_cap(w):
     return f"--max-train-sentences {cap}" if cap else ""
 
 
+def sts_cap(w):  # `evaluation: {max_sts_pairs: N}` (CPU demo only): embed and eval_sts use the same subsets
+    cap = eval_settings(w)["max_sts_pairs"]
+    return f"--max-sts-pairs {cap}" if cap else ""
+
+
 def embeddings_of(w):
     return f"{wf.run_dir(PARAMS, w.suite, w.run, int(w.seed))}/embeddings.npz"
 
@@ -24,7 +29,7 @@ rule embed:
     output:
         f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/embeddings.npz",
     params:
-        cap=transfer_cap,
+        cap=lambda w: f"{transfer_cap(w)} {sts_cap(w)}".strip(),
         precision=lambda w: eval_settings(w)["precision"],
     threads: config.get("threads", 4)
     resources:

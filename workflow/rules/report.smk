@@ -8,7 +8,7 @@ REPORT_HAS_TRANSFER = any(r.name == "eval_transfer" for r in workflow.rules)
 
 
 def report_transfer(w):
-    return run_dirs(w.suite, "transfer.json") if REPORT_HAS_TRANSFER else []
+    return run_dirs(w.suite, "transfer.json", evaluated=True) if REPORT_HAS_TRANSFER else []
 
 
 def _analysis_outputs(suite, ext):
@@ -26,8 +26,8 @@ def report_extra_tables(w):
 
 rule report:
     input:
-        sts=lambda w: run_dirs(w.suite, "sts.json"),
-        pairs=lambda w: run_dirs(w.suite, "sts_pairs.npz"),
+        sts=lambda w: run_dirs(w.suite, "sts.json", evaluated=True),
+        pairs=lambda w: run_dirs(w.suite, "sts_pairs.npz", evaluated=True),
         transfer=report_transfer,
         curves=lambda w: run_dirs(w.suite, "train_curve.csv") + run_dirs(w.suite, "dev_curve.csv"),
         figures=report_figures,

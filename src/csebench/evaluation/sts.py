@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from scipy.stats import spearmanr
 
-from ..errors import DataError
+from ..errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
 
@@ -144,17 +144,46 @@ def spearman100(sys_scores: np.ndarray, gold: np.ndarray) -> float:
 EncodeFn = Callable[[list[str]], torch.Tensor]
 
 
+def cap_pairs(ps: PairSet, max_pairs: int | None, seed: int = 1111) -> PairSet:
+    """CPU-demo shortcut (not the papers' protocol): a seeded subset of about ``max_pairs`` pairs (floor
+    per subset, so at most that many unless a small subset's minimum adds a few), drawn per subset
+    (``groups``) in proportion to its size, each keeping at least min(its size, 10) pairs; SentEval's
+    order is kept. None, or a task with at most ``max_pairs`` pairs: unchanged."""
+    from .transfer import stratified_subset
+
+    if max_pairs is None or len(ps.scores) <= max_pairs:
+        return ps
+    if max_pairs < 2:
+        raise ConfigError(f"max_sts_pairs must be at least 2, got {max_pairs}")
+    keep = np.sort(stratified_subset(np.asarray(ps.groups), max_pairs, seed))
+    return PairSet([ps.sent1[i] for i in keep], [ps.sent2[i] for i in keep], ps.scores[keep], [ps.groups[i] for i in keep])
+
+
+def load_test_tasks(root: str | os.PathLike, tasks: list[str] | None = None, max_pairs: int | None = None,
+                    seed: int = 1111) -> dict[str, PairSet]:
+    """The STS test tasks' pairs, each capped at ``max_pairs`` (see cap_pairs; None = all)."""
+    return {t: cap_pairs(load_task(root, t), max_pairs, seed) for t in tasks or TEST_TASKS}
+
+
+def capped_sts_warning(max_pairs: int) -> str:
+    return (f"each STS task was scored on a seeded subset of about {max_pairs} pairs (max_sts_pairs, CPU demo "
+            "scale): not comparable with published STS numbers")
+
+
 def evaluate_sts(encode: EncodeFn, root: str | os.PathLike, tasks: list[str] | None = None,
-                 pairsets: dict[str, PairSet] | None = None, keep_pairs: bool = False) -> dict:
+                 pairsets: dict[str, PairSet] | None = None, keep_pairs: bool = False,
+                 max_pairs: int | None = None, seed: int = 1111) -> dict:
     """Spearman x100 per task (+ per-subset for STS12-16) and the average of the 7 test tasks.
 
     ``encode`` maps a list of sentences to an (n, d) tensor. All tasks' sentences are pooled
     and deduplicated, so one call encodes every distinct sentence exactly once.
     With ``keep_pairs`` the result also holds ``pairs[task] = (cosine per pair, gold per pair)``
     (numpy arrays, not JSON; see ``save_pairs``) for paired significance tests.
+    ``max_pairs`` (CPU demo only) scores each task on a seeded subset (cap_pairs); the result is then
+    marked ``"protocol": "capped"`` with a warning.
     """
     tasks = tasks or TEST_TASKS
-    sets = pairsets or {t: load_task(root, t) for t in tasks}
+    sets = pairsets or load_test_tasks(root, tasks, max_pairs, seed)
     everything = sorted({s for ps in sets.values() for s in (*ps.sent1, *ps.sent2)})
     emb = encode(everything)
     row = {s: i for i, s in enumerate(everything)}
@@ -173,6 +202,11 @@ def evaluate_sts(encode: EncodeFn, root: str | os.PathLike, tasks: list[str] | N
     test = [t for t in TEST_TASKS if t in results["tasks"]]
     if len(test) == len(TEST_TASKS):
         results["avg"] = float(np.mean([results["tasks"][t] for t in TEST_TASKS]))
+    capped = max_pairs is not None and pairsets is None
+    results["protocol"] = "capped" if capped else "full"
+    if capped:
+        results["max_sts_pairs"] = max_pairs
+        results["warning"] = capped_sts_warning(max_pairs)
     return results
 
 
