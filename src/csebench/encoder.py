@@ -250,7 +250,7 @@ def cpu_has_native_bf16() -> bool:
 def eval_autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
     """Evaluation autocast: "fp32" none (SentEval's numbers); "bf16" bf16 on any device; "auto" bf16
     on GPUs that support it, fp32 on CPU; "fast" bf16 wherever the hardware computes it natively
-    (bf16 GPUs, AVX512-BF16/AMX CPUs: about 2.5-4x faster than fp32 there), else fp32. bf16 cosines
+    (bf16 GPUs, AVX512-BF16/AMX CPUs: about 1.8-4x faster than fp32 there, CPU-dependent), else fp32. bf16 cosines
     agree with fp32 to about 1e-4 (measured STS differences: docs/senteval-agreement.md)."""
     if precision not in EVAL_PRECISIONS:
         raise ConfigError(f"unknown evaluation precision '{precision}' (valid: {', '.join(EVAL_PRECISIONS)})")
