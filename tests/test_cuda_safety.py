@@ -131,3 +131,11 @@ def test_fast_training_precision_is_bf16_only_on_native_bf16_cpus(monkeypatch, n
     monkeypatch.setattr(encoder, "cpu_has_native_bf16", lambda: native)
     assert autocast_dtype("fast", torch.device("cpu")) == (torch.bfloat16 if native else None)
     assert autocast_dtype("auto", torch.device("cpu")) is None  # auto stays fp32 on CPU
+
+
+def test_cpu_bf16_override_forces_the_fp32_fallback(monkeypatch):
+    from csebench.encoder import cpu_has_native_bf16, eval_autocast_dtype
+
+    monkeypatch.setenv("CSEBENCH_CPU_BF16", "0")
+    assert cpu_has_native_bf16() is False
+    assert eval_autocast_dtype("fast", torch.device("cpu")) is None

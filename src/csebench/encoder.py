@@ -238,7 +238,11 @@ class SentenceEncoder(nn.Module):
 
 
 def cpu_has_native_bf16() -> bool:
-    """AVX512-BF16 or AMX: bf16 matrix products run in hardware (else autocast emulates them slowly)."""
+    """AVX512-BF16 or AMX: bf16 matrix products run in hardware (else autocast emulates them slowly).
+    CSEBENCH_CPU_BF16=0 answers no on any CPU: "fast" then runs fp32, as on a CPU without bf16
+    (fp32 numbers from a "fast" suite, or timing the fp32 fallback on a bf16 machine)."""
+    if os.environ.get("CSEBENCH_CPU_BF16", "").strip() == "0":
+        return False
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as fh:
             flags = next((line for line in fh if line.startswith("flags")), "")
