@@ -146,3 +146,27 @@ def test_capped_evaluation_is_marked_and_scores_only_the_subset(shared_dir):
         assert 150 <= capped["n_pairs"][task] <= 230 < full["n_pairs"][task]
     wanted = {s for ps in load_test_tasks(root, max_pairs=200, seed=3).values() for s in (*ps.sent1, *ps.sent2)}
     assert set(seen) == wanted  # exactly the subsets' sentences were encoded
+
+
+def test_embed_dim_analysis_scores_the_capped_subsets_the_embeddings_table_holds(shared_dir):
+    """The demo caps STS pairs: SSCL Table 5's projection analysis must read the same subsets, not
+    encode the 17k sentences the run's embeddings table left out."""
+    from csebench.analysis.core import projected_sts
+    from csebench.data import senteval_root
+    from csebench.embeddings import evaluation_sentences
+
+    root = senteval_root(shared_dir / "senteval")
+    seen = []
+
+    def encode(sentences):
+        seen.extend(sentences)
+        return torch.tensor([[1.0, len(s) % 7, s.count("e") % 5, s.count("a") % 3] for s in sentences], dtype=torch.float32)
+
+    res = projected_sts(encode, root, dims=[2], methods=["random"], max_pairs=200)
+    assert res["protocol"] == "capped" and res["max_sts_pairs"] == 200
+    assert set(seen) <= set(evaluation_sentences(root, transfer=False, max_sts_pairs=200))
+    direct = evaluate_sts(encode, root, max_pairs=200)
+    assert res["full"]["avg"] == pytest.approx(direct["avg"])
+    seen.clear()
+    assert projected_sts(encode, root, dims=[2], methods=["random"])["protocol"] == "full"
+    assert len(set(seen)) > 20000  # uncapped: every pair of the 7 tasks

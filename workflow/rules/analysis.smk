@@ -102,7 +102,7 @@ rule analysis_model:
         analysis="align_uniform|cosine_dist|layers|embed_dim",
     params:
         name=lambda w: w.analysis.replace("_", "-"),
-        extra=lambda w: {"embed_dim": "--dims {} --methods {}".format(" ".join(map(str, ASET["embed_dims"])), " ".join(ASET["embed_methods"]))}.get(w.analysis, f"--split {ASET['split']}"),
+        extra=lambda w: {"embed_dim": "--dims {} --methods {} {}".format(" ".join(map(str, ASET["embed_dims"])), " ".join(ASET["embed_methods"]), sts_cap(w))}.get(w.analysis, f"--split {ASET['split']}"),
         embeddings=lambda w, input: f"--embeddings {input.embeddings}" if input.embeddings else "",
     threads: lambda w: 1 if w.analysis in TABLE_ANALYSES else config.get("threads", workflow.cores)
     log:

@@ -250,7 +250,8 @@ def cmd_analyze(args) -> None:
         if args.figure:
             plots.plot_topk_negatives(res, args.figure, model_label=args.label or os.path.basename(os.path.normpath(args.model)))
     elif name == "embed-dim":
-        res = core.projected_sts(encode, _root(args.senteval), dims=args.dims, methods=args.methods, seed=args.seed)
+        res = core.projected_sts(encode, _root(args.senteval), dims=args.dims, methods=args.methods, seed=args.seed,
+                                 max_pairs=args.max_sts_pairs)
         from ..encoder import read_encoder_meta
 
         res["trained_projection"] = read_encoder_meta(args.model).get("projection_dim")  # SSCL Table 5
@@ -333,6 +334,8 @@ def add_parsers(sub, common) -> None:
                          "model-correlation: any of the models' (matched to them); ensemble-sts: the members'")
     sp.add_argument("--precision", default=None, choices=EVAL_PRECISIONS,
                     help="encoding precision (default: the table's, else auto = bf16 on bf16 GPUs, fp32 on CPU)")
+    sp.add_argument("--max-sts-pairs", type=int, default=None,
+                    help="embed-dim: score each STS task on the seeded subset eval-sts uses (CPU demo scale; default all pairs)")
     sp.add_argument("--split", default="test", choices=["dev", "test"], help="STS-B split (default test)")
     sp.add_argument("--seed", type=int, default=0, help="sampling seed (ensemble-sts: the seed recorded in run_info)")
     sp.add_argument("--include-special", action="store_true", help="layers: count [CLS]/[SEP] in TokSim")

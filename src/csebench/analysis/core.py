@@ -254,11 +254,14 @@ def projection_matrix(method: str, dim: int, emb: torch.Tensor | None = None, hi
 
 
 def projected_sts(encode: EncodeFn, senteval_root: str | os.PathLike, dims: Sequence[int] = (128, 256),
-                  methods: Sequence[str] = ("random", "pca"), seed: int = 0, tasks: Sequence[str] | None = None) -> dict:
+                  methods: Sequence[str] = ("random", "pca"), seed: int = 0, tasks: Sequence[str] | None = None,
+                  max_pairs: int | None = None) -> dict:
     """STS (7 tasks + avg) of a model's embeddings through a linear projection to each dim.
 
     Every sentence is embedded once; the projection is applied to the cached embeddings. PCA is fitted
-    on the evaluation sentences themselves (transductive; an upper reference, not a trained head)."""
+    on the evaluation sentences themselves (transductive; an upper reference, not a trained head).
+    ``max_pairs``: the CPU demo's STS pair cap (evaluation.sts.cap_pairs), the same subsets that
+    ``embed`` and ``eval-sts`` use, so the run's embeddings table holds every sentence."""
     cache: dict[str, torch.Tensor] = {}
 
     def cached(sents: list[str]) -> torch.Tensor:
@@ -268,16 +271,23 @@ def projected_sts(encode: EncodeFn, senteval_root: str | os.PathLike, dims: Sequ
                 cache[s] = e
         return torch.stack([cache[s] for s in sents])
 
-    full = evaluate_sts(cached, senteval_root, tasks=list(tasks) if tasks else None)
+    from ..evaluation.sts import TEST_TASKS, load_test_tasks
+
+    sets = load_test_tasks(senteval_root, list(tasks) if tasks else list(TEST_TASKS), max_pairs)
+    full = evaluate_sts(cached, senteval_root, pairsets=sets)
     allemb = torch.stack(list(cache.values()))
     res = {"analysis": "embed_dim", "full_dim": int(allemb.shape[1]), "full": {"avg": full.get("avg"), "tasks": full["tasks"]},
-           "projected": {}}
+           "projected": {}, "protocol": "full"}
+    if max_pairs is not None:
+        from ..evaluation.sts import capped_sts_warning
+
+        res.update(protocol="capped", max_sts_pairs=max_pairs, warning=capped_sts_warning(max_pairs))
     for method in methods:
         for dim in dims:
             if dim > allemb.shape[1]:
                 continue
             W = projection_matrix(method, dim, allemb, seed=seed)
-            r = evaluate_sts(lambda s: cached(s).double() @ W, senteval_root, tasks=list(tasks) if tasks else None)
+            r = evaluate_sts(lambda s: cached(s).double() @ W, senteval_root, pairsets=sets)
             res["projected"][f"{method}-{dim}"] = {"method": method, "dim": dim, "avg": r.get("avg"), "tasks": r["tasks"]}
     return res
 

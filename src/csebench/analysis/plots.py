@@ -224,6 +224,9 @@ def embed_dim_table(models: dict[str, dict], out_md: str | os.PathLike, out_csv:
     note = ("\nAvg. STS = mean Spearman x100 over STS12-16, STS-B, SICK-R (test sets). "
             "random = Gaussian N(0, 1/dim) map; pca = top principal directions of the evaluation sentences' embeddings "
             "(post-hoc references). SSCL's own projection is trained jointly: runs with training.projection_dim.\n")
+    capped = sorted({res["max_sts_pairs"] for res in models.values() if res.get("protocol") == "capped"})
+    if capped:  # the CPU demo's STS pair cap: not the papers' protocol
+        note += f"\n**Capped STS sets**: each task scored on a seeded subset of about {capped[0]} pairs (CPU demo scale, as in sts.md).\n"
     write_text(out_md, "\n".join(lines) + "\n" + note)
     if out_csv:
         write_csv(out_csv, ["model", "dimension", "projection", "avg_sts"], rows)

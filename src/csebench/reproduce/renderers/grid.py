@@ -130,6 +130,18 @@ def _corner(block: dict) -> list[str]:
     return [str(x) for x in c] if isinstance(c, list) else [str(c)]
 
 
+def row_missing(rc: list[Cell]) -> str:
+    """The one reason when no cell of a row has a run (e.g. "no demo-scale run"): said once per row."""
+    reasons = {c.missing_reason for c in rc}
+    return reasons.pop() if rc and all(c.run is None for c in rc) and len(reasons) == 1 else ""
+
+
+def ours_cells(rc: list[Cell]) -> tuple[str, list[str]]:
+    """The row's "ours" label and cell texts; a row without any run names its reason once."""
+    why = row_missing(rc)
+    return ("ours", [c.ours_text() for c in rc]) if not why else (f"ours: n/a ({why})", ["–"] * len(rc))
+
+
 def render_block_md(ctx: Context, block: dict, cells: list[list[Cell]]) -> list[str]:
     corner = _corner(block)
     names = [c["name"] for c in block.get("columns") or []]
@@ -141,8 +153,8 @@ def render_block_md(ctx: Context, block: dict, cells: list[list[Cell]]) -> list[
     for row, rc in zip(block.get("rows") or [], cells):
         labs = _labels(row, len(corner))
         note = f" ({row['note']})" if row.get("note") else ""
-        lines.append("| " + " | ".join([*(f"**{x}**" if x else "" for x in labs), "ours" + note,
-                                        *(c.ours_text() for c in rc)]) + " |")
+        ours, texts = ours_cells(rc)
+        lines.append("| " + " | ".join([*(f"**{x}**" if x else "" for x in labs), ours + note, *texts]) + " |")
         if any(c.published is not None for c in rc):
             lines.append("| " + " | ".join([*[""] * len(labs), "published", *(fmt(c.published, c.digits) for c in rc)]) + " |")
             lines.append("| " + " | ".join([*[""] * len(labs), "Δ ours − published",
@@ -192,8 +204,8 @@ def render_latex(ctx: Context, blocks) -> str:
                   " & ".join(map(latex_escape, [*corner, "", *names])) + r" \\", r"\midrule"]
         for row, rc in zip(block.get("rows") or [], cells):
             labs = _labels(row, len(corner))
-            lines.append(" & ".join([*map(latex_escape, labs), "ours",
-                                     *(latex_escape(c.ours_text()) for c in rc)]) + r" \\")
+            ours, texts = ours_cells(rc)
+            lines.append(" & ".join([*map(latex_escape, labs), latex_escape(ours), *map(latex_escape, texts)]) + r" \\")
             if any(c.published is not None for c in rc):
                 lines.append(" & ".join([*[""] * len(labs), r"\textit{published}",
                                          *(latex_escape(fmt(c.published, c.digits)) for c in rc)]) + r" \\")
