@@ -67,3 +67,14 @@ def test_save_and_load_roundtrip_and_sentence_transformers(tiny_encoder, tmp_pat
 
     st = SentenceTransformer(str(tmp_path / "model"), device="cpu")
     assert torch.allclose(torch.as_tensor(st.encode(sents)), enc.encode(sents), atol=1e-4)
+
+
+def test_default_encode_batch_size_is_smaller_on_cpu(tiny_encoder):
+    from csebench.encoder import CPU_ENCODE_BATCH, GPU_ENCODE_BATCH, default_encode_batch_size
+
+    assert default_encode_batch_size("cpu") == CPU_ENCODE_BATCH == 64
+    assert default_encode_batch_size(torch.device("cuda", 0)) == GPU_ENCODE_BATCH == 128
+    enc = tiny_encoder()
+    sents = [f"sentence number {i} " + "word " * (i % 9) for i in range(150)]
+    # None takes the device's default; the rows do not depend on the batch size
+    assert torch.allclose(enc.encode(sents), enc.encode(sents, batch_size=7), atol=1e-5)

@@ -288,13 +288,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--out", required=True, help="embeddings .npy (metadata goes beside it as .json)")
     sp.add_argument("--max-seq-length", type=int, default=None,
                     help="training max length (default: the teacher run's own, from its training_config.json)")
-    sp.add_argument("--batch-size", type=int, default=128)
+    sp.add_argument("--batch-size", type=int, default=None, help="encoding batch size (default: 128 on a GPU, 64 on CPU, the faster there)")
     sp.add_argument("--cache-dir", default=None, help="tokenized-corpus cache folder (e.g. data/cache)")
     sp.set_defaults(func=cmd_teacher_cache)
 
     def eval_encoding(sp):
         sp.add_argument("--pooler", default=None, help="override the saved evaluation pooler")
-        sp.add_argument("--batch-size", type=int, default=128)
+        sp.add_argument("--batch-size", type=int, default=None, help="encoding batch size (default: 128 on a GPU, 64 on CPU, the faster there)")
         sp.add_argument("--embeddings", default=None,
                         help="embeddings table from `csebench embed` (RUN_DIR/embeddings.npz): look sentences up instead of encoding")
         sp.add_argument("--precision", default=None, choices=EVAL_PRECISIONS,
@@ -319,7 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--senteval", required=True)
     sp.add_argument("--out", required=True, help="embeddings table (.npz)")
     sp.add_argument("--pooler", default=None, help="override the saved evaluation pooler")
-    sp.add_argument("--batch-size", type=int, default=128)
+    sp.add_argument("--batch-size", type=int, default=None, help="encoding batch size (default: 128 on a GPU, 64 on CPU, the faster there)")
     sp.add_argument("--precision", default="fp32", choices=EVAL_PRECISIONS,
                     help="fp32 (default: SentEval's numbers), bf16, auto (bf16 on bf16 GPUs), fast (bf16 where native: bf16 GPUs, AVX512-BF16/AMX CPUs)")
     sp.add_argument("--no-transfer", action="store_true", help="STS sentences only")

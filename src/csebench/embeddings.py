@@ -155,17 +155,17 @@ def load_eval_model(model: str, pooler: str | None = None, what: str = "--model"
     return enc.to("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def encode_with(enc, batch_size: int = 128, precision: str = "auto", progress: bool = False) -> EncodeFn:
+def encode_with(enc, batch_size: int | None = None, precision: str = "auto", progress: bool = False) -> EncodeFn:
     """``enc.encode`` with these settings, as an encode function."""
     return lambda sentences: enc.encode(list(sentences), batch_size=batch_size, show_progress=progress, precision=precision)
 
 
-def model_encoder(model: str, pooler: str | None = None, batch_size: int = 128, precision: str = "auto",
+def model_encoder(model: str, pooler: str | None = None, batch_size: int | None = None, precision: str = "auto",
                   progress: bool = False) -> EncodeFn:
     return encode_with(load_eval_model(model, pooler), batch_size, precision, progress)
 
 
-def evaluation_encoder(model: str, pooler: str | None = None, batch_size: int = 128, precision: str | None = None,
+def evaluation_encoder(model: str, pooler: str | None = None, batch_size: int | None = None, precision: str | None = None,
                        embeddings: str | os.PathLike | None = None, progress: bool = False) -> EncodeFn:
     """What evaluators and analyses encode with: the ``embeddings`` table when given (the model is
     loaded only for sentences it lacks, at the table's precision), else the model itself."""

@@ -65,11 +65,14 @@ def _teacher_run_info(model_dir: Path) -> dict | None:
 
 
 @torch.no_grad()
-def embed_corpus(encoder, corpus: str | os.PathLike, max_seq_length: int, batch_size: int = 128,
+def embed_corpus(encoder, corpus: str | os.PathLike, max_seq_length: int, batch_size: int | None = None,
                  cache_dir: str | os.PathLike | None = None, device: str | torch.device | None = None) -> np.ndarray:
     """(rows, dim) float32 L2-normalized eval-mode embeddings of the corpus, in corpus order,
     tokenized exactly as training tokenizes it."""
+    from .encoder import default_encode_batch_size
+
     device = torch.device(device) if device is not None else next(encoder.parameters()).device
+    batch_size = batch_size or default_encode_batch_size(device)
     tokens = load_tokenized_corpus(corpus, encoder.tokenizer, max_seq_length, cache_dir)
     order = np.argsort(tokens.lengths(), kind="stable")
     pad = encoder.tokenizer.pad_token_id or 0
@@ -88,7 +91,7 @@ def embed_corpus(encoder, corpus: str | os.PathLike, max_seq_length: int, batch_
 
 
 def build_teacher_cache(model_dir: str | os.PathLike, corpus: str | os.PathLike, out: str | os.PathLike,
-                        max_seq_length: int | None = None, batch_size: int = 128,
+                        max_seq_length: int | None = None, batch_size: int | None = None,
                         cache_dir: str | os.PathLike | None = None, device: str | None = None) -> dict:
     """Embed ``corpus`` with the saved model in ``model_dir``; write out (.npy) and its .json metadata."""
     from .encoder import load_encoder

@@ -36,7 +36,7 @@ def _encoder(path: str, pooler: str | None = None, what: str = "--model"):
     return load_eval_model(path, pooler, what)
 
 
-def _encode_fn(enc, batch_size: int, precision: str | None = None):
+def _encode_fn(enc, batch_size: int | None, precision: str | None = None):
     from ..embeddings import encode_with
 
     return encode_with(enc, batch_size, precision or "auto")
@@ -328,7 +328,7 @@ def add_parsers(sub, common) -> None:
     sp.add_argument("--markdown", help="Markdown table (neighbours)")
     sp.add_argument("--label", default="", help="model name in figures (default: the run folder)")
     sp.add_argument("--pooler", default=None, help="override the saved evaluation pooler")
-    sp.add_argument("--batch-size", type=int, default=128, help="encoding batch size")
+    sp.add_argument("--batch-size", type=int, default=None, help="encoding batch size (default: 128 on a GPU, 64 on CPU, the faster there)")
     sp.add_argument("--embeddings", nargs="+", default=None,
                     help="embeddings table(s) (`csebench embed`): align-uniform, cosine-dist, embed-dim: the model's; "
                          "model-correlation: any of the models' (matched to them); ensemble-sts: the members'")

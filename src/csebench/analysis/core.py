@@ -66,7 +66,7 @@ def cosine_distribution(encode: EncodeFn, senteval_root: str | os.PathLike, spli
 # ------------------------------------------------------------------ SSCL Fig. 1, 4 and 5
 
 @torch.no_grad()
-def layer_similarities(enc, sentences: Sequence[str], batch_size: int = 64, exclude_special: bool = True) -> dict:
+def layer_similarities(enc, sentences: Sequence[str], batch_size: int | None = None, exclude_special: bool = True) -> dict:
     """Inter-layer SetSim between adjacent transformer layers and TokSim per layer (SSCL Eq. 1-2).
 
     Sentence representations of layer l use the encoder's own pooler applied to layer l (CLS of that
@@ -87,6 +87,9 @@ def layer_similarities(enc, sentences: Sequence[str], batch_size: int = 64, excl
     was_training = enc.training
     enc.eval()
     device = next(enc.parameters()).device
+    from ..encoder import default_encode_batch_size
+
+    batch_size = batch_size or default_encode_batch_size(device)
     try:
         for start in range(0, len(order), batch_size):
             idx = order[start:start + batch_size]
