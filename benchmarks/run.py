@@ -7,6 +7,7 @@ Every figure is measured in this one run, side by side with the reference it is 
   3. per-step time of each method relative to SimCSE (in one process, interleaved step by step)
   4. Group-P shuffling: the vectorized function vs a per-row loop
   5. peak RSS of training and evaluation (each trial runs in its own subprocess)
+  6. evaluation batch size on CPU: encoding time of the same evaluation sentences at batch 32-256
   + a GPU cost estimate from FLOP counts (not measured here).
 
 Ours and the reference alternate (ours, ref, ours, ref, ...), each trial in a fresh subprocess,
@@ -252,8 +253,37 @@ def worker_eval_st(a) -> dict:
     return out
 
 
+EVAL_BATCHES = (32, 64, 128, 256)
+
+
+def worker_eval_batch(a) -> dict:
+    """Encoding time of a seeded sample of the demo's evaluation sentences at each batch size (one
+    thread, as each demo job runs), in fp32 and, where the CPU computes it natively, bf16."""
+    import random
+
+    import torch
+
+    from csebench.data import senteval_root
+    from csebench.embeddings import evaluation_sentences
+    from csebench.encoder import cpu_has_native_bf16, load_encoder, packaged_model_dir
+
+    torch.set_num_threads(1)
+    sents = evaluation_sentences(senteval_root(senteval_dir()), transfer=True, max_train_sentences=500, max_sts_pairs=500)
+    sample = random.Random(0).sample(sents, min(a.eval_sample, len(sents)))
+    enc = load_encoder(packaged_model_dir())
+    enc.encode(sample[:64], batch_size=64, precision="fp32")  # warm-up
+    out = {"sentences": len(sample), "seconds": {}}
+    for precision in ("fp32", "bf16") if cpu_has_native_bf16() else ("fp32",):
+        for rep in range(a.eval_reps):
+            for bs in EVAL_BATCHES if rep % 2 == 0 else EVAL_BATCHES[::-1]:
+                t0 = time.perf_counter()
+                enc.encode(sample, batch_size=bs, precision=precision)
+                out["seconds"].setdefault(f"{precision}-{bs}", []).append(time.perf_counter() - t0)
+    return out
+
+
 WORKERS = {"train-ours": worker_train_ours, "train-st": worker_train_st,
-           "eval-ours": worker_eval_ours, "eval-st": worker_eval_st}
+           "eval-ours": worker_eval_ours, "eval-st": worker_eval_st, "eval-batch": worker_eval_batch}
 
 
 def run_worker(kind: str, **kw) -> dict:
@@ -318,6 +348,12 @@ def section_eval(o) -> dict:
     out["sentences_st"] = sum(2 * len(ps.sent1) for ps in sets.values())  # each evaluator encodes both columns
     out["sentences_ours"] = len({s for ps in sets.values() for s in (*ps.sent1, *ps.sent2)})
     return out
+
+
+def section_eval_batch(o) -> dict:
+    print("[6] evaluation batch size on CPU (one thread)", flush=True)
+    r = run_worker("eval-batch", eval_sample=o.eval_sample, eval_reps=o.eval_reps)
+    return {"sentences": r["sentences"], "seconds": {k: med(v) for k, v in r["seconds"].items()}, "trials": r["seconds"]}
 
 
 METHOD_TERMS = {  # label: (params.yaml method, its paper-default terms if params.yaml lacks it)
@@ -826,6 +862,25 @@ def write_report(path: Path, info: dict, cmd: str, res: dict, started: float) ->
         if ev:
             w(f"| STS evaluation (7 tasks, fp32) | {fmt(ev['fp32']['ours']['rss_mb'], 0)} MB | {fmt(ev['fp32']['st']['rss_mb'], 0)} MB |")
         w("")
+    eb = res.get("eval_batch")
+    if eb:
+        w("## 6. Evaluation batch size (CPU)\n")
+        when("eval_batch")
+        w(f"`SentenceEncoder.encode` on {eb['sentences']} sentences drawn (seed 0) from the demo's evaluation set "
+          "(capped STS tasks, STS-B dev/test, capped transfer tasks), packaged MiniLM, one thread (as each demo job), "
+          "length-sorted batches; median over trials, batch sizes alternating in order. This is why the encoding "
+          "batch defaults to 64 on CPU (`encoder.default_encode_batch_size`; 128 on GPUs) and the demo suites "
+          "evaluate STS-B dev in batches of 64.\n")
+        precisions = sorted({k.split("-")[0] for k in eb["seconds"]}, key=["fp32", "bf16"].index)
+        w("| batch | " + " | ".join(f"{p} seconds | {p} vs batch 64" for p in precisions) + " |")
+        w("|---|" + "---|---|" * len(precisions))
+        for bs in EVAL_BATCHES:
+            cells = []
+            for p in precisions:
+                sec, ref = eb["seconds"].get(f"{p}-{bs}"), eb["seconds"].get(f"{p}-64")
+                cells += [fmt(sec), f"{sec / ref:.2f}x" if sec and ref else "–"]
+            w(f"| {bs} | " + " | ".join(cells) + " |")
+        w("")
     g = res.get("gpu")
     if g:
         w("## GPU: expected cost of the paper suites (estimate, to be measured when a GPU is available)\n")
@@ -871,7 +926,8 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="fewer steps and trials (smoke test)")
     ap.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
-    ap.add_argument("--sections", default="training,eval,methods,group_p,gpu,profile")
+    ap.add_argument("--sections", default="training,eval,methods,group_p,gpu,profile,eval_batch")
+    ap.add_argument("--eval-sample", type=int, default=None, help="eval_batch: sentences encoded (default 6000; --quick 1500)")
     ap.add_argument("--json", default=str(ROOT / "benchmarks" / "results.json"),
                     help="raw results (a run of some --sections updates those and re-renders the report)")
     # worker arguments (internal)
@@ -897,12 +953,13 @@ def main(argv=None) -> None:
     a.warmup = a.warmup if a.warmup is not None else (1 if a.quick else 2)
     a.reps = a.reps or (2 if a.quick else 3)
     a.eval_reps = a.eval_reps or (1 if a.quick else 2)
+    a.eval_sample = a.eval_sample or (1500 if a.quick else 6000)
     a.method_steps = 3 if a.quick else 6
     a.method_warmup = 1
     a.gp_reps = 3 if a.quick else 9
     started = time.time()
     cmd = "python benchmarks/run.py" + (" --quick" if a.quick else "")
-    all_sections = "training,eval,methods,group_p,gpu,profile"
+    all_sections = "training,eval,methods,group_p,gpu,profile,eval_batch"
     sections = a.sections.split(",")
     info = machine_info()
     store = Path(a.json)
@@ -921,7 +978,7 @@ def main(argv=None) -> None:
 
     for name, fn in (("training", lambda: section_training(a, cache)), ("eval", lambda: section_eval(a)),
                      ("methods", lambda: section_methods(a, cache)), ("group_p", lambda: section_group_p(a)),
-                     ("gpu", section_gpu), ("profile", lambda: section_profile(a))):
+                     ("gpu", section_gpu), ("profile", lambda: section_profile(a)), ("eval_batch", lambda: section_eval_batch(a))):
         if name in sections:
             t0, load0 = time.time(), os.getloadavg()
             res[name] = fn()

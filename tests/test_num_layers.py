@@ -55,3 +55,26 @@ def test_training_saves_a_model_that_reloads_truncated(tmp_path, shared_dir):
     enc = load_encoder(out / "model")
     assert enc.num_layers == 1 and len(enc.backbone.encoder.layer) == 1
     assert enc.encode(["a sentence", "another one"]).shape == (2, 32)
+
+
+def test_dev_max_pairs_scores_a_seeded_subset_and_is_recorded(tmp_path):
+    """training.dev_max_pairs (CPU demo only): STS-B dev during training on about N pairs."""
+    from csebench.cli import main
+    from csebench.trainer import DevEvaluator
+
+    write_corpus(tmp_path / "corpus.txt", n=32)
+    write_mini_senteval(tmp_path / "se", pairs=40)
+    assert len(DevEvaluator(tmp_path / "se", 8, max_pairs=12).pairs.scores) <= 14 < len(DevEvaluator(tmp_path / "se", 8).pairs.scores)
+    cfg = write_config(tmp_path / "over.yaml", ci_training(dev_max_pairs=12, max_steps=2, eval_steps=2, batch_size=8,
+                                                            checkpoint_steps=2, log_steps=1))
+    out = tmp_path / "run"
+    assert main(["--threads", "1", *train_argv(tmp_path, out, cfg)]) == 0
+    summary = json.loads((out / "train.json").read_text())
+    assert summary["stsb_dev_protocol"] == "capped" and summary["stsb_dev_pairs"] <= 14
+    with pytest.raises(ConfigError, match=r"dev_max_pairs must be"):
+        from_dict(TrainingConfig, {"dev_max_pairs": 1}, "training")
+    params = load_params(PARAMS)
+    cfg = resolve_run(params, "ci", "simcse", 1)
+    before = cfg.fingerprint()
+    cfg.training.dev_max_pairs = None  # unset: the fingerprint of every existing run stays
+    assert cfg.fingerprint() == before

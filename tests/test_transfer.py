@@ -315,3 +315,42 @@ def test_max_train_sentences_is_recorded(tmp_path):
     assert res["details"]["MR"]["n_train_used"] == 30 and res["details"]["MR"]["ndev"] == 30
     # dev/test sets are never capped
     assert sst["ndev"] == 40 and sst["ntest"] == 40
+
+
+def test_max_test_sentences_caps_only_held_out_splits(tmp_path):
+    root = make_senteval(tmp_path / "se")
+    seen = []
+
+    def enc(s):
+        seen.extend(s)
+        return keyword_encode(s)
+
+    res = T.evaluate_transfer(enc, root, tasks=["SST2", "MR", "TREC"], max_test_sentences=24,
+                              cfg=T.ClassifierConfig(kfold=3, max_epoch=8))
+    assert res["protocol"] == "capped" and res["max_test_sentences"] == 24
+    assert "max_test_sentences=24" in res["warning"] and "max_train_sentences" not in res["warning"]
+    sst, trec, mr = (res["details"][t] for t in ("SST2", "TREC", "MR"))
+    assert sst["n_eval_full"] == {"dev": 40, "test": 40} and sst["n_eval_used"] == {"dev": 24, "test": 24}
+    assert sst["ndev"] == 24 and sst["ntest"] == 24 and sst["n_train_used"] == 40  # the fitted set is whole
+    assert trec["n_eval_used"]["test"] == 6 * 10  # every class keeps its minimum of 10 (stratified)
+    assert mr["n_eval_full"] == {} and mr["n_train_used"] == 80  # cross-validated: nothing held out to cap
+    # the embeddings table of a suite with the cap holds exactly what the classifiers see
+    data = T.prepared_tasks(root, ["SST2", "MR", "TREC"], None, 1111, max_test_sentences=24)
+    assert set(seen) == set(T.task_sentences(data))
+    with pytest.raises(Exception, match="max_test_sentences must be positive"):
+        T.prepared_tasks(root, ["SST2"], max_test_sentences=0)
+
+
+def test_suite_transfer_caps_are_validated():
+    from csebench.config import load_params
+    from csebench.errors import ConfigError
+    from csebench.workflow import suite_evaluation
+
+    from runhelpers import PARAMS
+
+    params = load_params(PARAMS)
+    ev = suite_evaluation(params, "demo")
+    assert ev["max_train_sentences"] == 500 and ev["max_test_sentences"] == 500
+    params["suites"]["demo"]["transfer"]["max_test_sentnces"] = 3
+    with pytest.raises(ConfigError, match="unknown key 'max_test_sentnces'"):
+        suite_evaluation(params, "demo")

@@ -112,13 +112,14 @@ def cmd_embed(args) -> None:
     t0 = time.perf_counter()
     sentences = evaluation_sentences(senteval_root(args.senteval), transfer=not args.no_transfer,
                                      max_train_sentences=args.max_train_sentences, seed=args.senteval_seed,
-                                     max_sts_pairs=args.max_sts_pairs)
+                                     max_sts_pairs=args.max_sts_pairs, max_test_sentences=args.max_test_sentences)
     log = logging.getLogger("csebench")
     log.info("encoding %d distinct evaluation sentences (%s precision)", len(sentences), args.precision)
     emb = model_encoder(args.model, args.pooler, args.batch_size, args.precision, progress=not args.no_progress)(sentences)
     meta = {"model": args.model, "model_fingerprint": model_fingerprint(args.model) if os.path.isdir(args.model) else None,
             "pooler": args.pooler, "precision": args.precision, "autocast": _autocast_name(args.precision),
             "transfer": not args.no_transfer, "max_train_sentences": args.max_train_sentences,
+            "max_test_sentences": args.max_test_sentences,
             "max_sts_pairs": args.max_sts_pairs,
             "senteval_seed": args.senteval_seed, "seconds": round(time.perf_counter() - t0, 2)}
     write_embeddings(args.out, sentences, emb, meta)
@@ -180,7 +181,7 @@ def _classifier_eval(args, evaluate, root, data: dict) -> dict:
     encode = _eval_encode_fn(args)
     t0 = time.perf_counter()
     res = evaluate(encode, root, tasks=list(data), seed=args.senteval_seed,
-                   max_train_sentences=args.max_train_sentences, task_data=data)
+                   max_train_sentences=args.max_train_sentences, task_data=data, max_test_sentences=args.max_test_sentences)
     res["eval_seconds"] = round(time.perf_counter() - t0, 2)
     res["encoding"] = _encoding_info(args, encode)
     res["run_info"] = _run_info(args)
@@ -304,6 +305,8 @@ def build_parser() -> argparse.ArgumentParser:
     def classifier_options(sp, cap: str):  # eval-transfer and eval-probing: SentEval classifiers on embeddings
         sp.add_argument("--max-train-sentences", type=int, default=None,
                         help=f"CPU demo only: {cap} (recorded as protocol=capped)")
+        sp.add_argument("--max-test-sentences", type=int, default=None,
+                        help="CPU demo only: subsample each held-out dev/test split to about N items (recorded as protocol=capped)")
         sp.add_argument("--senteval-seed", type=int, default=1111, help="SentEval's classifier seed (default: 1111)")
         sp.add_argument("--suite")
         sp.add_argument("--run")
@@ -324,6 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="fp32 (default: SentEval's numbers), bf16, auto (bf16 on bf16 GPUs), fast (bf16 where native: bf16 GPUs, AVX512-BF16/AMX CPUs)")
     sp.add_argument("--no-transfer", action="store_true", help="STS sentences only")
     sp.add_argument("--max-train-sentences", type=int, default=None, help="the transfer cap eval-transfer will use")
+    sp.add_argument("--max-test-sentences", type=int, default=None, help="the held-out split cap eval-transfer will use")
     sp.add_argument("--senteval-seed", type=int, default=1111, help="the transfer (and STS cap) seed eval-transfer/eval-sts will use")
     sts_cap_option(sp)
     sp.add_argument("--no-progress", action="store_true")

@@ -121,6 +121,7 @@ class TrainingConfig:
     dropout: float | None = None  # None: the backbone's own (0.1 for BERT/RoBERTa)
     projection_dim: int | None = None  # SSCL Table 5: trained linear head (+tanh) to this size, kept at evaluation
     num_layers: int | None = None  # SSCL Table 1 "SimCSE (10)": keep only the first N transformer layers (None: all)
+    dev_max_pairs: int | None = None  # CPU demo only: STS-B dev scored on a seeded subset of about N pairs (None: all 1500)
 
     def validate(self, where: str) -> None:
         positive = ["temperature", "learning_rate", "epochs", "eval_steps", "log_steps",
@@ -144,6 +145,9 @@ class TrainingConfig:
             raise ConfigError(f"{where}.projection_dim must be > 0 or null, got {self.projection_dim}")
         if self.num_layers is not None and self.num_layers < 1:
             raise ConfigError(f"{where}.num_layers must be >= 1 or null (all layers), got {self.num_layers}")
+        if self.dev_max_pairs is not None and (isinstance(self.dev_max_pairs, bool) or not isinstance(self.dev_max_pairs, int)
+                                               or self.dev_max_pairs < 2):
+            raise ConfigError(f"{where}.dev_max_pairs must be a whole number >= 2 or null (all STS-B dev pairs), got {self.dev_max_pairs!r}")
 
 
 @dataclass
@@ -234,8 +238,9 @@ class RunConfig:
         checkpoint must match."""
         d = self.to_dict()
         d.pop("paths", None)
-        if d["training"].get("num_layers") is None:  # added later: unset, it leaves existing fingerprints as they were
-            d["training"].pop("num_layers", None)
+        for later in ("num_layers", "dev_max_pairs"):  # added later: unset, they leave existing fingerprints as they were
+            if d["training"].get(later) is None:
+                d["training"].pop(later, None)
         d.update(extra or {})
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
 

@@ -29,7 +29,7 @@ from .config import RunConfig
 from .data import load_tokenized_corpus, senteval_root
 from .encoder import SentenceEncoder, build_encoder, pool
 from .errors import TrainingError
-from .evaluation.sts import load_stsb, spearman100, sts_pair_similarities
+from .evaluation.sts import cap_pairs, load_stsb, spearman100, sts_pair_similarities
 from .io import atomic_path, write_csv, write_json
 from .loader import BatchLoader
 from .objectives import Objective
@@ -103,8 +103,10 @@ def data_order(n: int, batch_size: int, seed: int, epoch: int, world_size: int =
 class DevEvaluator:
     """STS-B dev Spearman for model selection (SimCSE's metric_for_best_model=stsb_spearman)."""
 
-    def __init__(self, senteval_dir: str | os.PathLike, batch_size: int, precision: str = "auto"):
-        self.pairs = load_stsb(senteval_root(senteval_dir), "dev")
+    def __init__(self, senteval_dir: str | os.PathLike, batch_size: int, precision: str = "auto",
+                 max_pairs: int | None = None):
+        # max_pairs (training.dev_max_pairs, CPU demo only): the seeded subset eval-sts's cap would draw
+        self.pairs = cap_pairs(load_stsb(senteval_root(senteval_dir), "dev"), max_pairs)
         self.batch_size = batch_size
         self.precision = precision
 
@@ -203,7 +205,7 @@ class Trainer:
                 self.encoder, device_ids=[self.device.index] if self.device.type == "cuda" else None)
         self.forward_model = torch.compile(self.model) if self.t.compile else self.model
         # every rank reads the dev data, so a malformed file stops all ranks (none waits in a collective)
-        self.dev = DevEvaluator(senteval_dir, self.t.eval_batch_size, self.t.eval_precision)
+        self.dev = DevEvaluator(senteval_dir, self.t.eval_batch_size, self.t.eval_precision, self.t.dev_max_pairs)
         self.state = TrainState()
         self.train_rows: list[list] = []
         self.dev_rows: list[list] = []
@@ -441,6 +443,8 @@ class Trainer:
             "corpus_sentences": len(self.tokens), "batch_size": self.t.batch_size,
             "effective_batch_sizes": self.effective_batch_sizes, "world_size": self.world, "device": self.device.type,
         }
+        if self.t.dev_max_pairs is not None:  # the CPU demo's subset: not the papers' STS-B dev score
+            summary.update(stsb_dev_pairs=len(self.dev.pairs.scores), stsb_dev_protocol="capped")
         timing = {"train_seconds": round(elapsed, 1), "steps_this_attempt": steps_this_run,
                   "resumed_from_step": resumed_from}
         if self.rank == 0:

@@ -54,8 +54,13 @@ def suite_evaluation(params: dict, suite: str) -> dict:
                 raise ConfigError(f"suites.{suite}.evaluation.{key}: give a whole number of at least 2, got {value!r}")
         elif value not in allowed:
             raise ConfigError(f"suites.{suite}.evaluation.{key}: '{value}' is not one of {', '.join(allowed)}")
-    cap = (spec.get("transfer") or {}).get("max_train_sentences")
+    transfer = spec.get("transfer") or {}
+    unknown = set(transfer) - {"max_train_sentences", "max_test_sentences"}
+    if unknown:
+        raise ConfigError(f"suites.{suite}.transfer: unknown key '{sorted(unknown)[0]}' (valid: max_train_sentences, max_test_sentences)")
+    cap, test_cap = transfer.get("max_train_sentences"), transfer.get("max_test_sentences")
     return {"precision": ev.get("precision", "fp32"), "max_train_sentences": int(cap) if cap else None,
+            "max_test_sentences": int(test_cap) if test_cap else None,
             "max_sts_pairs": ev.get("max_sts_pairs")}
 
 

@@ -8,9 +8,11 @@ def eval_settings(w):
     return wf.suite_evaluation(PARAMS, w.suite)
 
 
-def transfer_cap(w):
-    cap = eval_settings(w)["max_train_sentences"]
-    return f"--max-train-sentences {cap}" if cap else ""
+def transfer_cap(w):  # `transfer: {max_train_sentences: N, max_test_sentences: M}` (CPU demo only)
+    ev = eval_settings(w)
+    caps = [f"--max-train-sentences {ev['max_train_sentences']}" if ev["max_train_sentences"] else "",
+            f"--max-test-sentences {ev['max_test_sentences']}" if ev["max_test_sentences"] else ""]
+    return " ".join(c for c in caps if c)
 
 
 def sts_cap(w):  # `evaluation: {max_sts_pairs: N}` (CPU demo only): embed and eval_sts use the same subsets

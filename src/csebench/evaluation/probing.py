@@ -113,27 +113,30 @@ def load_probing_task(root: str | os.PathLike, task: str) -> T.TaskData:
 
 
 def prepared_probing_tasks(root: str | os.PathLike, tasks=SSCL_TASKS, max_train_sentences: int | None = None,
-                           seed: int = 1111, task_data: dict[str, T.TaskData] | None = None) -> dict[str, T.TaskData]:
+                           seed: int = 1111, task_data: dict[str, T.TaskData] | None = None,
+                           max_test_sentences: int | None = None) -> dict[str, T.TaskData]:
     """The tasks as the classifiers see them: loaded (or taken from ``task_data``) and capped."""
     names = resolve_tasks(tasks)
     data = {t: (task_data or {}).get(t) or load_probing_task(root, t) for t in names}
     for t in names:
         T.cap_training_set(data[t], max_train_sentences, seed)
+        T.cap_evaluation_sets(data[t], max_test_sentences, seed)
     return data
 
 
 def evaluate_probing(encode: T.EncodeFn, probing_root: str | os.PathLike, tasks=SSCL_TASKS, seed: int = 1111,
                      max_train_sentences: int | None = None, cfg: T.ClassifierConfig = T.SIMCSE_TEST_MODE,
-                     task_data: dict[str, T.TaskData] | None = None) -> dict:
+                     task_data: dict[str, T.TaskData] | None = None, max_test_sentences: int | None = None) -> dict:
     """Test accuracy x100 per probing task (dev-selected L2), SentEval's SplitClassifier protocol.
 
     ``encode`` maps sentences to an (n, d) tensor and is called once, on every distinct sentence of
-    the tasks. ``max_train_sentences`` (not SentEval's protocol) subsamples each train split; the
-    result then says ``"protocol": "capped"``.
+    the tasks. ``max_train_sentences`` / ``max_test_sentences`` (not SentEval's protocol) subsample
+    each train split / each dev and test split; the result then says ``"protocol": "capped"``.
     """
-    data = prepared_probing_tasks(probing_root, tasks, max_train_sentences, seed, task_data)
+    data = prepared_probing_tasks(probing_root, tasks, max_train_sentences, seed, task_data, max_test_sentences)
     out = T.evaluate_tasks(encode, data, cfg, seed, max_train_sentences)
+    out["max_test_sentences"] = max_test_sentences
     out["probing_root"] = str(probing_root)
     if out["protocol"] == "capped":
-        out["warning"] = T.capped_warning(max_train_sentences)
+        out["warning"] = T.capped_warning(max_train_sentences, max_test_sentences)
     return out

@@ -298,6 +298,23 @@ def cap_training_set(task: TaskData, max_items: int | None, seed: int) -> TaskDa
     return task
 
 
+def cap_evaluation_sets(task: TaskData, max_items: int | None, seed: int) -> TaskData:
+    """CPU-demo shortcut (not SentEval's protocol): keep a seeded, class-stratified subset of at most
+    about ``max_items`` items of each held-out split (SST-2 dev and test, TREC test, MRPC test pairs;
+    the cross-validated tasks have none). Recorded in ``task.info`` as n_eval_full/n_eval_used."""
+    held_out = [k for k in task.splits if k != training_split(task)]
+    task.info.update(n_eval_full={k: len(task.splits[k]) for k in held_out})
+    if max_items is not None and max_items < 1:
+        raise ConfigError(f"max_test_sentences must be positive, got {max_items}")
+    for k in held_out:
+        if max_items is not None and len(task.splits[k]) > max_items:
+            keep = np.sort(stratified_subset(task.splits[k].y, max_items, seed))
+            task.splits[k] = task.splits[k].take(keep)
+            task.info["capped"] = True
+    task.info.update(n_eval_used={k: len(task.splits[k]) for k in held_out})
+    return task
+
+
 # ============================================================================ features
 
 
@@ -563,7 +580,8 @@ def run_task(task: TaskData, emb: torch.Tensor, row: dict[str, int], cfg: Classi
 
 
 def prepared_tasks(root: str | os.PathLike, tasks: list[str] | None = None, max_train_sentences: int | None = None,
-                   seed: int = 1111, task_data: dict[str, TaskData] | None = None) -> dict[str, TaskData]:
+                   seed: int = 1111, task_data: dict[str, TaskData] | None = None,
+                   max_test_sentences: int | None = None) -> dict[str, TaskData]:
     """The tasks' data as the classifiers see it: loaded (or ``task_data``) and capped."""
     tasks = list(tasks or TASKS)
     unknown = [t for t in tasks if t not in TASKS]
@@ -572,6 +590,7 @@ def prepared_tasks(root: str | os.PathLike, tasks: list[str] | None = None, max_
     data = {t: (task_data or {}).get(t) or load_transfer_task(root, t) for t in tasks}
     for t in tasks:
         cap_training_set(data[t], max_train_sentences, seed)
+        cap_evaluation_sets(data[t], max_test_sentences, seed)
     return data
 
 
@@ -582,30 +601,41 @@ def task_sentences(data: dict[str, TaskData]) -> list[str]:
 
 def evaluate_transfer(encode: EncodeFn, root: str | os.PathLike, tasks: list[str] | None = None, seed: int = 1111,
                       max_train_sentences: int | None = None, cfg: ClassifierConfig = SIMCSE_TEST_MODE,
-                      task_data: dict[str, TaskData] | None = None) -> dict:
+                      task_data: dict[str, TaskData] | None = None, max_test_sentences: int | None = None) -> dict:
     """Accuracy x100 per transfer task (SimCSE's SentEval "test" mode) and the average of the 7 tasks
     (``avg``; for a subset of tasks ``avg_subset`` over the ``avg_tasks`` instead).
 
     ``encode`` maps sentences to an (n, d) tensor; it is called once, on every distinct sentence of
     the requested tasks. ``seed`` is SentEval's params.seed (1111 by default). ``max_train_sentences``
-    (CPU demo only) subsamples the sets classifiers are fitted on; the output then says
-    ``"protocol": "capped"`` and gives the sizes used, so it cannot be mistaken for the protocol.
+    (CPU demo only) subsamples the sets classifiers are fitted on, ``max_test_sentences`` (CPU demo
+    only) the held-out dev/test splits; the output then says ``"protocol": "capped"`` and gives the
+    sizes used, so it cannot be mistaken for the protocol.
     """
-    data = prepared_tasks(root, tasks, max_train_sentences, seed, task_data)
+    data = prepared_tasks(root, tasks, max_train_sentences, seed, task_data, max_test_sentences)
     out = evaluate_tasks(encode, data, cfg, seed, max_train_sentences)
+    out["max_test_sentences"] = max_test_sentences
     if all(t in out["tasks"] for t in TASKS):
         out["avg"] = float(np.mean([out["tasks"][t] for t in TASKS]))
     elif out["tasks"]:  # a subset: its own average, never under "avg" (the 7-task average)
         out["avg_subset"] = float(np.mean(list(out["tasks"].values())))
         out["avg_tasks"] = list(out["tasks"])
     if out["protocol"] == "capped":
-        out["warning"] = capped_warning(max_train_sentences)
+        out["warning"] = capped_warning(max_train_sentences, max_test_sentences)
     return out
 
 
-def capped_warning(max_train_sentences: int | None) -> str:
-    return (f"training sets were subsampled (max_train_sentences={max_train_sentences}); "
-            "these are NOT SentEval-protocol numbers")
+def capped_warning(max_train_sentences: int | None, max_test_sentences: int | None = None) -> str:
+    caps = [f"training sets (max_train_sentences={max_train_sentences})" if max_train_sentences else "",
+            f"held-out dev/test sets (max_test_sentences={max_test_sentences})" if max_test_sentences else ""]
+    return f"{' and '.join(c for c in caps if c)} were subsampled; these are NOT SentEval-protocol numbers"
+
+
+def cap_summary(info: dict) -> str:
+    """'500 of 10662' for the fitted set, then each held-out split that was capped ('test 500 of 1821')."""
+    parts = [f"{info['n_train_used']} of {info['n_train_full']}"]
+    used = info.get("n_eval_used") or {}
+    parts += [f"{k} {used[k]} of {n}" for k, n in (info.get("n_eval_full") or {}).items() if used.get(k, n) < n]
+    return "; ".join(parts)
 
 
 def evaluate_tasks(encode: EncodeFn, data: dict[str, TaskData], cfg: ClassifierConfig, seed: int,
@@ -637,5 +667,5 @@ def evaluate_tasks(encode: EncodeFn, data: dict[str, TaskData], cfg: ClassifierC
         out["devacc"][t] = res["devacc"]
         out["details"][t] = res
         log.info("%s: acc %.2f (dev %.2f) in %.1fs%s", t, res["acc"], res["devacc"], out["classifier_seconds"][t],
-                 f" [capped: {res['n_train_used']} of {res['n_train_full']}]" if res.get("capped") else "")
+                 f" [capped: {cap_summary(res)}]" if res.get("capped") else "")
     return out

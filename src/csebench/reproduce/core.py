@@ -91,7 +91,7 @@ class Context:
     @property
     def scale_note(self) -> str:
         if self.scale == "demo":
-            return ("**Demo scale**: CPU-sized runs (packaged MiniLM, a few training steps, capped evaluation sets where the suite says so; see `params.yaml` suite "
+            return ("**Demo scale**: CPU-sized runs (packaged MiniLM, a few training steps, capped evaluation sets where the suite says so: STS pairs, STS-B dev during training, transfer splits; see `params.yaml` suite "
                     f"{', '.join(sorted(set(self.demo_suites())))}); the layout and published values are the paper's, "
                     "our numbers are not comparable to them.")
         return f"Paper scale: suites {', '.join(f'`{s}`' for s in self.item.suites)} (`params.yaml`)."
