@@ -243,8 +243,8 @@ CPU_ENCODE_BATCH, GPU_ENCODE_BATCH = 64, 128
 
 def default_encode_batch_size(device: torch.device | str) -> int:
     """Evaluation batch size when none is given: 128 on GPUs; 64 on CPUs, where larger batches of
-    length-sorted sentences run slower (MiniLM, one thread, 6000 evaluation sentences: fp32 26.1 s at 64
-    against 30.1 s at 128, bf16 9.0 s against 10.4 s; BENCHMARKS.md, "Evaluation batch size")."""
+    length-sorted sentences run slower (MiniLM, one thread, 6000 evaluation sentences: fp32 26.4 s at 64,
+    27.9 s at 128, 29.8 s at 256; bf16 9.4, 10.2, 10.4 s; BENCHMARKS.md section 6)."""
     return GPU_ENCODE_BATCH if torch.device(device).type == "cuda" else CPU_ENCODE_BATCH
 
 
