@@ -246,7 +246,7 @@ def test_grid_columns_as_runs_and_config_cells(results, tmp_path):
 
 def test_demo_scale_maps_runs_and_drops_unmapped(results, tmp_path):
     it = _item(layout={"columns": [{"name": "Avg.", "metric": "sts:Avg"}],
-                       "rows": [{"label": "A", "run": "big/a1"}, {"label": "B", "run": "big/b1"}]},
+                       "rows": [{"label": "A", "run": "big/a1", "published": [70.0]}, {"label": "B", "run": "big/b1", "published": [75.0]}]},
                suites=["big"], demo={"runs": {"big/a1": "t/a"}})
     ctx = Context(it, _params_with_suite(), str(results), "demo", tmp_path)
     assert ctx.ref("big/a1").run == "a" and ctx.ref("big/b1") is None
@@ -254,6 +254,9 @@ def test_demo_scale_maps_runs_and_drops_unmapped(results, tmp_path):
     md = (tmp_path / "table-99.md").read_text()
     assert "Demo scale" in md and "| **A** | ours | 71.00 ± 1.41 |" in md
     assert "| **B** | ours: n/a (no demo-scale run) | – |" in md  # a row without any run says why once
+    assert "|  | published | 75.00 |" in md and md.count("Δ ours − published") == 1  # Δ only where ours exists
+    tex = (tmp_path / "table-99.tex").read_text()
+    assert tex.count(r" & $\Delta$ & ") == 1 and "ours: n/a (no demo-scale run)" in tex
 
 
 def test_sweep_curves_seeds_figures(results, tmp_path):

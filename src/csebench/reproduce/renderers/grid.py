@@ -157,8 +157,9 @@ def render_block_md(ctx: Context, block: dict, cells: list[list[Cell]]) -> list[
         lines.append("| " + " | ".join([*(f"**{x}**" if x else "" for x in labs), ours + note, *texts]) + " |")
         if any(c.published is not None for c in rc):
             lines.append("| " + " | ".join([*[""] * len(labs), "published", *(fmt(c.published, c.digits) for c in rc)]) + " |")
-            lines.append("| " + " | ".join([*[""] * len(labs), "Δ ours − published",
-                                            *(fmt(c.delta, c.digits, signed=True) for c in rc)]) + " |")
+            if not row_missing(rc):  # nothing to subtract in a row without runs
+                lines.append("| " + " | ".join([*[""] * len(labs), "Δ ours − published",
+                                                *(fmt(c.delta, c.digits, signed=True) for c in rc)]) + " |")
     return lines + [""]
 
 
@@ -209,8 +210,9 @@ def render_latex(ctx: Context, blocks) -> str:
             if any(c.published is not None for c in rc):
                 lines.append(" & ".join([*[""] * len(labs), r"\textit{published}",
                                          *(latex_escape(fmt(c.published, c.digits)) for c in rc)]) + r" \\")
-                lines.append(" & ".join([*[""] * len(labs), r"$\Delta$",
-                                         *(latex_escape(fmt(c.delta, c.digits, signed=True)) for c in rc)]) + r" \\")
+                if not row_missing(rc):
+                    lines.append(" & ".join([*[""] * len(labs), r"$\Delta$",
+                                             *(latex_escape(fmt(c.delta, c.digits, signed=True)) for c in rc)]) + r" \\")
         lines += [r"\bottomrule", r"\end{tabular}", r"\par\medskip"]
     cap = f"{ctx.published_paper_short} {it.number} ({ctx.scale} scale): {it.title}. {it.metric}. Ours: mean ± std over seeds; published as printed; Δ = ours − published."
     lines += [r"\caption{" + latex_escape(cap) + "}", r"\label{tab:" + it.id.replace("/", "-") + "}", r"\end{table}"]
