@@ -274,9 +274,9 @@ def projected_sts(encode: EncodeFn, senteval_root: str | os.PathLike, dims: Sequ
                 cache[s] = e
         return torch.stack([cache[s] for s in sents])
 
-    from ..evaluation.sts import TEST_TASKS, load_test_tasks
+    from ..evaluation.sts import load_test_tasks
 
-    sets = load_test_tasks(senteval_root, list(tasks) if tasks else list(TEST_TASKS), max_pairs)
+    sets = load_test_tasks(senteval_root, list(tasks) if tasks else None, max_pairs)  # read once, for every projection
     full = evaluate_sts(cached, senteval_root, pairsets=sets)
     allemb = torch.stack(list(cache.values()))
     res = {"analysis": "embed_dim", "full_dim": int(allemb.shape[1]), "full": {"avg": full.get("avg"), "tasks": full["tasks"]},

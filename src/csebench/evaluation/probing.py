@@ -134,9 +134,6 @@ def evaluate_probing(encode: T.EncodeFn, probing_root: str | os.PathLike, tasks=
     each train split / each dev and test split; the result then says ``"protocol": "capped"``.
     """
     data = prepared_probing_tasks(probing_root, tasks, max_train_sentences, seed, task_data, max_test_sentences)
-    out = T.evaluate_tasks(encode, data, cfg, seed, max_train_sentences)
-    out["max_test_sentences"] = max_test_sentences
+    out = T.evaluate_tasks(encode, data, cfg, seed, max_train_sentences, max_test_sentences)
     out["probing_root"] = str(probing_root)
-    if out["protocol"] == "capped":
-        out["warning"] = T.capped_warning(max_train_sentences, max_test_sentences)
     return out

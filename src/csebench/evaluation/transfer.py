@@ -281,6 +281,18 @@ def stratified_subset(y: np.ndarray, size: int, seed: int) -> np.ndarray:
     return np.concatenate(picked)
 
 
+def subsample_split(task: TaskData, key: str, max_items: int | None, seed: int, option: str) -> bool:
+    """Replace split ``key`` by a seeded class-stratified subset of about ``max_items`` items (SentEval's
+    order kept) when it is larger; True when it was capped. ``option`` names the setting in errors."""
+    if max_items is None or len(task.splits[key]) <= max_items:
+        return False
+    if max_items < 1:
+        raise ConfigError(f"{option} must be positive, got {max_items}")
+    keep = np.sort(stratified_subset(task.splits[key].y, max_items, seed))
+    task.splits[key] = task.splits[key].take(keep)
+    return True
+
+
 def cap_training_set(task: TaskData, max_items: int | None, seed: int) -> TaskData:
     """CPU-demo shortcut (not SentEval's protocol): keep a seeded random subset of ``max_items`` items of
     the set classifiers are fitted on (the CV tasks' whole set; SST-2/TREC/MRPC train). Dev/test stay
@@ -288,13 +300,8 @@ def cap_training_set(task: TaskData, max_items: int | None, seed: int) -> TaskDa
     key = training_split(task)
     n = len(task.splits[key])
     task.info.update(n_train_full=n, n_train_used=n, capped=False)
-    if max_items is None or n <= max_items:
-        return task
-    if max_items < 1:
-        raise ConfigError(f"max_train_sentences must be positive, got {max_items}")
-    keep = np.sort(stratified_subset(task.splits[key].y, max_items, seed))
-    task.splits[key] = task.splits[key].take(keep)
-    task.info.update(n_train_used=len(keep), capped=True)
+    if subsample_split(task, key, max_items, seed, "max_train_sentences"):
+        task.info.update(n_train_used=len(task.splits[key]), capped=True)
     return task
 
 
@@ -307,9 +314,7 @@ def cap_evaluation_sets(task: TaskData, max_items: int | None, seed: int) -> Tas
     if max_items is not None and max_items < 1:
         raise ConfigError(f"max_test_sentences must be positive, got {max_items}")
     for k in held_out:
-        if max_items is not None and len(task.splits[k]) > max_items:
-            keep = np.sort(stratified_subset(task.splits[k].y, max_items, seed))
-            task.splits[k] = task.splits[k].take(keep)
+        if subsample_split(task, k, max_items, seed, "max_test_sentences"):
             task.info["capped"] = True
     task.info.update(n_eval_used={k: len(task.splits[k]) for k in held_out})
     return task
@@ -612,15 +617,12 @@ def evaluate_transfer(encode: EncodeFn, root: str | os.PathLike, tasks: list[str
     sizes used, so it cannot be mistaken for the protocol.
     """
     data = prepared_tasks(root, tasks, max_train_sentences, seed, task_data, max_test_sentences)
-    out = evaluate_tasks(encode, data, cfg, seed, max_train_sentences)
-    out["max_test_sentences"] = max_test_sentences
+    out = evaluate_tasks(encode, data, cfg, seed, max_train_sentences, max_test_sentences)
     if all(t in out["tasks"] for t in TASKS):
         out["avg"] = float(np.mean([out["tasks"][t] for t in TASKS]))
     elif out["tasks"]:  # a subset: its own average, never under "avg" (the 7-task average)
         out["avg_subset"] = float(np.mean(list(out["tasks"].values())))
         out["avg_tasks"] = list(out["tasks"])
-    if out["protocol"] == "capped":
-        out["warning"] = capped_warning(max_train_sentences, max_test_sentences)
     return out
 
 
@@ -639,9 +641,10 @@ def cap_summary(info: dict) -> str:
 
 
 def evaluate_tasks(encode: EncodeFn, data: dict[str, TaskData], cfg: ClassifierConfig, seed: int,
-                   max_train_sentences: int | None) -> dict:
+                   max_train_sentences: int | None, max_test_sentences: int | None = None) -> dict:
     """Encode every distinct sentence of the prepared tasks once, then run each task's classifier
-    (:func:`run_task`). Shared by the transfer and probing evaluators."""
+    (:func:`run_task`). Shared by the transfer and probing evaluators; a capped result carries the
+    caps and a warning."""
     tasks = list(data)
     everything = task_sentences(data)
     t0 = time.perf_counter()
@@ -655,7 +658,7 @@ def evaluate_tasks(encode: EncodeFn, data: dict[str, TaskData], cfg: ClassifierC
     capped = any(data[t].info.get("capped") for t in tasks)
     out: dict = {"tasks": {}, "devacc": {}, "details": {},
                  "protocol": "capped" if capped else "senteval",
-                 "max_train_sentences": max_train_sentences,
+                 "max_train_sentences": max_train_sentences, "max_test_sentences": max_test_sentences,
                  "classifier": {**asdict(cfg), "l2_grid": list(L2_GRID)}, "seed": seed,
                  "n_sentences_encoded": len(everything), "encode_seconds": round(encode_seconds, 2),
                  "classifier_seconds": {}}
@@ -668,4 +671,6 @@ def evaluate_tasks(encode: EncodeFn, data: dict[str, TaskData], cfg: ClassifierC
         out["details"][t] = res
         log.info("%s: acc %.2f (dev %.2f) in %.1fs%s", t, res["acc"], res["devacc"], out["classifier_seconds"][t],
                  f" [capped: {cap_summary(res)}]" if res.get("capped") else "")
+    if capped:
+        out["warning"] = capped_warning(max_train_sentences, max_test_sentences)
     return out
