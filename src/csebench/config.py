@@ -35,6 +35,7 @@ SHARED_ENV = "CSEBENCH_SHARED"
 POOLERS = ("cls", "cls_before_pooler", "avg", "avg_first_last", "avg_top2")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16", "fast")  # training autocast: trainer.autocast_dtype
 EVAL_PRECISIONS = ("auto", "fp32", "bf16", "fast")  # encoding for evaluation: encoder.eval_autocast_dtype
+PROJECTION_HEADS = ("linear", "linear_tanh")  # training.projection_head (SSCL Table 5: paper, released code)
 
 
 def _suggest(key: str, valid: list[str]) -> str:
@@ -119,7 +120,8 @@ class TrainingConfig:
     compile: bool = False
     num_workers: int = 0
     dropout: float | None = None  # None: the backbone's own (0.1 for BERT/RoBERTa)
-    projection_dim: int | None = None  # SSCL Table 5: trained linear head (+tanh) to this size, kept at evaluation
+    projection_dim: int | None = None  # SSCL Table 5: trained linear head to this size, kept at evaluation
+    projection_head: str = "linear"  # linear (SSCL Table 5's "simply linear projection head") | linear_tanh (released code)
     num_layers: int | None = None  # SSCL Table 1 "SimCSE (10)": keep only the first N transformer layers (None: all)
     dev_max_pairs: int | None = None  # CPU demo only: STS-B dev scored on a seeded subset of about N pairs (None: all 1500)
 
@@ -143,6 +145,8 @@ class TrainingConfig:
             raise ConfigError(f"{where}.dropout must be in [0, 1), got {self.dropout}")
         if self.projection_dim is not None and self.projection_dim <= 0:
             raise ConfigError(f"{where}.projection_dim must be > 0 or null, got {self.projection_dim}")
+        if self.projection_head not in PROJECTION_HEADS:
+            raise ConfigError(f"{where}.projection_head: unknown '{self.projection_head}' (valid: {', '.join(PROJECTION_HEADS)})")
         if self.num_layers is not None and self.num_layers < 1:
             raise ConfigError(f"{where}.num_layers must be >= 1 or null (all layers), got {self.num_layers}")
         if self.dev_max_pairs is not None and (isinstance(self.dev_max_pairs, bool) or not isinstance(self.dev_max_pairs, int)
@@ -241,6 +245,8 @@ class RunConfig:
         for later in ("num_layers", "dev_max_pairs"):  # added later: unset, they leave existing fingerprints as they were
             if d["training"].get(later) is None:
                 d["training"].pop(later, None)
+        if d["training"].get("projection_dim") is None:  # no projection, no head to describe
+            d["training"].pop("projection_head", None)
         d.update(extra or {})
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
 

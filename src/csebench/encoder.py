@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .config import EVAL_PRECISIONS, POOLERS, BackboneConfig
+from .config import EVAL_PRECISIONS, POOLERS, PROJECTION_HEADS, BackboneConfig
 from .data import TokenizedCorpus
 from .errors import ConfigError
 from .io import atomic_path
@@ -117,22 +117,25 @@ def pool(pooler: str, hidden_states: tuple[torch.Tensor, ...], mask: torch.Tenso
 
 
 class MLPHead(nn.Module):
-    """SimCSE's MLPLayer: dense(hidden, hidden) + tanh; with ``out_dim`` the SSCL Table 5 projection
-    dense(hidden, out_dim) + tanh (SSCL's MLPLayer.scale)."""
+    """SimCSE's MLPLayer: dense(hidden, hidden) + tanh. With ``out_dim`` the SSCL Table 5 projection
+    dense(hidden, out_dim): ``tanh=False`` is the paper's "simply linear projection head", ``tanh=True``
+    the released code's MLPLayer with its ``scale`` layer (dense + tanh)."""
 
-    def __init__(self, hidden: int, init_std: float = 0.02, out_dim: int | None = None):
+    def __init__(self, hidden: int, init_std: float = 0.02, out_dim: int | None = None, tanh: bool = True):
         super().__init__()
         self.dense = nn.Linear(hidden, out_dim or hidden)
+        self.tanh = tanh
         nn.init.normal_(self.dense.weight, std=init_std)
         nn.init.zeros_(self.dense.bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.tanh(self.dense(x))
+        x = self.dense(x)
+        return torch.tanh(x) if self.tanh else x
 
 
 class SentenceEncoder(nn.Module):
     def __init__(self, backbone: nn.Module, tokenizer, pooler: str, head: MLPHead | None = None,
-                 projection_dim: int | None = None):
+                 projection_dim: int | None = None, projection_head: str = "linear"):
         super().__init__()
         if pooler not in POOLERS:
             raise ConfigError(f"unknown pooler '{pooler}' (valid: {', '.join(POOLERS)})")
@@ -142,9 +145,14 @@ class SentenceEncoder(nn.Module):
         hidden = backbone.config.hidden_size
         std = getattr(backbone.config, "initializer_range", 0.02)
         # projection_dim: a head for every pooler, used in training and evaluation (SSCL Table 5)
+        if projection_head not in PROJECTION_HEADS:
+            raise ConfigError(f"unknown projection head '{projection_head}' (valid: {', '.join(PROJECTION_HEADS)})")
         self.projection_dim = projection_dim
-        if head is None and (pooler == "cls" or projection_dim):
-            head = MLPHead(hidden, std, projection_dim)
+        self.projection_head = projection_head
+        if head is None and projection_dim:
+            head = MLPHead(hidden, std, projection_dim, tanh=projection_head == "linear_tanh")
+        elif head is None and pooler == "cls":
+            head = MLPHead(hidden, std)
         self.head = head
 
     @property
@@ -232,8 +240,8 @@ class SentenceEncoder(nn.Module):
                 torch.save(self.head.state_dict(), tmp / "mlp_head.pt")
             eval_pooler = "cls_before_pooler" if self.pooler == "cls" else self.pooler
             meta = {"pooler": self.pooler, "eval_pooler": eval_pooler}
-            if self.projection_dim:
-                meta["projection_dim"] = self.projection_dim  # load_encoder applies mlp_head.pt at evaluation
+            if self.projection_dim:  # load_encoder applies mlp_head.pt at evaluation
+                meta.update(projection_dim=self.projection_dim, projection_head=self.projection_head)
             (tmp / ENCODER_META).write_text(json.dumps(meta, indent=2) + "\n")
             write_sentence_transformers_files(tmp, self.hidden_size, eval_pooler)
 
@@ -349,14 +357,15 @@ def truncate_layers(backbone: nn.Module, num_layers: int) -> nn.Module:
 
 def build_encoder(backbone: BackboneConfig, seed: int = 0, dropout: float | None = None,
                   projection_dim: int | None = None, num_layers: int | None = None,
-                  what: str = "the backbone's model") -> SentenceEncoder:
+                  what: str = "the backbone's model", projection_head: str = "linear") -> SentenceEncoder:
     if backbone.model != "random":
         check_model_source(backbone.model, what)
     tokenizer = load_tokenizer(backbone)
     model = build_backbone(backbone, tokenizer, seed, dropout)
     if num_layers is not None:
         truncate_layers(model, num_layers)
-    return SentenceEncoder(model, tokenizer, backbone.pooler, projection_dim=projection_dim)
+    return SentenceEncoder(model, tokenizer, backbone.pooler, projection_dim=projection_dim,
+                           projection_head=projection_head)
 
 
 def read_encoder_meta(model_dir: str | os.PathLike) -> dict:
@@ -385,9 +394,11 @@ def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None, what: 
     except OSError as exc:
         raise ConfigError(f"cannot load model from {model_dir}: {_one_line(exc)}") from None
     head, proj = None, meta.get("projection_dim")
+    # models saved before projection_head existed had the tanh head
+    kind = meta.get("projection_head", "linear_tanh")
     if proj:  # SSCL Table 5 projection: trained head kept at evaluation
-        head = MLPHead(backbone.config.hidden_size, out_dim=int(proj))
+        head = MLPHead(backbone.config.hidden_size, out_dim=int(proj), tanh=kind == "linear_tanh")
         head.load_state_dict(torch.load(path / "mlp_head.pt", map_location="cpu"))
     enc = SentenceEncoder(backbone, tokenizer, "cls_before_pooler" if pooler == "cls" else pooler, head,
-                          projection_dim=int(proj) if proj else None)
+                          projection_dim=int(proj) if proj else None, projection_head=kind)
     return enc

@@ -157,6 +157,7 @@ class Trainer:
         set_seed(cfg.seed)
         self.encoder = build_encoder(cfg.backbone, seed=cfg.seed, dropout=self.t.dropout,
                                      projection_dim=self.t.projection_dim, num_layers=self.t.num_layers,
+                                     projection_head=self.t.projection_head,
                                      what=f"backbones.{cfg.backbone_name}.model").to(self.device)
         self.tokens = load_tokenized_corpus(corpus_path, self.encoder.tokenizer, self.t.max_seq_length, cache_dir)
         n = len(self.tokens)
