@@ -1,4 +1,4 @@
-"""SSCL (layer_negatives): Eq. 4 and the released-code variant against loops, layer choice, a tiny
+"""SSCL (layer_negatives): the three readings of Eq. 4 (literal, in-batch, released code) against loops, layer choice, a tiny
 encoder end to end, and all three terms (IS-CSE + GS-InfoNCE + SSCL) composed in one Objective."""
 
 import math
@@ -71,6 +71,44 @@ def naive_sscl_released(ctx, layers):
             den += sum(math.exp(cos(z1[i], row) / tau) for row in d(ctx.layer_z2[m]))
         out += -math.log(num / den)
     return (out / z1.shape[0] + naive_simcse(ctx)) / 2
+
+
+def naive_sscl_in_batch(ctx, layers):
+    """Third reading: the anchor view's intermediate rows of all N in-batch sentences as negatives."""
+    z1, z2, tau = d(ctx.z1), d(ctx.z2), ctx.temperature
+    out = 0.0
+    for i in range(z1.shape[0]):
+        num = math.exp(cos(z1[i], z2[ctx.positive_offset + i]) / tau)
+        den = sum(math.exp(cos(z1[i], z2[j]) / tau) for j in range(z2.shape[0]))
+        for m in layers:
+            den += sum(math.exp(cos(z1[i], row) / tau) for row in d(ctx.layer_z1[m]))
+        out += -math.log(num / den)
+    return out / z1.shape[0]
+
+
+@pytest.mark.parametrize("stacked,layers", [(1, [2]), (2, [2, 1])])
+def test_in_batch_reading_matches_its_direct_implementation(stacked, layers):
+    ctx = make_ctx(b=4, layers=(1, 2))
+    loss, _ = Objective({"layer_negatives": {"variant": "in_batch", "stacked": stacked}}, D, 3)(ctx)
+    assert float(loss.detach()) == pytest.approx(naive_sscl_in_batch(ctx, layers), rel=1e-5)
+
+
+def test_the_three_readings_give_clearly_different_losses():
+    """On one batch whose intermediate rows resemble the anchors (as adjacent layers do), each reading
+    matches its own direct implementation and differs from the other two by far more than rounding."""
+    g = torch.Generator().manual_seed(11)
+    ctx = make_ctx(b=8, layers=(2,), seed=3)
+    ctx.z2 = ctx.z1.detach() + 0.5 * torch.randn(8, D, generator=g)  # dropout-like positives
+    ctx.layer_z1 = {2: ctx.z1.detach() + 0.5 * torch.randn(8, D, generator=g)}
+    ctx.layer_z2 = {2: ctx.z2 + 0.5 * torch.randn(8, D, generator=g)}
+    naive = {"paper": naive_sscl_paper(ctx, [2]), "in_batch": naive_sscl_in_batch(ctx, [2]),
+             "released": naive_sscl_released(ctx, [2])}
+    got = {}
+    for variant, expected in naive.items():
+        got[variant] = float(Objective({"layer_negatives": {"variant": variant}}, D, 3)(ctx)[0].detach())
+        assert got[variant] == pytest.approx(expected, rel=1e-5)
+    assert got["paper"] > got["in_batch"] > got["released"], got  # about 2.52, 1.29, 0.93 here
+    assert min(got["paper"] - got["in_batch"], got["in_batch"] - got["released"]) > 0.3, got
 
 
 @pytest.mark.parametrize("settings,layers,b,n,offset", [

@@ -10,6 +10,12 @@ negative layer, Psi(h_i, h_i^-)/tau + log N (``repeat_in_sum``; false counts it 
 also how Appendix B.2 counts it ("from N pairs to 2N pairs"). h_i^- comes from the same forward
 pass (dropout view) as the anchor h_i.
 
+A third reading of Eq. 4 (``variant: in_batch``): the denominator's second term stands for the
+intermediate representations h_j^- of *all* N in-batch sentences of the anchor's view, one column
+each (weight 1), which is what Appendix B.2's "from N pairs to 2N pairs" counts literally; no
+averaging with SimCSE. The three readings give clearly different losses on the same inputs
+(tests/test_objective_layer_negatives.py); docs/methods.md discusses which the published numbers used.
+
 Default layer: the penultimate one (hidden_states index num_layers-1). Progressive SSCL
 (``stacked: n``) uses layers layer, layer-1, ..., layer-n+1; the paper's best is n=2.
 
@@ -36,14 +42,14 @@ from ..errors import ConfigError
 from .base import ObjectiveTerm, StepContext, cosine_matrix
 from .contrastive import info_nce
 
-VARIANTS = ("paper", "released")
+VARIANTS = ("paper", "in_batch", "released")
 
 
 @dataclass
 class LayerNegativesSettings:
     layer: int | None = None  # hidden_states index of the (top) negative layer; None: num_layers - 1
     stacked: int = 1  # progressive SSCL: number of consecutive layers, counting down from `layer`
-    variant: str = "paper"  # paper (Eq. 4) | released (both views, all sentences, averaged with SimCSE)
+    variant: str = "paper"  # paper (Eq. 4) | in_batch (anchor view, all sentences) | released (both views, averaged with SimCSE)
     repeat_in_sum: bool = True  # paper: h_i^- inside sum_{j=1..N} counts N times
 
     def validate(self, where: str) -> None:
@@ -83,10 +89,11 @@ class LayerNegatives(ObjectiveTerm):
             for layer in self.layers:
                 own = torch.nn.functional.normalize(ctx.layer_z1[layer].float(), dim=-1)
                 cols.append(((anchor * own).sum(-1, keepdim=True) / ctx.temperature) + shift)
-        else:
+        else:  # in_batch: the anchor view's rows of every sentence; released: and the other view's
             for layer in self.layers:
                 cols.append(cosine_matrix(ctx.z1, ctx.layer_z1[layer]) / ctx.temperature)
-                cols.append(cosine_matrix(ctx.z1, ctx.layer_z2[layer]) / ctx.temperature)
+                if self.settings.variant == "released":
+                    cols.append(cosine_matrix(ctx.z1, ctx.layer_z2[layer]) / ctx.temperature)
         return torch.cat(cols, dim=1)
 
     def replaces_contrastive(self, contrastive: torch.Tensor, ctx: StepContext) -> torch.Tensor:
