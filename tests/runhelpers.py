@@ -32,12 +32,12 @@ def write_corpus(path: Path, n: int = 96) -> Path:
 
 
 def write_mini_senteval(root: Path, pairs: int = 48) -> Path:
-    """A SentEval-like folder holding only what training needs: the first STS-B dev pairs."""
-    src = SHARED / "senteval" / "downstream" / "STS" / "STSBenchmark" / "sts-dev.csv"
-    dst = root / "STS" / "STSBenchmark" / "sts-dev.csv"
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    with open(src, encoding="utf-8") as fh:
-        dst.write_text("".join(line for _, line in zip(range(pairs), fh)), encoding="utf-8")
+    """A SentEval-like folder holding only what training needs: the first STS-B dev and SICK-R dev pairs."""
+    for rel, head in (("STS/STSBenchmark/sts-dev.csv", 0), ("SICK/SICK_trial.txt", 1)):  # SICK has a header line
+        dst = root / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        with open(SHARED / "senteval" / "downstream" / rel, encoding="utf-8") as fh:
+            dst.write_text("".join(line for _, line in zip(range(pairs + head), fh)), encoding="utf-8")
     return root
 
 

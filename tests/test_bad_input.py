@@ -96,7 +96,7 @@ def test_overlong_line_is_truncated_not_an_error(inputs, capsys, tokenizer):
 
 
 def test_missing_senteval_files(tmp_path, capsys):
-    se = write_mini_senteval(tmp_path / "partial-senteval")  # has sts-dev.csv only
+    se = write_mini_senteval(tmp_path / "partial-senteval")  # has sts-dev.csv and SICK_trial.txt only
     out = tmp_path / "se-out"
     line = assert_fails(capsys, ["prepare-senteval", "--params", str(PARAMS), "--config",
                                  str(data_override(tmp_path, tmp_path / "x.txt", se)),

@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 STS_REQUIRED = [
     "STS/STS12-en-test", "STS/STS13-en-test", "STS/STS14-en-test", "STS/STS15-en-test",
     "STS/STS16-en-test", "STS/STSBenchmark/sts-dev.csv", "STS/STSBenchmark/sts-test.csv",
-    "SICK/SICK_test_annotated.txt",
+    "SICK/SICK_trial.txt", "SICK/SICK_test_annotated.txt",
 ]
 
 

@@ -29,7 +29,7 @@ from .config import RunConfig
 from .data import load_tokenized_corpus, senteval_root
 from .encoder import SentenceEncoder, build_encoder, pool
 from .errors import TrainingError
-from .evaluation.sts import cap_pairs, load_stsb, spearman100, sts_pair_similarities
+from .evaluation.sts import cap_pairs, load_sickr, load_stsb, spearman100, sts_pair_similarities
 from .io import atomic_path, write_csv, write_json
 from .loader import BatchLoader
 from .objectives import Objective
@@ -101,19 +101,37 @@ def data_order(n: int, batch_size: int, seed: int, epoch: int, world_size: int =
 
 
 class DevEvaluator:
-    """STS-B dev Spearman for model selection (SimCSE's metric_for_best_model=stsb_spearman)."""
+    """STS-B dev Spearman for model selection (SimCSE's metric_for_best_model=stsb_spearman), and SICK-R
+    dev (SentEval's SICK_trial.txt, 500 pairs) for the selected checkpoint: SimCSE's trainer, which
+    IS-CSE's forks, reports eval_avg_sts = the mean of the two (IS-CSE Table 4's "Avg. STS development")."""
 
     def __init__(self, senteval_dir: str | os.PathLike, batch_size: int, precision: str = "auto",
                  max_pairs: int | None = None):
         # max_pairs (training.dev_max_pairs, CPU demo only): the seeded subset eval-sts's cap would draw
-        self.pairs = cap_pairs(load_stsb(senteval_root(senteval_dir), "dev"), max_pairs)
+        root = senteval_root(senteval_dir)
+        self.pairs = cap_pairs(load_stsb(root, "dev"), max_pairs)
+        self.sickr_pairs = cap_pairs(load_sickr(root, "dev"), max_pairs)
         self.batch_size = batch_size
         self.precision = precision
 
-    def __call__(self, encoder: SentenceEncoder) -> float:
+    def _spearman(self, encoder: SentenceEncoder, pairs) -> float:
         sims = sts_pair_similarities(lambda s: encoder.encode(s, batch_size=self.batch_size, precision=self.precision),
-                                     self.pairs)
-        return spearman100(sims, self.pairs.scores)
+                                     pairs)
+        return spearman100(sims, pairs.scores)
+
+    def __call__(self, encoder: SentenceEncoder) -> float:
+        return self._spearman(encoder, self.pairs)
+
+    def sickr(self, encoder: SentenceEncoder) -> float:
+        return self._spearman(encoder, self.sickr_pairs)
+
+
+def dev_summary(stsb: float, sickr: float) -> dict:
+    """train.json's development scores of the selected checkpoint: STS-B dev, SICK-R dev and their mean
+    (None where a score is not finite)."""
+    ok = math.isfinite(stsb) and math.isfinite(sickr)
+    return {"sickr_dev": round(sickr, 4) if math.isfinite(sickr) else None,
+            "avg_sts_dev": round((stsb + sickr) / 2, 4) if ok else None}
 
 
 @dataclass
@@ -124,6 +142,7 @@ class TrainState:
     best_dev: float = -math.inf
     best_step: int = -1
     elapsed: float = 0.0
+    best_sickr_dev: float = math.nan  # SICK-R dev of the best STS-B dev checkpoint
 
 
 def _rng_state() -> dict:
@@ -389,6 +408,8 @@ class Trainer:
             self.dev_rows.append([self.state.step, round(score, 4)])
             if score > self.state.best_dev:
                 self.state.best_dev, self.state.best_step = score, self.state.step
+                # SICK-R dev of the selected checkpoint only: one 500-pair pass per new best, not per evaluation
+                self.state.best_sickr_dev = self.dev.sickr(self.encoder)
                 self.encoder.save(self.out_dir / "best_model.partial")
         distributed.barrier()
         return score
@@ -440,12 +461,13 @@ class Trainer:
             "run": self.cfg.run_id, "suite": self.cfg.suite, "method": self.cfg.method,
             "backbone": self.cfg.backbone_name, "seed": self.cfg.seed,
             "steps": self.state.step, "best_step": self.state.best_step,
-            "stsb_dev_best": round(self.state.best_dev, 4),
+            "stsb_dev_best": round(self.state.best_dev, 4), **dev_summary(self.state.best_dev, self.state.best_sickr_dev),
             "corpus_sentences": len(self.tokens), "batch_size": self.t.batch_size,
             "effective_batch_sizes": self.effective_batch_sizes, "world_size": self.world, "device": self.device.type,
         }
         if self.t.dev_max_pairs is not None:  # the CPU demo's subset: not the papers' STS-B dev score
-            summary.update(stsb_dev_pairs=len(self.dev.pairs.scores), stsb_dev_protocol="capped")
+            summary.update(stsb_dev_pairs=len(self.dev.pairs.scores), sickr_dev_pairs=len(self.dev.sickr_pairs.scores),
+                           stsb_dev_protocol="capped")
         timing = {"train_seconds": round(elapsed, 1), "steps_this_attempt": steps_this_run,
                   "resumed_from_step": resumed_from}
         if self.rank == 0:

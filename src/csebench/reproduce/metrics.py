@@ -2,6 +2,7 @@
 
 Metric names (Spearman and accuracies x 100, as the papers print them):
   stsb_dev                      best STS-B dev score during training (train.json)
+  sickr_dev / avg_sts_dev       SICK-R dev of that checkpoint and the mean of the two (SimCSE's eval_avg_sts)
   sts:<task> / sts:Avg          STS test: STS12..STS16, STS-B, SICK-R, Avg (sts.json)
   transfer:<task> / transfer:Avg  SentEval transfer accuracy (transfer.json; Avg only over all 7)
   probing:<task>                SentEval probing accuracy (probing.json)
@@ -25,7 +26,8 @@ STS_KEYS = {"STS12": "STS12", "STS13": "STS13", "STS14": "STS14", "STS15": "STS1
             "STS-B": "STSBenchmark", "SICK-R": "SICKRelatedness"}
 TRANSFER_KEYS = {"MR": "MR", "CR": "CR", "SUBJ": "SUBJ", "MPQA": "MPQA", "SST": "SST2", "SST2": "SST2", "TREC": "TREC",
                  "MRPC": "MRPC"}
-RUN_FILES = {"stsb_dev": "train.json", "sts": "sts.json", "transfer": "transfer.json", "probing": "probing.json",
+DEV_KEYS = {"stsb_dev": "stsb_dev_best", "sickr_dev": "sickr_dev", "avg_sts_dev": "avg_sts_dev"}  # train.json keys
+RUN_FILES = {**{k: "train.json" for k in DEV_KEYS}, "sts": "sts.json", "transfer": "transfer.json", "probing": "probing.json",
              "curve": "dev_curve.csv"}
 
 
@@ -47,7 +49,7 @@ def parse_run(ref: str, default_suite: str) -> RunRef:
 
 def kind_of(metric: str) -> str:
     kind = metric.split(":", 1)[0]
-    if kind not in ("stsb_dev", "sts", "transfer", "probing", "analysis", "run_analysis", "suite_analysis", "config"):
+    if kind not in (*DEV_KEYS, "sts", "transfer", "probing", "analysis", "run_analysis", "suite_analysis", "config"):
         raise ConfigError(f"unknown metric '{metric}' (see csebench.reproduce.metrics)")
     return kind
 
@@ -116,9 +118,8 @@ def value(metric: str, results: str, ref: RunRef, seed: int, params: dict | None
     data = read_json_cached(files[0])
     if data is None:
         return None
-    if kind == "stsb_dev":
-        v = _number(data.get("stsb_dev_best"))
-        return None if v is None else v
+    if kind in DEV_KEYS:
+        return _number(data.get(DEV_KEYS[kind]))
     if kind in ("sts", "transfer", "probing"):
         task = metric.split(":", 1)[1]
         if task == "Avg":
