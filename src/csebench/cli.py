@@ -21,7 +21,7 @@ import os
 import sys
 import time
 
-from .errors import CsebenchError
+from .errors import ConfigError, CsebenchError
 
 
 def _setup_logging(verbose: bool) -> None:
@@ -77,6 +77,14 @@ def cmd_train(args) -> None:
     from .trainer import Trainer
 
     cfg = resolve_run(_params(args), args.suite, args.run, args.seed)
+    if not cfg.train:  # an evaluation-only run: the backbone itself is the model, no corpus is read
+        from .evalonly import write_untrained_run
+
+        summary = write_untrained_run(cfg, args.senteval, args.out)
+        logging.getLogger("csebench").info("done: %s", json.dumps(summary))
+        return
+    if not args.corpus:
+        raise ConfigError(f"train: --corpus is required for run {args.suite}/{args.run} (only runs with train: false read none)")
     distributed.init_from_env()
     try:
         trainer = Trainer(cfg, args.corpus, args.senteval, args.out, cache_dir=args.cache_dir,
@@ -275,7 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_show_config)
 
     sp = common(sub.add_parser("train", help="train one run; resumes from its checkpoint if present"), run=True)
-    sp.add_argument("--corpus", required=True)
+    sp.add_argument("--corpus", default=None, help="training corpus (required unless the run has train: false)")
     sp.add_argument("--senteval", required=True, help="SentEval folder or prepared pointer folder")
     sp.add_argument("--out", required=True, help="run folder: model/, train.json, curves")
     sp.add_argument("--cache-dir", default="data/cache", help="tokenized-corpus cache (default: data/cache)")

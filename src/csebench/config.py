@@ -225,6 +225,7 @@ class RunConfig:
     training: TrainingConfig
     objectives: dict[str, dict]
     paths: dict[str, str]
+    train: bool = True  # false: an evaluation-only run, its model the untrained backbone (csebench.evalonly)
 
     @property
     def run_id(self) -> str:
@@ -247,6 +248,8 @@ class RunConfig:
                 d["training"].pop(later, None)
         if d["training"].get("projection_dim") is None:  # no projection, no head to describe
             d["training"].pop("projection_head", None)
+        if d.get("train"):  # trained runs (all runs before the flag existed) keep their fingerprints
+            d.pop("train")
         d.update(extra or {})
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
@@ -339,7 +342,8 @@ def _section(params: dict, name: str, key: str, what: str, where: str = "") -> d
 
 SUITE_KEYS = ["description", "data", "seeds", "training", "runs", "backbones", "methods", "dvc", "transfer", "evaluation"]
 # evaluate: false = a training-only run (curves, teacher), no embedding/STS/transfer/analysis jobs
-RUN_KEYS = ["name", "backbone", "method", "label", "training", "objectives", "seeds", "evaluate"]
+# train: false = an evaluation-only run: its model is the untrained backbone (csebench.evalonly)
+RUN_KEYS = ["name", "backbone", "method", "label", "training", "objectives", "seeds", "evaluate", "train"]
 METHOD_KEYS = ["label", "objectives", "training", "by_backbone"]
 
 
@@ -359,8 +363,9 @@ def suite_runs(params: dict, suite: str) -> list[dict]:
             if req not in run:
                 raise ConfigError(f"suites.{suite}.runs[{i}]: missing '{req}'")
         run.setdefault("name", f"{run['backbone']}-{run['method']}")
-        if not isinstance(run.setdefault("evaluate", True), bool):
-            raise ConfigError(f"suites.{suite}.runs[{i}].evaluate: give true or false, got {run['evaluate']!r}")
+        for flag in ("evaluate", "train"):
+            if not isinstance(run.setdefault(flag, True), bool):
+                raise ConfigError(f"suites.{suite}.runs[{i}].{flag}: give true or false, got {run[flag]!r}")
         if not re.fullmatch(r"[A-Za-z0-9_.+-]+", run["name"]):
             raise ConfigError(f"suites.{suite}.runs[{i}].name '{run['name']}': use letters, digits, . _ + - only")
         if run["name"] in seen:
@@ -446,6 +451,7 @@ def resolve_run(params: dict, suite: str, run_name: str, seed: int) -> RunConfig
         method_label=run.get("label") or method.get("label") or run["method"],
         backbone_name=run["backbone"], backbone=backbone, data_name=data_name,
         data=data_config(params, data_name), training=training, objectives=objectives, paths=paths,
+        train=run["train"],
     )
 
 

@@ -82,6 +82,7 @@ def suite_plan(params: dict, suite: str, n_items: int = 0, probing: bool = False
     runs = wf.all_runs_with_teachers(params, suite)
     teachers = {t for r, s in runs for t in wf.teacher_jobs(params, suite, r, s)}
     training_only = set(wf.jobs(params, suite)) - set(wf.evaluated_jobs(params, suite))  # `evaluate: false`
+    evaluation_only = {(r, s) for r, s in runs if not wf.trains(params, suite, r)}  # `train: false`
     flops, small, large, unknown = 0.0, 0.0, 0.0, []
     for run, seed in runs:
         cfg = resolve_run(params, suite, run, seed)
@@ -92,7 +93,13 @@ def suite_plan(params: dict, suite: str, n_items: int = 0, probing: bool = False
             continue
         if not corpus:
             continue
-        steps = corpus * cfg.training.epochs // cfg.training.batch_size if not cfg.training.max_steps else cfg.training.max_steps
+        if (run, seed) in evaluation_only:  # one dev pass and the evaluation, no training
+            steps = 0
+            flops += 2 * n * DEV_SENTENCES * EVAL_TOKENS
+        elif cfg.training.max_steps:
+            steps = min(cfg.training.max_steps, corpus * cfg.training.epochs // cfg.training.batch_size)
+        else:
+            steps = corpus * cfg.training.epochs // cfg.training.batch_size
         sentences = steps * cfg.training.batch_size
         train = 6 * n * 2 * sentences * AVG_TOKENS  # two dropout views
         if cfg.training.batch_size <= SMALL_BATCH:
@@ -109,7 +116,7 @@ def suite_plan(params: dict, suite: str, n_items: int = 0, probing: bool = False
     # train + embed + eval_sts + eval_transfer per run (train only for `evaluate: false`), a teacher cache
     # per teacher, the suite report, its items
     jobs = 4 * len(runs) - 3 * len(training_only) + len(teachers) + 1 + n_items
-    return SuitePlan(suite, data, len(runs), len(teachers), jobs, flops, sorted(set(unknown)), small, large)
+    return SuitePlan(suite, data, len(runs) - len(evaluation_only), len(teachers), jobs, flops, sorted(set(unknown)), small, large)
 
 
 def plan(params: dict, suites: list[str]) -> list[SuitePlan]:

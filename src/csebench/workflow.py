@@ -27,6 +27,11 @@ def jobs(params: dict, suite: str) -> list[tuple[str, int]]:
     return [(r["name"], s) for r in suite_runs(params, suite) for s in suite_seeds(params, suite, r["name"])]
 
 
+def trains(params: dict, suite: str, run: str) -> bool:
+    """False for an evaluation-only run (`train: false`): its train job needs no corpus."""
+    return find_run(params, suite, run)["train"]
+
+
 def evaluated_jobs(params: dict, suite: str) -> list[tuple[str, int]]:
     """The (run, seed) jobs that are embedded and evaluated: all but the runs marked `evaluate: false`
     (training only: their curves and models still serve figures and students)."""
@@ -73,7 +78,7 @@ def teacher_jobs(params: dict, suite: str, run: str, seed: int) -> list[tuple[st
     """(run, seed) of the frozen teachers a run distils from (DistillCSE), [] otherwise."""
     cfg = resolve_run(params, suite, run, int(seed))
     settings = cfg.objectives.get("distillation")
-    if not settings:
+    if not settings or not cfg.train:  # an evaluation-only run distils from nothing
         return []
     from .objectives.distillation import teacher_runs
 

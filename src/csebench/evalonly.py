@@ -1,0 +1,57 @@
+"""Evaluation-only runs (a suite run with ``train: false``): the untrained backbone is the run's model.
+
+The papers print rows for pretrained encoders scored without any training: SSCL's BERT (cls.),
+BERT (avg.) and BERT-large (cls.) rows, "BERT base (first-last avg.)", "Avg. BERT embeddings" and
+the like. Such a run goes through the same DAG as a trained one: its train job writes ``model/``
+(the backbone as loaded, with the run's pooler; with ``training.projection_dim`` an untrained head
+initialised from the run's seed, as a freshly built encoder has it), the STS-B and SICK-R dev
+scores of that model, empty training curves and a ``train.json`` that says ``"trained": false``.
+The embed, eval-sts, eval-transfer, probing and analysis jobs then read ``model/`` as for any run.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+
+from .config import RunConfig
+from .encoder import build_encoder
+from .io import write_csv, write_json, write_text
+
+log = logging.getLogger(__name__)
+
+OUTPUTS = ("train.json", "train_curve.csv", "dev_curve.csv")
+
+
+def write_untrained_run(cfg: RunConfig, senteval_dir: str | os.PathLike, out_dir: str | os.PathLike) -> dict:
+    """Write an evaluation-only run's outputs; train.json last (it marks the run complete)."""
+    from .trainer import DevEvaluator, dev_summary, pick_device, set_seed
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in OUTPUTS:  # never an old train.json beside a new model
+        (out / name).unlink(missing_ok=True)
+    t = cfg.training
+    set_seed(cfg.seed)  # the projection head (if any) is drawn from the run's seed
+    encoder = build_encoder(cfg.backbone, seed=cfg.seed, projection_dim=t.projection_dim, num_layers=t.num_layers,
+                            projection_head=t.projection_head, what=f"backbones.{cfg.backbone_name}.model")
+    encoder.to(pick_device())
+    dev = DevEvaluator(senteval_dir, t.eval_batch_size, t.eval_precision, t.dev_max_pairs)
+    stsb = dev(encoder)
+    summary = {"run": cfg.run_id, "suite": cfg.suite, "method": cfg.method, "backbone": cfg.backbone_name,
+               "seed": cfg.seed, "trained": False, "steps": 0, "best_step": 0, "stsb_dev_best": round(stsb, 4),
+               **dev_summary(stsb, dev.sickr(encoder))}
+    if t.dev_max_pairs is not None:  # the CPU demo's subset, as in a trained run's train.json
+        summary.update(stsb_dev_pairs=len(dev.pairs.scores), sickr_dev_pairs=len(dev.sickr_pairs.scores),
+                       stsb_dev_protocol="capped")
+    shutil.rmtree(out / "model", ignore_errors=True)
+    encoder.save(out / "model")
+    write_text(out / "model" / "training_config.json", json.dumps(cfg.to_dict(), indent=2, default=str) + "\n")
+    write_csv(out / "train_curve.csv", ["step"], [])  # no training: no loss to draw
+    write_csv(out / "dev_curve.csv", ["step", "stsb_dev"], [[0, round(stsb, 4)]])
+    write_json(out / "train.json", summary)
+    log.info("%s: evaluation-only run (train: false), untrained %s, STS-B dev %.2f", cfg.run_id, cfg.backbone_name, stsb)
+    return summary
