@@ -137,3 +137,140 @@ def test_train_flag_fingerprint_teachers_plan_and_bad_values(tmp_path, capsys):
             str(tmp_path), "--out", str(tmp_path / "run")]
     assert main(argv) == 2
     assert "train: --corpus is required for run ci/simcse (only runs with train: false read none)" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------- registry rows in their printed setting
+
+def _reg():
+    from csebench.reproduce.registry import load_registry
+
+    return load_registry()
+
+
+def _row_run(item_id: str, label: str) -> tuple[str, str]:
+    it = _reg().item(item_id)
+    row = next(r for b in it.blocks() for r in b["rows"] if r["label"] == label)
+    suite, _, run = row["run"].rpartition("/")
+    return suite or it.suites[0], run
+
+
+def test_sscl_rows_run_in_the_dimension_of_their_printed_number():
+    """SSCL Table 5 ties each printed Avg. to a dimension: SSCL-BERT 62.42 is 256-d, SSCL-SimCSE 77.90 is
+    768-d (no head). Tables 2 and 7 print the same averages: their runs must use the same dimension."""
+    from csebench.report import load_published
+
+    table5 = {}
+    model = None
+    for row in _reg().item("sscl/table-5").layout["rows"]:
+        model = row["label"][0] or model
+        table5[(model, row["published"][0] if row.get("published") else None)] = int(row["label"][1])
+    dims = {"SSCL-BERT": table5[("SSCL-BERT", 62.42)], "SSCL-SimCSE": table5[("SSCL-SimCSE", 77.90)]}
+    assert dims == {"SSCL-BERT": 256, "SSCL-SimCSE": 768}
+    published = load_published()
+    avg = {e["row"]: e["scores"]["Avg"] for e in published["sts"] if e["paper"] == "sscl"}
+    assert avg["SSCL-BERT (cls.)"] == 62.42 and avg["SSCL-SimCSE (base)"] == 77.90
+    for item, label, model in [("sscl/table-2", "SSCL-BERT (cls.)", "SSCL-BERT"), ("sscl/table-2", "SSCL-SimCSE", "SSCL-SimCSE"),
+                               ("sscl/table-7", ["SSCL-BERT (cls.)", "64"], "SSCL-BERT"),
+                               ("sscl/table-7", ["SSCL-SimCSE", "64"], "SSCL-SimCSE")]:
+        suite, run = _row_run(item, label)
+        got = resolve_run(P, suite, run, 42).training.projection_dim or 768
+        assert got == dims[model], (item, label, got)
+        assert resolve_run(P, suite, run, 42).training.projection_head == "linear"  # the paper's head
+
+
+def test_untrained_rows_are_evaluation_only_runs():
+    """Every row that prints an untrained backbone has a run with train: false (no "not a training run")."""
+    rows = [(it, b, r) for it in _reg().items for b in it.blocks() for r in b.get("rows") or []]
+    assert not [r["label"] for _, _, r in rows if "untrained backbone" in str(r.get("missing", ""))]
+    expected = {("sscl/table-2", "BERT (cls.)"), ("sscl/table-2", "BERT (avg.)"), ("sscl/table-2", "BERT large (cls.)"),
+                ("sscl/table-3", "BERT base (cls.)"), ("sscl/table-3", "BERT base (avg.)"), ("sscl/table-3", "BERT large (cls.)"),
+                ("sscl/table-4", "BERT"), ("is-cse/table-1", "BERT base (first-last avg.)"),
+                ("is-cse/table-1", "RoBERTa base (first-last avg.)"), ("is-cse/table-8", "Avg. BERT embeddings"),
+                ("is-cse/table-8", "BERT-[CLS] embedding"), ("distillcse/table-4", "BERT base (first-last avg.)")}
+    untrained = set()
+    for it, _, r in rows:
+        if r.get("run"):
+            suite, _, run = r["run"].rpartition("/")
+            if not resolve_run(P, suite or it.suites[0], run, 42).train:
+                untrained.add((it.id, str(r["label"]) if not isinstance(r["label"], list) else r["label"][0] or "BERT"))
+    assert expected <= untrained
+    t5 = [r for r in _reg().item("sscl/table-5").layout["rows"] if r.get("run", "").startswith("paper-backbones/")]
+    assert [resolve_run(P, "paper-backbones", r["run"].split("/")[1], 42).training.projection_dim for r in t5] == [128, 256, None]
+    assert not resolve_run(P, "demo", "minilm", 42).train  # the packaged MiniLM at demo scale
+    assert _reg().item("sscl/table-2").demo["runs"]["paper-backbones/bert-base-cls"] == "demo/minilm"
+
+
+def test_gs_infonce_released_settings_are_a_selectable_variant():
+    """caskcsg/sentemb gsInfoNCE/run.sh: random_size 192, dropout 0.2 (BERT), fp16, RoBERTa-large bs 128 lr 2e-5."""
+    def cfg(method_suite, backbone, method):
+        return resolve_run(P, method_suite, f"{backbone}-{method}", 42)
+
+    for bb, lr, bs, drop in [("bert-base", 3e-5, 64, 0.2), ("bert-large", 1e-5, 64, 0.2), ("roberta-base", 1e-5, 64, 0.1),
+                             ("roberta-large", 2e-5, 128, 0.1)]:
+        c = cfg("paper-gs-infonce-released", bb, "gs_infonce_released")
+        g = c.objectives["gaussian_negatives"]
+        assert (c.training.learning_rate, c.training.batch_size, c.training.dropout, c.training.precision) == (lr, bs, drop, "fp16")
+        assert g["num_negatives"] == 192 and g["weight"] == 1.0 and g["mean"] == 0.0
+        paper = cfg("paper-gs-infonce", bb, "gs_infonce")  # the paper's setting stays the default
+        assert paper.objectives["gaussian_negatives"]["num_negatives"] is None and paper.objectives["gaussian_negatives"]["ratio"] == 3
+        assert (paper.training.batch_size, paper.training.dropout, paper.training.precision) == (64, None, "auto")
+
+
+def test_gaussian_sigma_changes_no_cosine():
+    """The released script's per-backbone sigma (random_std) cannot matter: cos(h, g) of g ~ N(0, s^2 I)
+    is cos(h, g/s); so our draws at any std give the same logits."""
+    import torch
+
+    from csebench.objectives.gaussian import GaussianNegatives, GaussianSettings
+
+    a, b = GaussianNegatives(GaussianSettings(std=1.0), 8, 2), GaussianNegatives(GaussianSettings(std=0.1), 8, 2)
+    h = torch.randn(4, 8)
+    ga, gb = a.draw(6, 8, step=3, device=torch.device("cpu")), b.draw(6, 8, step=3, device=torch.device("cpu"))
+    cos = lambda g: torch.nn.functional.normalize(h, dim=-1) @ torch.nn.functional.normalize(g, dim=-1).T  # noqa: E731
+    torch.testing.assert_close(cos(ga), cos(gb))
+
+
+def test_distillcse_released_schedule_is_selectable_and_the_paper_schedule_the_default():
+    paper = resolve_run(P, "paper-distillcse", "bert-base-distillcse", 42).training
+    released = resolve_run(P, "paper-distillcse", "bert-base-distillcse-released-schedule", 42)
+    assert (paper.epochs, paper.max_steps, paper.precision) == (1, None, "auto")
+    assert (released.training.max_steps, released.training.precision) == (5000, "fp16")
+    student = resolve_run(P, "paper-distillcse", "bert-base-distillcse", 42)
+    assert released.objectives == student.objectives  # only the schedule differs
+
+
+def test_distillcse_figure_2_draws_both_pairs_and_table_2_prints_the_spearman_x100(tmp_path):
+    from csebench.reproduce import render_item
+
+    series = {s["run"] for s in _reg().item("distillcse/figure-2").layout["series"]}
+    assert series == {"bert-base-vanilla-distill", "bert-base-group-p", "bert-base-teacher-components", "bert-base-distillcse"}
+    results = tmp_path / "results"
+    f = results / "paper-distillcse" / "analysis" / "teacher_logits.json"
+    f.parent.mkdir(parents=True)
+    f.write_text(json.dumps({"across_teachers": {"top12_spearman": 0.5}}))
+    render_item("distillcse/table-2", P, str(results), "paper", tmp_path / "out")
+    md = (tmp_path / "out" / "table-2.md").read_text()
+    assert "| **t_ij** | ours | 50.00 |" in md and "|  | published | 48.56 |" in md and "| Δ ours − published | +1.44 |" in md
+
+
+def test_every_paper_scale_suite_feeds_a_registry_item():
+    """Issue 20 point 14: no suite trains runs that no table or figure reads (the removed
+    ablation-distillcse-rounds / -components retrained paper-distillcse's runs)."""
+    used = set(_reg().suites(rebuilt_only=False))
+    idle = [s for s, spec in P["suites"].items() if spec.get("data") == "wiki1m" and s not in used]
+    assert idle == []
+    assert "ablation-distillcse-rounds" not in P["suites"] and "ablation-distillcse-components" not in P["suites"]
+
+
+def test_gs_infonce_figure_2_says_its_published_points_come_from_table_3(tmp_path):
+    import csv
+
+    from csebench.reproduce import render_item
+    from csebench.reproduce.pages import reproduction_md
+
+    render_item("gs-infonce/figure-2", P, str(tmp_path / "empty"), "paper", tmp_path / "out")
+    header = next(csv.reader(open(tmp_path / "out" / "figure-2.csv")))
+    assert "published (from Table 3)" in header
+    assert "published (from Table 3)" in (tmp_path / "out" / "figure-2.md").read_text()
+    line = next(ln for ln in reproduction_md().splitlines() if ln.startswith("| Figure 2 |") and "against M" in ln)
+    assert "8 printed (from Table 3)" in line

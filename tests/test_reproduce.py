@@ -48,6 +48,19 @@ def test_coverage_reaches_the_issue_target():
             assert it.kind == "figure" and it.reason
 
 
+def test_coverage_counts_measured_items_configuration_tables_and_not_applicable_apart():
+    """Issue 20: hyperparameter tables echo params.yaml (Δ is = or ≠) and are not measurements."""
+    from csebench.reproduce.pages import coverage_line
+
+    c = REG.coverage()
+    assert {it.id for it in REG.items if it.configuration} == {"is-cse/table-2", "gs-infonce/table-1"}
+    assert c["measured"] + c["configuration"] == c["rebuilt"] and c["measured"] >= 37
+    line = coverage_line(REG)
+    assert f"**Coverage: {c['measured']} measured tables and figures**" in line
+    assert f"**{c['configuration']} configuration tables**" in line and f"**{c['not-applicable']} not applicable**" in line
+    assert "GS-InfoNCE Figure 2 re-plots Table 3's values" in line
+
+
 def test_docs_page_is_current():
     from csebench.reproduce.pages import reproduction_md
 
@@ -82,31 +95,108 @@ def _table_block(lines: list[str], number: str) -> str:
     return "\n".join(lines[start:end + 1])
 
 
-def _printed_values(item: Item) -> list[float]:
-    vals = []
+def _num(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _published_rows(item: Item) -> list[list[list[float]]]:
+    """Per block, per row, the published values carried for it (printed ones, or published.yaml's for a
+    ``published_ref`` row, column by column), in column order."""
+    from csebench.reproduce.renderers.grid import _pub_lookup
+
+    out = []
     for b in item.blocks():
+        rows = []
         for row in b.get("rows") or []:
-            vals += [v for v in row.get("published") or [] if isinstance(v, (int, float)) and not isinstance(v, bool)]
+            if row.get("published") is not None:
+                vals = row["published"]
+            elif row.get("published_ref"):
+                vals = [_pub_lookup(row["published_ref"], c["name"], PUBLISHED) for c in b.get("columns") or []]
+            else:
+                continue
+            rows.append([v for v in vals if _num(v)])
+        out.append([r for r in rows if r])
+    return out
+
+
+def _series_values(item: Item) -> list[float]:
     lay = item.layout or {}
-    vals += [p["published"] for s in lay.get("series") or [] for p in s.get("points") or [] if p.get("published") is not None]
-    vals += [v["published"] for v in lay.get("values") or [] if isinstance(v.get("published"), (int, float))]
-    return vals
+    vals = [p["published"] for s in lay.get("series") or [] for p in s.get("points") or [] if p.get("published") is not None]
+    return vals + [v["published"] for v in lay.get("values") or [] if _num(v.get("published"))]
 
 
-WITH_VALUES = [it for it in REG.items if _printed_values(it)]
+def _load_published() -> dict:
+    from csebench.report import load_published
+
+    return load_published()
+
+
+PUBLISHED = _load_published()
+
+
+def _stream(text_lines: list[str]) -> list[tuple[int, float]]:
+    """Every number of the text in reading order, with the index of its line."""
+    return [(i, n) for i, ln in enumerate(text_lines) for n in _numbers(ln)]
+
+
+def _same(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def _match_in_order(stream, values, after: int, one_line: bool) -> int | None:
+    """The stream position of values[0] of the first place after ``after`` where ``values`` occur in
+    this order (other numbers may come between), all on one line if ``one_line``; None if nowhere."""
+    for k in range(after + 1, len(stream)):
+        if not _same(stream[k][1], values[0]):
+            continue
+        j = k
+        for v in values[1:]:
+            j = next((m for m in range(j + 1, len(stream)) if _same(stream[m][1], v)
+                      and (not one_line or stream[m][0] == stream[k][0])), None)
+            if j is None:
+                break
+        else:
+            return k
+    return None
+
+
+WITH_VALUES = [it for it in REG.items if any(_published_rows(it)) or _series_values(it)]
 
 
 @pytest.mark.parametrize("item", WITH_VALUES, ids=[it.id for it in WITH_VALUES])
-def test_published_values_are_printed_in_the_paper(item):
-    """Every number carried for a table appears between its caption and the previous one; for a
-    figure, in the paper (figures print numbers in tables or text)."""
+def test_published_values_are_printed_in_order(item):
+    """Within the item's own table (between its caption and the previous one): each row's values on
+    one printed line, in the printed column order, and the rows of a block in the printed row order
+    (a row may share a line with the next, as SSCL Table 7's interleaved batch-64/128 cells do). A
+    swapped row or column fails. Figure points: in order within the table they come from
+    (``published_from``), else anywhere in the paper (figures print their numbers in the text)."""
     lines = _paper_lines(item)
     if lines is None:
         pytest.skip("no paper text (values come from published.yaml, checked there)")
-    where = _table_block(lines, item.number) if item.kind == "table" else "\n".join(lines)
-    nums = _numbers(where)
-    for v in _printed_values(item):
-        assert any(math.isclose(v, n, rel_tol=1e-9, abs_tol=1e-12) for n in nums), f"{item.id}: {v} not printed there"
+    if item.kind == "table":
+        stream = _stream(_table_block(lines, item.number).splitlines())
+        for b, rows in enumerate(_published_rows(item)):
+            cursor = -1
+            for values in rows:
+                at = _match_in_order(stream, values, cursor, one_line=True)
+                assert at is not None, f"{item.id}, block {b + 1}: {values} not printed in this order on one line after the previous row"
+                cursor = at
+    values = _series_values(item)
+    if values:
+        source = (item.layout or {}).get("published_from")
+        text = _table_block(lines, source).splitlines() if source else lines
+        assert _match_in_order(_stream(text), values, -1, one_line=False) is not None, \
+            f"{item.id}: {values} not printed in this order in {source or 'the paper'}"
+
+
+def test_the_order_check_catches_a_swapped_row_or_column():
+    it = REG.item("is-cse/table-4")
+    stream = _stream(_table_block(_paper_lines(it), it.number).splitlines())
+    rows = _published_rows(it)[0]
+    assert _match_in_order(stream, rows[0], -1, one_line=True) is not None
+    assert _match_in_order(stream, rows[0][::-1], -1, one_line=True) is None  # columns swapped
+    first = _match_in_order(stream, rows[1], -1, one_line=True)
+    assert _match_in_order(stream, rows[0], first, one_line=True) is None  # row 256 after row 512: rows swapped
 
 
 QUOTED = [it for it in REG.items if it.published_text]
@@ -377,20 +467,23 @@ def test_plan_uses_the_measured_gpu_throughput(tmp_path):
 
 
 def test_training_only_runs_are_trained_not_evaluated():
-    """`evaluate: false` (the demo's DistillCSE Fig. 2 partner): trained, its curves read, never embedded."""
+    """`evaluate: false` (a training-only run: curves read, model a teacher): trained, never embedded.
+    The demo evaluates every run again (issue 20: DistillCSE's "+Teacher Components" row is back)."""
     from csebench import workflow as wf
     from csebench.plan import suite_plan
 
-    assert ("teacher-components", 42) in wf.jobs(PARAMS, "demo")
-    assert ("teacher-components", 42) not in wf.evaluated_jobs(PARAMS, "demo")
-    assert ("distillcse", 42) in wf.evaluated_jobs(PARAMS, "demo")
-    evaluated = copy.deepcopy(PARAMS)
-    run = next(r for r in evaluated["suites"]["demo"]["runs"] if r["name"] == "teacher-components")
-    run["evaluate"] = True
-    assert suite_plan(evaluated, "demo").jobs - suite_plan(PARAMS, "demo").jobs == 3  # embed, eval_sts, eval_transfer
+    assert set(wf.evaluated_jobs(PARAMS, "demo")) == set(wf.jobs(PARAMS, "demo"))
+    assert ("teacher-components", 42) in wf.evaluated_jobs(PARAMS, "demo")
+    training_only = copy.deepcopy(PARAMS)
+    run = next(r for r in training_only["suites"]["demo"]["runs"] if r["name"] == "teacher-components")
+    run["evaluate"] = False
+    assert ("teacher-components", 42) in wf.jobs(training_only, "demo")
+    assert ("teacher-components", 42) not in wf.evaluated_jobs(training_only, "demo")
+    assert ("distillcse", 42) in wf.evaluated_jobs(training_only, "demo")
+    assert suite_plan(PARAMS, "demo").jobs - suite_plan(training_only, "demo").jobs == 3  # embed, eval_sts, eval_transfer
     run["evaluate"] = "no"
     with pytest.raises(ConfigError, match="evaluate: give true or false"):
-        wf.evaluated_jobs(evaluated, "demo")
+        wf.evaluated_jobs(training_only, "demo")
 
 
 @pytest.mark.parametrize("cap,ok", [(500, True), (1, False), ("500", False), (True, False)])

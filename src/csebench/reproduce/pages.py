@@ -26,15 +26,20 @@ def _published_summary(it: Item) -> str:
     n += sum(v.get("published") is not None for v in lay.get("values") or [])
     n += len(lay.get("published") or [])
     t = len(it.published_text)
-    parts = ([f"{n} printed"] if n else []) + ([f"{t} from the text"] if t else [])
+    source = f" (from {lay['published_from']})" if lay.get("published_from") else ""
+    parts = ([f"{n} printed{source}"] if n else []) + ([f"{t} from the text"] if t else [])
     return ", ".join(parts) or "–"
 
 
 def coverage_line(reg: Registry) -> str:
+    """Measured items, configuration tables and not-applicable items counted apart (issue 20)."""
     c = reg.coverage()
-    return (f"**Coverage: {c['rebuilt']} of {c['applicable']} applicable tables and figures rebuilt by a DAG target in "
-            f"the paper's layout** ({c['total']} listed; {c['not-applicable']} not applicable, "
-            f"{c['not-rebuilt']} not rebuilt, each with its reason).")
+    replots = [f"{reg.papers.get(it.paper, {}).get('short', it.paper)} {it.number} re-plots {it.layout['published_from']}'s "
+               "values" for it in reg.items if it.rebuilt and (it.layout or {}).get("published_from")]
+    return (f"**Coverage: {c['measured']} measured tables and figures** (rebuilt from runs by a DAG target in the "
+            f"paper's layout{'; ' + ', '.join(replots) if replots else ''}), **{c['configuration']} configuration tables** "
+            f"(hyperparameters read from `params.yaml`: Δ is = or ≠), {c['not-rebuilt']} not rebuilt and "
+            f"**{c['not-applicable']} not applicable** (no measurement), each with its reason: {c['total']} listed.")
 
 
 def reproduction_md(reg: Registry | None = None) -> str:

@@ -59,6 +59,14 @@ class Item:
         lay = self.layout or {}
         return lay.get("blocks") or ([lay] if lay.get("rows") or lay.get("columns") else [])
 
+    @property
+    def configuration(self) -> bool:
+        """A table that only echoes hyperparameters (every cell a ``config:`` metric): no run measures it."""
+        metrics = [m for b in self.blocks() for m in
+                   [b.get("metric"), *(c.get("metric") for c in b.get("columns") or []),
+                    *(m for r in b.get("rows") or [] for m in [r.get("metric"), *(r.get("metrics") or [])])] if m]
+        return self.renderer == "grid" and bool(metrics) and all(str(m).startswith("config:") for m in metrics)
+
 
 @dataclass
 class Registry:
@@ -87,11 +95,14 @@ class Registry:
         return list(seen)
 
     def coverage(self) -> dict[str, int]:
+        """Items per status, and the rebuilt ones split into measured items and configuration tables."""
         count = {s: 0 for s in STATUSES}
         for it in self.items:
             count[it.status] += 1
         count["total"] = len(self.items)
         count["applicable"] = count["total"] - count["not-applicable"]
+        count["configuration"] = sum(it.rebuilt and it.configuration for it in self.items)
+        count["measured"] = count["rebuilt"] - count["configuration"]
         return count
 
 

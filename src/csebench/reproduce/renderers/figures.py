@@ -2,8 +2,10 @@
 and the values the paper printed (or stated in its text) beside them.
 
   sweep     performance against a swept value (GS-InfoNCE Fig. 2, SSCL Fig. 3a/3b): one line per
-            series, ours mean ± std over seeds, published points as open markers
-  curves    training loss and/or STS-B dev against steps (SSCL Fig. 6, DistillCSE Fig. 2)
+            series, ours mean ± std over seeds, published points as open markers (``published_from``
+            names the table they come from when the figure itself prints none)
+  curves    training loss and/or STS-B dev against steps (SSCL Fig. 6, DistillCSE Fig. 2); a series may
+            set ``linestyle`` (e.g. "--") to tell pairs apart
   seeds     one model per seed: distribution per task and method (IS-CSE Fig. 5)
   analysis  a figure drawn by an analysis rule (alignment/uniformity, cosine densities, layer
             similarities, top-k negatives, teacher logits, token matrices), copied beside its data
@@ -116,6 +118,7 @@ def sweep_inputs(ctx: Context) -> list[str]:
 def render_sweep(ctx: Context) -> list:
     lay = ctx.item.layout
     data = _sweep_points(ctx)
+    source = f", from {lay['published_from']}" if lay.get("published_from") else ""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     colors = plt.get_cmap("tab10")
@@ -132,7 +135,7 @@ def render_sweep(ctx: Context) -> list:
         pub = [(pos[j], p["published"]) for j, p in enumerate(pts) if p["published"] is not None]
         if pub:
             ax.plot(*zip(*pub), linestyle="--", marker="s", mfc="none", color=colors(i), alpha=0.8,
-                    label=f"{series['label']} (published)")
+                    label=f"{series['label']} (published{source})")
         for p, m in zip(pts, means):
             sd = mean_std(p["values"])[1]
             rows.append([series["label"], p["label"], str(p["run"] or ""), len(p["values"]), "" if m is None else round(m, 4),
@@ -146,7 +149,8 @@ def render_sweep(ctx: Context) -> list:
     ax.grid(alpha=0.3)
     _legend_or_empty(ax)
     ax.set_title(_title(ctx))
-    return _write_figure(ctx, fig, ["series", "x", "run", "seeds", "ours_mean", "ours_std", "published", "delta"], rows)
+    published = f"published (from {lay['published_from']})" if lay.get("published_from") else "published"
+    return _write_figure(ctx, fig, ["series", "x", "run", "seeds", "ours_mean", "ours_std", published, "delta"], rows)
 
 
 # ---------------------------------------------------------------------------------------- curves
@@ -182,7 +186,7 @@ def render_curves(ctx: Context) -> list:
                 if y is None or "step" not in c:
                     continue
                 ax.plot(c["step"], y, color=colors(i), alpha=1.0 if k == 0 else 0.45, lw=1.4,
-                        marker="o" if panel != "loss" else None, ms=3,
+                        linestyle=series.get("linestyle", "-"), marker="o" if panel != "loss" else None, ms=3,
                         label=series["label"] if k == 0 else None)
                 if panel != "loss" and len(y):
                     best = int(np.nanargmax(y))

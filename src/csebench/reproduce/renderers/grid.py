@@ -4,7 +4,8 @@ published value and Δ = ours − published, in Markdown, CSV and LaTeX.
 A block: ``corner`` (the header of the label column(s); a list for several), ``columns`` (``name``,
 optional ``run``/``metric``), ``rows`` (``label`` (str or list), optional ``run``/``runs``,
 ``metric``/``metrics``, ``published`` aligned with the columns, ``note``), optional ``metric``,
-``title``. ``published_ref`` on a row takes its values from ``resources/published.yaml`` (the main
+``title``. ``scale`` (row, column or block) multiplies ours, e.g. 100 where the paper prints a
+correlation in percent. ``published_ref`` on a row takes its values from ``resources/published.yaml`` (the main
 tables, checked against the papers there). A cell without a run prints "not run (reason)".
 """
 
@@ -96,6 +97,7 @@ def block_cells(ctx: Context, block: dict, compute: bool = True) -> list[list[Ce
             elif row.get("published_ref"):
                 pub = _pub_lookup(row["published_ref"], col["name"], ctx.published or load_published())
             digits = row.get("digits", col.get("digits", block.get("digits", 2)))
+            scale = row.get("scale", col.get("scale", block.get("scale", 1)))
             cell = Cell(None, metric, pub, missing_reason=row.get("missing", col.get("missing", "")), digits=digits)
             if run and metric:
                 cell.run = ctx.ref(run)
@@ -103,6 +105,8 @@ def block_cells(ctx: Context, block: dict, compute: bool = True) -> list[list[Ce
                     cell.missing_reason = f"no {ctx.scale}-scale run" if ctx.scale != "paper" else "not a run of params.yaml"
                 elif compute:
                     cell.values, cell.seeds = ctx.values(metric, cell.run)
+                    if scale != 1 and not cell.config:
+                        cell.values = [v * scale for v in cell.values]
             cells.append(cell)
         out.append(cells)
     return out
