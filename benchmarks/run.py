@@ -639,11 +639,14 @@ def section_gpu() -> dict:
                 if cfg.backbone.model not in PARAMS:
                     skipped += 1
                     continue
+                if not cfg.train:  # an evaluation-only run (`train: false`) trains nothing
+                    continue
                 p_total, p_emb = PARAMS[cfg.backbone.model]
                 n = p_total - p_emb
-                train_tokens = 2 * wiki * tokens * cfg.training.epochs  # both views
-                flops = 6 * n * train_tokens
-                steps = wiki // cfg.training.batch_size
+                steps = wiki * cfg.training.epochs // cfg.training.batch_size
+                if cfg.training.max_steps:
+                    steps = min(steps, cfg.training.max_steps)
+                flops = 6 * n * 2 * steps * cfg.training.batch_size * tokens  # both views
                 flops += (steps // cfg.training.eval_steps) * 2 * n * 3000 * 20  # STS-B dev, ~3000 sentences
                 total += flops
                 n_runs += 1
@@ -887,7 +890,7 @@ def write_report(path: Path, info: dict, cmd: str, res: dict, started: float) ->
         when("gpu")
         w(f"FLOPs = 6 x non-embedding parameters x training tokens (forward + backward; attention at length 32 "
           f"and the embedding lookups are negligible), both dropout views counted, one epoch of wiki1m "
-          f"(1e6 sentences) at {g['avg_tokens']:.1f} tokens per sentence (measured on the demo corpus with the "
+          f"(1e6 sentences; a run's max_steps where it sets one; evaluation-only runs, train: false, train nothing) at {g['avg_tokens']:.1f} tokens per sentence (measured on the demo corpus with the "
           f"BERT-uncased WordPiece tokenizer, truncated at 32), plus STS-B dev every eval_steps. "
           f"Throughput assumed: {int(MFU * 100)}% of the bf16 dense peak (MFU); at batch 64 x 32 tokens a step "
           f"is small, so real MFU on bert-base is likely lower (launch overhead); this is the target, not a "
