@@ -264,6 +264,12 @@ def test_dvc_plots_spec():
     assert set(spec[1]["d-stsb-dev"]["y"].values()) == {"stsb_dev"}
     assert all(p.get("x_label") and p.get("y_label") for e in spec[:2] for p in e.values())
     assert {"results/d/figures/training_curves.png": {}} in spec
+    # an evaluation-only run (train: false) has no loss curve: only its dev point is plotted
+    from csebench.config import load_params
+
+    demo = rp.dvc_plots_spec_for_suite(load_params(Path(__file__).resolve().parents[1] / "params.yaml"), "demo")
+    assert not any("/minilm/" in f for f in demo[0]["demo-train-loss"]["y"])
+    assert any("/minilm/" in f for f in demo[1]["demo-stsb-dev"]["y"])
 
 
 def test_tables_say_when_scores_come_from_capped_evaluation_sets(tmp_path):
