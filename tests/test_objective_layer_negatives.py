@@ -59,38 +59,28 @@ def naive_simcse(ctx):
     return out / z1.shape[0]
 
 
-def naive_sscl_released(ctx, layers):
-    """Released code: both views' intermediate rows of all sentences as negatives, averaged with SimCSE."""
+def naive_sscl_rows(ctx, layers, views):
+    """Intermediate rows of all in-batch sentences from ``views`` (layer_z1 and/or layer_z2) as negatives."""
     z1, z2, tau = d(ctx.z1), d(ctx.z2), ctx.temperature
     out = 0.0
     for i in range(z1.shape[0]):
         num = math.exp(cos(z1[i], z2[ctx.positive_offset + i]) / tau)
         den = sum(math.exp(cos(z1[i], z2[j]) / tau) for j in range(z2.shape[0]))
         for m in layers:
-            den += sum(math.exp(cos(z1[i], row) / tau) for row in d(ctx.layer_z1[m]))
-            den += sum(math.exp(cos(z1[i], row) / tau) for row in d(ctx.layer_z2[m]))
-        out += -math.log(num / den)
-    return (out / z1.shape[0] + naive_simcse(ctx)) / 2
-
-
-def naive_sscl_in_batch(ctx, layers):
-    """Third reading: the anchor view's intermediate rows of all N in-batch sentences as negatives."""
-    z1, z2, tau = d(ctx.z1), d(ctx.z2), ctx.temperature
-    out = 0.0
-    for i in range(z1.shape[0]):
-        num = math.exp(cos(z1[i], z2[ctx.positive_offset + i]) / tau)
-        den = sum(math.exp(cos(z1[i], z2[j]) / tau) for j in range(z2.shape[0]))
-        for m in layers:
-            den += sum(math.exp(cos(z1[i], row) / tau) for row in d(ctx.layer_z1[m]))
+            for view in views:
+                den += sum(math.exp(cos(z1[i], row) / tau) for row in d(getattr(ctx, view)[m]))
         out += -math.log(num / den)
     return out / z1.shape[0]
 
 
-@pytest.mark.parametrize("stacked,layers", [(1, [2]), (2, [2, 1])])
-def test_in_batch_reading_matches_its_direct_implementation(stacked, layers):
-    ctx = make_ctx(b=4, layers=(1, 2))
-    loss, _ = Objective({"layer_negatives": {"variant": "in_batch", "stacked": stacked}}, D, 3)(ctx)
-    assert float(loss.detach()) == pytest.approx(naive_sscl_in_batch(ctx, layers), rel=1e-5)
+def naive_sscl_released(ctx, layers):
+    """Released code: both views' intermediate rows of all sentences as negatives, averaged with SimCSE."""
+    return (naive_sscl_rows(ctx, layers, ("layer_z1", "layer_z2")) + naive_simcse(ctx)) / 2
+
+
+def naive_sscl_in_batch(ctx, layers):
+    """Third reading: the anchor view's intermediate rows of all N in-batch sentences as negatives."""
+    return naive_sscl_rows(ctx, layers, ("layer_z1",))
 
 
 def test_the_three_readings_give_clearly_different_losses():
@@ -126,11 +116,12 @@ def test_paper_loss_matches_equation_4(settings, layers, b, n, offset):
     assert float(loss.detach()) == pytest.approx(expected, rel=1e-5)
 
 
+@pytest.mark.parametrize("variant,naive", [("in_batch", naive_sscl_in_batch), ("released", naive_sscl_released)])
 @pytest.mark.parametrize("stacked,layers", [(1, [2]), (2, [2, 1])])
-def test_released_variant_matches_code_semantics(stacked, layers):
+def test_in_batch_and_released_variants_match_their_direct_implementations(variant, naive, stacked, layers):
     ctx = make_ctx(b=4, layers=(1, 2))
-    loss, _ = Objective({"layer_negatives": {"variant": "released", "stacked": stacked}}, D, 3)(ctx)
-    assert float(loss.detach()) == pytest.approx(naive_sscl_released(ctx, layers), rel=1e-5)
+    loss, _ = Objective({"layer_negatives": {"variant": variant, "stacked": stacked}}, D, 3)(ctx)
+    assert float(loss.detach()) == pytest.approx(naive(ctx, layers), rel=1e-5)
 
 
 def test_layer_choice():
