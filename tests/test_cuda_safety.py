@@ -139,3 +139,53 @@ def test_cpu_bf16_override_forces_the_fp32_fallback(monkeypatch):
     monkeypatch.setenv("CSEBENCH_CPU_BF16", "0")
     assert cpu_has_native_bf16() is False
     assert eval_autocast_dtype("fast", torch.device("cpu")) is None
+
+
+def _fake_gpu(monkeypatch, capability: tuple[int, int]) -> None:
+    """A CUDA device of this compute capability, as torch.cuda.is_bf16_supported sees it: native bf16
+    from 8.0 on; below, bf16 tensors still work (emulated), so the default call answers yes too."""
+    def is_bf16_supported(including_emulation: bool = True) -> bool:
+        return capability >= (8, 0) or including_emulation
+
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", is_bf16_supported)
+
+
+@pytest.mark.parametrize("capability,expected", [((7, 0), torch.float16), ((7, 5), torch.float16),
+                                                 ((8, 0), torch.bfloat16), ((9, 0), torch.bfloat16)])
+def test_gpu_auto_precision_uses_bf16_only_where_it_is_native(monkeypatch, capability, expected):
+    """V100 (7.0) / T4 (7.5) emulate bf16 slowly: "auto"/"fast" train in fp16 with a GradScaler there
+    (before the fix: bf16, since is_bf16_supported() counts emulation); A100/H100 train in bf16."""
+    from csebench.encoder import eval_autocast_dtype
+    from csebench.trainer import autocast_dtype
+
+    _fake_gpu(monkeypatch, capability)
+    gpu = torch.device("cuda", 0)
+    for precision in ("auto", "fast"):
+        assert autocast_dtype(precision, gpu) == expected
+        # evaluation has no loss scaling: fp32 where bf16 is not native
+        assert eval_autocast_dtype(precision, gpu) == (torch.bfloat16 if expected == torch.bfloat16 else None)
+    assert autocast_dtype("bf16", gpu) == torch.bfloat16  # asked for explicitly: honoured
+    assert autocast_dtype("fp32", gpu) is None
+
+
+# what the code calls, and the torch release that added it (issue 23, hazard 7)
+TORCH_NEEDS = {
+    'torch.amp.GradScaler("cuda") (trainer: fp16 training)': (2, 3),
+    "AdamW(fused=True) on CPU (trainer)": (2, 4),
+    "torch.amp.is_autocast_available (objectives.base.no_autocast)": (2, 4),
+    "torch.cuda.is_bf16_supported(including_emulation=False) (encoder.cuda_has_native_bf16)": (2, 4),
+}
+
+
+def test_torch_floor_admits_nothing_older_than_the_code_needs():
+    import re
+    import tomllib
+
+    from runhelpers import ROOT
+
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    spec = next(d for d in deps if re.match(r"torch\b", d))
+    floor = tuple(int(x) for x in re.fullmatch(r"torch>=(\d+)\.(\d+)", spec).groups())
+    too_new = [what for what, version in TORCH_NEEDS.items() if version > floor]
+    assert not too_new, f"pyproject.toml allows {spec}, but these need a newer torch: {too_new}"
+    assert floor == max(TORCH_NEEDS.values())  # and no higher than needed

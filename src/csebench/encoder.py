@@ -262,14 +262,22 @@ def cpu_has_native_bf16() -> bool:
     return any(f in flags.split() for f in ("avx512_bf16", "amx_bf16"))
 
 
+def cuda_has_native_bf16() -> bool:
+    """bf16 in hardware on the current GPU: compute capability 8.0 or newer (Ampere on). The plain
+    ``torch.cuda.is_bf16_supported()`` also answers yes on V100 / T4, where bf16 is emulated in
+    software and slower than fp16; ``including_emulation=False`` (torch >= 2.4) asks for native only."""
+    return torch.cuda.is_bf16_supported(including_emulation=False)
+
+
 def eval_autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
     """Evaluation autocast: "fp32" none (SentEval's numbers); "bf16" bf16 on any device; "auto" bf16
-    on GPUs that support it, fp32 on CPU; "fast" bf16 wherever the hardware computes it natively
-    (bf16 GPUs, AVX512-BF16/AMX CPUs: about 1.8-4x faster than fp32 there, CPU-dependent), else fp32. bf16 cosines
+    on GPUs that compute it natively (compute capability 8+), else fp32; "fast" bf16 wherever the
+    hardware computes it natively (those GPUs, AVX512-BF16/AMX CPUs: about 1.8-4x faster than fp32
+    there, CPU-dependent), else fp32. bf16 cosines
     agree with fp32 to about 1e-4 (measured STS differences: docs/senteval-agreement.md)."""
     if precision not in EVAL_PRECISIONS:
         raise ConfigError(f"unknown evaluation precision '{precision}' (valid: {', '.join(EVAL_PRECISIONS)})")
-    gpu_bf16 = device.type == "cuda" and torch.cuda.is_bf16_supported()
+    gpu_bf16 = device.type == "cuda" and cuda_has_native_bf16()
     if precision == "bf16" or (precision == "auto" and gpu_bf16):
         return torch.bfloat16
     if precision == "fast" and (gpu_bf16 or (device.type == "cpu" and cpu_has_native_bf16())):

@@ -71,14 +71,15 @@ def pick_device() -> torch.device:
 def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
     """Training autocast. CPU: fp32 unless bf16 is asked for, or "fast" on a CPU that computes bf16
     natively (AVX512-BF16/AMX: a MiniLM step ~1.8x faster; elsewhere emulated bf16 is slower than fp32).
-    GPU: "auto" and "fast" = bf16 where supported, else fp16 (with loss scaling)."""
-    if device.type != "cuda":
-        from .encoder import cpu_has_native_bf16
+    GPU: "auto" and "fast" = bf16 where the GPU computes it natively (compute capability 8+), else
+    fp16 with loss scaling (V100, T4: emulated bf16 is slower than fp16 there)."""
+    from .encoder import cpu_has_native_bf16, cuda_has_native_bf16  # looked up per call (tests patch them)
 
+    if device.type != "cuda":
         return torch.bfloat16 if precision == "bf16" or (precision == "fast" and cpu_has_native_bf16()) else None
     if precision == "fp32":
         return None
-    if precision == "bf16" or (precision in ("auto", "fast") and torch.cuda.is_bf16_supported()):
+    if precision == "bf16" or (precision in ("auto", "fast") and cuda_has_native_bf16()):
         return torch.bfloat16
     return torch.float16
 
