@@ -189,3 +189,34 @@ def test_torch_floor_admits_nothing_older_than_the_code_needs():
     too_new = [what for what, version in TORCH_NEEDS.items() if version > floor]
     assert not too_new, f"pyproject.toml allows {spec}, but these need a newer torch: {too_new}"
     assert floor == max(TORCH_NEEDS.values())  # and no higher than needed
+
+
+def test_kmeans_smoothing_reads_nothing_back_from_the_device():
+    """IS-CSE's K-means variant counts cluster members with scatter_add_: bincount reads the indices'
+    range back to the host on CUDA (kmeans_iterations waits per step) and cannot run on ``meta``."""
+    from csebench.objectives.smoothing import spherical_kmeans
+
+    x = F.normalize(torch.randn(40, 8, generator=torch.Generator().manual_seed(0)), dim=1)
+    centres = spherical_kmeans(x, 4, 5)
+    # the same centres as counting with bincount (empty clusters keep their previous centre)
+    want = x[torch.linspace(0, 39, 4).round().long()].clone()
+    for _ in range(5):
+        assign = (x @ want.T).argmax(dim=1)
+        sums = torch.zeros_like(want).index_add_(0, assign, x)
+        want = torch.where((torch.bincount(assign, minlength=4) > 0).unsqueeze(1), F.normalize(sums, dim=1), want)
+    assert torch.equal(centres, want)
+    out = spherical_kmeans(torch.empty(40, 8, device="meta"), 4, 5)
+    assert out.shape == (4, 8) and out.device.type == "meta"
+
+
+def test_kmeans_instance_smoothing_step_on_meta():
+    from csebench.objectives.base import StepContext
+    from csebench.objectives.smoothing import InstanceSmoothing, SmoothingSettings
+
+    term = InstanceSmoothing(SmoothingSettings(buffer_size=8, retrieval="kmeans", clusters=3), 16, 2).to("meta")
+    for step in range(3):
+        z = torch.empty(4, 16, device="meta", requires_grad=True)
+        ctx = StepContext(z1=z, z2=torch.empty(4, 16, device="meta"), temperature=0.05, step=step, total_steps=10,
+                          indices=torch.arange(4), all_indices=torch.arange(4))
+        loss = term.extra_loss(ctx)
+    assert loss.device.type == "meta" and term.logs()["active"] == 1.0
