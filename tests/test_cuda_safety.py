@@ -220,3 +220,47 @@ def test_kmeans_instance_smoothing_step_on_meta():
                           indices=torch.arange(4), all_indices=torch.arange(4))
         loss = term.extra_loss(ctx)
     assert loss.device.type == "meta" and term.logs()["active"] == 1.0
+
+
+def test_training_step_reads_nothing_back_between_log_steps(tmp_path, shared_dir, monkeypatch):
+    """A whole step up to the loss (views, pooling, the objective terms incl. DistillCSE's teacher
+    lookup, the finiteness bookkeeping) on the ``meta`` device, where any host read raises: the
+    corpus indices stay on the host (before: sent to the device, read back by the teacher lookup)
+    and the loss is not read (before: float(loss) and .tolist() of its parts every step). Only the
+    backbone is stubbed: transformers' SDPA mask check reads the attention mask back itself."""
+    from csebench import trainer as T
+    from csebench.config import BackboneConfig, load_params, resolve_run
+    from csebench.encoder import build_encoder
+    from csebench.teachers import build_teacher_cache
+
+    write_corpus(tmp_path / "corpus.txt")
+    write_mini_senteval(tmp_path / "se")
+    build_encoder(BackboneConfig(model="random", pooler="cls"), seed=7).save(tmp_path / "teacher")
+    build_teacher_cache(tmp_path / "teacher", tmp_path / "corpus.txt", tmp_path / "teacher.npy", max_seq_length=32)
+    params = load_params(PARAMS)
+    params["suites"]["ci"]["training"] = {"batch_size": 8, "max_steps": 3}
+    params["methods"]["simcse"]["objectives"] = {
+        "layer_negatives": {"layer": 1},  # (GS-InfoNCE and Group-P draw from device generators: none on meta)
+        "instance_smoothing": {"buffer_size": 8, "retrieval": "kmeans", "clusters": 2},
+        "distillation": {"teachers": {"run": "simcse", "seeds": [2]}, "shuffle": "none"}}
+    cfg = resolve_run(params, "ci", "simcse", 1)
+    tr = T.Trainer(cfg, tmp_path / "corpus.txt", tmp_path / "se", tmp_path / "out", show_progress=False,
+                   teacher_cache=[str(tmp_path / "teacher.npy")])
+    tr.encoder.to("meta")
+    tr.objective.to("meta")
+    tr.device = torch.device("meta")
+    hidden = tr.encoder.hidden_size
+
+    def meta_backbone(model, ids, mask, all_layers):
+        return tuple(torch.empty(*ids.shape, hidden, device="meta", requires_grad=True)
+                     for _ in range(tr.encoder.num_layers + 1))
+
+    monkeypatch.setattr(T, "_call_hidden", meta_backbone)
+    batches = T.data_order(len(tr.tokens), 8, 1, 0)
+    for step in range(3):  # the IS-CSE buffer fills at step 2: smoothing runs at step 3
+        tr.state.step = step
+        loss, logs = tr.forward_loss(batches[step], read=False)
+        assert logs is None and loss.device.type == "meta"
+    assert [s for s, _ in tr._unread] == [1, 2, 3]  # kept on the device for the next read
+    with pytest.raises(NotImplementedError):  # and a read is what would wait for the device
+        tr.read_logs()

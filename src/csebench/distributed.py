@@ -82,13 +82,14 @@ def gather_with_grad(x: torch.Tensor) -> tuple[torch.Tensor, int]:
     return _GatherSumGrad.apply(x), rank() * x.shape[0]
 
 
-def all_reduce_mean(values: list[float], device: torch.device | str = "cpu") -> list[float]:
-    """Mean over ranks of a list of floats (identity on one process)."""
+def all_reduce_mean(t: torch.Tensor) -> torch.Tensor:
+    """Mean over ranks of a tensor (itself on one process). Asynchronous on the host: nothing is
+    read back here."""
     if not is_distributed():
-        return list(values)
-    t = torch.tensor(values, dtype=torch.float64, device=device)
+        return t
+    t = t.clone()
     dist.all_reduce(t, op=dist.ReduceOp.SUM)
-    return (t / world_size()).tolist()
+    return t / world_size()
 
 
 def average_gradients(params) -> None:

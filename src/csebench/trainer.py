@@ -211,6 +211,8 @@ class Trainer:
         self.train_rows: list[list] = []
         self.dev_rows: list[list] = []
         self.log_keys: list[str] = []
+        self._unread: list[tuple[int, torch.Tensor]] = []  # (step, loss on the device) not yet read back
+        self._last_logs: dict = {}
 
     # ------------------------------------------------------------------ checkpoints
 
@@ -308,12 +310,14 @@ class Trainer:
         for layer in self.layers:
             rep = self.encoder.project(pool(self.encoder.pooler, hs, mask2, layer=layer), train_head=True)
             layer_z1[layer], layer_z2[layer] = rep[:b], rep[b:]
-        idx_local = torch.as_tensor(local, device=self.device)
+        # corpus indices stay on the host: DistillCSE looks its teacher rows up there (sending them to
+        # the GPU only for the lookup to read them back was a host wait mid-step)
+        idx_local = torch.as_tensor(local)
         offset = 0
         if self.world > 1:
             z2, offset = distributed.gather_with_grad(z2)
             layer_z2 = {k: distributed.gather_with_grad(v)[0] for k, v in layer_z2.items()}
-            all_idx = torch.as_tensor(batch_idx, device=self.device)
+            all_idx = torch.as_tensor(batch_idx)
         else:
             all_idx = idx_local
         return StepContext(z1=z1, z2=z2, temperature=self.t.temperature, step=self.state.step,
@@ -321,9 +325,10 @@ class Trainer:
                            positive_offset=offset, layer_z1=layer_z1, layer_z2=layer_z2,
                            num_layers=self.encoder.num_layers, world_size=self.world, rank=self.rank)
 
-    def forward_loss(self, batch_idx: np.ndarray) -> tuple[torch.Tensor, dict[str, float]]:
-        """This rank's loss on its slice of the global batch, and the logs averaged over ranks
-        (so they equal the single-process values). A non-finite loss on any rank stops all ranks."""
+    def forward_loss(self, batch_idx: np.ndarray, read: bool = True) -> tuple[torch.Tensor, dict[str, float] | None]:
+        """This rank's loss on its slice of the global batch, and (``read``) the logs read back by
+        ``read_logs``. Unread, the loss and its parts stay on the device: a host read waits for the
+        GPU to finish the step, so the training loop reads only where it needs the values."""
         self.model.train()
         self.objective.train()
         seed = step_seed(self.cfg.seed, self.rank, self.state.step)
@@ -336,17 +341,42 @@ class Trainer:
         # the loss outside autocast: every term's similarities, softmaxes and buffers in float32
         # (under autocast their matrix products would run in bf16/fp16 whatever the inputs' dtype)
         loss, logs = self.objective(ctx)
-        keys = sorted(logs)
-        values = distributed.all_reduce_mean([float(loss.detach())] + [float(logs[k]) for k in keys], self.device)
-        logs = dict(zip(keys, values[1:]))
-        logs["loss"] = values[0]
-        if not math.isfinite(values[0]):
-            ckpt = self.checkpoint_file()
-            last = (f"the last good checkpoint is {ckpt.parent} (step {self._ckpt_step(ckpt)})" if ckpt
-                    else "no checkpoint was written yet")
-            raise TrainingError(f"loss is {values[0]} at step {self.state.step + 1} of {self.cfg.run_id}; {last}. "
-                                f"Lower training.learning_rate or check the objective settings.")
-        return loss, logs
+        self._unread.append((self.state.step + 1, loss.detach().float()))
+        self._last_logs = logs
+        return loss, (self.read_logs() if read else None)
+
+    def reads_logs_at(self, step: int) -> bool:
+        """Steps (1-based) after which the loop reads the losses back: log rows, dev evaluations,
+        checkpoints and the last step, so nothing non-finite is evaluated or saved. A non-finite
+        loss therefore stops training at most log_steps - 1 steps after the step that produced it."""
+        t = self.t
+        return (step == 1 or step % t.log_steps == 0 or step % t.eval_steps == 0
+                or step % t.checkpoint_steps == 0 or step == self.total_steps)
+
+    def read_logs(self) -> dict[str, float]:
+        """Read back, in one copy (one all-reduce under DDP), the losses of every step since the
+        last read and the last step's logs, averaged over ranks (so they equal the single-process
+        values). A non-finite loss at any of those steps on any rank stops all ranks, naming the
+        first such step."""
+        steps = [s for s, _ in self._unread]
+        logs = self._last_logs
+        on_device = [k for k in sorted(logs) if isinstance(logs[k], torch.Tensor)]  # the loss parts
+        on_host = [k for k in sorted(logs) if k not in on_device]  # the terms' own logs
+        vec = torch.cat([torch.stack([v for _, v in self._unread] + [logs[k] for k in on_device]).double(),
+                         torch.tensor([float(logs[k]) for k in on_host], dtype=torch.float64).to(self.device)])
+        values = distributed.all_reduce_mean(vec).tolist()
+        self._unread = []
+        losses = values[: len(steps)]
+        for step, value in zip(steps, losses):
+            if not math.isfinite(value):
+                ckpt = self.checkpoint_file()
+                last = (f"the last good checkpoint is {ckpt.parent} (step {self._ckpt_step(ckpt)})" if ckpt
+                        else "no checkpoint was written yet")
+                raise TrainingError(f"loss is {value} at step {step} of {self.cfg.run_id}; {last}. "
+                                    f"Lower training.learning_rate or check the objective settings.")
+        logs = dict(zip(on_device + on_host, values[len(steps) :]))
+        logs["loss"] = losses[-1]
+        return logs
 
     def backward(self, loss: torch.Tensor) -> None:
         """Gradients of the mean loss over the global batch (DDP averages the encoder's; the
@@ -359,8 +389,9 @@ class Trainer:
             loss.backward()
         distributed.average_gradients(p for p in self.objective.parameters() if p.requires_grad)
 
-    def train_step(self, batch_idx: np.ndarray) -> dict[str, float]:
-        loss, logs = self.forward_loss(batch_idx)
+    def train_step(self, batch_idx: np.ndarray, read: bool = True) -> dict[str, float] | None:
+        """One optimizer step; the logs read back (``read``) or None."""
+        loss, logs = self.forward_loss(batch_idx, read)
         self.backward(loss)
         if self.t.max_grad_norm > 0:
             torch.nn.utils.clip_grad_norm_(self.encoder.parameters(), self.t.max_grad_norm)
@@ -370,7 +401,8 @@ class Trainer:
         else:
             self.optimizer.step()
         self.scheduler.step()
-        logs["lr"] = self.scheduler.get_last_lr()[0]
+        if logs is not None:
+            logs["lr"] = self.scheduler.get_last_lr()[0]
         return logs
 
     @staticmethod
@@ -407,10 +439,10 @@ class Trainer:
         while self.state.step < self.total_steps:
             batches = data_order(len(self.tokens), self.t.batch_size, self.cfg.seed, self.state.epoch, self.world)
             while self.state.batch_in_epoch < len(batches) and self.state.step < self.total_steps:
-                logs = self.train_step(batches[self.state.batch_in_epoch])
+                logs = self.train_step(batches[self.state.batch_in_epoch], read=self.reads_logs_at(self.state.step + 1))
                 self.state.step += 1
                 self.state.batch_in_epoch += 1
-                if self.state.step % self.t.log_steps == 0 or self.state.step == 1:
+                if logs is not None and (self.state.step % self.t.log_steps == 0 or self.state.step == 1):
                     if not self.log_keys:
                         self.log_keys = sorted(logs)
                     self.train_rows.append([self.state.step] + [round(logs.get(k, float("nan")), 6) for k in self.log_keys])
@@ -420,7 +452,8 @@ class Trainer:
                         log.info("%s step %d/%d loss %.4f stsb_dev %.2f (best %.2f @ %d)", self.cfg.run_id,
                                  self.state.step, self.total_steps, logs["loss"], last_dev, self.state.best_dev,
                                  self.state.best_step)
-                bar.set_postfix(loss=f"{logs['loss']:.4f}", dev=f"{last_dev:.2f}", refresh=False)
+                if logs is not None:
+                    bar.set_postfix(loss=f"{logs['loss']:.4f}", dev=f"{last_dev:.2f}", refresh=False)
                 bar.update(1)
                 self.state.elapsed = time.perf_counter() - t0
                 if self.state.step % self.t.checkpoint_steps == 0 and self.state.step < self.total_steps:
