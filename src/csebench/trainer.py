@@ -416,18 +416,19 @@ class Trainer:
 
     def evaluate_and_keep_best(self) -> float:
         score = float("nan")
-        if self.rank == 0:
-            score = self.dev(self.encoder)
-            self.dev_rows.append([self.state.step, round(score, 4)])
-            if score > self.state.best_dev:
-                self.state.best_dev, self.state.best_step = score, self.state.step
-                self.encoder.save(self.out_dir / "best_model.partial")
-        distributed.barrier()
+        with distributed.fail_together():  # rank 0 evaluates and saves; a failure there stops every rank
+            if self.rank == 0:
+                score = self.dev(self.encoder)
+                self.dev_rows.append([self.state.step, round(score, 4)])
+                if score > self.state.best_dev:
+                    self.state.best_dev, self.state.best_step = score, self.state.step
+                    self.encoder.save(self.out_dir / "best_model.partial")
         return score
 
     def run(self) -> dict:
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        self.maybe_resume()
+        with distributed.fail_together():
+            self.maybe_resume()
         n_before = self.state.step
         from tqdm import tqdm
 
@@ -457,7 +458,8 @@ class Trainer:
                 bar.update(1)
                 self.state.elapsed = time.perf_counter() - t0
                 if self.state.step % self.t.checkpoint_steps == 0 and self.state.step < self.total_steps:
-                    self.save_checkpoint()
+                    with distributed.fail_together():  # written by rank 0
+                        self.save_checkpoint()
             if self.state.batch_in_epoch >= len(batches):
                 self.state.epoch += 1
                 self.state.batch_in_epoch = 0
@@ -481,17 +483,17 @@ class Trainer:
             summary.update(stsb_dev_pairs=len(self.dev.pairs.scores), stsb_dev_protocol="capped")
         timing = {"train_seconds": round(elapsed, 1), "steps_this_attempt": steps_this_run,
                   "resumed_from_step": resumed_from}
-        if self.rank == 0:
-            try:
-                self._write_outputs(summary, timing)
-            except BaseException:  # leave nothing that looks finished; the checkpoint stays for a rerun
-                for name in ("train.json", "train_timing.json", "train_curve.csv", "dev_curve.csv"):
-                    (self.out_dir / name).unlink(missing_ok=True)
-                shutil.rmtree(self.out_dir / "model", ignore_errors=True)
-                raise
-            shutil.rmtree(self.ckpt_dir, ignore_errors=True)
-            shutil.rmtree(self.out_dir / f".{self.ckpt_dir.name}.old", ignore_errors=True)
-        distributed.barrier()
+        with distributed.fail_together():
+            if self.rank == 0:
+                try:
+                    self._write_outputs(summary, timing)
+                except BaseException:  # leave nothing that looks finished; the checkpoint stays for a rerun
+                    for name in ("train.json", "train_timing.json", "train_curve.csv", "dev_curve.csv"):
+                        (self.out_dir / name).unlink(missing_ok=True)
+                    shutil.rmtree(self.out_dir / "model", ignore_errors=True)
+                    raise
+                shutil.rmtree(self.ckpt_dir, ignore_errors=True)
+                shutil.rmtree(self.out_dir / f".{self.ckpt_dir.name}.old", ignore_errors=True)
         return summary
 
     def _write_outputs(self, summary: dict, timing: dict) -> None:
