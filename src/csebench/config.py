@@ -111,7 +111,7 @@ class TrainingConfig:
     warmup_steps: int = 0
     max_grad_norm: float = 1.0
     adam_epsilon: float = 1e-8
-    precision: str = "auto"  # auto: bf16 on GPUs that support it, else fp16 on GPU, fp32 on CPU
+    precision: str = "auto"  # auto: bf16 on GPUs with native bf16 (compute capability 8+), else fp16; fp32 on CPU
     log_steps: int = 10
     checkpoint_steps: int = 250  # resumable checkpoint cadence
     eval_batch_size: int = 128
