@@ -57,9 +57,9 @@ class _BatchBank:
         scale = 1.0 / math.sqrt(self.num_teachers)
         self.matrix = torch.cat([F.normalize(t.float(), dim=-1) * scale for t in teacher_embs], dim=1)
 
-    def logits(self, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
-        m = self.matrix.to(rows.device)
-        return m[rows] @ m[cols].T
+    def logits(self, rows: torch.Tensor, cols: torch.Tensor, device: torch.device | None = None) -> torch.Tensor:
+        m = self.matrix.to(device if device is not None else rows.device)
+        return m[rows.to(m.device)] @ m[cols.to(m.device)].T
 
 
 def measurement_settings(settings: DistillationSettings | None = None, **override) -> DistillationSettings:
