@@ -18,6 +18,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from csebench.checkpoint import read_state
 from runhelpers import ci_training, popen_train, train_argv, write_config, write_corpus, write_mini_senteval
 
 METRIC_FILES = ["train.json", "train_curve.csv", "dev_curve.csv"]
@@ -47,7 +48,7 @@ def runs(tmp_path_factory):
     # Phase 1: reference and the run to be killed, side by side.
     ref = popen_train(train_argv(tmp, dirs["reference"], cfg), tmp / "reference.log")
     victim = popen_train(train_argv(tmp, dirs["killed"], cfg), tmp / "killed.log")
-    ckpt = dirs["killed"] / "checkpoint" / "trainer.pt"
+    ckpt = dirs["killed"] / "checkpoint" / "manifest.json"
     deadline = time.time() + 240
     while not ckpt.exists() and victim.poll() is None and time.time() < deadline:
         time.sleep(0.02)
@@ -56,7 +57,7 @@ def runs(tmp_path_factory):
     victim.send_signal(signal.SIGKILL)
     victim.wait()
     killed_state = {"train_json": (dirs["killed"] / "train.json").exists(),
-                    "ckpt_step": torch.load(ckpt, map_location="cpu", weights_only=False)["state"]["step"]}
+                    "ckpt_step": read_state(ckpt.parent)["state"]["step"]}
 
     # Phase 2: the same command again (resumes), and an independent repeat of the reference.
     again = popen_train(train_argv(tmp, dirs["again"], cfg), tmp / "again.log")
@@ -69,7 +70,7 @@ def runs(tmp_path_factory):
 
 def _weights(run_dir: Path) -> dict[str, torch.Tensor]:
     w = load_file(run_dir / "model" / "model.safetensors")
-    w.update({f"head.{k}": v for k, v in torch.load(run_dir / "model" / "mlp_head.pt").items()})
+    w.update({f"head.{k}": v for k, v in load_file(run_dir / "model" / "mlp_head.safetensors").items()})
     return w
 
 
@@ -162,8 +163,10 @@ def test_half_swapped_checkpoint_stale_files_and_changed_config(tmp_path, monkey
     monkeypatch.setattr(objectives, "info_nce", real)
     (out / "checkpoint").rename(out / ".checkpoint.old")
     (out / ".best_model.partial.x1y2.tmp").mkdir()
-    (out / "train.json").write_text("{}")
-    assert cli.main(train_argv(tmp_path, out, cfg)) == 0
+    (out / "train.json").write_text("{}")  # a finished run: kept, unless --force
+    assert cli.main(train_argv(tmp_path, out, cfg)) == 2
+    assert (out / "train.json").read_text() == "{}" and (out / ".checkpoint.old").is_dir()
+    assert cli.main(train_argv(tmp_path, out, cfg) + ["--force"]) == 0
     assert json.loads((out / "train_timing.json").read_text())["resumed_from_step"] == 2
     assert json.loads((out / "train.json").read_text())["steps"] == 4
     assert sorted(p.name for p in out.iterdir()) == ["dev_curve.csv", "model", "train.json", "train_curve.csv",
