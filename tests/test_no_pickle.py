@@ -49,7 +49,7 @@ def test_a_pickled_checkpoint_is_never_loaded(tmp_path, capsys, caplog):
     assert json.loads((out / "train_timing.json").read_text())["resumed_from_step"] is None
 
 
-def _model_with_head(tmp_path: Path, tiny_encoder) -> Path:
+def _model_with_head(tmp_path: Path) -> Path:
     """A saved run's model whose training head is kept at evaluation (SSCL's projection runs)."""
     from csebench.config import BackboneConfig
     from csebench.encoder import build_encoder
@@ -59,20 +59,20 @@ def _model_with_head(tmp_path: Path, tiny_encoder) -> Path:
     return tmp_path / "model"
 
 
-def test_head_weights_are_safetensors_and_load_back(tmp_path, tiny_encoder):
+def test_head_weights_are_safetensors_and_load_back(tmp_path):
     import torch
 
     from csebench.encoder import load_encoder
 
-    model = _model_with_head(tmp_path, tiny_encoder)
+    model = _model_with_head(tmp_path)
     assert (model / "mlp_head.safetensors").is_file() and not (model / "mlp_head.pt").exists()
     enc = load_encoder(model)
     assert enc.head is not None and enc.encode(["a sentence ."]).shape == (1, 16)
     assert torch.isfinite(enc.encode(["another one ."])).all()
 
 
-def test_a_pickled_mlp_head_is_refused(tmp_path, capsys, tiny_encoder):
-    model = _model_with_head(tmp_path, tiny_encoder)
+def test_a_pickled_mlp_head_is_refused(tmp_path, capsys):
+    model = _model_with_head(tmp_path)
     (model / "mlp_head.safetensors").unlink()
     marker = tmp_path / "pwned"
     _write_evil_pickle(model / "mlp_head.pt", marker)

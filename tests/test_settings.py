@@ -64,6 +64,14 @@ def test_max_seq_length_past_the_backbone_positions_is_refused_at_model_load(inp
                  "its max_position_embeddings); set it to at most 128", outputs=[out, inputs / "cache"])
 
 
+def test_teacher_cache_max_seq_length_past_the_positions_is_refused(inputs, capsys, tiny_encoder):
+    tiny_encoder().save(inputs / "teacher")
+    out = inputs / "emb.npy"
+    assert_fails(capsys, ["teacher-cache", "--model", str(inputs / "teacher"), "--corpus", str(inputs / "corpus.txt"),
+                          "--out", str(out), "--max-seq-length", "500"],
+                 "--max-seq-length is 500, longer than the backbone takes (128 positions", outputs=[out])
+
+
 def test_position_limit_of_roberta_like_models():
     from types import SimpleNamespace
 
