@@ -12,7 +12,6 @@ import json
 import logging
 import math
 import os
-import signal
 import socket
 import stat
 import subprocess
@@ -22,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from csebench import cli
-from runhelpers import ROOT, ci_training, env, train_argv, write_config, write_corpus, write_mini_senteval
+from runhelpers import ROOT, ci_training, env, fail_writing_train_json, train_argv, write_config, write_corpus, write_mini_senteval
 from test_bad_input import assert_fails, run_cli
 from test_report import sts_scores, write_run
 
@@ -80,20 +79,11 @@ def test_finished_run_is_refused_without_force_and_kept_until_a_forced_rerun_com
 
 
 def test_a_failure_while_replacing_leaves_the_finished_run(inputs, capsys, monkeypatch):
-    import csebench.trainer as trainer_mod
-
     out = inputs / "run"
     cfg = write_config(inputs / "a.yaml", ci_training(**TRAINING))
     assert run_cli(capsys, train_argv(inputs, out, cfg))[0] == 0
     finished = _snapshot(out)
-    real = trainer_mod.write_json
-
-    def disk_full_at_train_json(path, obj):
-        if Path(path).name == "train.json":
-            raise OSError(28, "No space left on device", str(path))
-        return real(path, obj)
-
-    monkeypatch.setattr(trainer_mod, "write_json", disk_full_at_train_json)
+    fail_writing_train_json(monkeypatch)
     with pytest.raises(OSError, match="No space left"):
         cli.main(train_argv(inputs, out, cfg) + ["--force"])
     # curves, model, timing: none was swapped in; the new run's checkpoint waits for a rerun

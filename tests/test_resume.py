@@ -19,7 +19,7 @@ import torch
 from safetensors.torch import load_file
 
 from csebench.checkpoint import read_state
-from runhelpers import ci_training, popen_train, train_argv, write_config, write_corpus, write_mini_senteval
+from runhelpers import ci_training, fail_writing_train_json, popen_train, train_argv, write_config, write_corpus, write_mini_senteval
 
 METRIC_FILES = ["train.json", "train_curve.csv", "dev_curve.csv"]
 OBJECTIVES = {"instance_smoothing": {"buffer_size": 24, "neighbors": 4}, "gaussian_negatives": {}}
@@ -115,7 +115,6 @@ def test_same_seed_gives_byte_identical_metrics(runs):
 def test_failure_while_writing_outputs_leaves_nothing_finished_and_rerun_resumes(tmp_path, capsys, monkeypatch):
     """A failure at the very end (disk full while writing train.json) leaves no train.json, curves
     or model; the checkpoint survives and the same command then resumes and completes."""
-    import csebench.trainer as trainer_mod
     from csebench import cli
 
     write_corpus(tmp_path / "corpus.txt", n=64)
@@ -123,19 +122,12 @@ def test_failure_while_writing_outputs_leaves_nothing_finished_and_rerun_resumes
     cfg = write_config(tmp_path / "over.yaml", ci_training(max_steps=4, eval_steps=2, checkpoint_steps=2, batch_size=8,
                                                            log_steps=1, eval_batch_size=64))
     out = tmp_path / "run"
-    real = trainer_mod.write_json
-
-    def failing(path, obj):
-        if Path(path).name == "train.json":
-            raise OSError(28, "No space left on device", str(path))
-        return real(path, obj)
-
-    monkeypatch.setattr(trainer_mod, "write_json", failing)
+    fail_writing_train_json(monkeypatch)
     with pytest.raises(OSError, match="No space left"):
         cli.main(train_argv(tmp_path, out, cfg))
     left = sorted(p.name for p in out.iterdir())
     assert left == ["checkpoint"], left
-    monkeypatch.setattr(trainer_mod, "write_json", real)
+    monkeypatch.undo()
     assert cli.main(train_argv(tmp_path, out, cfg)) == 0
     assert json.loads((out / "train_timing.json").read_text())["resumed_from_step"] == 2
     assert sorted(p.name for p in out.iterdir()) == ["dev_curve.csv", "model", "train.json", "train_curve.csv",

@@ -13,7 +13,7 @@ import pytest
 from csebench.config import load_params
 from csebench.errors import ConfigError
 from runhelpers import PARAMS, SHARED, train_argv, write_corpus, write_mini_senteval
-from test_bad_input import assert_fails, data_override, run_cli
+from test_bad_input import assert_fails, data_override
 
 
 @pytest.fixture()

@@ -248,12 +248,12 @@ class Trainer:
         for d in self._checkpoint_dirs():
             if not d.is_dir():
                 continue
-            state = checkpoint.read_state(d) if (d / checkpoint.STATE).is_file() else {}
-            # a best model was kept (best_step >= 0): its weights must be in the checkpoint too
-            needed = ("best_model/model.safetensors",) if (state.get("state") or {}).get("best_step", -1) >= 0 else ()
             try:
+                state = checkpoint.read_state(d) if (d / checkpoint.STATE).is_file() else {}
+                # a best model was kept (best_step >= 0): its weights must be in the checkpoint too
+                needed = ("best_model/model.safetensors",) if (state.get("state") or {}).get("best_step", -1) >= 0 else ()
                 problem = checkpoint.verify(d, needed)
-            except (OSError, ValueError) as exc:
+            except (OSError, ValueError, AttributeError, TypeError) as exc:
                 problem = f"is unreadable ({exc})"
             if problem is None:
                 return d
