@@ -245,9 +245,8 @@ def test_teacher_model_that_does_not_exist(inputs, capsys):
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf])
 def test_non_finite_loss_stops_with_step_and_checkpoint(inputs, capsys, monkeypatch, bad):
-    import torch
-
     import csebench.objectives as objectives
+    from csebench.checkpoint import read_state
 
     real = objectives.info_nce
 
@@ -262,7 +261,7 @@ def test_non_finite_loss_stops_with_step_and_checkpoint(inputs, capsys, monkeypa
     line = assert_fails(capsys, train_argv(inputs, out, cfg), f"loss is {bad} at step 3 of simcse/seed1",
                         f"the last good checkpoint is {out / 'checkpoint'} (step 2)", "learning_rate")
     assert not (out / "train.json").exists() and not (out / "model").exists()
-    assert torch.load(out / "checkpoint" / "trainer.pt", weights_only=False)["state"]["step"] == 2
+    assert read_state(out / "checkpoint")["state"]["step"] == 2
     assert line.startswith("csebench train: error:")
 
 

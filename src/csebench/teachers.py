@@ -94,7 +94,7 @@ def build_teacher_cache(model_dir: str | os.PathLike, corpus: str | os.PathLike,
                         max_seq_length: int | None = None, batch_size: int | None = None,
                         cache_dir: str | os.PathLike | None = None, device: str | None = None) -> dict:
     """Embed ``corpus`` with the saved model in ``model_dir``; write out (.npy) and its .json metadata."""
-    from .encoder import load_encoder
+    from .encoder import check_max_seq_length, load_encoder
 
     model_dir = Path(model_dir)
     if not model_dir.is_dir():
@@ -104,6 +104,7 @@ def build_teacher_cache(model_dir: str | os.PathLike, corpus: str | os.PathLike,
         max_seq_length = (run or {}).get("max_seq_length") or 32
     read_corpus(corpus)  # clear error for a missing / empty / non-UTF-8 corpus
     encoder = load_encoder(model_dir)
+    check_max_seq_length(encoder, int(max_seq_length), "--max-seq-length")
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     encoder.to(device)
     emb = embed_corpus(encoder, corpus, int(max_seq_length), batch_size, cache_dir, device)

@@ -5,7 +5,8 @@ pass (different dropout masks = the two views), pool (+ MLP head), build a StepC
 ask the Objective for the loss. STS-B dev is evaluated every ``eval_steps``; the best model is
 saved in Hugging Face + sentence-transformers format. A resumable checkpoint (model, optimizer,
 scheduler, RNG states, data position, objective state such as IS-CSE's buffer, best dev score)
-is written atomically every ``checkpoint_steps``; rerunning the same command resumes from it.
+is written atomically every ``checkpoint_steps`` as safetensors + JSON with a manifest (checkpoint.py,
+never a pickle); rerunning the same command resumes from it once the manifest checks out.
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import distributed
+from . import checkpoint, distributed
 from .config import RunConfig
 from .data import load_tokenized_corpus, senteval_root
-from .encoder import SentenceEncoder, build_encoder, pool
+from .encoder import SentenceEncoder, build_encoder, check_max_seq_length, pool
 from .errors import TrainingError
 from .evaluation.sts import cap_pairs, load_stsb, spearman100, sts_pair_similarities
-from .io import atomic_path, write_csv, write_json
+from .io import atomic_path, replace_dir, staged_outputs, write_csv, write_json
 from .loader import BatchLoader
 from .objectives import Objective
 from .objectives.base import StepContext
@@ -159,6 +160,8 @@ class Trainer:
         self.encoder = build_encoder(cfg.backbone, seed=cfg.seed, dropout=self.t.dropout,
                                      projection_dim=self.t.projection_dim, num_layers=self.t.num_layers,
                                      what=f"backbones.{cfg.backbone_name}.model").to(self.device)
+        # before tokenizing: a length past the position table fails mid-training otherwise
+        check_max_seq_length(self.encoder, self.t.max_seq_length, f"training.max_seq_length (suite {cfg.suite}, run {cfg.name})")
         self.tokens = load_tokenized_corpus(corpus_path, self.encoder.tokenizer, self.t.max_seq_length, cache_dir)
         n = len(self.tokens)
         if n < 2 * self.world:
@@ -220,7 +223,10 @@ class Trainer:
         if self.rank != 0:
             return
         with atomic_path(self.ckpt_dir, is_dir=True) as tmp:
-            torch.save({
+            if (self.out_dir / "best_model.partial").exists():
+                # hard links: best_model.partial is only ever replaced as a whole, never edited in place
+                _copy_tree(self.out_dir / "best_model.partial", tmp / "best_model")
+            checkpoint.save(tmp, {  # its manifest last, covering best_model/ too
                 "encoder": self.encoder.state_dict(), "objective": self.objective.state_dict(),
                 "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
                 "scaler": self.scaler.state_dict() if self.scaler else None,
@@ -228,41 +234,60 @@ class Trainer:
                 "dev_rows": self.dev_rows, "log_keys": self.log_keys,
                 "run": {"suite": self.cfg.suite, "name": self.cfg.name, "seed": self.cfg.seed,
                         "total_steps": self.total_steps, "fingerprint": self.fingerprint, "world_size": self.world},
-            }, tmp / "trainer.pt")
-            if (self.out_dir / "best_model.partial").exists():
-                # hard links: best_model.partial is only ever replaced as a whole, never edited in place
-                _copy_tree(self.out_dir / "best_model.partial", tmp / "best_model")
+            })
+
+    def _checkpoint_dirs(self) -> tuple[Path, Path]:
+        # a kill between the two renames of the atomic directory swap leaves only the previous one, as .checkpoint.old
+        return self.ckpt_dir, self.out_dir / f".{self.ckpt_dir.name}.old"
 
     def checkpoint_file(self) -> Path | None:
-        """The last complete checkpoint. A kill between the two renames of the atomic directory
-        swap leaves only the previous one, under .checkpoint.old: use that."""
-        for d in (self.ckpt_dir, self.out_dir / f".{self.ckpt_dir.name}.old"):
-            if (d / "trainer.pt").is_file():
-                return d / "trainer.pt"
+        """The manifest of the last checkpoint written (not verified: see usable_checkpoint)."""
+        return next((d / checkpoint.MANIFEST for d in self._checkpoint_dirs() if (d / checkpoint.MANIFEST).is_file()), None)
+
+    def usable_checkpoint(self) -> Path | None:
+        """The folder of the last checkpoint that matches its manifest; a warning names what is wrong
+        with any other (then the run starts over)."""
+        problems = []
+        for d in self._checkpoint_dirs():
+            if not d.is_dir():
+                continue
+            try:
+                state = checkpoint.read_state(d) if (d / checkpoint.STATE).is_file() else {}
+                # a best model was kept (best_step >= 0): its weights must be in the checkpoint too
+                needed = ("best_model/model.safetensors",) if (state.get("state") or {}).get("best_step", -1) >= 0 else ()
+                problem = checkpoint.verify(d, needed)
+            except (OSError, ValueError, AttributeError, TypeError) as exc:
+                problem = f"is unreadable ({exc})"
+            if problem is None:
+                return d
+            problems.append(f"checkpoint {d} {problem}")
+        if problems:
+            log.warning("%s; starting over", "; ".join(problems))
         return None
 
     def _clean_stale(self) -> None:
-        """Remove what an interrupted earlier attempt may have left: temporaries of atomic
-        writes, an unfinished best model, and the outputs that mark a run finished (a rerun
-        must not leave an old train.json beside a new partial run)."""
+        """Remove what an interrupted earlier attempt may have left: temporaries of atomic writes,
+        an unfinished best model, and outputs without the train.json that marks them finished. A
+        finished run (train --force) stays whole until the new one replaces it in finish()."""
         if self.rank != 0:
             return
         for p in self.out_dir.iterdir():
             if p.name.startswith(".") and (p.name.endswith(".tmp") or p.name.endswith(".old")) \
                     and p.name != f".{self.ckpt_dir.name}.old":
                 shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
-        for name in ("train.json", "train_timing.json", "train_curve.csv", "dev_curve.csv"):
-            (self.out_dir / name).unlink(missing_ok=True)
-        for name in ("model", "best_model.partial"):
-            shutil.rmtree(self.out_dir / name, ignore_errors=True)
+        shutil.rmtree(self.out_dir / "best_model.partial", ignore_errors=True)
+        if not (self.out_dir / "train.json").is_file():
+            for name in ("train_timing.json", "train_curve.csv", "dev_curve.csv"):
+                (self.out_dir / name).unlink(missing_ok=True)
+            shutil.rmtree(self.out_dir / "model", ignore_errors=True)
 
     def maybe_resume(self) -> bool:
-        ckpt = self.checkpoint_file()
         self._clean_stale()
+        ckpt = self.usable_checkpoint()
         if ckpt is None:
             return False
         try:
-            blob = torch.load(ckpt, map_location=self.device, weights_only=False)
+            blob = checkpoint.load(ckpt, self.device)
         except Exception as exc:  # an unreadable checkpoint is a lost checkpoint, not a failed run
             log.warning("checkpoint %s is unreadable (%s); starting over", ckpt, exc)
             return False
@@ -282,8 +307,8 @@ class Trainer:
         self.state = TrainState(**blob["state"])
         _set_rng_state(blob["rng"])
         self.train_rows, self.dev_rows, self.log_keys = blob["train_rows"], blob["dev_rows"], blob["log_keys"]
-        if self.rank == 0 and (ckpt.parent / "best_model").is_dir():
-            _copy_tree(ckpt.parent / "best_model", self.out_dir / "best_model.partial")
+        if self.rank == 0 and (ckpt / "best_model").is_dir():
+            _copy_tree(ckpt / "best_model", self.out_dir / "best_model.partial")
         log.info("resumed %s from step %d (best dev %.2f at step %d)", self.cfg.run_id, self.state.step,
                  self.state.best_dev, self.state.best_step)
         return True
@@ -408,7 +433,7 @@ class Trainer:
     @staticmethod
     def _ckpt_step(ckpt: Path) -> int | str:
         try:
-            return int(torch.load(ckpt, map_location="cpu", weights_only=False)["state"]["step"])
+            return int(checkpoint.read_state(ckpt.parent)["state"]["step"])
         except Exception:
             return "unknown"
 
@@ -468,9 +493,10 @@ class Trainer:
         return self.finish(elapsed, self.state.step - n_before, resumed_from)
 
     def finish(self, elapsed: float, steps_this_run: int, resumed_from: int | None = None) -> dict:
-        """Write the outputs, each under a temporary name first; train.json last (it marks the
-        run complete), then drop the checkpoint. Metrics files hold no timing, so the same seed
-        gives byte-identical files; timing goes to train_timing.json."""
+        """Write the outputs, all under temporary names first, then rename them into place together
+        (a finished run there before is replaced only now); train.json last (it marks the run
+        complete), then drop the checkpoint. Metrics files hold no timing, so the same seed gives
+        byte-identical files; timing goes to train_timing.json."""
         summary = {
             "run": self.cfg.run_id, "suite": self.cfg.suite, "method": self.cfg.method,
             "backbone": self.cfg.backbone_name, "seed": self.cfg.seed,
@@ -483,33 +509,29 @@ class Trainer:
             summary.update(stsb_dev_pairs=len(self.dev.pairs.scores), stsb_dev_protocol="capped")
         timing = {"train_seconds": round(elapsed, 1), "steps_this_attempt": steps_this_run,
                   "resumed_from_step": resumed_from}
-        with distributed.fail_together():
+        with distributed.fail_together():  # rank 0 writes; a failure there stops every rank
             if self.rank == 0:
                 try:
                     self._write_outputs(summary, timing)
-                except BaseException:  # leave nothing that looks finished; the checkpoint stays for a rerun
-                    for name in ("train.json", "train_timing.json", "train_curve.csv", "dev_curve.csv"):
-                        (self.out_dir / name).unlink(missing_ok=True)
-                    shutil.rmtree(self.out_dir / "model", ignore_errors=True)
+                except BaseException:  # nothing new is in place; the checkpoint stays for a rerun
+                    shutil.rmtree(self.out_dir / "best_model.partial", ignore_errors=True)
                     raise
                 shutil.rmtree(self.ckpt_dir, ignore_errors=True)
                 shutil.rmtree(self.out_dir / f".{self.ckpt_dir.name}.old", ignore_errors=True)
         return summary
 
     def _write_outputs(self, summary: dict, timing: dict) -> None:
-        write_csv(self.out_dir / "train_curve.csv", ["step"] + self.log_keys, self.train_rows)
-        write_csv(self.out_dir / "dev_curve.csv", ["step", "stsb_dev"], self.dev_rows)
         partial = self.out_dir / "best_model.partial"
         if not partial.is_dir():  # dev score never finite: keep the final weights
             log.warning("%s: no finite STS-B dev score; saving the final model", self.cfg.run_id)
             self.encoder.save(partial)
         (partial / "training_config.json").write_text(json.dumps(self.cfg.to_dict(), indent=2, default=str) + "\n")
-        final = self.out_dir / "model"
-        if final.exists():
-            shutil.rmtree(final)
-        partial.rename(final)
-        write_json(self.out_dir / "train_timing.json", timing)
-        write_json(self.out_dir / "train.json", summary)  # written last: marks the run complete
+        with staged_outputs(marker=self.out_dir / "train.json"):
+            write_csv(self.out_dir / "train_curve.csv", ["step"] + self.log_keys, self.train_rows)
+            write_csv(self.out_dir / "dev_curve.csv", ["step", "stsb_dev"], self.dev_rows)
+            replace_dir(partial, self.out_dir / "model")
+            write_json(self.out_dir / "train_timing.json", timing)
+            write_json(self.out_dir / "train.json", summary)  # written last: marks the run complete
 
 
 def _copy_tree(src: Path, dst: Path) -> None:
