@@ -12,6 +12,8 @@ from csebench.reproduce.cli import suites_of_default
 
 configfile: "config/paper.yaml"
 
+include: "workflow/rules/common.smk"  # first: checks the config against its schema
+
 PARAMS = wf.load_params(config.get("params", "params.yaml"), config.get("params_overrides", []))
 SUITES = config["suites"] if isinstance(config["suites"], list) else [config["suites"]]
 if SUITES == ["all"]:
@@ -25,7 +27,6 @@ if workflow.is_main_process and config.get("plan", True):  # what this will cost
 
     print("csebench plan (csebench plan --suites ...):\n" + _render_plan(_plan(PARAMS, SUITES)) + "\n", file=sys.stderr)
 
-include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/teachers.smk"

@@ -597,65 +597,26 @@ def section_profile(o=None) -> dict:
 
 # ----------------------------------------------------------------------------- GPU estimate
 
-# parameter counts (total, of which token/position embeddings) of the paper backbones: one table,
-# shared with `csebench plan`
-from csebench.plan import BACKBONE_PARAMS as PARAMS  # noqa: E402
-GPUS = {"A100 80GB (bf16 dense peak 312 TFLOP/s)": 312e12, "H100 SXM (bf16 dense peak 989 TFLOP/s)": 989e12}
-MFU = 0.40
-
-
-def avg_tokens(max_len: int = MAX_LEN) -> float:
-    from transformers import AutoTokenizer
-
-    from csebench.data import read_corpus
-    from csebench.encoder import packaged_model_dir
-
-    tok = AutoTokenizer.from_pretrained(str(packaged_model_dir()))
-    sents = read_corpus(corpus_path())[:20000]
-    lens = [len(x) for x in tok(sents, truncation=True, max_length=max_len)["input_ids"]]
-    return sum(lens) / len(lens)
-
-
 def section_gpu() -> dict:
-    from csebench.config import load_params, resolve_run, suite_runs, suite_seeds
+    """The GPU cost of the wiki1m suites by `csebench plan`'s model (csebench.plan: padded training
+    tokens, assumed MFUs until benchmarks/gpu.py measures them), on an A100 and an H100."""
+    from csebench import plan as P
+    from csebench.config import load_params
+    from csebench.reproduce.cli import suites_of_default
 
     params = load_params(ROOT / "params.yaml")
-    tokens = avg_tokens()
-    wiki = 1_000_000
-    rows = []
-    for suite, spec in (params.get("suites") or {}).items():
-        if (spec or {}).get("data") != "wiki1m":
-            continue
-        total = 0.0
-        n_runs = 0
-        skipped = 0
-        for run in suite_runs(params, suite):
-            for seed in suite_seeds(params, suite, run["name"]):
-                try:
-                    cfg = resolve_run(params, suite, run["name"], seed)
-                except Exception:  # noqa: BLE001
-                    skipped += 1
-                    continue
-                if cfg.backbone.model not in PARAMS:
-                    skipped += 1
-                    continue
-                if not cfg.train:  # an evaluation-only run (`train: false`) trains nothing
-                    continue
-                p_total, p_emb = PARAMS[cfg.backbone.model]
-                n = p_total - p_emb
-                steps = wiki * cfg.training.epochs // cfg.training.batch_size
-                if cfg.training.max_steps:
-                    steps = min(steps, cfg.training.max_steps)
-                flops = 6 * n * 2 * steps * cfg.training.batch_size * tokens  # both views
-                flops += (steps // cfg.training.eval_steps) * 2 * n * 3000 * 20  # STS-B dev, ~3000 sentences
-                total += flops
-                n_runs += 1
-        rows.append({"suite": suite, "runs": n_runs, "skipped": skipped, "flops": total})
-    per_backbone = []
-    for model, (p_total, p_emb) in PARAMS.items():
-        n = p_total - p_emb
-        per_backbone.append({"model": model, "nonemb": n, "flops": 6 * n * 2 * wiki * tokens})
-    return {"avg_tokens": tokens, "suites": rows, "per_backbone": per_backbone}
+    suites = [s for s, spec in (params.get("suites") or {}).items() if (spec or {}).get("data") == "wiki1m"]
+    default = set(suites_of_default(params))  # what `csebench plan` costs
+    rows = [{"suite": p.suite, "runs": p.training_runs, "unknown": p.unknown_models, "flops": p.total_flops,
+             "default_target": p.suite in default, "hours": {gpu: p.gpu_hours(peak) for gpu, peak in P.GPU_PEAKS.items()}}
+            for p in P.plan(params, suites)]
+    tokens = P.padded_tokens(64, 32)
+    per_backbone = [{"model": m, "nonemb": total - emb, "flops": 6 * (total - emb) * 2 * 1_000_000 * tokens}
+                    for m, (total, emb) in P.BACKBONE_PARAMS.items()]
+    return {"padded_tokens": tokens, "mean_tokens": P.mean_tokens(32), "source": P.length_histogram()[2],
+            "peaks": P.GPU_PEAKS, "mfu": {"small_batch": P.SMALL_BATCH_MFU, "large_batch": P.LARGE_BATCH_MFU,
+                                          "other": P.ASSUMED_MFU, "small_batch_max": P.SMALL_BATCH},
+            "suites": rows, "per_backbone": per_backbone}
 
 
 # ----------------------------------------------------------------------------- report
@@ -888,32 +849,44 @@ def write_report(path: Path, info: dict, cmd: str, res: dict, started: float) ->
     if g:
         w("## GPU: expected cost of the paper suites (estimate, to be measured when a GPU is available)\n")
         when("gpu")
-        w(f"FLOPs = 6 x non-embedding parameters x training tokens (forward + backward; attention at length 32 "
-          f"and the embedding lookups are negligible), both dropout views counted, one epoch of wiki1m "
-          f"(1e6 sentences; a run's max_steps where it sets one; evaluation-only runs, train: false, train nothing) at {g['avg_tokens']:.1f} tokens per sentence (measured on the demo corpus with the "
-          f"BERT-uncased WordPiece tokenizer, truncated at 32), plus STS-B dev every eval_steps. "
-          f"Throughput assumed: {int(MFU * 100)}% of the bf16 dense peak (MFU); at batch 64 x 32 tokens a step "
-          f"is small, so real MFU on bert-base is likely lower (launch overhead); this is the target, not a "
-          f"measurement.\n")
-        w("| backbone | non-embedding params | FLOPs per run | " + " | ".join(f"hours on {k}" for k in GPUS) + " |")
-        w("|---|---|---|" + "---|" * len(GPUS))
+        m, peaks = g["mfu"], g["peaks"]
+        w(f"The cost model of `csebench plan` (`csebench.plan`). FLOPs = 6 x non-embedding parameters x training "
+          f"tokens (forward + backward; attention at length 32 and the embedding lookups are negligible), both "
+          f"dropout views counted, one epoch of wiki1m (1e6 sentences; a run's max_steps where it sets one; an "
+          f"evaluation-only run, train: false, trains nothing), plus STS-B dev every eval_steps, the "
+          f"evaluation and teacher caches. A dynamically padded batch runs every sentence at its longest, capped "
+          f"at max_seq_length: a sentence costs the expected longest of its batch, {g['padded_tokens']:.1f} tokens "
+          f"at batch 64 and cap 32 (the mean sentence has {g['mean_tokens']:.1f}), from the sentence-length "
+          f"histogram of {g['source']} (BERT WordPiece; `benchmarks/length_histogram.py`). Throughput assumed, "
+          f"not measured: training at {m['small_batch']:.0%} of the bf16 dense peak (MFU) at batch <= "
+          f"{m['small_batch_max']} (a step that small is launch-bound), {m['large_batch']:.0%} above, evaluation "
+          f"and teacher caches at {m['other']:.0%}; `make bench-gpu` measures it and `csebench plan` then uses "
+          f"the measured MFU.\n")
+        w("| backbone | non-embedding params | training FLOPs per run (batch 64) | " +
+          " | ".join(f"hours on {k} (bf16 dense peak {v / 1e12:.0f} TFLOP/s)" for k, v in peaks.items()) + " |")
+        w("|---|---|---|" + "---|" * len(peaks))
         for r in g["per_backbone"]:
             w(f"| {r['model']} | {r['nonemb'] / 1e6:.0f}M | {r['flops']:.2e} | " +
-              " | ".join(f"{r['flops'] / (MFU * peak) / 3600:.2f}" for peak in GPUS.values()) + " |")
-        w("\n| suite (data wiki1m) | runs costed | FLOPs | " + " | ".join(f"GPU-hours, {k.split(' (')[0]}" for k in GPUS) + " |")
-        w("|---|---|---|" + "---|" * len(GPUS))
+              " | ".join(f"{r['flops'] / (m['small_batch'] * peak) / 3600:.2f}" for peak in peaks.values()) + " |")
+        w("\n| suite (data wiki1m) | runs costed | FLOPs | " + " | ".join(f"GPU-hours, {k}" for k in peaks) + " |")
+        w("|---|---|---|" + "---|" * len(peaks))
         for r in g["suites"]:
-            extra = f" (+{r['skipped']} not costed)" if r["skipped"] else ""
-            w(f"| {r['suite']} | {r['runs']}{extra} | {r['flops']:.2e} | " +
-              " | ".join(f"{r['flops'] / (MFU * peak) / 3600:.1f}" for peak in GPUS.values()) + " |")
+            extra = f" (no cost model for {', '.join(r['unknown'])})" if r["unknown"] else ""
+            w(f"| {r['suite']}{'' if r['default_target'] else ' †'} | {r['runs']}{extra} | {r['flops']:.2e} | " +
+              " | ".join(f"{r['hours'][k]:.1f}" for k in peaks) + " |")
+        for label, rows in (("total, default target (`csebench plan`)", [r for r in g["suites"] if r["default_target"]]),
+                            ("total, every wiki1m suite", g["suites"])):
+            w(f"| {label} | {sum(r['runs'] for r in rows)} | {sum(r['flops'] for r in rows):.2e} | " +
+              " | ".join(f"{sum(r['hours'][k] for r in rows):.1f}" for k in peaks) + " |")
+        w("\n† not in the default target (no paper table or figure reads it).")
         w("\nWhat the code does to approach that throughput on a GPU (all in `trainer.py` / `encoder.py`): "
-          "bf16 autocast (fp16 + GradScaler where bf16 is unsupported; `training.precision`), fused AdamW, "
+          "bf16 autocast (fp16 + GradScaler where bf16 is not native; `training.precision`), fused AdamW, "
           "PyTorch scaled-dot-product attention (`attn_implementation=\"sdpa\"`, flash/memory-efficient kernels), "
           "both dropout views in one forward pass of the doubled batch, the corpus tokenized once and "
           "dynamically padded, pinned host memory with non-blocking copies, background batch collation "
-          "(`training.num_workers`), optional `torch.compile` (`training.compile`), DistillCSE teachers read "
-          "from a cached-embedding artefact (no teacher forward per step), and evaluation that encodes each "
-          "distinct sentence once, length-sorted, in bf16.\n")
+          "(`training.num_workers`), no host read of the loss between log steps, optional `torch.compile` "
+          "(`training.compile`), DistillCSE teachers read from a cached-embedding artefact (no teacher forward "
+          "per step), and evaluation that encodes each distinct sentence once, length-sorted, in bf16.\n")
     w("## Reproduce\n")
     w(f"```\n{cmd}\n```\n`--quick` runs fewer steps and trials (a smoke test; ratios are noisier). "
       "`make bench` runs the full benchmark.\n")

@@ -61,6 +61,20 @@ def train_argv(tmp: Path, out: Path, config: Path | None, corpus: Path | None = 
     return argv
 
 
+def fail_writing_train_json(monkeypatch) -> None:
+    """The trainer's last output, train.json, fails as on a full disk (monkeypatch.undo() restores it)."""
+    import csebench.trainer as trainer_mod
+
+    real = trainer_mod.write_json
+
+    def disk_full(path, obj):
+        if Path(path).name == "train.json":
+            raise OSError(28, "No space left on device", str(path))
+        return real(path, obj)
+
+    monkeypatch.setattr(trainer_mod, "write_json", disk_full)
+
+
 def env() -> dict:
     e = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
              CSEBENCH_SHARED=str(SHARED), OMP_NUM_THREADS="1")

@@ -245,9 +245,8 @@ def test_teacher_model_that_does_not_exist(inputs, capsys):
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf])
 def test_non_finite_loss_stops_with_step_and_checkpoint(inputs, capsys, monkeypatch, bad):
-    import torch
-
     import csebench.objectives as objectives
+    from csebench.checkpoint import read_state
 
     real = objectives.info_nce
 
@@ -262,8 +261,33 @@ def test_non_finite_loss_stops_with_step_and_checkpoint(inputs, capsys, monkeypa
     line = assert_fails(capsys, train_argv(inputs, out, cfg), f"loss is {bad} at step 3 of simcse/seed1",
                         f"the last good checkpoint is {out / 'checkpoint'} (step 2)", "learning_rate")
     assert not (out / "train.json").exists() and not (out / "model").exists()
-    assert torch.load(out / "checkpoint" / "trainer.pt", weights_only=False)["state"]["step"] == 2
+    assert read_state(out / "checkpoint")["state"]["step"] == 2
     assert line.startswith("csebench train: error:")
+
+
+@pytest.mark.parametrize("checkpoint_steps,stopped_after,last", [(100, 8, "no checkpoint was written yet"),
+                                                                  (3, 6, "(step 3)")])
+def test_non_finite_loss_is_read_back_every_log_steps(inputs, capsys, monkeypatch, checkpoint_steps, stopped_after,
+                                                      last):
+    """Losses stay on the device between reads (log steps, evaluations, checkpoints, the last step):
+    a NaN at step 5 with log_steps 4 stops training at the read after step 8 (at most log_steps - 1
+    steps late), or before the step-6 checkpoint is written; the message names step 5."""
+    import csebench.objectives as objectives
+
+    real, calls = objectives.info_nce, []
+
+    def poisoned(ctx, extra=None):
+        calls.append(ctx.step)
+        loss = real(ctx, extra)
+        return loss * math.nan if ctx.step >= 4 else loss  # the 5th step (1-based) goes bad
+
+    monkeypatch.setattr(objectives, "info_nce", poisoned)
+    cfg = write_config(inputs / "over.yaml", ci_training(max_steps=12, log_steps=4, eval_steps=100, batch_size=8,
+                                                         checkpoint_steps=checkpoint_steps))
+    out = inputs / "run"
+    assert_fails(capsys, train_argv(inputs, out, cfg), "loss is nan at step 5 of simcse/seed1", last)
+    assert len(calls) == stopped_after  # steps run before the NaN was read back
+    assert not (out / "train.json").exists() and not (out / "model").exists()
 
 
 def test_non_finite_loss_before_any_checkpoint(inputs, capsys, monkeypatch):

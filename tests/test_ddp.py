@@ -224,7 +224,7 @@ def test_csebench_train_under_torchrun_killed_and_resumed(tmp_path):
     p_ref = launch(ref, "reference.log")
     victim = launch(killed, "killed.log")
     deadline = time.time() + 300
-    while not (killed / "checkpoint" / "trainer.pt").exists() and victim.poll() is None and time.time() < deadline:
+    while not (killed / "checkpoint" / "manifest.json").exists() and victim.poll() is None and time.time() < deadline:
         time.sleep(0.02)
     assert victim.poll() is None, (tmp_path / "killed.log").read_text(errors="replace")[-3000:]
     # torchrun starts its workers in sessions of their own: kill the whole tree, as a preemption does

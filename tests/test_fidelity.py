@@ -132,6 +132,11 @@ def test_train_flag_fingerprint_teachers_plan_and_bad_values(tmp_path, capsys):
     runs[-1]["train"] = "no"
     with pytest.raises(ConfigError, match=r"suites.ci.runs\[3\].train: give true or false, got 'no'"):
         wf.jobs(params, "ci")
+    over = write_config(tmp_path / "over.yaml", {"suites": {"ci": {"runs": [
+        {"name": "backbone", "backbone": "tiny", "method": "backbone", "train": "no"}]}}})
+    assert main(["show-config", "--params", str(PARAMS), "--config", str(over), "--suite", "ci", "--run", "backbone",
+                 "--seed", "1"]) == 2
+    assert "over.yaml: suites.ci.runs[0].train: expected true or false, got 'no'" in capsys.readouterr().err
     # a trained run without --corpus: one clear line, exit 2
     argv = ["train", "--params", str(PARAMS), "--suite", "ci", "--run", "simcse", "--seed", "1", "--senteval",
             str(tmp_path), "--out", str(tmp_path / "run")]
@@ -274,3 +279,26 @@ def test_gs_infonce_figure_2_says_its_published_points_come_from_table_3(tmp_pat
     assert "published (from Table 3)" in (tmp_path / "out" / "figure-2.md").read_text()
     line = next(ln for ln in reproduction_md().splitlines() if ln.startswith("| Figure 2 |") and "against M" in ln)
     assert "8 printed (from Table 3)" in line
+
+
+def test_an_evaluation_only_run_is_replaced_only_with_force_and_only_when_complete(tmp_path, monkeypatch):
+    """As a trained run: a finished folder needs --force, and a failed rewrite leaves the old one whole."""
+    from csebench.cli import main
+
+    write_mini_senteval(tmp_path / "se", pairs=16)
+    out = tmp_path / "run"
+    argv = ["--threads", "1", "train", "--params", str(PARAMS), "--suite", "ci", "--run", "backbone", "--seed", "1",
+            "--senteval", str(tmp_path / "se"), "--out", str(out), "--no-progress"]
+    assert main(argv) == 0
+    before = (out / "train.json").read_text()
+    assert main(argv) == 2  # finished: not overwritten without --force
+    import csebench.evalonly as ev
+
+    def broken(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(ev, "write_json", broken)
+    with pytest.raises(OSError, match="disk full"):
+        main([*argv, "--force"])
+    assert (out / "train.json").read_text() == before and (out / "model" / "config.json").is_file()
+    assert not (out / "model.partial").exists()

@@ -40,7 +40,7 @@ def test_gpu_benchmark_tiny_on_cpu(tmp_path, shared_dir):
     ran = [r for r in grid if "note" not in r]
     assert ran and all(r["finite"] and all(math.isfinite(x) for x in r["losses"]) for r in ran)
     assert {r["terms"] for r in ran} >= {"simcse", "gaussian_negatives", "instance_smoothing", "layer_negatives", "all"}
-    assert all(r["resumed"] and r["bitwise"] for r in res["correctness"]["resume"])
+    assert all(r["resumed"] and r["bitwise"] and r["ok"] and r["loss_rtol"] == 0.0 for r in res["correctness"]["resume"])
     assert all(r["ok"] for r in res["correctness"]["curve"])
     row = res["training"]["rows"][0]
     assert math.isfinite(row["ours"]["sps"]) and row["ours"]["sps"] > 0 and math.isfinite(row["epoch_s"])
@@ -52,3 +52,34 @@ def test_gpu_benchmark_tiny_on_cpu(tmp_path, shared_dir):
     # a second run replaces the section instead of appending another
     bench.put_gpu_section(report, "## GPU (measured)\n\nreplaced\n")
     assert report.read_text(encoding="utf-8").count("## GPU (measured)") == 1
+
+
+def test_compile_rows_start_from_a_fresh_dynamo(monkeypatch):
+    """Every "compile" row of the correctness grid compiles again (issue 23, hazard 8): without
+    torch._dynamo.reset() between rows, the rows past dynamo's recompile limit ran uncompiled."""
+    import torch
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import gpu
+
+    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 2)
+
+    class Net(torch.nn.Module):  # each row's trainer: the same forward code under new guards
+        def __init__(self, k: int):
+            super().__init__()
+            self.k = k
+
+        def forward(self, x):
+            return x * self.k + 1
+
+    def row(k: int, reset: bool) -> int:
+        if reset:
+            gpu.fresh_compile_state()
+        before = gpu.graphs_compiled()
+        torch.compile(Net(k), backend="eager")(torch.ones(3))
+        return gpu.graphs_compiled() - before
+
+    assert [row(k, reset=True) for k in range(4)] == [1, 1, 1, 1]
+    gpu.fresh_compile_state()
+    assert [row(k, reset=False) for k in range(4)] == [1, 1, 0, 0]  # what the grid did before
+    gpu.fresh_compile_state()

@@ -148,9 +148,9 @@ def test_gradients_reach_the_student_not_the_teachers(tmp_path):
         def __init__(self):
             self.emb = torch.randn(CORPUS, 8, requires_grad=True)
 
-        def logits(self, rows, cols):
+        def logits(self, rows, cols, device=None):
             e = torch.nn.functional.normalize(self.emb, dim=-1)
-            return e[rows] @ e[cols].T
+            return (e[rows] @ e[cols].T).to(device)
 
     bank = GradBank()
     s = DistillationSettings(teachers={"run": "simcse"}, shuffle="none")

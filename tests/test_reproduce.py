@@ -432,11 +432,42 @@ def test_plan_counts_runs_and_gpu_hours():
     plans = {p.suite: p for p in plan(PARAMS, ["paper", "demo", "ablation-iscse-buffer"])}
     assert plans["paper"].training_runs == 4 and plans["paper"].total_flops > 0
     assert plans["demo"].total_flops == 0  # CPU suite
-    # BERT-base, 1 epoch of 10^6 sentences, 6 runs: about 6 x 6 x 86M x 2e6 x 13 tokens
-    assert 6 * 6 * 85e6 * 2e6 * 12 < plans["ablation-iscse-buffer"].flops_small < 6 * 6 * 86e6 * 2e6 * 14
+    # BERT-base, 1 epoch of 10^6 sentences, 6 runs, batch 64 padded to its longest sentence (capped at
+    # 32; about 3 in 10 sentences are longer): 6 x 6 x 86M x 2e6 x 32 tokens
+    assert 6 * 6 * 85e6 * 2e6 * 31.9 < plans["ablation-iscse-buffer"].flops_small < 6 * 6 * 86e6 * 2e6 * 32
     assert plans["ablation-iscse-buffer"].total_flops < 1.3 * plans["ablation-iscse-buffer"].flops_small
     text = render_plan(list(plans.values()))
     assert "total: 3 suites" in text and "GPU-hours" in text
+
+
+def test_padded_tokens_per_sentence_is_the_expected_longest_of_the_batch():
+    from csebench.plan import mean_tokens, padded_tokens
+
+    lengths, counts = np.array([1, 2]), np.array([1.0, 1.0])  # E[max of B] = 2 - 2^-B
+    for b in (1, 2, 5):
+        assert padded_tokens(b, 10, lengths, counts) == pytest.approx(2 - 0.5**b)
+    assert padded_tokens(5, 1, lengths, counts) == pytest.approx(1.0)  # capped
+    # against a direct simulation: draw batches of sentence lengths, cap them, average each batch's longest
+    lengths, counts = np.arange(3, 40), np.random.default_rng(0).integers(1, 50, 37).astype(float)
+    rng = np.random.default_rng(1)
+    for b, cap in ((1, 32), (4, 16), (16, 32), (64, 64)):
+        draws = np.minimum(rng.choice(lengths, size=(40_000, b), p=counts / counts.sum()), cap)
+        sim = draws.max(axis=1)
+        assert padded_tokens(b, cap, lengths, counts) == pytest.approx(sim.mean(), abs=4 * sim.std() / 200 + 1e-9)
+    # the packaged histogram: a batch of 64 nearly always holds a sentence of 32+ tokens
+    assert 31.9 < padded_tokens(64, 32) <= 32 and 20 < mean_tokens(32) < padded_tokens(2, 32) < padded_tokens(64, 32)
+
+
+def test_packaged_length_histogram_is_what_the_script_computes(shared_dir):
+    import importlib.resources
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import length_histogram
+
+    packaged = json.loads(importlib.resources.files("csebench").joinpath("resources/sentence_lengths.json").read_text())
+    assert length_histogram.histogram(shared_dir / "senteval") == packaged
+    assert len(json.dumps(packaged)) < 4000  # counts per length only, no sentences
 
 
 def test_plan_cli_prints_every_default_suite(capsys):

@@ -18,7 +18,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from runhelpers import ci_training, popen_train, train_argv, write_config, write_corpus, write_mini_senteval
+from csebench.checkpoint import read_state
+from runhelpers import ci_training, fail_writing_train_json, popen_train, train_argv, write_config, write_corpus, write_mini_senteval
 
 METRIC_FILES = ["train.json", "train_curve.csv", "dev_curve.csv"]
 OBJECTIVES = {"instance_smoothing": {"buffer_size": 24, "neighbors": 4}, "gaussian_negatives": {}}
@@ -47,7 +48,7 @@ def runs(tmp_path_factory):
     # Phase 1: reference and the run to be killed, side by side.
     ref = popen_train(train_argv(tmp, dirs["reference"], cfg), tmp / "reference.log")
     victim = popen_train(train_argv(tmp, dirs["killed"], cfg), tmp / "killed.log")
-    ckpt = dirs["killed"] / "checkpoint" / "trainer.pt"
+    ckpt = dirs["killed"] / "checkpoint" / "manifest.json"
     deadline = time.time() + 240
     while not ckpt.exists() and victim.poll() is None and time.time() < deadline:
         time.sleep(0.02)
@@ -56,7 +57,7 @@ def runs(tmp_path_factory):
     victim.send_signal(signal.SIGKILL)
     victim.wait()
     killed_state = {"train_json": (dirs["killed"] / "train.json").exists(),
-                    "ckpt_step": torch.load(ckpt, map_location="cpu", weights_only=False)["state"]["step"]}
+                    "ckpt_step": read_state(ckpt.parent)["state"]["step"]}
 
     # Phase 2: the same command again (resumes), and an independent repeat of the reference.
     again = popen_train(train_argv(tmp, dirs["again"], cfg), tmp / "again.log")
@@ -69,7 +70,7 @@ def runs(tmp_path_factory):
 
 def _weights(run_dir: Path) -> dict[str, torch.Tensor]:
     w = load_file(run_dir / "model" / "model.safetensors")
-    w.update({f"head.{k}": v for k, v in torch.load(run_dir / "model" / "mlp_head.pt").items()})
+    w.update({f"head.{k}": v for k, v in load_file(run_dir / "model" / "mlp_head.safetensors").items()})
     return w
 
 
@@ -114,7 +115,6 @@ def test_same_seed_gives_byte_identical_metrics(runs):
 def test_failure_while_writing_outputs_leaves_nothing_finished_and_rerun_resumes(tmp_path, capsys, monkeypatch):
     """A failure at the very end (disk full while writing train.json) leaves no train.json, curves
     or model; the checkpoint survives and the same command then resumes and completes."""
-    import csebench.trainer as trainer_mod
     from csebench import cli
 
     write_corpus(tmp_path / "corpus.txt", n=64)
@@ -122,19 +122,12 @@ def test_failure_while_writing_outputs_leaves_nothing_finished_and_rerun_resumes
     cfg = write_config(tmp_path / "over.yaml", ci_training(max_steps=4, eval_steps=2, checkpoint_steps=2, batch_size=8,
                                                            log_steps=1, eval_batch_size=64))
     out = tmp_path / "run"
-    real = trainer_mod.write_json
-
-    def failing(path, obj):
-        if Path(path).name == "train.json":
-            raise OSError(28, "No space left on device", str(path))
-        return real(path, obj)
-
-    monkeypatch.setattr(trainer_mod, "write_json", failing)
+    fail_writing_train_json(monkeypatch)
     with pytest.raises(OSError, match="No space left"):
         cli.main(train_argv(tmp_path, out, cfg))
     left = sorted(p.name for p in out.iterdir())
     assert left == ["checkpoint"], left
-    monkeypatch.setattr(trainer_mod, "write_json", real)
+    monkeypatch.undo()
     assert cli.main(train_argv(tmp_path, out, cfg)) == 0
     assert json.loads((out / "train_timing.json").read_text())["resumed_from_step"] == 2
     assert sorted(p.name for p in out.iterdir()) == ["dev_curve.csv", "model", "train.json", "train_curve.csv",
@@ -162,8 +155,10 @@ def test_half_swapped_checkpoint_stale_files_and_changed_config(tmp_path, monkey
     monkeypatch.setattr(objectives, "info_nce", real)
     (out / "checkpoint").rename(out / ".checkpoint.old")
     (out / ".best_model.partial.x1y2.tmp").mkdir()
-    (out / "train.json").write_text("{}")
-    assert cli.main(train_argv(tmp_path, out, cfg)) == 0
+    (out / "train.json").write_text("{}")  # a finished run: kept, unless --force
+    assert cli.main(train_argv(tmp_path, out, cfg)) == 2
+    assert (out / "train.json").read_text() == "{}" and (out / ".checkpoint.old").is_dir()
+    assert cli.main(train_argv(tmp_path, out, cfg) + ["--force"]) == 0
     assert json.loads((out / "train_timing.json").read_text())["resumed_from_step"] == 2
     assert json.loads((out / "train.json").read_text())["steps"] == 4
     assert sorted(p.name for p in out.iterdir()) == ["dev_curve.csv", "model", "train.json", "train_curve.csv",

@@ -15,13 +15,16 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 import time
 
-from .errors import ConfigError, CsebenchError
+from .errors import ConfigError, CsebenchError, TrainingError
 
 
 def _setup_logging(verbose: bool) -> None:
@@ -74,24 +77,31 @@ def cmd_show_config(args) -> None:
 def cmd_train(args) -> None:
     from . import distributed
     from .config import resolve_run
-    from .trainer import Trainer
+    from .runlock import run_lock
 
     cfg = resolve_run(_params(args), args.suite, args.run, args.seed)
-    if not cfg.train:  # an evaluation-only run: the backbone itself is the model, no corpus is read
-        from .evalonly import write_untrained_run
+    # one process per run folder (under torchrun rank 0 holds the lock: the other ranks write nothing there)
+    with run_lock(args.out) if int(os.environ.get("RANK", 0)) == 0 else contextlib.nullcontext():
+        if os.path.isfile(os.path.join(args.out, "train.json")) and not args.force:
+            raise TrainingError(f"run folder {args.out} holds a finished run (train.json); pass --force to train it "
+                                "again (the finished run stays until the new one has completed) or choose another --out")
+        if not cfg.train:  # an evaluation-only run: the backbone itself is the model, no corpus is read
+            from .evalonly import write_untrained_run
 
-        summary = write_untrained_run(cfg, args.senteval, args.out)
-        logging.getLogger("csebench").info("done: %s", json.dumps(summary))
-        return
-    if not args.corpus:
-        raise ConfigError(f"train: --corpus is required for run {args.suite}/{args.run} (only runs with train: false read none)")
-    distributed.init_from_env()
-    try:
-        trainer = Trainer(cfg, args.corpus, args.senteval, args.out, cache_dir=args.cache_dir,
-                          show_progress=not args.no_progress, teacher_cache=args.teacher_cache)
-        summary = trainer.run()
-    finally:
-        distributed.shutdown()
+            summary = write_untrained_run(cfg, args.senteval, args.out)
+        else:
+            if not args.corpus:
+                raise ConfigError(f"train: --corpus is required for run {args.suite}/{args.run} "
+                                  "(only runs with train: false read none)")
+            from .trainer import Trainer
+
+            distributed.init_from_env()
+            try:
+                trainer = Trainer(cfg, args.corpus, args.senteval, args.out, cache_dir=args.cache_dir,
+                                  show_progress=not args.no_progress, teacher_cache=args.teacher_cache)
+                summary = trainer.run()
+            finally:
+                distributed.shutdown()
     if distributed.local_rank() == 0:
         logging.getLogger("csebench").info("done: %s", json.dumps(summary))
 
@@ -139,6 +149,7 @@ def cmd_eval_sts(args) -> None:
     from .evaluation.sts import evaluate_sts
     from .io import write_json
 
+    run_info = _run_info(args)  # first: a mistake in --config or --suite stops before minutes of encoding
     encode = _eval_encode_fn(args)
     t0 = time.perf_counter()
     res = evaluate_sts(encode, senteval_root(args.senteval), keep_pairs=bool(args.pairs_out),
@@ -149,7 +160,7 @@ def cmd_eval_sts(args) -> None:
         save_pairs(args.pairs_out, res.pop("pairs"))
     res["eval_seconds"] = round(time.perf_counter() - t0, 2)
     res["encoding"] = _encoding_info(args, encode)
-    res["run_info"] = _run_info(args)
+    res["run_info"] = run_info
     write_json(args.out, res)
     logging.getLogger("csebench").info("STS avg %.2f: %s", res.get("avg", float("nan")),
                                        ", ".join(f"{k} {v:.2f}" for k, v in res["tasks"].items()))
@@ -186,13 +197,14 @@ def _classifier_eval(args, evaluate, root, data: dict) -> dict:
     """Transfer or probing: encode, fit the classifiers, write the JSON (with timing and run info)."""
     from .io import write_json
 
+    run_info = _run_info(args)  # first: a mistake in --config or --suite stops before minutes of encoding
     encode = _eval_encode_fn(args)
     t0 = time.perf_counter()
     res = evaluate(encode, root, tasks=list(data), seed=args.senteval_seed,
                    max_train_sentences=args.max_train_sentences, task_data=data, max_test_sentences=args.max_test_sentences)
     res["eval_seconds"] = round(time.perf_counter() - t0, 2)
     res["encoding"] = _encoding_info(args, encode)
-    res["run_info"] = _run_info(args)
+    res["run_info"] = run_info
     write_json(args.out, res)
     return res
 
@@ -206,11 +218,12 @@ def _encoding_info(args, encode) -> dict:
 
 
 def _run_info(args) -> dict:
+    params = _params(args) if args.suite or args.config else None  # checked as every command checks them
     if not (args.suite and args.run):
         return {"name": os.path.basename(os.path.normpath(args.model)), "method": "external", "backbone": args.model}
     from .config import resolve_run
 
-    cfg = resolve_run(_params(args), args.suite, args.run, args.seed)
+    cfg = resolve_run(params, args.suite, args.run, args.seed)
     return {"suite": cfg.suite, "name": cfg.name, "seed": cfg.seed, "method": cfg.method, "method_label": cfg.method_label,
             "backbone": cfg.backbone_name, "backbone_label": cfg.backbone.label or cfg.backbone_name}
 
@@ -223,6 +236,7 @@ def cmd_teacher_cache(args) -> None:
 
 
 def cmd_report(args) -> None:
+    from .io import staged_outputs
     from .report import report
 
     description = ""
@@ -230,9 +244,10 @@ def cmd_report(args) -> None:
         description = _params(args).get("suites", {}).get(args.suite, {}).get("description", "")
     except Exception:  # the report must not depend on params.yaml being readable
         pass
-    out = report(args.suite, args.sts, args.out_dir, transfer=args.transfer, curves=args.curves, figures=args.figures,
-                 readme=args.readme, curves_png=args.curves_png, n_boot=args.n_boot, description=description,
-                 summary_png=args.summary_png, extra_tables=args.extra_tables)
+    with staged_outputs():  # tables, figures and README appear together, or (error, Ctrl-C) not at all
+        out = report(args.suite, args.sts, args.out_dir, transfer=args.transfer, curves=args.curves, figures=args.figures,
+                     readme=args.readme, curves_png=args.curves_png, n_boot=args.n_boot, description=description,
+                     summary_png=args.summary_png, extra_tables=args.extra_tables)
     logging.getLogger("csebench").info("report: %s", out["readme"])
 
 
@@ -244,12 +259,23 @@ def cmd_dvc_yaml(args) -> None:
         raise SystemExit(rc)
 
 
+def positive_int(text: str) -> int:
+    """argparse type of counts: 0 or less would be ignored (a falsy value means "default") or fail late."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"give a whole number of at least 1, got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .config import EVAL_PRECISIONS
 
     p = argparse.ArgumentParser(prog="csebench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-v", "--verbose", action="store_true")
-    p.add_argument("--threads", type=int, default=None, help="CPU threads for torch (default: torch's choice)")
+    p.add_argument("--threads", type=positive_int, default=None, help="CPU threads for torch (default: torch's choice)")
     sub = p.add_subparsers(dest="command", required=True)
 
     def common(sp, run: bool = False):
@@ -289,21 +315,23 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--cache-dir", default="data/cache", help="tokenized-corpus cache (default: data/cache)")
     sp.add_argument("--teacher-cache", action="append", default=[], help="cached teacher embeddings (DistillCSE)")
     sp.add_argument("--no-progress", action="store_true")
+    sp.add_argument("--force", action="store_true",
+                    help="train again into a folder holding a finished run (it is replaced only when the new run completes)")
     sp.set_defaults(func=cmd_train)
 
     sp = common(sub.add_parser("teacher-cache", help="DistillCSE: a frozen teacher's normalized corpus embeddings"))
     sp.add_argument("--model", required=True, help="the teacher's saved model folder (RUN_DIR/model)")
     sp.add_argument("--corpus", required=True, help="the students' training corpus (data/X/corpus.txt)")
     sp.add_argument("--out", required=True, help="embeddings .npy (metadata goes beside it as .json)")
-    sp.add_argument("--max-seq-length", type=int, default=None,
+    sp.add_argument("--max-seq-length", type=positive_int, default=None,
                     help="training max length (default: the teacher run's own, from its training_config.json)")
-    sp.add_argument("--batch-size", type=int, default=None, help="encoding batch size (default: 128 on a GPU, 64 on CPU, the faster there)")
+    sp.add_argument("--batch-size", type=positive_int, default=None, help="encoding batch size (default: 128 on a GPU, 64 on CPU, the faster there)")
     sp.add_argument("--cache-dir", default=None, help="tokenized-corpus cache folder (e.g. data/cache)")
     sp.set_defaults(func=cmd_teacher_cache)
 
     def eval_encoding(sp):
         sp.add_argument("--pooler", default=None, help="override the saved evaluation pooler")
-        sp.add_argument("--batch-size", type=int, default=None, help="encoding batch size (default: 128 on a GPU, 64 on CPU, the faster there)")
+        sp.add_argument("--batch-size", type=positive_int, default=None, help="encoding batch size (default: 128 on a GPU, 64 on CPU, the faster there)")
         sp.add_argument("--embeddings", default=None,
                         help="embeddings table from `csebench embed` (RUN_DIR/embeddings.npz): look sentences up instead of encoding")
         sp.add_argument("--precision", default=None, choices=EVAL_PRECISIONS,
@@ -330,7 +358,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--senteval", required=True)
     sp.add_argument("--out", required=True, help="embeddings table (.npz)")
     sp.add_argument("--pooler", default=None, help="override the saved evaluation pooler")
-    sp.add_argument("--batch-size", type=int, default=None, help="encoding batch size (default: 128 on a GPU, 64 on CPU, the faster there)")
+    sp.add_argument("--batch-size", type=positive_int, default=None, help="encoding batch size (default: 128 on a GPU, 64 on CPU, the faster there)")
     sp.add_argument("--precision", default="fp32", choices=EVAL_PRECISIONS,
                     help="fp32 (default: SentEval's numbers), bf16, auto (bf16 on bf16 GPUs), fast (bf16 where native: bf16 GPUs, AVX512-BF16/AMX CPUs)")
     sp.add_argument("--no-transfer", action="store_true", help="STS sentences only")
@@ -385,7 +413,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--readme", default=None, help="README path (default: OUT_DIR/../README.md)")
     sp.add_argument("--curves-png", default=None, help="curves figure (default: OUT_DIR/../figures/training_curves.png)")
     sp.add_argument("--summary-png", default=None, help="STS average figure (default: OUT_DIR/../figures/sts_avg.png)")
-    sp.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (default: 1000)")
+    sp.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap resamples (default: 1000)")
     sp.set_defaults(func=cmd_report)
     sp = common(sub.add_parser("dvc-yaml", help="generate dvc.yaml from the Snakemake DAG"))
     sp.add_argument("--suites", nargs="+", help="default: params.yaml dvc.suites")
@@ -402,21 +430,38 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    _setup_logging(args.verbose)
-    if args.threads:
-        import torch
+def _on_interrupt(signum, frame) -> None:
+    # the first Ctrl-C unwinds (temporaries removed, the run lock released, one line printed);
+    # a second one while that runs ends the process at once
+    signal.signal(signal.SIGINT, lambda *_: os._exit(130))
+    raise KeyboardInterrupt
 
-        torch.set_num_threads(args.threads)
+
+def main(argv: list[str] | None = None) -> int:
+    """The program (argv None) or an in-process call. Ctrl-C prints one line and gives 130 while the
+    command is unfinished, imports and argument parsing included; once it has finished, a Ctrl-C
+    interrupts nothing: the program ignores it until it exits, an in-process caller gets its handler back."""
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, _on_interrupt) if main_thread else None
+    command = "csebench"
     try:
+        args = build_parser().parse_args(argv)
+        command = f"csebench {args.command}"
+        _setup_logging(args.verbose)
+        if args.threads:
+            import torch
+
+            torch.set_num_threads(args.threads)
         args.func(args)
     except CsebenchError as exc:
-        print(f"csebench {args.command}: error: {exc}", file=sys.stderr)
+        print(f"{command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        print(f"{command}: interrupted", file=sys.stderr)
         return 130
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGINT, signal.SIG_IGN if argv is None else previous)
     return 0
 
 

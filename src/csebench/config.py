@@ -21,6 +21,7 @@ import dataclasses
 import difflib
 import hashlib
 import json
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -71,19 +72,27 @@ def _coerce(value: Any, ftype: Any, where: str) -> Any:
     t = str(ftype)
     if value is None:
         return None
+    kind = {"int": "a whole number", "float": "a finite number", "bool": "true or false"}.get(t.split(" ")[0].rstrip("|"))
     try:
-        if t.startswith("int") and not isinstance(value, bool):
+        # YAML's true/false are Python bools, which are ints: never a number here. YAML's .nan and
+        # .inf are floats that pass every "> 0" check and then break training (or train silently).
+        if t.startswith(("int", "float")) and isinstance(value, bool):
+            raise ValueError
+        if t.startswith("int"):
             if isinstance(value, float) and not value.is_integer():
                 raise ValueError
             return int(value)
         if t.startswith("float"):
-            return float(value)  # YAML reads 3e-5 as a string; accept it
+            number = float(value)  # YAML reads 3e-5 as a string; accept it
+            if not math.isfinite(number):
+                raise ValueError
+            return number
         if t.startswith("bool"):
             if not isinstance(value, bool):
                 raise ValueError
             return value
-    except (TypeError, ValueError):
-        raise ConfigError(f"{where}: expected {t.split(' ')[0]}, got {value!r}") from None
+    except (TypeError, ValueError, OverflowError):
+        raise ConfigError(f"{where}: expected {kind}, got {value!r}") from None
     return value
 
 
@@ -112,7 +121,7 @@ class TrainingConfig:
     warmup_steps: int = 0
     max_grad_norm: float = 1.0
     adam_epsilon: float = 1e-8
-    precision: str = "auto"  # auto: bf16 on GPUs that support it, else fp16 on GPU, fp32 on CPU
+    precision: str = "auto"  # auto: bf16 on GPUs with native bf16 (compute capability 8+), else fp16; fp32 on CPU
     log_steps: int = 10
     checkpoint_steps: int = 250  # resumable checkpoint cadence
     eval_batch_size: int = 128
@@ -274,18 +283,25 @@ def load_params(path: str | os.PathLike = "params.yaml", overrides: list[str | o
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"params file not found: {p} (run from the project root or pass --params)")
-    params = _read_yaml(p)
-    check_keys(str(p), params, TOP_KEYS)
-    _check_training_sections(p, params)
+    params = _read_params_file(p)
     for extra in overrides or []:
         q = Path(extra)
         if not q.is_file():
             raise ConfigError(f"config override not found: {q}")
-        more = _read_yaml(q)
-        check_keys(str(q), more, TOP_KEYS)  # a typo in an override file is named with that file
-        _check_training_sections(q, more)
-        params = deep_merge(params, more)
+        params = deep_merge(params, _read_params_file(q))  # a mistake in an override file is named with that file
     return params
+
+
+def _read_params_file(p: Path) -> dict:
+    """One params or override file, checked on its own (before merging loses where a key came from):
+    its structure against the JSON Schema every entry point and Snakemake share, then training keys."""
+    from .schema import validate
+
+    data = _read_yaml(p)
+    check_keys(str(p), data, TOP_KEYS)
+    validate(data, "params", str(p))
+    _check_training_sections(p, data)
+    return data
 
 
 TOP_KEYS = ["paths", "data", "backbones", "training", "methods", "suites", "dvc"]
@@ -318,13 +334,54 @@ def _check_training_sections(p: Path, params: dict) -> None:
                         check(f"suites.{name}.runs[{i}].training", run.get("training"))
 
 
-def _read_yaml(p: Path) -> dict:
+class UniqueKeyLoader(yaml.SafeLoader):
+    """yaml.safe_load's loader, except that a key given twice in one mapping is an error: PyYAML
+    keeps the last silently (a second `temperature:` would win without a word)."""
+
+    def construct_mapping(self, node, deep=False):
+        first: dict = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor` may override, by design
+                continue
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            try:
+                if key in first:
+                    raise DuplicateKeyError(line, f"duplicate key {key!r} (first at line {first[key]}); keep one")
+                first[key] = line
+            except TypeError:  # an unhashable key: the base loader says so
+                break
+        return super().construct_mapping(node, deep=deep)
+
+
+class DuplicateKeyError(yaml.YAMLError):
+    def __init__(self, line: int, message: str):
+        super().__init__(message)
+        self.line, self.message = line, message
+
+
+def load_yaml_text(text: str, name: str):
+    """Parse YAML text (params, config, resource files) with UniqueKeyLoader; errors name ``name``."""
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        return yaml.load(text, Loader=UniqueKeyLoader)
+    except DuplicateKeyError as exc:
+        raise ConfigError(f"{name}:{exc.line}: {exc.message}") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{p}: not valid YAML: {exc}") from None
+        raise ConfigError(f"{name}: not valid YAML: {exc}") from None
+
+
+def read_yaml(path: str | os.PathLike):
+    """A YAML file as load_yaml_text reads it; not UTF-8 is an error naming the file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{p}: not UTF-8 text (byte offset {exc.start})") from None
+    return load_yaml_text(text, str(p))
+
+
+def _read_yaml(p: Path) -> dict:
+    data = read_yaml(p)
     if data is None:
         return {}
     if not isinstance(data, dict):

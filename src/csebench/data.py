@@ -1,6 +1,7 @@
 """Training corpus and evaluation-data preparation.
 
-A corpus is a UTF-8 text file, one sentence per line; blank lines are dropped. Full scale
+A corpus is a UTF-8 text file, one sentence per line ("\n"; a "\r" before it is dropped); blank
+lines are dropped, a line of control characters only (a binary file, a wrong encoding) is an error. Full scale
 downloads wiki1m_for_simcse.txt and senteval.tar from the hub dataset
 princeton-nlp/datasets-for-simcse (cached and resumable by huggingface_hub); the demo reads
 the shared copies (``paths.shared`` in params.yaml or $CSEBENCH_SHARED).
@@ -12,6 +13,7 @@ import hashlib
 import logging
 import os
 import random
+import re
 import shutil
 import tarfile
 import urllib.error
@@ -48,8 +50,14 @@ def hub_download(repo: str, filename: str, cache_dir: str | None = None) -> Path
         ) from None
 
 
+# a line of control characters (C0/C1, not whitespace) and whitespace only; ^ and $ see "\n" only
+_CONTROL = "\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f"
+_CONTROL_LINE = re.compile(rf"^(?:[^\S\n]|[{_CONTROL}])*[{_CONTROL}](?:[^\S\n]|[{_CONTROL}])*$", re.M)
+
+
 def read_corpus(path: str | os.PathLike) -> list[str]:
-    """Sentences of a corpus file: stripped, blank lines dropped. Errors name the file."""
+    """Sentences of a corpus file: one per "\n"-separated line (str.splitlines would also split at
+    U+2028, U+0085, form feeds...), stripped, blank lines dropped. Errors name the file."""
     p = Path(path)
     if not p.is_file():
         raise DataError(f"corpus file not found: {p}")
@@ -61,7 +69,12 @@ def read_corpus(path: str | os.PathLike) -> list[str]:
         raise DataError(f"corpus {p} is not UTF-8: invalid byte at line {line} (byte offset {exc.start}); re-encode it as UTF-8") from None
     if text.startswith("\ufeff"):
         text = text[1:]
-    sentences = [s.strip() for s in text.splitlines()]
+    bad = _CONTROL_LINE.search(text)
+    if bad:
+        chars = ", ".join(sorted({f"U+{ord(c):04X}" for c in bad.group() if not c.isspace()}))
+        raise DataError(f"corpus {p} line {text.count(chr(10), 0, bad.start()) + 1} holds only control characters "
+                        f"({chars}): not text; remove the line, or check the file is the UTF-8 corpus you meant")
+    sentences = [s.strip() for s in text.split("\n")]
     sentences = [s for s in sentences if s]
     if not sentences:
         raise DataError(f"corpus {p} has no sentences (empty or only blank lines)")
@@ -278,7 +291,7 @@ def load_tokenized_corpus(corpus_path: str | os.PathLike, tokenizer, max_length:
     if cache_dir is None:
         return tokenize_corpus(sentences, tokenizer, max_length)
     h = hashlib.sha256(corpus_path.read_bytes()).hexdigest()[:16]
-    key = f"{h}-{tokenizer_fingerprint(tokenizer)}-L{max_length}"
+    key = f"{h}-{tokenizer_fingerprint(tokenizer)}-L{max_length}-n1"  # n1: lines split at "\n" only (read_corpus)
     cache = Path(cache_dir) / f"tokens-{key}.npz"
     if cache.is_file():
         with np.load(cache) as z:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import torch
 import torch.distributed as dist
+
+from .errors import CsebenchError, TrainingError
 
 
 def is_distributed() -> bool:
@@ -41,9 +44,33 @@ def shutdown() -> None:
         dist.destroy_process_group()
 
 
-def barrier() -> None:
-    if is_distributed():
-        dist.barrier()
+def _errors(error: str | None) -> list[str | None]:
+    """Every rank's error in a block (None: it ended well); one collective."""
+    if not is_distributed():
+        return [error]
+    out: list[str | None] = [None] * world_size()
+    dist.all_gather_object(out, error)
+    return out
+
+
+@contextlib.contextmanager
+def fail_together():
+    """A block every rank enters (its work may be rank 0's alone: evaluation, checkpoint, outputs)
+    that ends in one collective sharing how it ended: if it raised on any rank, every rank raises,
+    the failing one its own error, the others a TrainingError carrying it. A rank failing alone
+    would otherwise leave the others waiting in their next collective until the NCCL timeout.
+    Also the block's barrier."""
+    try:
+        yield
+    except Exception as exc:
+        message = str(exc) if isinstance(exc, CsebenchError) else f"{type(exc).__name__}: {exc}"
+        with contextlib.suppress(Exception):  # a broken process group must not mask this error
+            _errors(message)
+        raise
+    failed = [(r, e) for r, e in enumerate(_errors(None)) if e is not None]
+    if failed:
+        r, error = failed[0]
+        raise TrainingError(f"rank {r} failed: {error}")
 
 
 class _GatherSumGrad(torch.autograd.Function):
@@ -60,9 +87,11 @@ class _GatherSumGrad(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
-        grad = grad.contiguous().clone()
-        dist.all_reduce(grad, op=dist.ReduceOp.SUM)
-        return grad[ctx.rank * ctx.rows : (ctx.rank + 1) * ctx.rows]
+        # rows are gathered in the compute dtype (bf16/fp16 under autocast), but their gradients are
+        # summed in fp32: a bf16 all-reduce rounds every partial sum to 8 significant bits
+        total = torch.empty(grad.shape, dtype=torch.float32, device=grad.device).copy_(grad)
+        dist.all_reduce(total, op=dist.ReduceOp.SUM)
+        return total[ctx.rank * ctx.rows : (ctx.rank + 1) * ctx.rows].to(grad.dtype)
 
 
 def gather_with_grad(x: torch.Tensor) -> tuple[torch.Tensor, int]:
@@ -82,13 +111,14 @@ def gather_with_grad(x: torch.Tensor) -> tuple[torch.Tensor, int]:
     return _GatherSumGrad.apply(x), rank() * x.shape[0]
 
 
-def all_reduce_mean(values: list[float], device: torch.device | str = "cpu") -> list[float]:
-    """Mean over ranks of a list of floats (identity on one process)."""
+def all_reduce_mean(t: torch.Tensor) -> torch.Tensor:
+    """Mean over ranks of a tensor (itself on one process). Asynchronous on the host: nothing is
+    read back here."""
     if not is_distributed():
-        return list(values)
-    t = torch.tensor(values, dtype=torch.float64, device=device)
+        return t
+    t = t.clone()
     dist.all_reduce(t, op=dist.ReduceOp.SUM)
-    return (t / world_size()).tolist()
+    return t / world_size()
 
 
 def average_gradients(params) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from .config import find_run, load_params
+from .config import find_run, load_params, read_yaml
 from .errors import CsebenchError
 
 METRIC_FILES = ("train.json", "sts.json", "transfer.json")
@@ -31,7 +31,7 @@ def suite_config_args(suite: str, cwd: str | Path = ".") -> list[str]:
     also choose analyses and demo-scale paper items), else the suite alone, without the paper items
     of the default config (config/paper.yaml builds every registry suite)."""
     path = Path(cwd) / "config" / f"{suite}.yaml"
-    if path.is_file() and (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("suites") == [suite]:
+    if path.is_file() and (read_yaml(path) or {}).get("suites") == [suite]:
         return ["--configfile", f"config/{suite}.yaml", "--config", "progress=false"]
     return ["--config", f"suites=[{suite}]", "reproduce=none", "progress=false"]
 

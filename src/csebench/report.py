@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import yaml
 
+from .config import load_yaml_text
 from .evaluation.sts import TABLE_NAMES, TEST_TASKS
 from .io import atomic_path, read_json, write_csv, write_text
 from .stats import TestResult, paired_bootstrap_sts, paired_ttest
@@ -54,7 +54,7 @@ STS_COLUMNS = KINDS["sts"].columns + ["Avg."]
 
 def load_published() -> dict:
     text = importlib.resources.files("csebench").joinpath("resources/published.yaml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    return load_yaml_text(text, "resources/published.yaml")
 
 
 def published_for(kind: str, backbone: str, method: str, run: str | None = None, published: dict | None = None) -> list[dict]:

@@ -94,7 +94,7 @@ def build_teacher_cache(model_dir: str | os.PathLike, corpus: str | os.PathLike,
                         max_seq_length: int | None = None, batch_size: int | None = None,
                         cache_dir: str | os.PathLike | None = None, device: str | None = None) -> dict:
     """Embed ``corpus`` with the saved model in ``model_dir``; write out (.npy) and its .json metadata."""
-    from .encoder import load_encoder
+    from .encoder import check_max_seq_length, load_encoder
 
     model_dir = Path(model_dir)
     if not model_dir.is_dir():
@@ -104,6 +104,7 @@ def build_teacher_cache(model_dir: str | os.PathLike, corpus: str | os.PathLike,
         max_seq_length = (run or {}).get("max_seq_length") or 32
     read_corpus(corpus)  # clear error for a missing / empty / non-UTF-8 corpus
     encoder = load_encoder(model_dir)
+    check_max_seq_length(encoder, int(max_seq_length), "--max-seq-length")
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     encoder.to(device)
     emb = embed_corpus(encoder, corpus, int(max_seq_length), batch_size, cache_dir, device)
@@ -202,21 +203,30 @@ class TeacherBank:
             log.info("teacher bank of %.1f GB exceeds the in-memory limit: gathering rows from memory maps",
                      self.rows * self.dim * 4 / 1024**3)
 
-    def lookup(self, idx: torch.Tensor) -> torch.Tensor:
-        """(n, M*D) scaled concatenated teacher embeddings of corpus rows ``idx``, on idx's device."""
-        cpu_idx = idx.detach().to("cpu", torch.long)
+    def lookup(self, idx: torch.Tensor, device: torch.device | str | None = None) -> torch.Tensor:
+        """(n, M*D) scaled concatenated teacher embeddings of corpus rows ``idx`` (host indices, as
+        the trainer passes them), on ``device`` (default: idx's). The rows are gathered on the host
+        into pinned memory and copied without blocking: indices sent to the GPU and read back
+        would be a host wait mid-step, and a copy from pageable memory blocks the host. (Torch's
+        pinned-memory cache does not hand a block out again before its copy has run.)"""
+        device = torch.device(device) if device is not None else idx.device
+        idx = idx.detach().to("cpu", torch.long)
+        pinned = device.type == "cuda"
+        out = torch.empty((idx.shape[0], self.dim), dtype=torch.float32, pin_memory=pinned)
         if self.matrix is not None:
-            out = self.matrix.index_select(0, cpu_idx)
+            torch.index_select(self.matrix, 0, idx, out=out)
         else:
-            np_idx = cpu_idx.numpy()
-            out = torch.from_numpy(np.concatenate([a[np_idx] for a in self._arrays], axis=1) * np.float32(self.scale))
-        return out.to(idx.device, non_blocking=True)
+            rows, col, buf = idx.numpy(), 0, out.numpy()
+            for a in self._arrays:
+                np.multiply(a[rows], np.float32(self.scale), out=buf[:, col : col + a.shape[1]])
+                col += a.shape[1]
+        return out.to(device, non_blocking=pinned)
 
-    def logits(self, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
-        """Teacher cosines averaged over the M components: (len(rows), len(cols))."""
+    def logits(self, rows: torch.Tensor, cols: torch.Tensor, device: torch.device | str | None = None) -> torch.Tensor:
+        """Teacher cosines averaged over the M components: (len(rows), len(cols)), on ``device``."""
         from .objectives.base import no_autocast
 
-        a = self.lookup(rows)
-        b = a if cols is rows else self.lookup(cols)
+        a = self.lookup(rows, device)
+        b = a if cols is rows else self.lookup(cols, device)
         with no_autocast(a.device):  # float32 cosines even inside the trainer's autocast
             return a @ b.T

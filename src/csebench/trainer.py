@@ -5,7 +5,8 @@ pass (different dropout masks = the two views), pool (+ MLP head), build a StepC
 ask the Objective for the loss. STS-B dev is evaluated every ``eval_steps``; the best model is
 saved in Hugging Face + sentence-transformers format. A resumable checkpoint (model, optimizer,
 scheduler, RNG states, data position, objective state such as IS-CSE's buffer, best dev score)
-is written atomically every ``checkpoint_steps``; rerunning the same command resumes from it.
+is written atomically every ``checkpoint_steps`` as safetensors + JSON with a manifest (checkpoint.py,
+never a pickle); rerunning the same command resumes from it once the manifest checks out.
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import distributed
+from . import checkpoint, distributed
 from .config import RunConfig
 from .data import load_tokenized_corpus, senteval_root
-from .encoder import SentenceEncoder, build_encoder, pool
+from .encoder import SentenceEncoder, build_encoder, check_max_seq_length, pool
 from .errors import TrainingError
 from .evaluation.sts import cap_pairs, load_sickr, load_stsb, spearman100, sts_pair_similarities
-from .io import atomic_path, write_csv, write_json
+from .io import atomic_path, replace_dir, staged_outputs, write_csv, write_json
 from .loader import BatchLoader
 from .objectives import Objective
 from .objectives.base import StepContext
@@ -71,14 +72,15 @@ def pick_device() -> torch.device:
 def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
     """Training autocast. CPU: fp32 unless bf16 is asked for, or "fast" on a CPU that computes bf16
     natively (AVX512-BF16/AMX: a MiniLM step ~1.8x faster; elsewhere emulated bf16 is slower than fp32).
-    GPU: "auto" and "fast" = bf16 where supported, else fp16 (with loss scaling)."""
-    if device.type != "cuda":
-        from .encoder import cpu_has_native_bf16
+    GPU: "auto" and "fast" = bf16 where the GPU computes it natively (compute capability 8+), else
+    fp16 with loss scaling (V100, T4: emulated bf16 is slower than fp16 there)."""
+    from .encoder import cpu_has_native_bf16, cuda_has_native_bf16  # looked up per call (tests patch them)
 
+    if device.type != "cuda":
         return torch.bfloat16 if precision == "bf16" or (precision == "fast" and cpu_has_native_bf16()) else None
     if precision == "fp32":
         return None
-    if precision == "bf16" or (precision in ("auto", "fast") and torch.cuda.is_bf16_supported()):
+    if precision == "bf16" or (precision in ("auto", "fast") and cuda_has_native_bf16()):
         return torch.bfloat16
     return torch.float16
 
@@ -178,6 +180,8 @@ class Trainer:
                                      projection_dim=self.t.projection_dim, num_layers=self.t.num_layers,
                                      projection_head=self.t.projection_head,
                                      what=f"backbones.{cfg.backbone_name}.model").to(self.device)
+        # before tokenizing: a length past the position table fails mid-training otherwise
+        check_max_seq_length(self.encoder, self.t.max_seq_length, f"training.max_seq_length (suite {cfg.suite}, run {cfg.name})")
         self.tokens = load_tokenized_corpus(corpus_path, self.encoder.tokenizer, self.t.max_seq_length, cache_dir)
         n = len(self.tokens)
         if n < 2 * self.world:
@@ -230,6 +234,8 @@ class Trainer:
         self.train_rows: list[list] = []
         self.dev_rows: list[list] = []
         self.log_keys: list[str] = []
+        self._unread: list[tuple[int, torch.Tensor]] = []  # (step, loss on the device) not yet read back
+        self._last_logs: dict = {}
 
     # ------------------------------------------------------------------ checkpoints
 
@@ -237,7 +243,10 @@ class Trainer:
         if self.rank != 0:
             return
         with atomic_path(self.ckpt_dir, is_dir=True) as tmp:
-            torch.save({
+            if (self.out_dir / "best_model.partial").exists():
+                # hard links: best_model.partial is only ever replaced as a whole, never edited in place
+                _copy_tree(self.out_dir / "best_model.partial", tmp / "best_model")
+            checkpoint.save(tmp, {  # its manifest last, covering best_model/ too
                 "encoder": self.encoder.state_dict(), "objective": self.objective.state_dict(),
                 "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
                 "scaler": self.scaler.state_dict() if self.scaler else None,
@@ -245,41 +254,60 @@ class Trainer:
                 "dev_rows": self.dev_rows, "log_keys": self.log_keys,
                 "run": {"suite": self.cfg.suite, "name": self.cfg.name, "seed": self.cfg.seed,
                         "total_steps": self.total_steps, "fingerprint": self.fingerprint, "world_size": self.world},
-            }, tmp / "trainer.pt")
-            if (self.out_dir / "best_model.partial").exists():
-                # hard links: best_model.partial is only ever replaced as a whole, never edited in place
-                _copy_tree(self.out_dir / "best_model.partial", tmp / "best_model")
+            })
+
+    def _checkpoint_dirs(self) -> tuple[Path, Path]:
+        # a kill between the two renames of the atomic directory swap leaves only the previous one, as .checkpoint.old
+        return self.ckpt_dir, self.out_dir / f".{self.ckpt_dir.name}.old"
 
     def checkpoint_file(self) -> Path | None:
-        """The last complete checkpoint. A kill between the two renames of the atomic directory
-        swap leaves only the previous one, under .checkpoint.old: use that."""
-        for d in (self.ckpt_dir, self.out_dir / f".{self.ckpt_dir.name}.old"):
-            if (d / "trainer.pt").is_file():
-                return d / "trainer.pt"
+        """The manifest of the last checkpoint written (not verified: see usable_checkpoint)."""
+        return next((d / checkpoint.MANIFEST for d in self._checkpoint_dirs() if (d / checkpoint.MANIFEST).is_file()), None)
+
+    def usable_checkpoint(self) -> Path | None:
+        """The folder of the last checkpoint that matches its manifest; a warning names what is wrong
+        with any other (then the run starts over)."""
+        problems = []
+        for d in self._checkpoint_dirs():
+            if not d.is_dir():
+                continue
+            try:
+                state = checkpoint.read_state(d) if (d / checkpoint.STATE).is_file() else {}
+                # a best model was kept (best_step >= 0): its weights must be in the checkpoint too
+                needed = ("best_model/model.safetensors",) if (state.get("state") or {}).get("best_step", -1) >= 0 else ()
+                problem = checkpoint.verify(d, needed)
+            except (OSError, ValueError, AttributeError, TypeError) as exc:
+                problem = f"is unreadable ({exc})"
+            if problem is None:
+                return d
+            problems.append(f"checkpoint {d} {problem}")
+        if problems:
+            log.warning("%s; starting over", "; ".join(problems))
         return None
 
     def _clean_stale(self) -> None:
-        """Remove what an interrupted earlier attempt may have left: temporaries of atomic
-        writes, an unfinished best model, and the outputs that mark a run finished (a rerun
-        must not leave an old train.json beside a new partial run)."""
+        """Remove what an interrupted earlier attempt may have left: temporaries of atomic writes,
+        an unfinished best model, and outputs without the train.json that marks them finished. A
+        finished run (train --force) stays whole until the new one replaces it in finish()."""
         if self.rank != 0:
             return
         for p in self.out_dir.iterdir():
             if p.name.startswith(".") and (p.name.endswith(".tmp") or p.name.endswith(".old")) \
                     and p.name != f".{self.ckpt_dir.name}.old":
                 shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
-        for name in ("train.json", "train_timing.json", "train_curve.csv", "dev_curve.csv"):
-            (self.out_dir / name).unlink(missing_ok=True)
-        for name in ("model", "best_model.partial"):
-            shutil.rmtree(self.out_dir / name, ignore_errors=True)
+        shutil.rmtree(self.out_dir / "best_model.partial", ignore_errors=True)
+        if not (self.out_dir / "train.json").is_file():
+            for name in ("train_timing.json", "train_curve.csv", "dev_curve.csv"):
+                (self.out_dir / name).unlink(missing_ok=True)
+            shutil.rmtree(self.out_dir / "model", ignore_errors=True)
 
     def maybe_resume(self) -> bool:
-        ckpt = self.checkpoint_file()
         self._clean_stale()
+        ckpt = self.usable_checkpoint()
         if ckpt is None:
             return False
         try:
-            blob = torch.load(ckpt, map_location=self.device, weights_only=False)
+            blob = checkpoint.load(ckpt, self.device)
         except Exception as exc:  # an unreadable checkpoint is a lost checkpoint, not a failed run
             log.warning("checkpoint %s is unreadable (%s); starting over", ckpt, exc)
             return False
@@ -299,8 +327,8 @@ class Trainer:
         self.state = TrainState(**blob["state"])
         _set_rng_state(blob["rng"])
         self.train_rows, self.dev_rows, self.log_keys = blob["train_rows"], blob["dev_rows"], blob["log_keys"]
-        if self.rank == 0 and (ckpt.parent / "best_model").is_dir():
-            _copy_tree(ckpt.parent / "best_model", self.out_dir / "best_model.partial")
+        if self.rank == 0 and (ckpt / "best_model").is_dir():
+            _copy_tree(ckpt / "best_model", self.out_dir / "best_model.partial")
         log.info("resumed %s from step %d (best dev %.2f at step %d)", self.cfg.run_id, self.state.step,
                  self.state.best_dev, self.state.best_step)
         return True
@@ -327,12 +355,14 @@ class Trainer:
         for layer in self.layers:
             rep = self.encoder.project(pool(self.encoder.pooler, hs, mask2, layer=layer), train_head=True)
             layer_z1[layer], layer_z2[layer] = rep[:b], rep[b:]
-        idx_local = torch.as_tensor(local, device=self.device)
+        # corpus indices stay on the host: DistillCSE looks its teacher rows up there (sending them to
+        # the GPU only for the lookup to read them back was a host wait mid-step)
+        idx_local = torch.as_tensor(local)
         offset = 0
         if self.world > 1:
             z2, offset = distributed.gather_with_grad(z2)
             layer_z2 = {k: distributed.gather_with_grad(v)[0] for k, v in layer_z2.items()}
-            all_idx = torch.as_tensor(batch_idx, device=self.device)
+            all_idx = torch.as_tensor(batch_idx)
         else:
             all_idx = idx_local
         return StepContext(z1=z1, z2=z2, temperature=self.t.temperature, step=self.state.step,
@@ -340,9 +370,10 @@ class Trainer:
                            positive_offset=offset, layer_z1=layer_z1, layer_z2=layer_z2,
                            num_layers=self.encoder.num_layers, world_size=self.world, rank=self.rank)
 
-    def forward_loss(self, batch_idx: np.ndarray) -> tuple[torch.Tensor, dict[str, float]]:
-        """This rank's loss on its slice of the global batch, and the logs averaged over ranks
-        (so they equal the single-process values). A non-finite loss on any rank stops all ranks."""
+    def forward_loss(self, batch_idx: np.ndarray, read: bool = True) -> tuple[torch.Tensor, dict[str, float] | None]:
+        """This rank's loss on its slice of the global batch, and (``read``) the logs read back by
+        ``read_logs``. Unread, the loss and its parts stay on the device: a host read waits for the
+        GPU to finish the step, so the training loop reads only where it needs the values."""
         self.model.train()
         self.objective.train()
         seed = step_seed(self.cfg.seed, self.rank, self.state.step)
@@ -355,17 +386,42 @@ class Trainer:
         # the loss outside autocast: every term's similarities, softmaxes and buffers in float32
         # (under autocast their matrix products would run in bf16/fp16 whatever the inputs' dtype)
         loss, logs = self.objective(ctx)
-        keys = sorted(logs)
-        values = distributed.all_reduce_mean([float(loss.detach())] + [float(logs[k]) for k in keys], self.device)
-        logs = dict(zip(keys, values[1:]))
-        logs["loss"] = values[0]
-        if not math.isfinite(values[0]):
-            ckpt = self.checkpoint_file()
-            last = (f"the last good checkpoint is {ckpt.parent} (step {self._ckpt_step(ckpt)})" if ckpt
-                    else "no checkpoint was written yet")
-            raise TrainingError(f"loss is {values[0]} at step {self.state.step + 1} of {self.cfg.run_id}; {last}. "
-                                f"Lower training.learning_rate or check the objective settings.")
-        return loss, logs
+        self._unread.append((self.state.step + 1, loss.detach().float()))
+        self._last_logs = logs
+        return loss, (self.read_logs() if read else None)
+
+    def reads_logs_at(self, step: int) -> bool:
+        """Steps (1-based) after which the loop reads the losses back: log rows, dev evaluations,
+        checkpoints and the last step, so nothing non-finite is evaluated or saved. A non-finite
+        loss therefore stops training at most log_steps - 1 steps after the step that produced it."""
+        t = self.t
+        return (step == 1 or step % t.log_steps == 0 or step % t.eval_steps == 0
+                or step % t.checkpoint_steps == 0 or step == self.total_steps)
+
+    def read_logs(self) -> dict[str, float]:
+        """Read back, in one copy (one all-reduce under DDP), the losses of every step since the
+        last read and the last step's logs, averaged over ranks (so they equal the single-process
+        values). A non-finite loss at any of those steps on any rank stops all ranks, naming the
+        first such step."""
+        steps = [s for s, _ in self._unread]
+        logs = self._last_logs
+        on_device = [k for k in sorted(logs) if isinstance(logs[k], torch.Tensor)]  # the loss parts
+        on_host = [k for k in sorted(logs) if k not in on_device]  # the terms' own logs
+        vec = torch.cat([torch.stack([v for _, v in self._unread] + [logs[k] for k in on_device]).double(),
+                         torch.tensor([float(logs[k]) for k in on_host], dtype=torch.float64).to(self.device)])
+        values = distributed.all_reduce_mean(vec).tolist()
+        self._unread = []
+        losses = values[: len(steps)]
+        for step, value in zip(steps, losses):
+            if not math.isfinite(value):
+                ckpt = self.checkpoint_file()
+                last = (f"the last good checkpoint is {ckpt.parent} (step {self._ckpt_step(ckpt)})" if ckpt
+                        else "no checkpoint was written yet")
+                raise TrainingError(f"loss is {value} at step {step} of {self.cfg.run_id}; {last}. "
+                                    f"Lower training.learning_rate or check the objective settings.")
+        logs = dict(zip(on_device + on_host, values[len(steps) :]))
+        logs["loss"] = losses[-1]
+        return logs
 
     def backward(self, loss: torch.Tensor) -> None:
         """Gradients of the mean loss over the global batch (DDP averages the encoder's; the
@@ -378,8 +434,9 @@ class Trainer:
             loss.backward()
         distributed.average_gradients(p for p in self.objective.parameters() if p.requires_grad)
 
-    def train_step(self, batch_idx: np.ndarray) -> dict[str, float]:
-        loss, logs = self.forward_loss(batch_idx)
+    def train_step(self, batch_idx: np.ndarray, read: bool = True) -> dict[str, float] | None:
+        """One optimizer step; the logs read back (``read``) or None."""
+        loss, logs = self.forward_loss(batch_idx, read)
         self.backward(loss)
         if self.t.max_grad_norm > 0:
             torch.nn.utils.clip_grad_norm_(self.encoder.parameters(), self.t.max_grad_norm)
@@ -389,13 +446,14 @@ class Trainer:
         else:
             self.optimizer.step()
         self.scheduler.step()
-        logs["lr"] = self.scheduler.get_last_lr()[0]
+        if logs is not None:
+            logs["lr"] = self.scheduler.get_last_lr()[0]
         return logs
 
     @staticmethod
     def _ckpt_step(ckpt: Path) -> int | str:
         try:
-            return int(torch.load(ckpt, map_location="cpu", weights_only=False)["state"]["step"])
+            return int(checkpoint.read_state(ckpt.parent)["state"]["step"])
         except Exception:
             return "unknown"
 
@@ -403,20 +461,21 @@ class Trainer:
 
     def evaluate_and_keep_best(self) -> float:
         score = float("nan")
-        if self.rank == 0:
-            score = self.dev(self.encoder)
-            self.dev_rows.append([self.state.step, round(score, 4)])
-            if score > self.state.best_dev:
-                self.state.best_dev, self.state.best_step = score, self.state.step
-                # SICK-R dev of the selected checkpoint only: one 500-pair pass per new best, not per evaluation
-                self.state.best_sickr_dev = self.dev.sickr(self.encoder)
-                self.encoder.save(self.out_dir / "best_model.partial")
-        distributed.barrier()
+        with distributed.fail_together():  # rank 0 evaluates and saves; a failure there stops every rank
+            if self.rank == 0:
+                score = self.dev(self.encoder)
+                self.dev_rows.append([self.state.step, round(score, 4)])
+                if score > self.state.best_dev:
+                    self.state.best_dev, self.state.best_step = score, self.state.step
+                    # SICK-R dev of the selected checkpoint only: one 500-pair pass per new best, not per evaluation
+                    self.state.best_sickr_dev = self.dev.sickr(self.encoder)
+                    self.encoder.save(self.out_dir / "best_model.partial")
         return score
 
     def run(self) -> dict:
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        self.maybe_resume()
+        with distributed.fail_together():
+            self.maybe_resume()
         n_before = self.state.step
         from tqdm import tqdm
 
@@ -428,10 +487,10 @@ class Trainer:
         while self.state.step < self.total_steps:
             batches = data_order(len(self.tokens), self.t.batch_size, self.cfg.seed, self.state.epoch, self.world)
             while self.state.batch_in_epoch < len(batches) and self.state.step < self.total_steps:
-                logs = self.train_step(batches[self.state.batch_in_epoch])
+                logs = self.train_step(batches[self.state.batch_in_epoch], read=self.reads_logs_at(self.state.step + 1))
                 self.state.step += 1
                 self.state.batch_in_epoch += 1
-                if self.state.step % self.t.log_steps == 0 or self.state.step == 1:
+                if logs is not None and (self.state.step % self.t.log_steps == 0 or self.state.step == 1):
                     if not self.log_keys:
                         self.log_keys = sorted(logs)
                     self.train_rows.append([self.state.step] + [round(logs.get(k, float("nan")), 6) for k in self.log_keys])
@@ -441,11 +500,13 @@ class Trainer:
                         log.info("%s step %d/%d loss %.4f stsb_dev %.2f (best %.2f @ %d)", self.cfg.run_id,
                                  self.state.step, self.total_steps, logs["loss"], last_dev, self.state.best_dev,
                                  self.state.best_step)
-                bar.set_postfix(loss=f"{logs['loss']:.4f}", dev=f"{last_dev:.2f}", refresh=False)
+                if logs is not None:
+                    bar.set_postfix(loss=f"{logs['loss']:.4f}", dev=f"{last_dev:.2f}", refresh=False)
                 bar.update(1)
                 self.state.elapsed = time.perf_counter() - t0
                 if self.state.step % self.t.checkpoint_steps == 0 and self.state.step < self.total_steps:
-                    self.save_checkpoint()
+                    with distributed.fail_together():  # written by rank 0
+                        self.save_checkpoint()
             if self.state.batch_in_epoch >= len(batches):
                 self.state.epoch += 1
                 self.state.batch_in_epoch = 0
@@ -454,9 +515,10 @@ class Trainer:
         return self.finish(elapsed, self.state.step - n_before, resumed_from)
 
     def finish(self, elapsed: float, steps_this_run: int, resumed_from: int | None = None) -> dict:
-        """Write the outputs, each under a temporary name first; train.json last (it marks the
-        run complete), then drop the checkpoint. Metrics files hold no timing, so the same seed
-        gives byte-identical files; timing goes to train_timing.json."""
+        """Write the outputs, all under temporary names first, then rename them into place together
+        (a finished run there before is replaced only now); train.json last (it marks the run
+        complete), then drop the checkpoint. Metrics files hold no timing, so the same seed gives
+        byte-identical files; timing goes to train_timing.json."""
         summary = {
             "run": self.cfg.run_id, "suite": self.cfg.suite, "method": self.cfg.method,
             "backbone": self.cfg.backbone_name, "seed": self.cfg.seed,
@@ -470,33 +532,29 @@ class Trainer:
                            stsb_dev_protocol="capped")
         timing = {"train_seconds": round(elapsed, 1), "steps_this_attempt": steps_this_run,
                   "resumed_from_step": resumed_from}
-        if self.rank == 0:
-            try:
-                self._write_outputs(summary, timing)
-            except BaseException:  # leave nothing that looks finished; the checkpoint stays for a rerun
-                for name in ("train.json", "train_timing.json", "train_curve.csv", "dev_curve.csv"):
-                    (self.out_dir / name).unlink(missing_ok=True)
-                shutil.rmtree(self.out_dir / "model", ignore_errors=True)
-                raise
-            shutil.rmtree(self.ckpt_dir, ignore_errors=True)
-            shutil.rmtree(self.out_dir / f".{self.ckpt_dir.name}.old", ignore_errors=True)
-        distributed.barrier()
+        with distributed.fail_together():  # rank 0 writes; a failure there stops every rank
+            if self.rank == 0:
+                try:
+                    self._write_outputs(summary, timing)
+                except BaseException:  # nothing new is in place; the checkpoint stays for a rerun
+                    shutil.rmtree(self.out_dir / "best_model.partial", ignore_errors=True)
+                    raise
+                shutil.rmtree(self.ckpt_dir, ignore_errors=True)
+                shutil.rmtree(self.out_dir / f".{self.ckpt_dir.name}.old", ignore_errors=True)
         return summary
 
     def _write_outputs(self, summary: dict, timing: dict) -> None:
-        write_csv(self.out_dir / "train_curve.csv", ["step"] + self.log_keys, self.train_rows)
-        write_csv(self.out_dir / "dev_curve.csv", ["step", "stsb_dev"], self.dev_rows)
         partial = self.out_dir / "best_model.partial"
         if not partial.is_dir():  # dev score never finite: keep the final weights
             log.warning("%s: no finite STS-B dev score; saving the final model", self.cfg.run_id)
             self.encoder.save(partial)
         (partial / "training_config.json").write_text(json.dumps(self.cfg.to_dict(), indent=2, default=str) + "\n")
-        final = self.out_dir / "model"
-        if final.exists():
-            shutil.rmtree(final)
-        partial.rename(final)
-        write_json(self.out_dir / "train_timing.json", timing)
-        write_json(self.out_dir / "train.json", summary)  # written last: marks the run complete
+        with staged_outputs(marker=self.out_dir / "train.json"):
+            write_csv(self.out_dir / "train_curve.csv", ["step"] + self.log_keys, self.train_rows)
+            write_csv(self.out_dir / "dev_curve.csv", ["step", "stsb_dev"], self.dev_rows)
+            replace_dir(partial, self.out_dir / "model")
+            write_json(self.out_dir / "train_timing.json", timing)
+            write_json(self.out_dir / "train.json", summary)  # written last: marks the run complete
 
 
 def _copy_tree(src: Path, dst: Path) -> None:

@@ -14,8 +14,24 @@ from __future__ import annotations
 
 
 from .config import EVAL_PRECISIONS, find_run, load_params, resolve_run, suite_runs, suite_seeds
+from .schema import schema_path
 
-__all__ = ["load_params", "jobs", "evaluated_jobs", "suite_data", "run_dir", "teacher_jobs", "run_fingerprint"]
+__all__ = ["load_params", "jobs", "evaluated_jobs", "suite_data", "run_dir", "teacher_jobs", "run_fingerprint",
+           "check_snakemake_config", "schema_path"]
+
+
+def check_snakemake_config(config: dict, configfiles) -> None:
+    """The Snakemake config, before anything reads it: each config file again for keys given twice
+    (Snakemake's reader keeps the last silently), then the merged config against the schema."""
+    from .config import read_yaml
+    from .schema import validate
+
+    for f in configfiles:
+        read_yaml(f)
+    for key in ("progress", "plan"):  # `--config plan=false` arrives as the text 'false', which is truthy
+        if isinstance(config.get(key), str) and config[key].lower() in ("true", "false"):
+            config[key] = config[key].lower() == "true"
+    validate(config, "snakemake-config", "Snakemake config (config/*.yaml, --configfile, --config)")
 
 
 def suite_data(params: dict, suite: str) -> str:

@@ -317,6 +317,8 @@ ANALYSES = ["align-uniform", "cosine-dist", "layers", "topk-negatives", "teacher
 
 
 def add_parsers(sub, common) -> None:
+    from ..cli import positive_int
+
     sp = common(sub.add_parser("analyze", help="one of the papers' analyses of a model (JSON; some also PNG/Markdown)"))
     sp.add_argument("analysis", choices=ANALYSES)
     sp.add_argument("--model", help="model folder (or packaged:minilm)")
@@ -328,7 +330,7 @@ def add_parsers(sub, common) -> None:
     sp.add_argument("--markdown", help="Markdown table (neighbours)")
     sp.add_argument("--label", default="", help="model name in figures (default: the run folder)")
     sp.add_argument("--pooler", default=None, help="override the saved evaluation pooler")
-    sp.add_argument("--batch-size", type=int, default=None, help="encoding batch size (default: 128 on a GPU, 64 on CPU, the faster there)")
+    sp.add_argument("--batch-size", type=positive_int, default=None, help="encoding batch size (default: 128 on a GPU, 64 on CPU, the faster there)")
     sp.add_argument("--embeddings", nargs="+", default=None,
                     help="embeddings table(s) (`csebench embed`): align-uniform, cosine-dist, embed-dim: the model's; "
                          "model-correlation: any of the models' (matched to them); ensemble-sts: the members'")
@@ -339,12 +341,12 @@ def add_parsers(sub, common) -> None:
     sp.add_argument("--split", default="test", choices=["dev", "test"], help="STS-B split (default test)")
     sp.add_argument("--seed", type=int, default=0, help="sampling seed (ensemble-sts: the seed recorded in run_info)")
     sp.add_argument("--include-special", action="store_true", help="layers: count [CLS]/[SEP] in TokSim")
-    sp.add_argument("--batch-sizes", type=int, nargs="+", default=[16, 32, 64, 128, 256, 512, 1024], help="topk-negatives")
-    sp.add_argument("--repeats", type=int, default=100, help="topk-negatives: batches per size")
-    sp.add_argument("--pool-size", type=int, default=4096, help="topk-negatives: corpus sentences embedded")
+    sp.add_argument("--batch-sizes", type=positive_int, nargs="+", default=[16, 32, 64, 128, 256, 512, 1024], help="topk-negatives")
+    sp.add_argument("--repeats", type=positive_int, default=100, help="topk-negatives: batches per size")
+    sp.add_argument("--pool-size", type=positive_int, default=4096, help="topk-negatives: corpus sentences embedded")
     sp.add_argument("--k", type=int, default=None, help="top-k (topk-negatives: 4) / neighbours (neighbours: 3)")
-    sp.add_argument("--logit-batch-size", type=int, default=64, help="teacher-logits, distill-loss: in-batch size N")
-    sp.add_argument("--n-batches", type=int, default=20, help="teacher-logits: training batches; distill-loss: batches per split")
+    sp.add_argument("--logit-batch-size", type=positive_int, default=64, help="teacher-logits, distill-loss: in-batch size N")
+    sp.add_argument("--n-batches", type=positive_int, default=20, help="teacher-logits: training batches; distill-loss: batches per split")
     sp.add_argument("--temperature", type=float, default=0.05, help="teacher-logits: softmax temperature of sharpness")
     sp.add_argument("--dims", type=int, nargs="+", default=[128, 256], help="embed-dim: projection sizes")
     sp.add_argument("--methods", nargs="+", default=["random", "pca"], choices=["random", "pca"], help="embed-dim")

@@ -57,9 +57,9 @@ class _BatchBank:
         scale = 1.0 / math.sqrt(self.num_teachers)
         self.matrix = torch.cat([F.normalize(t.float(), dim=-1) * scale for t in teacher_embs], dim=1)
 
-    def logits(self, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
-        m = self.matrix.to(rows.device)
-        return m[rows] @ m[cols].T
+    def logits(self, rows: torch.Tensor, cols: torch.Tensor, device: torch.device | None = None) -> torch.Tensor:
+        m = self.matrix.to(device if device is not None else rows.device)
+        return m[rows.to(m.device)] @ m[cols.to(m.device)].T
 
 
 def measurement_settings(settings: DistillationSettings | None = None, **override) -> DistillationSettings:
@@ -146,16 +146,14 @@ def batch_embedder(enc, max_seq_length: int, train_head: bool) -> EncodeFn:
 
 
 def attach_training_head(enc, model_dir: str) -> bool:
-    """Give a saved cls-pooler model its training MLP head (mlp_head.pt) back; True if it has one."""
-    from ..encoder import MLPHead, read_encoder_meta
+    """Give a saved cls-pooler model its training MLP head back; True if it has one."""
+    from ..encoder import MLPHead, has_head_weights, load_head_weights, read_encoder_meta
 
     if enc.head is not None:
         return True
-    path = Path(model_dir) / "mlp_head.pt"
-    if read_encoder_meta(model_dir).get("pooler") != "cls" or not path.is_file():
+    if read_encoder_meta(model_dir).get("pooler") != "cls" or not has_head_weights(model_dir):
         return False
-    head = MLPHead(enc.hidden_size)
-    head.load_state_dict(torch.load(path, map_location="cpu"))
+    head = load_head_weights(MLPHead(enc.hidden_size), model_dir)
     enc.head = head.to(next(enc.parameters()).device)
     return True
 

@@ -74,7 +74,10 @@ class Objective(nn.Module):
             layers.update(term.intermediate_layers())
         return sorted(layers)
 
-    def forward(self, ctx: StepContext) -> tuple[torch.Tensor, dict[str, float]]:
+    def forward(self, ctx: StepContext) -> tuple[torch.Tensor, dict[str, float | torch.Tensor]]:
+        """The loss, and the logs: each loss part as a detached 0-d tensor on the device (reading it
+        here would make the host wait for the GPU every step; the trainer reads them back every
+        log_steps), the terms' own logs (``logs()``) as floats."""
         extra = [e for t in self.terms.values() if (e := t.extra_negatives(ctx)) is not None]
         contrastive = info_nce(ctx, extra)
         for term in self.terms.values():
@@ -86,10 +89,7 @@ class Objective(nn.Module):
             if add is not None:
                 loss = loss + add
                 parts[f"loss_{key}"] = add
-        # one device-to-host copy for all loss parts (a float() per part is a CUDA sync each,
-        # and the first one stalled the launch of the later terms' kernels)
-        values = torch.stack([v.detach().float().reshape(()) for v in parts.values()]).tolist()
-        logs = dict(zip(parts, values))
+        logs: dict[str, float | torch.Tensor] = {k: v.detach().float().reshape(()) for k, v in parts.items()}
         for key, term in self.terms.items():
             logs.update({f"{key}/{k}": v for k, v in term.logs().items()})
         return loss, logs

@@ -27,8 +27,8 @@ class StepContext:
     temperature: float
     step: int  # 0-based optimizer step
     total_steps: int
-    indices: torch.Tensor  # (B,) corpus indices of this rank's sentences
-    all_indices: torch.Tensor  # (N,) corpus indices of z2's rows
+    indices: torch.Tensor  # (B,) corpus indices of this rank's sentences (on the host: teachers are looked up there)
+    all_indices: torch.Tensor  # (N,) corpus indices of z2's rows (on the host)
     positive_offset: int = 0  # row of z1[0]'s positive in z2 (rank * B under DDP)
     layer_z1: dict[int, torch.Tensor] = field(default_factory=dict)  # hidden_states index -> (B, D)
     layer_z2: dict[int, torch.Tensor] = field(default_factory=dict)  # hidden_states index -> (N, D)

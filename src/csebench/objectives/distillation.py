@@ -328,8 +328,8 @@ class Distillation(ObjectiveTerm):
                           dtype=torch.float64)
         return full[ctx.positive_offset : ctx.positive_offset + rows]
 
-    def teacher_logits(self, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
-        return self.bank.logits(rows, cols)
+    def teacher_logits(self, rows: torch.Tensor, cols: torch.Tensor, device: torch.device | None = None) -> torch.Tensor:
+        return self.bank.logits(rows, cols, device)
 
     def shuffle(self, teacher: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
         s = self.settings
@@ -353,8 +353,8 @@ class Distillation(ObjectiveTerm):
             raise ConfigError("objectives.distillation needs at least two sentences per batch")
         student = off_diagonal(cosine_matrix(ctx.z1, other), excluded)
         with torch.no_grad():
-            teacher = self.teacher_logits(ctx.indices, cols).to(student.device)
-            teacher = off_diagonal(teacher, excluded.to(teacher.device))
+            teacher = self.teacher_logits(ctx.indices, cols, student.device)  # host indices, rows copied over
+            teacher = off_diagonal(teacher, excluded)
             if s.shuffle != "none":
                 teacher = self.shuffle(teacher, self.shuffle_keys(ctx, teacher.shape[0], teacher.shape[1], teacher.device))
         loss = distill_loss(student, teacher, s.student_temperature, s.teacher_temperature, s.reduction)

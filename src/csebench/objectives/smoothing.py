@@ -110,7 +110,9 @@ def spherical_kmeans(x: torch.Tensor, k: int, iterations: int) -> torch.Tensor:
     for _ in range(iterations):
         assign = (x @ centres.T).argmax(dim=1)
         sums = torch.zeros_like(centres).index_add_(0, assign, x)
-        counts = torch.bincount(assign, minlength=k)
+        # a scatter_add_ count: bincount's output size depends on the data (max index), so on CUDA
+        # it reads the indices' min/max back to the host, a sync per iteration
+        counts = torch.zeros(k, dtype=torch.long, device=x.device).scatter_add_(0, assign, torch.ones_like(assign))
         centres = torch.where((counts > 0).unsqueeze(1), F.normalize(sums, dim=1), centres)
     return centres
 

@@ -16,10 +16,12 @@ def _params(args) -> dict:
 
 
 def cmd_render(args) -> None:
+    from ..io import staged_outputs
     from . import render_item
 
     for item in args.item:
-        written = render_item(item, _params(args), args.results, args.scale, args.out_dir)
+        with staged_outputs():  # an item's files appear together, or (error, Ctrl-C) not at all
+            written = render_item(item, _params(args), args.results, args.scale, args.out_dir)
         log.info("%s (%s scale): %s", item, args.scale, ", ".join(map(str, written)))
 
 

@@ -17,8 +17,7 @@ import importlib.resources
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-import yaml
-
+from ..config import load_yaml_text
 from ..errors import ConfigError
 
 STATUSES = ("rebuilt", "not-applicable", "not-rebuilt")
@@ -147,5 +146,5 @@ def load_registry() -> Registry:
     root = importlib.resources.files("csebench").joinpath("resources/reproduction")
     docs = {}
     for name in PAPER_FILES:
-        docs[name] = yaml.safe_load(root.joinpath(f"{name}.yaml").read_text(encoding="utf-8")) or {}
+        docs[name] = load_yaml_text(root.joinpath(f"{name}.yaml").read_text(encoding="utf-8"), f"resources/reproduction/{name}.yaml") or {}
     return parse_registry(docs)

@@ -1,0 +1,313 @@
+"""Issue 19, part 3: nothing finished is lost, nothing half-made looks finished.
+
+A finished run is refused without --force and kept until a forced rerun completes; one process per
+run folder (lock with pid and host, stale locks taken over); a checkpoint that does not match its
+manifest is not resumed; a report or paper item appears whole or not at all, and Ctrl-C prints one
+line and gives 130 only while something is unfinished; every written file follows the umask.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import socket
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from csebench import cli
+from runhelpers import ROOT, ci_training, env, fail_writing_train_json, train_argv, write_config, write_corpus, write_mini_senteval
+from test_bad_input import assert_fails, run_cli
+from test_report import sts_scores, write_run
+
+TRAINING = dict(max_steps=4, eval_steps=2, checkpoint_steps=2, batch_size=8, log_steps=1, eval_batch_size=64)
+FINISHED = ["dev_curve.csv", "model", "train.json", "train_curve.csv", "train_timing.json"]
+
+
+@pytest.fixture()
+def inputs(tmp_path):
+    write_corpus(tmp_path / "corpus.txt", n=64)
+    write_mini_senteval(tmp_path / "se", pairs=16)
+    return tmp_path
+
+
+def _snapshot(run: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(run)): p.read_bytes() for p in sorted(run.rglob("*")) if p.is_file()}
+
+
+def _poison_from_step(monkeypatch, step: int) -> None:
+    import csebench.objectives as objectives
+
+    real = objectives.info_nce
+    monkeypatch.setattr(objectives, "info_nce", lambda ctx, extra=None: real(ctx, extra) * (math.nan if ctx.step >= step else 1))
+
+
+# ----------------------------------------------------------------------------- a finished run
+
+
+def test_finished_run_is_refused_without_force_and_kept_until_a_forced_rerun_completes(inputs, capsys, monkeypatch):
+    out = inputs / "run"
+    assert run_cli(capsys, train_argv(inputs, out, write_config(inputs / "a.yaml", ci_training(**TRAINING))))[0] == 0
+    finished = _snapshot(out)
+
+    # the same command again: refused, nothing touched
+    line = assert_fails(capsys, train_argv(inputs, out, inputs / "a.yaml"),
+                        f"run folder {out} holds a finished run (train.json); pass --force to train it again")
+    assert "choose another --out" in line and _snapshot(out) == finished
+
+    # --force with other settings, failing at step 3: the finished run is still whole (and a checkpoint waits)
+    cfg_b = write_config(inputs / "b.yaml", ci_training(**{**TRAINING, "learning_rate": 5e-5}))
+    _poison_from_step(monkeypatch, 2)
+    assert run_cli(capsys, train_argv(inputs, out, cfg_b) + ["--force"])[0] == 2
+    monkeypatch.undo()
+    # the new attempt's work files beside it: its checkpoint and its best model so far
+    assert {k: v for k, v in _snapshot(out).items() if not k.startswith(("checkpoint/", "best_model.partial/"))} == finished
+    assert (out / "checkpoint" / "manifest.json").is_file()
+
+    # --force again: resumes the new run and only now replaces the finished one
+    rc, err = run_cli(capsys, train_argv(inputs, out, cfg_b) + ["--force"])
+    assert rc == 0, err
+    assert sorted(p.name for p in out.iterdir()) == FINISHED
+    assert json.loads((out / "train_timing.json").read_text())["resumed_from_step"] == 2
+    assert json.loads((out / "model" / "training_config.json").read_text())["training"]["learning_rate"] == 5e-5
+    assert (out / "model" / "model.safetensors").read_bytes() != finished["model/model.safetensors"]
+
+
+def test_a_failure_while_replacing_leaves_the_finished_run(inputs, capsys, monkeypatch):
+    out = inputs / "run"
+    cfg = write_config(inputs / "a.yaml", ci_training(**TRAINING))
+    assert run_cli(capsys, train_argv(inputs, out, cfg))[0] == 0
+    finished = _snapshot(out)
+    fail_writing_train_json(monkeypatch)
+    with pytest.raises(OSError, match="No space left"):
+        cli.main(train_argv(inputs, out, cfg) + ["--force"])
+    # curves, model, timing: none was swapped in; the new run's checkpoint waits for a rerun
+    assert {k: v for k, v in _snapshot(out).items() if not k.startswith("checkpoint/")} == finished
+    assert (out / "checkpoint" / "manifest.json").is_file()
+
+
+# ----------------------------------------------------------------------------- the run-folder lock
+
+
+def _hold_lock(run: Path) -> subprocess.Popen:
+    code = ("import sys, time\nfrom csebench.runlock import run_lock\n"
+            "with run_lock(sys.argv[1]):\n    print('locked', flush=True)\n    time.sleep(120)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(run)], cwd=ROOT, env=env(), stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "locked"
+    return proc
+
+
+def test_second_process_on_a_run_folder_exits_2_naming_the_owner_then_a_stale_lock_is_taken_over(inputs, capsys, caplog):
+    out = inputs / "run"
+    owner = _hold_lock(out)
+    try:
+        assert_fails(capsys, train_argv(inputs, out, None),
+                     f"run folder {out} is in use by pid {owner.pid} on host {socket.gethostname()}",
+                     "wait for it to end or stop it")
+        assert not (out / "train.json").exists()
+    finally:
+        owner.kill()  # killed: its lock file stays behind, with its pid
+        owner.wait()
+    lock = json.loads((out / ".lock").read_text())
+    assert lock["pid"] == owner.pid and lock["host"] == socket.gethostname()
+    cfg = write_config(inputs / "a.yaml", ci_training(**TRAINING))
+    with caplog.at_level(logging.WARNING, logger="csebench.runlock"):
+        rc, err = run_cli(capsys, train_argv(inputs, out, cfg))
+    assert rc == 0, err
+    assert f"taking over the stale lock of pid {owner.pid} on host {socket.gethostname()}" in caplog.text
+    assert sorted(p.name for p in out.iterdir()) == FINISHED  # the lock is gone with its owner
+
+
+def test_lock_in_the_same_process_and_released_after_an_error(tmp_path):
+    from csebench.errors import TrainingError
+    from csebench.runlock import run_lock
+
+    with run_lock(tmp_path / "run"):
+        with pytest.raises(TrainingError, match=f"in use by pid {os.getpid()}"):
+            with run_lock(tmp_path / "run"):
+                pass
+    with pytest.raises(RuntimeError):
+        with run_lock(tmp_path / "run"):
+            raise RuntimeError("boom")
+    assert not (tmp_path / "run" / ".lock").exists()
+    with run_lock(tmp_path / "run"):  # free again
+        pass
+
+
+# ----------------------------------------------------------------------------- checkpoint manifest
+
+
+@pytest.mark.parametrize("damage,problem", [
+    ("delete_best", "does not match its manifest.json: best_model/model.safetensors is missing"),
+    ("edit_state", "does not match its manifest.json: tensors.safetensors has changed"),
+    ("no_manifest", "has no manifest.json"),
+])
+def test_checkpoint_that_does_not_match_its_manifest_starts_over(inputs, capsys, monkeypatch, caplog, damage, problem):
+    out = inputs / "run"
+    cfg = write_config(inputs / "a.yaml", ci_training(**TRAINING))
+    _poison_from_step(monkeypatch, 2)
+    assert run_cli(capsys, train_argv(inputs, out, cfg))[0] == 2  # stops at step 3, checkpoint of step 2 kept
+    monkeypatch.undo()
+    ckpt = out / "checkpoint"
+    if damage == "delete_best":
+        (ckpt / "best_model" / "model.safetensors").unlink()
+    elif damage == "edit_state":
+        data = bytearray((ckpt / "tensors.safetensors").read_bytes())
+        data[-1] ^= 0xFF
+        (ckpt / "tensors.safetensors").write_bytes(bytes(data))
+    else:
+        (ckpt / "manifest.json").unlink()
+    with caplog.at_level(logging.WARNING, logger="csebench.trainer"):
+        rc, err = run_cli(capsys, train_argv(inputs, out, cfg))
+    assert rc == 0, err
+    assert f"checkpoint {ckpt} {problem}; starting over" in caplog.text
+    assert json.loads((out / "train_timing.json").read_text())["resumed_from_step"] is None
+    assert (out / "model" / "model.safetensors").is_file()
+
+
+def test_checkpoint_state_round_trips_without_pickle(tmp_path):
+    import numpy as np
+    import torch
+
+    from csebench import checkpoint
+
+    base = torch.arange(6.0)
+    state = {"optimizer": {"state": {0: {"step": torch.tensor(3.0), "exp_avg": base[:3]}}, "param_groups": [
+        {"betas": (0.9, 0.999), "params": [0], "foreach": None}]}, "shared": base, "view": base[2:4],
+        "best": -math.inf, "rows": [[1, math.nan]], "numpy": ("MT19937", np.arange(4, dtype=np.uint32), 2),
+        "__odd": 1}
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    checkpoint.save(folder, state)
+    assert checkpoint.verify(folder) is None
+    back = checkpoint.load(folder)
+    assert back["optimizer"]["param_groups"][0]["betas"] == (0.9, 0.999)
+    assert list(back["optimizer"]["state"]) == [0] and torch.equal(back["optimizer"]["state"][0]["exp_avg"], base[:3])
+    assert torch.equal(back["view"], base[2:4]) and back["best"] == -math.inf and math.isnan(back["rows"][0][1])
+    assert back["numpy"][0] == "MT19937" and back["numpy"][1].dtype == np.uint32 and back["__odd"] == 1
+    assert checkpoint.read_state(folder)["best"] == -math.inf
+
+
+# ----------------------------------------------------------------------------- report, paper items, Ctrl-C
+
+
+def _report_argv(root: Path) -> list[str]:
+    sts = []
+    for name, method, base in (("simcse", "simcse", 70.0), ("iscse", "iscse", 71.0)):
+        d = write_run(root / "results", "s", name, 1, method, "bert-base", sts=sts_scores(base), curves=True)
+        sts.append(str(d / "sts.json"))
+    curves = [str(Path(f).with_name(c)) for f in sts for c in ("train_curve.csv", "dev_curve.csv")]
+    return ["report", "--suite", "s", "--sts", *sts, "--curves", *curves, "--out-dir", str(root / "results/s/tables"),
+            "--n-boot", "50"]
+
+
+def _report_outputs(root: Path) -> dict[str, bytes]:
+    suite = root / "results" / "s"
+    return {str(p.relative_to(suite)): p.read_bytes() for p in sorted(suite.rglob("*"))
+            if p.is_file() and "runs" not in p.parts}
+
+
+def _interrupt(*args, **kwargs):
+    raise KeyboardInterrupt
+
+
+def test_report_interrupted_leaves_no_new_file_and_prints_one_line(tmp_path, capsys, monkeypatch):
+    import csebench.report as rp
+
+    argv = _report_argv(tmp_path)
+    monkeypatch.setattr(rp, "plot_curves", _interrupt)  # the tables are written by then
+    rc, err = run_cli(capsys, argv)
+    assert (rc, err) == (130, "csebench report: interrupted\n")
+    assert _report_outputs(tmp_path) == {}
+    monkeypatch.undo()
+    assert run_cli(capsys, argv)[0] == 0
+    before = _report_outputs(tmp_path)
+    assert {"README.md", "tables/sts.md", "figures/training_curves.png"} <= set(before)
+    monkeypatch.setattr(rp, "write_readme", _interrupt)  # the last output
+    assert run_cli(capsys, argv)[0] == 130
+    assert _report_outputs(tmp_path) == before  # the previous report, whole
+
+
+def test_paper_item_interrupted_leaves_no_file(tmp_path, capsys, monkeypatch):
+    import csebench.reproduce.renderers.grid as grid
+
+    out = tmp_path / "papers" / "simcse"
+    monkeypatch.setattr(grid, "write_csv", _interrupt)  # after the Markdown table
+    rc, err = run_cli(capsys, ["reproduce", "render", "--item", "simcse/table-main", "--results", str(tmp_path / "results"),
+                               "--out-dir", str(out)])
+    assert (rc, err) == (130, "csebench reproduce: interrupted\n")
+    assert not out.exists() or not any(out.iterdir())
+    monkeypatch.undo()
+    assert run_cli(capsys, ["reproduce", "render", "--item", "simcse/table-main", "--results", str(tmp_path / "results"),
+                            "--out-dir", str(out)])[0] == 0
+    assert sorted(p.name for p in out.iterdir()) == ["table-main.csv", "table-main.md", "table-main.tex"]
+
+
+def test_interrupt_while_importing_prints_one_line(capsys, monkeypatch):
+    monkeypatch.setattr(cli, "_setup_logging", _interrupt)  # imports transformers: the slowest start-up step
+    rc, err = run_cli(capsys, ["plan", "--suites", "ci"])
+    assert (rc, err) == (130, "csebench plan: interrupted\n")
+
+
+def test_interrupt_after_everything_was_written_is_not_an_interruption(tmp_path):
+    """Ctrl-C once the command has written and logged everything: exit 0, no traceback."""
+    argv = _report_argv(tmp_path)
+    code = ("import os, signal, sys, time\nfrom csebench import cli\n"
+            f"sys.argv = ['csebench'] + {argv!r}\nrc = cli.main()\n"
+            "os.kill(os.getpid(), signal.SIGINT)\ntime.sleep(0.5)\nsys.exit(rc)\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and "KeyboardInterrupt" not in proc.stderr
+    assert "report: " in proc.stderr and (tmp_path / "results/s/README.md").is_file()
+
+
+# ----------------------------------------------------------------------------- permissions
+
+
+def test_every_written_file_follows_the_umask(inputs, capsys, monkeypatch):
+    import csebench.io as io
+
+    old = os.umask(0o002)
+    monkeypatch.setattr(io, "_UMASK", 0o002)
+    try:
+        out = inputs / "results" / "s" / "runs" / "simcse" / "seed1"
+        cfg = write_config(inputs / "a.yaml", ci_training(**TRAINING))
+        assert run_cli(capsys, train_argv(inputs, out, cfg, cache=inputs / "cache"))[0] == 0
+        argv = _report_argv(inputs)
+        assert run_cli(capsys, argv)[0] == 0
+    finally:
+        os.umask(old)
+    modes = {str(p.relative_to(inputs)): stat.S_IMODE(p.stat().st_mode)
+             for p in [*(inputs / "results").rglob("*"), *(inputs / "cache").rglob("*")]}
+    assert "results/s/runs/simcse/seed1/model/model.safetensors" in modes
+    wrong = {p: oct(m) for p, m in modes.items() if m != (0o775 if (inputs / p).is_dir() else 0o664)}
+    assert not wrong, wrong
+
+
+# ----------------------------------------------------------------------------- Snakemake reruns
+
+
+@pytest.mark.slow
+def test_snakemake_rerun_of_a_finished_training_job(tmp_path, shared_dir):
+    """Snakemake removes a job's declared outputs before it runs it again, so `train` sees no finished
+    run there and needs no --force: a forced rerun (as after a hyperparameter change) completes."""
+    from test_pipeline import BIN, _copy_project, _env
+
+    proj = _copy_project(tmp_path / "proj")
+    target = "results/ci/runs/simcse/seed1/train.json"
+    cmd = [str(BIN / "snakemake"), "--cores", "2", "--configfile", "config/ci.yaml", "--config", "plan=false",
+           "--profile", "workflow/profiles/default"]
+    first = subprocess.run(cmd + ["--", target], cwd=proj, env=_env(shared_dir), capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr[-3000:]
+    before = (proj / target).stat().st_mtime_ns
+    again = subprocess.run(cmd + ["--forcerun", "train", "--", target], cwd=proj, env=_env(shared_dir),
+                           capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    run = proj / "results/ci/runs/simcse/seed1"
+    assert (proj / target).stat().st_mtime_ns > before
+    assert sorted(p.name for p in run.iterdir()) == FINISHED
