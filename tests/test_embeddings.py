@@ -73,7 +73,7 @@ def test_missing_or_corrupt_table_is_a_clear_error(tmp_path):
     with pytest.raises(DataError, match="csebench embed"):
         EmbeddingTable(tmp_path / "none.npz")
     (tmp_path / "bad.npz").write_bytes(b"not a zip")
-    with pytest.raises(DataError, match="unreadable"):
+    with pytest.raises(DataError, match="bad.npz is damaged or not an embeddings table"):
         EmbeddingTable(tmp_path / "bad.npz")
 
 

@@ -25,6 +25,7 @@ import numpy as np
 from .config import ProbingSourceConfig, SourceConfig
 from .errors import DataError
 from .io import atomic_path, write_text
+from .provenance import record_corpus
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +79,7 @@ def read_corpus(path: str | os.PathLike) -> list[str]:
     sentences = [s for s in sentences if s]
     if not sentences:
         raise DataError(f"corpus {p} has no sentences (empty or only blank lines)")
+    record_corpus(p)
     return sentences
 
 
