@@ -111,11 +111,15 @@ def record_corpus(path: str | os.PathLike) -> str:
     return sha
 
 
-@functools.cache
 def git_info() -> dict | None:
     """Commit and dirty flag of the csebench source checkout; None when csebench is not run from one
     (an installed package, or a tree that git finds only as part of another repository)."""
-    pkg = Path(__file__).resolve().parent
+    return package_git_info(Path(__file__).resolve().parent)
+
+
+@functools.cache
+def package_git_info(pkg: Path) -> dict | None:
+    """git_info of the package folder ``pkg``: it must be ``src/csebench`` of the repository's top."""
 
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(pkg), *args], capture_output=True, text=True, timeout=30,

@@ -146,6 +146,9 @@ def cosine_rows(a: torch.Tensor, b: torch.Tensor) -> np.ndarray:
 
 
 def spearman100(sys_scores: np.ndarray, gold: np.ndarray) -> float:
+    """Spearman x100; NaN (undefined, written as null) when either side is constant: nothing to rank."""
+    if len(gold) < 2 or np.ptp(sys_scores) == 0 or np.ptp(gold) == 0:
+        return float("nan")
     return float(spearmanr(sys_scores, gold)[0] * 100.0)
 
 
