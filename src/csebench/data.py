@@ -25,7 +25,7 @@ import numpy as np
 from .config import ProbingSourceConfig, SourceConfig
 from .errors import DataError
 from .io import atomic_path, write_text
-from .provenance import record_corpus
+from .provenance import file_sha256, record_corpus
 
 log = logging.getLogger(__name__)
 
@@ -292,7 +292,7 @@ def load_tokenized_corpus(corpus_path: str | os.PathLike, tokenizer, max_length:
     sentences = read_corpus(corpus_path)
     if cache_dir is None:
         return tokenize_corpus(sentences, tokenizer, max_length)
-    h = hashlib.sha256(corpus_path.read_bytes()).hexdigest()[:16]
+    h = file_sha256(corpus_path)[:16]  # hashed once: read_corpus recorded it for the provenance
     key = f"{h}-{tokenizer_fingerprint(tokenizer)}-L{max_length}-n1"  # n1: lines split at "\n" only (read_corpus)
     cache = Path(cache_dir) / f"tokens-{key}.npz"
     if cache.is_file():
