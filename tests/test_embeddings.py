@@ -260,8 +260,6 @@ def test_damaged_npz_is_one_line_naming_it(tmp_path, capsys, shared_dir, tiny_en
                             "`csebench embed`", outputs=[tmp_path / "out"])
         assert "pickled" not in line
     # the STS pairs of the paired bootstrap (`report`)
-    from csebench import report as rp
-
     runs = []
     for method in ("simcse", "iscse"):
         d = tmp_path / "s" / "runs" / method / "seed1"

@@ -8,7 +8,6 @@ import hashlib
 import json
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import pytest
 
 from csebench import provenance as P
 from csebench.errors import DataError
-from runhelpers import PARAMS, train_argv, write_config, write_corpus, write_mini_senteval
+from runhelpers import train_argv, write_config, write_corpus, write_mini_senteval
 from test_bad_input import assert_fails, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
