@@ -11,6 +11,17 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("CSEBENCH_SHARED", ROOT.parent / "shared"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _synthetic_senteval_allowed():
+    """Most tests read small SentEval-layout files they write themselves (a few STS-B dev pairs, a
+    20-sentence MR): the check against SentEval's published files (csebench.provenance) is off for
+    them, from the session's start (module-scoped fixtures train with such files too).
+    tests/test_provenance.py turns it on, and so does the ci suite's end-to-end run."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CSEBENCH_DATA_CHECK", "0")
+        yield
+
+
 @pytest.fixture(scope="session")
 def project_root() -> Path:
     return ROOT

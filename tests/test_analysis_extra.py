@@ -212,7 +212,7 @@ def test_ensemble_sts_cli_writes_an_sts_json(tmp_path, shared_dir):
     tables = []
     for k in range(2):
         tables.append(str(tmp_path / f"e{k}.npz"))
-        write_embeddings(tables[-1], sents, rng.normal(size=(len(sents), 8)).astype(np.float32), {"model": None})
+        write_embeddings(tables[-1], sents, rng.normal(size=(len(sents), 8)).astype(np.float32), {"model": None, "model_fingerprint": f"weights{k}"})
     out = tmp_path / "sts.json"
     assert _run(["analyze", "ensemble-sts", "--embeddings", tables[0], "--senteval", str(root), "--out", str(out)]) == 0
     res = json.loads(out.read_text())

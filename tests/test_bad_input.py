@@ -318,3 +318,24 @@ def test_teacher_with_a_different_tokenizer(inputs, capsys):
     out = inputs / "run"
     assert_fails(capsys, train_argv(inputs, out, cfg) + ["--teacher-cache", str(cache)],
                  f"teacher cache {cache}", "uses a different tokenizer than the student", outputs=[out])
+
+
+# ----------------------------------------------------------------------------- issue 19: gold scores
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "-Infinity"])
+def test_non_finite_gold_score_names_file_and_line(tmp_path, capsys, tiny_encoder, value):
+    """Every third MSRpar score set to inf gave MSRpar 30.37 instead of 79.30 (nan: `STS avg nan` and a
+    bare NaN in sts.json), exit 0. float() takes them; the loader must not."""
+    import shutil
+
+    se = tmp_path / "senteval"
+    for folder in ("STS", "SICK"):
+        shutil.copytree(SHARED / "senteval" / "downstream" / folder, se / folder)
+    gold = se / "STS" / "STS12-en-test" / "STS.gs.MSRpar.txt"
+    lines = gold.read_text(encoding="utf-8").splitlines(keepends=True)
+    gold.write_text("".join(f"{value}\n" if i % 3 == 2 else line for i, line in enumerate(lines)), encoding="utf-8")
+    tiny_encoder("avg").save(tmp_path / "model")
+    out = tmp_path / "out" / "sts.json"
+    assert_fails(capsys, ["eval-sts", "--model", str(tmp_path / "model"), "--senteval", str(se), "--out", str(out),
+                          "--no-progress"], f"{gold}:3: score '{value}' is not a finite number", outputs=[out.parent])

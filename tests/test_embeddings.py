@@ -73,7 +73,7 @@ def test_missing_or_corrupt_table_is_a_clear_error(tmp_path):
     with pytest.raises(DataError, match="csebench embed"):
         EmbeddingTable(tmp_path / "none.npz")
     (tmp_path / "bad.npz").write_bytes(b"not a zip")
-    with pytest.raises(DataError, match="unreadable"):
+    with pytest.raises(DataError, match="bad.npz is damaged or not an embeddings table"):
         EmbeddingTable(tmp_path / "bad.npz")
 
 
@@ -154,3 +154,122 @@ def test_bf16_evaluation_is_close_to_fp32(tiny_encoder):
     assert eval_autocast_dtype("auto", torch.device("cpu")) is None  # CPU default stays fp32
     with pytest.raises(ConfigError, match="precision"):
         eval_autocast_dtype("fp8", torch.device("cpu"))
+
+
+# ----------------------------------------------------------------------------- issue 19: tables bound to their model
+
+
+@pytest.fixture()
+def fake_encoders(monkeypatch):
+    """`embed` without the encoding time: 384-d vectors for packaged:minilm, 32-d for anything else."""
+    from csebench import embeddings
+
+    def model_encoder(model, *args, **kwargs):
+        dim = 384 if model == "packaged:minilm" else 32
+        return lambda s: torch.stack([torch.full((dim,), float(len(x))) + torch.arange(dim) * (x.count("a") + 1) for x in s])
+
+    monkeypatch.setattr(embeddings, "model_encoder", model_encoder)
+
+
+def _embed(capsys, model, out, se):
+    from test_bad_input import run_cli
+
+    rc, err = run_cli(capsys, ["embed", "--model", str(model), "--senteval", str(se), "--no-transfer",
+                               "--max-sts-pairs", "20", "--out", str(out), "--no-progress"])
+    assert rc == 0, err
+    return EmbeddingTable(out).meta
+
+
+def test_a_table_is_refused_for_another_model_also_packaged_or_hub(tmp_path, capsys, shared_dir, tiny_encoder, fake_encoders):
+    """MiniLM's table scored as the tiny model's (and the other way round) was accepted with exit 0:
+    a packaged or hub model's table had a null fingerprint, and the check skipped --model ids."""
+    from test_bad_input import assert_fails, run_cli
+
+    tiny = tmp_path / "tiny" / "model"
+    tiny_encoder("avg").save(tiny)
+    se = shared_dir / "senteval"
+    minilm_meta = _embed(capsys, "packaged:minilm", tmp_path / "minilm.npz", se)
+    assert minilm_meta["model_fingerprint"] == model_fingerprint("packaged:minilm") and minilm_meta["dim"] == 384
+    assert minilm_meta["model"] == "packaged:minilm" and minilm_meta["provenance"]["autocast"] == "fp32"
+    _embed(capsys, tiny, tmp_path / "tiny.npz", se)
+
+    def sts(model, table):
+        return ["eval-sts", "--model", str(model), "--senteval", str(se), "--max-sts-pairs", "20", "--embeddings", str(table),
+                "--out", str(tmp_path / "out" / "sts.json"), "--no-progress"]
+
+    assert_fails(capsys, sts(tiny, tmp_path / "minilm.npz"),
+                 f"minilm.npz was made from other weights than {tiny}: the table's model is packaged:minilm (dim 384, "
+                 f"fingerprint {minilm_meta['model_fingerprint']}), {tiny} has dim 32, fingerprint {model_fingerprint(tiny)}",
+                 "rerun `csebench embed --model", outputs=[tmp_path / "out"])
+    assert_fails(capsys, sts("packaged:minilm", tmp_path / "tiny.npz"),
+                 f"tiny.npz was made from other weights than packaged:minilm: the table's model is {tiny} (dim 32",
+                 "packaged:minilm has dim 384", outputs=[tmp_path / "out"])
+    rc, err = run_cli(capsys, sts("packaged:minilm", tmp_path / "minilm.npz"))
+    assert rc == 0, err
+    res = json.loads((tmp_path / "out" / "sts.json").read_text())
+    assert res["provenance"]["embeddings"] == [minilm_meta["provenance"]]
+
+
+def test_a_table_without_fingerprint_is_refused(tmp_path, capsys, shared_dir, tiny_encoder):
+    from test_bad_input import assert_fails
+
+    tiny_encoder("avg").save(tmp_path / "model")
+    write_embeddings(tmp_path / "old.npz", ["x"], _vectors(["x"]), {"model": str(tmp_path / "model")})
+    for argv in (["eval-sts", "--senteval", str(shared_dir / "senteval")],
+                 ["analyze", "align-uniform", "--senteval", str(shared_dir / "senteval")]):
+        assert_fails(capsys, [*argv, "--model", str(tmp_path / "model"), "--embeddings", str(tmp_path / "old.npz"),
+                              "--out", str(tmp_path / "out" / "r.json")],
+                     f"old.npz records no fingerprint of the weights it was made from ({tmp_path / 'model'}), so nothing "
+                     "shows it belongs to this model: rerun `csebench embed`", outputs=[tmp_path / "out"])
+
+
+def test_hub_model_fingerprint_is_that_of_its_cached_snapshot(tmp_path, monkeypatch):
+    import huggingface_hub.constants
+
+    from csebench.errors import ConfigError
+
+    repo = tmp_path / "hub" / "models--org--tiny"
+    snap = repo / "snapshots" / "abc123"
+    snap.mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("abc123")
+    (snap / "config.json").write_text('{"hidden_size": 32}')
+    (snap / "model.safetensors").write_bytes(b"weights")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    assert model_fingerprint("org/tiny") == model_fingerprint(snap)
+    with pytest.raises(ConfigError, match="cannot fingerprint the weights of org/other: not a model folder and not in "
+                                          "the local Hugging Face cache"):
+        model_fingerprint("org/other")
+
+
+def test_damaged_npz_is_one_line_naming_it(tmp_path, capsys, shared_dir, tiny_encoder):
+    """A truncated table gave a zipfile.BadZipFile traceback; a text file said it held pickled data."""
+    from csebench.evaluation.sts import save_pairs
+    from test_bad_input import assert_fails
+
+    tiny_encoder("avg").save(tmp_path / "model")
+    write_embeddings(tmp_path / "good.npz", [f"s{i}" for i in range(500)], torch.randn(500, 32),
+                     {"model_fingerprint": model_fingerprint(tmp_path / "model")})
+    data = (tmp_path / "good.npz").read_bytes()
+    (tmp_path / "cut.npz").write_bytes(data[: len(data) // 2])
+    (tmp_path / "text.npz").write_text("these are not embeddings\n")
+    for bad in ("cut.npz", "text.npz"):
+        line = assert_fails(capsys, ["eval-sts", "--model", str(tmp_path / "model"), "--senteval", str(shared_dir / "senteval"),
+                                     "--embeddings", str(tmp_path / bad), "--out", str(tmp_path / "out" / "sts.json")],
+                            f"{tmp_path / bad} is damaged or not an embeddings table (`csebench embed`): delete it and rerun "
+                            "`csebench embed`", outputs=[tmp_path / "out"])
+        assert "pickled" not in line
+    # the STS pairs of the paired bootstrap (`report`)
+    runs = []
+    for method in ("simcse", "iscse"):
+        d = tmp_path / "s" / "runs" / method / "seed1"
+        d.mkdir(parents=True)
+        tasks = {t: 70.0 for t in ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]}
+        (d / "sts.json").write_text(json.dumps({"tasks": tasks, "avg": 70.0, "run_info": {"method": method, "backbone": "b"}}))
+        save_pairs(d / "sts_pairs.npz", {t: (np.arange(5.0), np.arange(5.0)) for t in tasks})
+        runs.append(str(d / "sts.json"))
+    data = (tmp_path / "s" / "runs" / "iscse" / "seed1" / "sts_pairs.npz").read_bytes()
+    (tmp_path / "s" / "runs" / "iscse" / "seed1" / "sts_pairs.npz").write_bytes(data[:-40])
+    assert_fails(capsys, ["report", "--suite", "s", "--sts", *runs, "--out-dir", str(tmp_path / "s" / "tables")],
+                 "iscse/seed1/sts_pairs.npz is damaged or not an STS pairs file (`eval-sts --pairs-out`): delete it and "
+                 "rerun `csebench eval-sts --pairs-out`")

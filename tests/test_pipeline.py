@@ -1,5 +1,6 @@
 """The DAG as a whole: Snakemake and DVC agree, every suite dry-runs offline, the ci suite runs end to end."""
 
+import json
 import os
 import re
 import shutil
@@ -21,6 +22,7 @@ def _env(shared: Path | None = None) -> dict:
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PATH=f"{BIN}:{os.environ['PATH']}")
     if shared is not None:
         env["CSEBENCH_SHARED"] = str(shared)
+        env.pop("CSEBENCH_DATA_CHECK", None)  # the shared data is SentEval's published data: checked as for users
     return env
 
 
@@ -78,6 +80,14 @@ def test_ci_suite_end_to_end_through_snakemake(tmp_path, shared_dir):
     assert rows, table
     numbers = re.findall(r"-?\d+\.\d\d", rows[0])
     assert len(numbers) >= 8  # 7 tasks + average
+    # issue 19: strict JSON everywhere, provenance in every result, a provenance footer under every table
+    results = proj / "results" / "ci"
+    for f in results.rglob("*.json"):
+        data = json.loads(f.read_text(), parse_constant=lambda c: pytest.fail(f"{f}: bare {c}"))
+        if f.name in ("train.json", "sts.json", "transfer.json") or "analysis" in f.relative_to(results).parts:
+            assert data["provenance"]["data_check"] == "published", f
+    assert table.rstrip().splitlines()[-1].startswith("Provenance (")
+    assert "Made with DIFFERENT" not in table
     # rerunning finds nothing to do
     again = subprocess.run([str(BIN / "snakemake"), "-n", "--cores", "2", "--configfile", "config/ci.yaml"],
                            cwd=proj, env=_env(shared_dir), capture_output=True, text=True, timeout=300)

@@ -225,6 +225,7 @@ def test_cli_eval_probing_tiny_model(tmp_path, tiny_encoder):
     assert res["protocol"] == "senteval" and res["classifier"]["batch_size"] == 64
     assert res["details"]["SentLen"]["ntest"] == 40 and res["run_info"]["name"] == "model"
     assert res["encoding"] == {"embeddings": None, "precision": "fp32"}
+    assert sorted(res["provenance"]["data"]) == ["probing/coordination_inversion.txt", "probing/sentence_length.txt"]
 
 
 def test_cli_bad_probing_file_exits_2(tmp_path, capsys):

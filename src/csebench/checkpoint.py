@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from .io import dumps_json
+
 STATE, TENSORS, MANIFEST = "state.json", "tensors.safetensors", "manifest.json"
 
 
@@ -86,10 +88,10 @@ def save(folder: str | os.PathLike, state: dict) -> None:
     tensors: dict[str, torch.Tensor] = {}
     tree = _pack(state, tensors)
     save_file(_storable(tensors), str(folder / TENSORS))
-    (folder / STATE).write_text(json.dumps(tree, allow_nan=False) + "\n", encoding="utf-8")
+    (folder / STATE).write_text(dumps_json(tree, indent=None) + "\n", encoding="utf-8")
     files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST)
     manifest = {p.relative_to(folder).as_posix(): {"size": p.stat().st_size, "sha256": _sha256(p)} for p in files}
-    (folder / MANIFEST).write_text(json.dumps({"files": manifest}, indent=1) + "\n", encoding="utf-8")
+    (folder / MANIFEST).write_text(dumps_json({"files": manifest}, indent=1) + "\n", encoding="utf-8")
 
 
 def _sha256(path: Path) -> str:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import logging
 import os
 import signal
@@ -70,13 +69,15 @@ def cmd_prepare_probing(args) -> None:
 
 def cmd_show_config(args) -> None:
     from .config import resolve_run
+    from .io import dumps_json
 
-    print(json.dumps(resolve_run(_params(args), args.suite, args.run, args.seed).to_dict(), indent=2, default=str))
+    print(dumps_json(resolve_run(_params(args), args.suite, args.run, args.seed).to_dict(), default=str))
 
 
 def cmd_train(args) -> None:
     from . import distributed
     from .config import resolve_run
+    from .io import dumps_json
     from .runlock import run_lock
 
     cfg = resolve_run(_params(args), args.suite, args.run, args.seed)
@@ -103,7 +104,7 @@ def cmd_train(args) -> None:
             finally:
                 distributed.shutdown()
     if distributed.local_rank() == 0:
-        logging.getLogger("csebench").info("done: %s", json.dumps(summary))
+        logging.getLogger("csebench").info("done: %s", dumps_json(summary, indent=None))
 
 
 def _eval_encode_fn(args):
@@ -114,18 +115,10 @@ def _eval_encode_fn(args):
                               progress=not args.no_progress)
 
 
-def _autocast_name(precision: str) -> str:
-    import torch
-
-    from .encoder import eval_autocast_dtype
-
-    dtype = eval_autocast_dtype(precision, torch.device("cuda" if torch.cuda.is_available() else "cpu"))
-    return "fp32" if dtype is None else str(dtype).replace("torch.", "")
-
-
 def cmd_embed(args) -> None:
     from .data import senteval_root
     from .embeddings import evaluation_sentences, model_encoder, model_fingerprint, write_embeddings
+    from .provenance import autocast_name, collect
 
     t0 = time.perf_counter()
     sentences = evaluation_sentences(senteval_root(args.senteval), transfer=not args.no_transfer,
@@ -134,12 +127,14 @@ def cmd_embed(args) -> None:
     log = logging.getLogger("csebench")
     log.info("encoding %d distinct evaluation sentences (%s precision)", len(sentences), args.precision)
     emb = model_encoder(args.model, args.pooler, args.batch_size, args.precision, progress=not args.no_progress)(sentences)
-    meta = {"model": args.model, "model_fingerprint": model_fingerprint(args.model) if os.path.isdir(args.model) else None,
-            "pooler": args.pooler, "precision": args.precision, "autocast": _autocast_name(args.precision),
+    autocast = autocast_name(args.precision)
+    meta = {"model": args.model, "model_fingerprint": model_fingerprint(args.model),  # packaged and hub ids too
+            "pooler": args.pooler, "precision": args.precision, "autocast": autocast,
             "transfer": not args.no_transfer, "max_train_sentences": args.max_train_sentences,
             "max_test_sentences": args.max_test_sentences,
             "max_sts_pairs": args.max_sts_pairs,
-            "senteval_seed": args.senteval_seed, "seconds": round(time.perf_counter() - t0, 2)}
+            "senteval_seed": args.senteval_seed, "seconds": round(time.perf_counter() - t0, 2),
+            "provenance": collect(precision=args.precision, autocast=autocast)}
     write_embeddings(args.out, sentences, emb, meta)
     log.info("embedded %d sentences in %.1f s -> %s", len(sentences), meta["seconds"], args.out)
 
@@ -148,6 +143,7 @@ def cmd_eval_sts(args) -> None:
     from .data import senteval_root
     from .evaluation.sts import evaluate_sts
     from .io import write_json
+    from .provenance import for_evaluation
 
     run_info = _run_info(args)  # first: a mistake in --config or --suite stops before minutes of encoding
     encode = _eval_encode_fn(args)
@@ -161,7 +157,8 @@ def cmd_eval_sts(args) -> None:
     res["eval_seconds"] = round(time.perf_counter() - t0, 2)
     res["encoding"] = _encoding_info(args, encode)
     res["run_info"] = run_info
-    write_json(args.out, res)
+    res["provenance"] = for_evaluation(args.precision, [getattr(encode, "table", None)])
+    write_json(args.out, res, undefined_ok=True)
     logging.getLogger("csebench").info("STS avg %.2f: %s", res.get("avg", float("nan")),
                                        ", ".join(f"{k} {v:.2f}" for k, v in res["tasks"].items()))
 
@@ -194,8 +191,9 @@ def cmd_eval_probing(args) -> None:
 
 
 def _classifier_eval(args, evaluate, root, data: dict) -> dict:
-    """Transfer or probing: encode, fit the classifiers, write the JSON (with timing and run info)."""
+    """Transfer or probing: encode, fit the classifiers, write the JSON (with timing, run info, provenance)."""
     from .io import write_json
+    from .provenance import for_evaluation
 
     run_info = _run_info(args)  # first: a mistake in --config or --suite stops before minutes of encoding
     encode = _eval_encode_fn(args)
@@ -205,7 +203,8 @@ def _classifier_eval(args, evaluate, root, data: dict) -> dict:
     res["eval_seconds"] = round(time.perf_counter() - t0, 2)
     res["encoding"] = _encoding_info(args, encode)
     res["run_info"] = run_info
-    write_json(args.out, res)
+    res["provenance"] = for_evaluation(args.precision, [getattr(encode, "table", None)])
+    write_json(args.out, res, undefined_ok=True)
     return res
 
 
@@ -448,6 +447,9 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         command = f"csebench {args.command}"
         _setup_logging(args.verbose)
+        from .provenance import reset
+
+        reset()  # a result's provenance names the data files read by its own command
         if args.threads:
             import torch
 

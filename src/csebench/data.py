@@ -25,6 +25,7 @@ import numpy as np
 from .config import ProbingSourceConfig, SourceConfig
 from .errors import DataError
 from .io import atomic_path, write_text
+from .provenance import file_sha256, record_corpus
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +79,7 @@ def read_corpus(path: str | os.PathLike) -> list[str]:
     sentences = [s for s in sentences if s]
     if not sentences:
         raise DataError(f"corpus {p} has no sentences (empty or only blank lines)")
+    record_corpus(p)
     return sentences
 
 
@@ -290,7 +292,7 @@ def load_tokenized_corpus(corpus_path: str | os.PathLike, tokenizer, max_length:
     sentences = read_corpus(corpus_path)
     if cache_dir is None:
         return tokenize_corpus(sentences, tokenizer, max_length)
-    h = hashlib.sha256(corpus_path.read_bytes()).hexdigest()[:16]
+    h = file_sha256(corpus_path)[:16]  # hashed once: read_corpus recorded it for the provenance
     key = f"{h}-{tokenizer_fingerprint(tokenizer)}-L{max_length}-n1"  # n1: lines split at "\n" only (read_corpus)
     cache = Path(cache_dir) / f"tokens-{key}.npz"
     if cache.is_file():

@@ -10,8 +10,9 @@ the suite's training-set cap) and the STS-based analyses need, once, length-sort
 Consumers (`eval-sts`, `eval-transfer`, `analyze align-uniform|cosine-dist|embed-dim` with
 ``--embeddings``) look sentences up instead of running the model. A sentence the table lacks is
 encoded with the model (loaded only then) and logged, so a consumer never silently changes its
-inputs. The table records the content hash of the model folder: a table made from other weights
-is refused.
+inputs. The table records the model (as named), its embedding size and the content hash of its
+weights (the folder of a saved run, of ``packaged:minilm``, or of a hub id's snapshot in the local
+Hugging Face cache): a table without that hash, or made from other weights than ``--model``, is refused.
 
 Vectors are those the encoder produced for each sentence in its length-sorted batch; fp32 rows
 can differ in the last bits from an encoding with other batch neighbours (padding width), far
@@ -30,8 +31,8 @@ from typing import Callable
 import numpy as np
 import torch
 
-from .errors import DataError
-from .io import atomic_path
+from .errors import ConfigError, CsebenchError, DataError
+from .io import atomic_path, dumps_json, load_npz
 
 log = logging.getLogger("csebench.embeddings")
 EncodeFn = Callable[[list[str]], torch.Tensor]
@@ -39,9 +40,40 @@ _FINGERPRINTS: dict[tuple, str] = {}
 SKIP = {"training_config.json", "train.json", "sts.json", "transfer.json"}
 
 
-def model_fingerprint(model_dir: str | os.PathLike) -> str:
-    """Content hash of a model folder (every file but run reports), memoized by (path, sizes, mtimes)."""
-    root = Path(model_dir).resolve()
+def model_folder(model: str | os.PathLike) -> Path:
+    """The local folder holding a model's weights: a saved model folder, the packaged model's folder,
+    or a hub id's snapshot in the local Hugging Face cache (where loading it put it)."""
+    from .encoder import PACKAGED, packaged_model_dir
+
+    if str(model) in PACKAGED:
+        return packaged_model_dir(str(model))
+    if Path(model).expanduser().is_dir():
+        return Path(model).expanduser()
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(snapshot_download(str(model), local_files_only=True))
+    except Exception as exc:  # not cached (or not a hub id): nothing on disk to hash
+        raise ConfigError(f"cannot fingerprint the weights of {model}: not a model folder and not in the local "
+                          f"Hugging Face cache ({exc.__class__.__name__}); load it once (e.g. `csebench embed`) or "
+                          "pass its folder") from None
+
+
+def model_dim(model: str | os.PathLike) -> int | None:
+    """The embedding size a model's files declare (projection size, else hidden size); None if unknown."""
+    from .encoder import read_encoder_meta
+
+    try:
+        folder = model_folder(model)
+        return int(read_encoder_meta(folder).get("projection_dim") or json.loads((folder / "config.json").read_text())["hidden_size"])
+    except (CsebenchError, OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def model_fingerprint(model: str | os.PathLike) -> str:
+    """Content hash of a model's weights folder (every file but run reports; see model_folder),
+    memoized by (path, sizes, mtimes)."""
+    root = model_folder(model).resolve()
     files = sorted(p for p in root.rglob("*") if p.is_file() and p.name not in SKIP and "__pycache__" not in p.parts)
     stat_key = (str(root), tuple((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in files))
     if stat_key in _FINGERPRINTS:
@@ -88,7 +120,7 @@ def write_embeddings(path: str | os.PathLike, sentences: list[str], emb: torch.T
     keys = np.frombuffer(b"".join(sentence_key(s) for s in sentences), dtype=np.uint8).reshape(len(sentences), 20)
     meta = {**meta, "n_sentences": len(sentences), "dim": int(emb.shape[1]) if emb.ndim == 2 else 0}
     with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-        np.savez(fh, keys=keys, emb=np.ascontiguousarray(emb, dtype=np.float32), meta=np.array(json.dumps(meta)))
+        np.savez(fh, keys=keys, emb=np.ascontiguousarray(emb, dtype=np.float32), meta=np.array(dumps_json(meta, indent=None)))
 
 
 class EmbeddingTable:
@@ -98,13 +130,15 @@ class EmbeddingTable:
         self.path = Path(path)
         if not self.path.is_file():
             raise DataError(f"missing embeddings file: {self.path} (make it with `csebench embed`)")
+        remedy = "delete it and rerun `csebench embed`"
+        z = load_npz(self.path, "an embeddings table (`csebench embed`)", remedy)
         try:
-            with np.load(self.path) as z:
-                keys, self.emb, self.meta = z["keys"], z["emb"], json.loads(str(z["meta"]))
-        except (OSError, ValueError, KeyError) as exc:
-            raise DataError(f"unreadable embeddings file {self.path}: {exc}; delete it and rerun `csebench embed`") from exc
-        if keys.dtype != np.uint8 or keys.ndim != 2 or keys.shape[1] != 20:
-            raise DataError(f"{self.path}: keys are not (n, 20) sha1 digests; rerun `csebench embed`")
+            keys, self.emb, self.meta = z["keys"], z["emb"], json.loads(str(z["meta"]))
+        except (KeyError, ValueError):
+            raise DataError(f"{self.path} is damaged or not an embeddings table (`csebench embed`): {remedy}") from None
+        if keys.dtype != np.uint8 or keys.ndim != 2 or keys.shape[1] != 20 or self.emb.shape[0] != keys.shape[0]:
+            raise DataError(f"{self.path} is damaged or not an embeddings table (keys are not (n, 20) sha1 digests, "
+                            f"one per row): {remedy}")
         self.row = {k.tobytes(): i for i, k in enumerate(keys)}
 
     def lookup(self, sentences: list[str]) -> tuple[np.ndarray, list[int]]:
@@ -116,15 +150,21 @@ class EmbeddingTable:
 def table_encode(table: EmbeddingTable | str | os.PathLike, model_dir: str | os.PathLike | None,
                  fallback: Callable[[], EncodeFn], settings: dict | None = None) -> EncodeFn:
     """An encode function served from ``table`` (or the table file at that path); sentences it lacks
-    go to the encoder ``fallback()`` builds (called at most once). ``model_dir`` (a local folder) and
-    ``settings`` (pooler, ...) must match what the table was made from."""
+    go to the encoder ``fallback()`` builds (called at most once). The table must record the
+    fingerprint of its model's weights, equal to that of ``model_dir`` (a model folder, hub id or
+    packaged:minilm) when given, and ``settings`` (pooler, ...) must match what it was made from."""
     table = table if isinstance(table, EmbeddingTable) else EmbeddingTable(table)
     path = table.path
-    if model_dir is not None and Path(model_dir).is_dir():
+    have, made_from = table.meta.get("model_fingerprint"), table.meta.get("model") or "an unnamed model"
+    if not have:
+        raise DataError(f"{path} records no fingerprint of the weights it was made from ({made_from}), so nothing "
+                        "shows it belongs to this model: rerun `csebench embed`")
+    if model_dir is not None:
         want = model_fingerprint(model_dir)
-        if table.meta.get("model_fingerprint") not in (None, want):
-            raise DataError(f"{path} was made from other weights than {model_dir} "
-                            f"({table.meta.get('model_fingerprint')} != {want}): rerun `csebench embed`")
+        if have != want:
+            raise DataError(f"{path} was made from other weights than {model_dir}: the table's model is {made_from} "
+                            f"(dim {table.meta.get('dim', '?')}, fingerprint {have}), {model_dir} has dim "
+                            f"{model_dim(model_dir) or '?'}, fingerprint {want}; rerun `csebench embed --model {model_dir}`")
     for key, value in (settings or {}).items():
         if value is not None and table.meta.get(key) not in (None, value):
             raise DataError(f"{path} has {key}={table.meta.get(key)!r}, this evaluation asks for {value!r}: rerun `csebench embed`")

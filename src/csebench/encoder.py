@@ -24,7 +24,7 @@ from torch import nn
 from .config import EVAL_PRECISIONS, POOLERS, PROJECTION_HEADS, BackboneConfig
 from .data import TokenizedCorpus
 from .errors import ConfigError
-from .io import atomic_path
+from .io import atomic_path, dumps_json
 
 log = logging.getLogger(__name__)
 
@@ -244,7 +244,7 @@ class SentenceEncoder(nn.Module):
             meta = {"pooler": self.pooler, "eval_pooler": eval_pooler}
             if self.projection_dim:  # load_encoder applies the head at evaluation
                 meta.update(projection_dim=self.projection_dim, projection_head=self.projection_head)
-            (tmp / ENCODER_META).write_text(json.dumps(meta, indent=2) + "\n")
+            (tmp / ENCODER_META).write_text(dumps_json(meta) + "\n")
             write_sentence_transformers_files(tmp, self.hidden_size, eval_pooler)
 
 
@@ -309,13 +309,13 @@ def write_sentence_transformers_files(folder: Path, dim: int, eval_pooler: str) 
     sentence-transformers has no first-last or top-2 average; those fall back to mean pooling
     (noted in the config), cls/avg match exactly."""
     mode = {"cls_before_pooler": "cls", "avg": "mean"}.get(eval_pooler, "mean")
-    (folder / "modules.json").write_text(json.dumps([
+    (folder / "modules.json").write_text(dumps_json([
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
         {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
     ], indent=2) + "\n")
-    (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 512, "do_lower_case": False}) + "\n")
+    (folder / "sentence_bert_config.json").write_text(dumps_json({"max_seq_length": 512, "do_lower_case": False}, indent=None) + "\n")
     (folder / "1_Pooling").mkdir(exist_ok=True)
-    (folder / "1_Pooling" / "config.json").write_text(json.dumps({
+    (folder / "1_Pooling" / "config.json").write_text(dumps_json({
         "word_embedding_dimension": dim,
         "pooling_mode_cls_token": mode == "cls",
         "pooling_mode_mean_tokens": mode == "mean",

@@ -11,15 +11,16 @@ The embed, eval-sts, eval-transfer, probing and analysis jobs then read ``model/
 
 from __future__ import annotations
 
-import json
 import logging
+import math
 import os
 import shutil
 from pathlib import Path
 
+from . import provenance
 from .config import RunConfig
 from .encoder import build_encoder
-from .io import replace_dir, staged_outputs, write_csv, write_json
+from .io import dumps_json, replace_dir, staged_outputs, write_csv, write_json
 
 log = logging.getLogger(__name__)
 
@@ -34,25 +35,28 @@ def write_untrained_run(cfg: RunConfig, senteval_dir: str | os.PathLike, out_dir
     set_seed(cfg.seed)  # the projection head (if any) is drawn from the run's seed
     encoder = build_encoder(cfg.backbone, seed=cfg.seed, projection_dim=t.projection_dim, num_layers=t.num_layers,
                             projection_head=t.projection_head, what=f"backbones.{cfg.backbone_name}.model")
-    encoder.to(pick_device())
+    device = pick_device()
+    encoder.to(device)
     dev = DevEvaluator(senteval_dir, t.eval_batch_size, t.eval_precision, t.dev_max_pairs)
     stsb = dev(encoder)
     summary = {"run": cfg.run_id, "suite": cfg.suite, "method": cfg.method, "backbone": cfg.backbone_name,
-               "seed": cfg.seed, "trained": False, "steps": 0, "best_step": 0, "stsb_dev_best": round(stsb, 4),
+               "seed": cfg.seed, "trained": False, "steps": 0, "best_step": 0, "stsb_dev_best": round(stsb, 4) if math.isfinite(stsb) else None,
                **dev_summary(stsb, dev.sickr(encoder))}
     if t.dev_max_pairs is not None:  # the CPU demo's subset, as in a trained run's train.json
         summary.update(stsb_dev_pairs=len(dev.pairs.scores), sickr_dev_pairs=len(dev.sickr_pairs.scores),
                        stsb_dev_protocol="capped")
+    # what scored it (no training: no corpus, no training precision)
+    summary["provenance"] = provenance.collect(device, 1, t.eval_precision, provenance.autocast_name(t.eval_precision, device))
     # as the trainer writes its outputs: the model folder complete first, then the set renamed into place
     # together (a finished run there before is replaced only now), train.json last
     partial = out / "model.partial"
     shutil.rmtree(partial, ignore_errors=True)
     try:
         encoder.save(partial)
-        (partial / "training_config.json").write_text(json.dumps(cfg.to_dict(), indent=2, default=str) + "\n")
+        (partial / "training_config.json").write_text(dumps_json(cfg.to_dict(), default=str) + "\n")
         with staged_outputs(marker=out / "train.json"):
             write_csv(out / "train_curve.csv", ["step"], [])  # no training: no loss to draw
-            write_csv(out / "dev_curve.csv", ["step", "stsb_dev"], [[0, round(stsb, 4)]])
+            write_csv(out / "dev_curve.csv", ["step", "stsb_dev"], [[0, round(stsb, 4) if math.isfinite(stsb) else ""]])
             replace_dir(partial, out / "model")
             write_json(out / "train.json", summary)
     finally:

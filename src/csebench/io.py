@@ -8,6 +8,8 @@ from __future__ import annotations
 import contextlib
 import csv
 import json
+import logging
+import math
 import os
 import shutil
 import signal
@@ -16,6 +18,9 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator
 
+from .errors import DataError
+
+log = logging.getLogger(__name__)
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -141,8 +146,62 @@ def write_text(path: str | os.PathLike, text: str) -> None:
         tmp.write_text(text, encoding="utf-8")
 
 
-def write_json(path: str | os.PathLike, obj: Any) -> None:
-    write_text(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
+def non_finite_keys(obj: Any, where: str = "") -> list[str]:
+    """Dotted paths of the NaN and infinite floats in ``obj`` (nested dicts, lists, tuples)."""
+    if isinstance(obj, float):
+        return [] if math.isfinite(obj) else [where or "(top level)"]
+    if isinstance(obj, dict):
+        return [k for key, v in obj.items() for k in non_finite_keys(v, f"{where}.{key}" if where else str(key))]
+    if isinstance(obj, (list, tuple)):
+        return [k for i, v in enumerate(obj) for k in non_finite_keys(v, f"{where}.{i}" if where else str(i))]
+    return []
+
+
+def _nulled(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _nulled(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_nulled(v) for v in obj]
+    return obj
+
+
+def dumps_json(obj: Any, indent: int | None = 2, **kwargs) -> str:
+    """JSON text, strict: NaN and Infinity are not JSON (bare ``NaN`` breaks strict parsers and hides
+    a failed computation), so a non-finite number raises ValueError naming where it is."""
+    try:
+        return json.dumps(obj, indent=indent, allow_nan=False, **kwargs)
+    except ValueError:
+        raise ValueError(f"non-finite number at {', '.join(non_finite_keys(obj)) or '?'}: not valid JSON") from None
+
+
+def write_json(path: str | os.PathLike, obj: Any, undefined_ok: bool = False) -> None:
+    """Every JSON file csebench writes goes through here (strict, see dumps_json). ``undefined_ok``: a
+    result whose statistics can be legitimately undefined (a Spearman correlation of constant
+    embeddings, a dev score never finite) writes those as null, with a warning naming each."""
+    if undefined_ok:
+        for key in non_finite_keys(obj):
+            log.warning("%s: %s is undefined (not a finite number): written as null", path, key)
+        obj = _nulled(obj)
+    write_text(path, dumps_json(obj) + "\n")
+
+
+def load_npz(path: str | os.PathLike, what: str, remedy: str) -> dict:
+    """Every array of an .npz file, read now, so that a truncated or foreign file fails here with one
+    line (``what``: "an embeddings table"; ``remedy``: how to make it again), not with a zipfile or
+    pickle traceback later."""
+    import zipfile
+    import zlib
+
+    import numpy as np
+
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except (OSError, ValueError, EOFError, KeyError, TypeError, zipfile.BadZipFile, zlib.error):
+        # TypeError: a plain .npy (an array, no context manager); ValueError: not numpy at all
+        raise DataError(f"{path} is damaged or not {what}: {remedy}") from None
 
 
 def read_json(path: str | os.PathLike) -> Any:
@@ -156,3 +215,17 @@ def write_csv(path: str | os.PathLike, header: list[str], rows: list[list[Any]])
             writer = csv.writer(fh)
             writer.writerow(header)
             writer.writerows(rows)
+
+
+def save_png(fig, path: str | os.PathLike, dpi: int = 130, footer: str = "") -> None:
+    """Write a matplotlib figure atomically as PNG and close it; ``footer`` (the provenance line) goes
+    under the figure in small grey text (bbox_inches="tight" keeps it in the image)."""
+    import textwrap
+
+    import matplotlib.pyplot as plt
+
+    if footer:
+        fig.text(0.0, 0.0, "\n".join(textwrap.wrap(footer, 170)), fontsize=5, color="0.4", ha="left", va="top")
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=dpi, bbox_inches="tight")
+    plt.close(fig)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .errors import TrainingError
+from .io import dumps_json
 
 log = logging.getLogger(__name__)
 LOCK_NAME = ".lock"
@@ -98,7 +99,8 @@ def run_lock(run_dir: str | os.PathLike) -> Iterator[Path]:
             log.warning("run folder %s: taking over the stale lock of %s, which has ended", run_dir, _describe(stale))
         os.ftruncate(fd, 0)
         os.lseek(fd, 0, os.SEEK_SET)
-        os.write(fd, (json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": round(time.time())}) + "\n").encode())
+        os.write(fd, (dumps_json({"pid": os.getpid(), "host": socket.gethostname(), "since": round(time.time())}, indent=None)
+                      + "\n").encode())
         yield path
     finally:
         path.unlink(missing_ok=True)

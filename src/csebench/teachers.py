@@ -20,7 +20,6 @@ memory-mapped files each step).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -30,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from . import provenance
 from .data import load_tokenized_corpus, read_corpus, tokenizer_fingerprint
 from .errors import ConfigError, DataError
 from .io import atomic_path, write_json
@@ -48,11 +48,7 @@ def corpus_sha256(path: str | os.PathLike) -> str:
     p = Path(path)
     if not p.is_file():
         raise DataError(f"corpus file not found: {p}")
-    h = hashlib.sha256()
-    with open(p, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    return provenance.file_sha256(p)
 
 
 def _teacher_run_info(model_dir: Path) -> dict | None:
@@ -113,6 +109,7 @@ def build_teacher_cache(model_dir: str | os.PathLike, corpus: str | os.PathLike,
         "rows": int(emb.shape[0]), "dim": int(emb.shape[1]), "dtype": "float32", "normalized": True,
         "max_seq_length": int(max_seq_length), "tokenizer": tokenizer_fingerprint(encoder.tokenizer),
         "corpus": str(corpus), "corpus_sha256": corpus_sha256(corpus),
+        "provenance": provenance.collect(device, precision="fp32", autocast="fp32"),  # embed_corpus: no autocast
     }
     save_teacher_cache(out, emb, meta)
     log.info("teacher cache %s: %d x %d from %s", out, emb.shape[0], emb.shape[1], model_dir)

@@ -12,7 +12,6 @@ never a pickle); rerunning the same command resumes from it once the manifest ch
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 import os
@@ -25,13 +24,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import checkpoint, distributed
+from . import checkpoint, distributed, provenance
 from .config import RunConfig
 from .data import load_tokenized_corpus, senteval_root
 from .encoder import SentenceEncoder, build_encoder, check_max_seq_length, pool
 from .errors import TrainingError
 from .evaluation.sts import cap_pairs, load_sickr, load_stsb, spearman100, sts_pair_similarities
-from .io import atomic_path, replace_dir, staged_outputs, write_csv, write_json
+from .io import atomic_path, dumps_json, replace_dir, staged_outputs, write_csv, write_json
 from .loader import BatchLoader
 from .objectives import Objective
 from .objectives.base import StepContext
@@ -523,7 +522,9 @@ class Trainer:
             "run": self.cfg.run_id, "suite": self.cfg.suite, "method": self.cfg.method,
             "backbone": self.cfg.backbone_name, "seed": self.cfg.seed,
             "steps": self.state.step, "best_step": self.state.best_step,
-            "stsb_dev_best": round(self.state.best_dev, 4), **dev_summary(self.state.best_dev, self.state.best_sickr_dev),
+            # null when no dev score was ever finite (JSON has no -Infinity)
+            "stsb_dev_best": round(self.state.best_dev, 4) if math.isfinite(self.state.best_dev) else None,
+            **dev_summary(self.state.best_dev, self.state.best_sickr_dev),
             "corpus_sentences": len(self.tokens), "batch_size": self.t.batch_size,
             "effective_batch_sizes": self.effective_batch_sizes, "world_size": self.world, "device": self.device.type,
         }
@@ -532,6 +533,10 @@ class Trainer:
                            stsb_dev_protocol="capped")
         timing = {"train_seconds": round(elapsed, 1), "steps_this_attempt": steps_this_run,
                   "resumed_from_step": resumed_from}
+        # no time, host or path in it: the same seed in the same environment still gives the same bytes
+        summary["provenance"] = provenance.collect(
+            self.device, self.world, self.t.precision,
+            "fp32" if self.amp_dtype is None else str(self.amp_dtype).replace("torch.", ""))
         with distributed.fail_together():  # rank 0 writes; a failure there stops every rank
             if self.rank == 0:
                 try:
@@ -548,7 +553,7 @@ class Trainer:
         if not partial.is_dir():  # dev score never finite: keep the final weights
             log.warning("%s: no finite STS-B dev score; saving the final model", self.cfg.run_id)
             self.encoder.save(partial)
-        (partial / "training_config.json").write_text(json.dumps(self.cfg.to_dict(), indent=2, default=str) + "\n")
+        (partial / "training_config.json").write_text(dumps_json(self.cfg.to_dict(), default=str) + "\n")
         with staged_outputs(marker=self.out_dir / "train.json"):
             write_csv(self.out_dir / "train_curve.csv", ["step"] + self.log_keys, self.train_rows)
             write_csv(self.out_dir / "dev_curve.csv", ["step", "stsb_dev"], self.dev_rows)

@@ -48,20 +48,25 @@ def _root(senteval: str):
     return senteval_root(senteval)
 
 
-def _corpus(path: str) -> list[str]:
-    with open(path, encoding="utf-8") as fh:
-        return [line.strip() for line in fh if line.strip()]
-
-
-def _finish(args, res: dict, t0: float) -> None:
+def _finish(args, res: dict, t0: float, tables=()) -> None:
+    """Write the analysis JSON (timing, provenance; ``tables``: the embeddings tables that served it)."""
     from ..io import write_json
+    from ..provenance import for_evaluation
 
     res["model"] = getattr(args, "model", None) or getattr(args, "teacher", None) or getattr(args, "models", None)
     res["label"] = args.label or (os.path.basename(os.path.dirname(os.path.normpath(args.model))) if getattr(args, "model", None) else "")
     res["seconds"] = round(time.perf_counter() - t0, 2)  # wall clock, model loading excluded
     res["cpu_seconds"] = round(time.process_time() - args._cpu0, 2)  # CPU time of all threads
-    write_json(args.out, res)
+    res["provenance"] = for_evaluation(args.precision, tables)
+    write_json(args.out, res, undefined_ok=True)  # e.g. a Spearman correlation of constant cosines
     log.info("%s: %.1f s -> %s", res["analysis"], res["seconds"], args.out)
+
+
+def _footer(args) -> str:
+    """The provenance line under a figure or table this command draws from its own results."""
+    from ..provenance import for_evaluation, summary_line
+
+    return summary_line([for_evaluation(args.precision)])
 
 
 def _model_label(path: str) -> str:
@@ -97,7 +102,7 @@ def _table_encoders(args, models: list[str]) -> dict:
     tables = [EmbeddingTable(t) for t in args.embeddings or []]
     used, out = set(), {}
     for m in models:
-        fp = model_fingerprint(m) if os.path.isdir(m) else None
+        fp = model_fingerprint(m) if tables else None  # folders, packaged:minilm and hub ids alike
         match = [t for t in tables if (fp is not None and t.meta.get("model_fingerprint") == fp)
                  or os.path.normpath(str(t.meta.get("model", ""))) == os.path.normpath(m)]
         if match:
@@ -133,6 +138,7 @@ def _cmd_distillcse(args, t0: float) -> None:
     from . import core, distill, plots
 
     name = args.analysis
+    tables: list = []  # the embeddings tables that served the analysis (their provenance goes with it)
     if name == "model-correlation":
         groups = {"self_teacher": args.self_teacher, "other_teachers": args.other_teachers, "other_students": args.other_students}
         paths = [args.model] + [m for ms in groups.values() for m in ms]
@@ -144,6 +150,7 @@ def _cmd_distillcse(args, t0: float) -> None:
         res["data"] = "STS-B dev"
         res["paths"] = {k: {labels[m]: m for m in ms} for k, ms in groups.items()}
         res["tables"] = {p: str(encoders[p].table.path) if encoders[p].table is not None else None for p in encoders}
+        tables = [e.table for e in encoders.values()]
     elif name == "distill-loss":
         from ..data import read_corpus
 
@@ -170,7 +177,7 @@ def _cmd_distillcse(args, t0: float) -> None:
                                   layer=args.layer, exclude_special=not args.include_special)
         res["paths"] = dict(zip(labels, models))
         if args.figure:
-            plots.plot_token_matrices(res, args.figure, title=args.title)
+            plots.plot_token_matrices(res, args.figure, title=args.title, footer=_footer(args))
     elif name == "ensemble-sts":
         from ..embeddings import EmbeddingTable, model_encoder, table_encode
         from ..errors import DataError
@@ -188,6 +195,7 @@ def _cmd_distillcse(args, t0: float) -> None:
             return table_encode(t, m if m and os.path.isdir(m) else None, fallback)
 
         members = [member(p) for p in args.embeddings]
+        tables = [e.table for e in members]
         res = evaluate_sts(distill.ensemble_encode(members), _root(args.senteval), keep_pairs=bool(args.pairs_out))
         if args.pairs_out:
             from ..evaluation.sts import save_pairs
@@ -202,10 +210,11 @@ def _cmd_distillcse(args, t0: float) -> None:
                                  "backbone": backbones.pop() if len(backbones) == 1 else None, "seed": args.seed}})
     else:  # pragma: no cover - argparse restricts the choices
         raise ValueError(name)
-    _finish(args, res, t0)
+    _finish(args, res, t0, tables)
 
 
 def cmd_analyze(args) -> None:
+    from ..data import read_corpus  # its checks, and the corpus sha256 in the provenance
     from . import core, plots
 
     t0 = time.perf_counter()
@@ -220,12 +229,13 @@ def cmd_analyze(args) -> None:
         from pathlib import Path
 
         encs = [_encode_fn(_encoder(p, args.pooler, "--teacher"), args.batch_size) for p in args.teacher]
-        res = core.teacher_logit_stats(encs, _corpus(args.corpus), load_stsb(Path(_root(args.senteval)), "dev"),
+        res = core.teacher_logit_stats(encs, read_corpus(args.corpus), load_stsb(Path(_root(args.senteval)), "dev"),
                                        batch_size=args.logit_batch_size, n_batches=args.n_batches,
                                        temperature=args.temperature, seed=args.seed)
         res["teachers_paths"] = list(args.teacher)
         if args.figure:
-            plots.plot_teacher_logits(res, args.figure, title=f"Teacher logits ({len(args.teacher)} teacher(s)), batch size {args.logit_batch_size}")
+            plots.plot_teacher_logits(res, args.figure, title=f"Teacher logits ({len(args.teacher)} teacher(s)), batch size {args.logit_batch_size}",
+                                      footer=_footer(args))
         _finish(args, res, t0)
         return
     if name in TABLE_ANALYSES:  # sentence embeddings only: served by the model's embeddings table when given
@@ -245,10 +255,11 @@ def cmd_analyze(args) -> None:
                                       exclude_special=not args.include_special)
         res["data"] = f"STS-B {args.split}"
     elif name == "topk-negatives":
-        res = core.topk_negatives(encode, _corpus(args.corpus), batch_sizes=args.batch_sizes, k=args.k, repeats=args.repeats,
+        res = core.topk_negatives(encode, read_corpus(args.corpus), batch_sizes=args.batch_sizes, k=args.k, repeats=args.repeats,
                                   pool_size=args.pool_size, seed=args.seed)
         if args.figure:
-            plots.plot_topk_negatives(res, args.figure, model_label=args.label or os.path.basename(os.path.normpath(args.model)))
+            plots.plot_topk_negatives(res, args.figure, model_label=args.label or os.path.basename(os.path.normpath(args.model)),
+                                      footer=_footer(args))
     elif name == "embed-dim":
         res = core.projected_sts(encode, _root(args.senteval), dims=args.dims, methods=args.methods, seed=args.seed,
                                  max_pairs=args.max_sts_pairs)
@@ -256,15 +267,16 @@ def cmd_analyze(args) -> None:
 
         res["trained_projection"] = read_encoder_meta(args.model).get("projection_dim")  # SSCL Table 5
     elif name == "neighbours":
-        res = core.retrieve_neighbours(encode, _corpus(args.corpus), queries=args.query, buffer_size=args.buffer_size,
+        res = core.retrieve_neighbours(encode, read_corpus(args.corpus), queries=args.query, buffer_size=args.buffer_size,
                                        k=args.k, n_queries=args.n_queries, seed=args.seed)
         if args.markdown:
             from ..io import write_text
 
-            write_text(args.markdown, core.neighbours_markdown(res, f"Retrieved neighbours ({args.label or args.model})"))
+            write_text(args.markdown, core.neighbours_markdown(res, f"Retrieved neighbours ({args.label or args.model})")
+                       + f"\n{_footer(args)}\n")
     else:  # pragma: no cover - argparse restricts the choices
         raise ValueError(name)
-    _finish(args, res, t0)
+    _finish(args, res, t0, [getattr(encode, "table", None)])
 
 
 def _label_of(path: str, res: dict) -> str:
@@ -277,14 +289,18 @@ def _label_of(path: str, res: dict) -> str:
 def cmd_analyze_figure(args) -> None:
     from ..errors import ConfigError
     from ..io import read_json
+    from ..provenance import blocks_of, result_json, summary_line
     from . import plots
 
+    # the footer: the provenance of every result drawn (an input .md stands for its .json sibling)
+    results = dict.fromkeys(j for f in [*args.inputs, *(args.sts or [])] if (j := result_json(f)) is not None)
+    footer = summary_line([b for f in results for b in blocks_of(read_json(f))])
     if args.kind == "neighbours":  # concatenate the per-model Markdown tables
         from ..io import write_text
 
         parts = ["# Retrieved neighbours (IS-CSE Table 9 case study)", ""]
         parts += [open(p, encoding="utf-8").read().strip() + "\n" for p in args.inputs]
-        write_text(args.out, "\n".join(parts))
+        write_text(args.out, "\n".join(parts + [footer, ""]))
         return
     items = {}
     for path in args.inputs:
@@ -301,13 +317,13 @@ def cmd_analyze_figure(args) -> None:
         for i, (label, res) in enumerate(items.items()):
             avg = read_json(sts[i]).get("avg") if sts else None
             points.append({"label": label, "alignment": res["alignment"], "uniformity": res["uniformity"], "sts_avg": avg})
-        plots.plot_align_uniform(points, args.out, title=args.title)
+        plots.plot_align_uniform(points, args.out, title=args.title, footer=footer)
     elif args.kind == "cosine-dist":
-        plots.plot_cosine_dist(items, args.out, title=args.title)
+        plots.plot_cosine_dist(items, args.out, title=args.title, footer=footer)
     elif args.kind == "layers":
-        plots.plot_layers(items, args.out, title=args.title)
+        plots.plot_layers(items, args.out, title=args.title, footer=footer)
     elif args.kind == "embed-dim":
-        plots.embed_dim_table(items, args.out, args.csv)
+        plots.embed_dim_table(items, args.out, args.csv, footer=footer)
 
 
 TABLE_ANALYSES = ("align-uniform", "cosine-dist", "embed-dim")  # sentence embeddings only (analysis.smk reads this)

@@ -7,7 +7,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..io import atomic_path, write_text
+from ..io import save_png, write_text
 from .core import GROUP_LABELS
 
 
@@ -20,13 +20,11 @@ def _plt():
     return plt
 
 
-def _save(fig, out: str | os.PathLike) -> None:
-    with atomic_path(out) as tmp:
-        fig.savefig(tmp, format="png", dpi=130, bbox_inches="tight")
-    _plt().close(fig)
+def _save(fig, out: str | os.PathLike, footer: str = "") -> None:
+    save_png(fig, out, footer=footer)  # footer: the provenance line of the results drawn
 
 
-def plot_align_uniform(points: Sequence[dict], out: str | os.PathLike, title: str = "") -> None:
+def plot_align_uniform(points: Sequence[dict], out: str | os.PathLike, title: str = "", footer: str = "") -> None:
     """IS-CSE Fig. 3: l_align (x) vs l_uniform (y), colour and bracketed number = average STS.
 
     points: dicts with label, alignment, uniformity, sts_avg (may be None)."""
@@ -57,7 +55,7 @@ def plot_align_uniform(points: Sequence[dict], out: str | os.PathLike, title: st
         ax.annotate(labels[i], (xs[i], ys[i]), xytext=(xs[i] + (-0.03 if right_half else 0.03) * (x1 - x0), y_text),
                     fontsize=8, va="center", ha="right" if right_half else "left",
                     arrowprops={"arrowstyle": "-", "color": "gray", "lw": 0.6})
-    _save(fig, out)
+    _save(fig, out, footer)
 
 
 def label_slots(xs: np.ndarray, ys: np.ndarray, xlim, ylim, min_gap: float = 0.055, x_near: float = 0.35) -> dict[int, float]:
@@ -76,7 +74,7 @@ def label_slots(xs: np.ndarray, ys: np.ndarray, xlim, ylim, min_gap: float = 0.0
     return out
 
 
-def plot_cosine_dist(models: dict[str, dict], out: str | os.PathLike, title: str = "") -> None:
+def plot_cosine_dist(models: dict[str, dict], out: str | os.PathLike, title: str = "", footer: str = "") -> None:
     """IS-CSE Fig. 4: per gold-score group (y), the distribution of pair cosines (x), one violin per model."""
     plt = _plt()
     names = list(models)
@@ -108,10 +106,10 @@ def plot_cosine_dist(models: dict[str, dict], out: str | os.PathLike, title: str
     ax.set_title(title or "Cosine similarity of STS-B pairs by human score")
     ax.grid(axis="x", alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
-    _save(fig, out)
+    _save(fig, out, footer)
 
 
-def plot_layers(models: dict[str, dict], out: str | os.PathLike, title: str = "") -> None:
+def plot_layers(models: dict[str, dict], out: str | os.PathLike, title: str = "", footer: str = "") -> None:
     """SSCL Fig. 1 (inter-layer SetSim of adjacent layers) and Fig. 4 (TokSim per layer), side by side."""
     plt = _plt()
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
@@ -134,10 +132,10 @@ def plot_layers(models: dict[str, dict], out: str | os.PathLike, title: str = ""
         a.legend(fontsize=8)
     fig.suptitle(title or "Over-smoothing on STS-B test")
     fig.tight_layout()
-    _save(fig, out)
+    _save(fig, out, footer)
 
 
-def plot_token_matrices(res: dict, out: str | os.PathLike, title: str = "") -> None:
+def plot_token_matrices(res: dict, out: str | os.PathLike, title: str = "", footer: str = "") -> None:
     """SSCL Fig. 5: one token-by-token cosine heatmap per model, side by side, one colour scale."""
     plt = _plt()
     models = res["models"]
@@ -159,10 +157,10 @@ def plot_token_matrices(res: dict, out: str | os.PathLike, title: str = "") -> N
         ax.set_title(f"{label}\n(layer {m['layer']}{extra})", fontsize=9)
     fig.colorbar(im, ax=list(axes[0]), shrink=0.8, label="cosine similarity")
     fig.suptitle(title or "Token representation cosine similarity (SSCL Fig. 5)")
-    _save(fig, out)
+    _save(fig, out, footer)
 
 
-def plot_topk_negatives(res: dict, out: str | os.PathLike, model_label: str = "") -> None:
+def plot_topk_negatives(res: dict, out: str | os.PathLike, model_label: str = "", footer: str = "") -> None:
     """GS-InfoNCE Fig. 1: the i-th largest negative-pair cosine (mean over repeats) vs batch size."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -181,10 +179,10 @@ def plot_topk_negatives(res: dict, out: str | os.PathLike, model_label: str = ""
     ax.set_title(f"Top-{tops.shape[1]} in-batch negative similarities" + (f"\n({model_label}, {res['repeats']} batches each)" if model_label else ""))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    _save(fig, out)
+    _save(fig, out, footer)
 
 
-def plot_teacher_logits(res: dict, out: str | os.PathLike, title: str = "") -> None:
+def plot_teacher_logits(res: dict, out: str | os.PathLike, title: str = "", footer: str = "") -> None:
     """DistillCSE Fig. 1: descending-sorted 1st-order values and 2nd-order logits, training batches
     vs STS-B dev (teacher 1), against relative rank."""
     plt = _plt()
@@ -205,10 +203,11 @@ def plot_teacher_logits(res: dict, out: str | os.PathLike, title: str = "") -> N
         ax.legend(fontsize=8)
     fig.suptitle(title or f"Sharpness of teacher logits (DistillCSE Fig. 1), batch size {res['batch_size']}")
     fig.tight_layout()
-    _save(fig, out)
+    _save(fig, out, footer)
 
 
-def embed_dim_table(models: dict[str, dict], out_md: str | os.PathLike, out_csv: str | os.PathLike | None = None) -> None:
+def embed_dim_table(models: dict[str, dict], out_md: str | os.PathLike, out_csv: str | os.PathLike | None = None,
+                    footer: str = "") -> None:
     """SSCL Table 5 layout: model, dimension, avg STS (one row per projection)."""
     from ..io import write_csv
 
@@ -227,6 +226,6 @@ def embed_dim_table(models: dict[str, dict], out_md: str | os.PathLike, out_csv:
     capped = sorted({res["max_sts_pairs"] for res in models.values() if res.get("protocol") == "capped"})
     if capped:  # the CPU demo's STS pair cap: not the papers' protocol
         note += f"\n**Capped STS sets**: each task scored on a seeded subset of about {capped[0]} pairs (CPU demo scale, as in sts.md).\n"
-    write_text(out_md, "\n".join(lines) + "\n" + note)
+    write_text(out_md, "\n".join(lines) + "\n\n" + footer + "\n" + note)
     if out_csv:
-        write_csv(out_csv, ["model", "dimension", "projection", "avg_sts"], rows)
+        write_csv(out_csv, ["model", "dimension", "projection", "avg_sts", "provenance"], [r + [footer] for r in rows])

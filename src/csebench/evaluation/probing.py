@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DataError
+from ..provenance import record_data
 from . import transfer as T
 
 log = logging.getLogger(__name__)
@@ -104,6 +105,7 @@ def load_probing_file(path: str | os.PathLike, task: str) -> T.TaskData:
             if lab not in class_id:
                 raise DataError(f"{path}:{n}: label {lab[:30]!r} of the {split} split never occurs in the train split")
         splits[split] = T._sorted_split([tok for _, _, tok in items], [class_id[lab] for _, lab, _ in items])
+    record_data(path, f"probing/{path.name}")
     return T.TaskData(task, len(labels), splits, info={"labels": labels, "file": str(path)})
 
 

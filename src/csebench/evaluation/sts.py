@@ -23,6 +23,7 @@ import torch
 from scipy.stats import spearmanr
 
 from ..errors import ConfigError, DataError
+from ..provenance import record_data
 
 log = logging.getLogger(__name__)
 
@@ -63,9 +64,12 @@ def _join(s: str) -> str:
 
 def _score(value: str, path: Path, line: int) -> float:
     try:
-        return float(value)
+        score = float(value)
     except ValueError:
         raise DataError(f"{path}:{line}: score {value!r} is not a number") from None
+    if not np.isfinite(score):  # float() takes 'inf' and 'nan': one such score skews or voids a correlation
+        raise DataError(f"{path}:{line}: score {value.strip()!r} is not a finite number")
+    return score
 
 
 def _columns(line: str, path: Path, lineno: int, need: int) -> list[str]:
@@ -92,6 +96,8 @@ def load_sts_year(root: Path, task: str) -> PairSet:
             s2.append(_join(cols[1]))
             scores.append(_score(g, gs, lineno))
             groups.append(subset)
+        record_data(inp)
+        record_data(gs)
     return PairSet(s1, s2, np.asarray(scores, dtype=np.float64), groups)
 
 
@@ -103,6 +109,7 @@ def load_stsb(root: Path, split: str) -> PairSet:
         s1.append(_join(cols[5]))
         s2.append(_join(cols[6]))
         scores.append(_score(cols[4], path, lineno))
+    record_data(path)
     return PairSet(s1, s2, np.asarray(scores), [split] * len(s1))
 
 
@@ -115,6 +122,7 @@ def load_sickr(root: Path, split: str = "test") -> PairSet:
         s1.append(_join(cols[1]))
         s2.append(_join(cols[2]))
         scores.append(_score(cols[3], path, lineno))
+    record_data(path)
     return PairSet(s1, s2, np.asarray(scores), [split] * len(s1))
 
 
@@ -138,6 +146,9 @@ def cosine_rows(a: torch.Tensor, b: torch.Tensor) -> np.ndarray:
 
 
 def spearman100(sys_scores: np.ndarray, gold: np.ndarray) -> float:
+    """Spearman x100; NaN (undefined, written as null) when either side is constant: nothing to rank."""
+    if len(gold) < 2 or np.ptp(sys_scores) == 0 or np.ptp(gold) == 0:
+        return float("nan")
     return float(spearmanr(sys_scores, gold)[0] * 100.0)
 
 
@@ -223,9 +234,14 @@ def save_pairs(path: str | os.PathLike, pairs: dict[str, tuple[np.ndarray, np.nd
 
 
 def load_pairs(path: str | os.PathLike) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    with np.load(path) as z:
-        tasks = sorted({k.rsplit(".", 1)[0] for k in z.files})
-        return {t: (z[f"{t}.sim"], z[f"{t}.gold"]) for t in tasks}
+    from ..io import load_npz
+
+    what, remedy = "an STS pairs file (`eval-sts --pairs-out`)", "delete it and rerun `csebench eval-sts --pairs-out`"
+    z = load_npz(path, what, remedy)
+    tasks = sorted({k.rsplit(".", 1)[0] for k in z})
+    if any(f"{t}.sim" not in z or f"{t}.gold" not in z for t in tasks):
+        raise DataError(f"{path} is damaged or not {what}: {remedy}")
+    return {t: (z[f"{t}.sim"], z[f"{t}.gold"]) for t in tasks}
 
 
 def sts_pair_similarities(encode: EncodeFn, ps: PairSet) -> np.ndarray:

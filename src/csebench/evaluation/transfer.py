@@ -62,6 +62,7 @@ import torch
 from torch import nn
 
 from ..errors import ConfigError, DataError
+from ..provenance import record_data
 
 log = logging.getLogger(__name__)
 
@@ -172,6 +173,7 @@ def load_binary(root: str | os.PathLike, task: str) -> TaskData:
             raise DataError(f"{path}: file is empty")
         tok += [line.split() for line in lines]
         y += [label] * len(lines)
+        record_data(path)
     return TaskData(task, 2, {"all": _sorted_split(tok, y)})
 
 
@@ -191,6 +193,7 @@ def _load_sst_file(path: Path) -> tuple[list[list[str]], list[int]]:
         y.append(label)
     if not y:
         raise DataError(f"{path}: file is empty")
+    record_data(path)
     return tok, y
 
 
@@ -213,6 +216,7 @@ def _load_trec_file(path: Path) -> tuple[list[list[str]], list[int]]:
         y.append(TREC_CLASSES.index(target))
     if not y:
         raise DataError(f"{path}: file is empty")
+    record_data(path)
     return tok, y
 
 
@@ -240,6 +244,7 @@ def _load_mrpc_file(path: Path) -> tuple[list[list[str]], list[list[str]], list[
         y.append(label)
     if not y:
         raise DataError(f"{path}: no sentence pairs after the header line")
+    record_data(path)
     return a, b, y
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -87,6 +88,15 @@ class Context:
 
     def path(self, ext: str) -> Path:
         return self.out_dir / f"{self.item.slug}.{ext}"
+
+    @cached_property
+    def provenance(self) -> str:
+        """The footer line of the item: the provenance of every result file it reads that exists."""
+        from ..provenance import blocks_of, result_json, summary_line
+        from .renderers import get
+
+        files = dict.fromkeys(j for f in get(self.item.renderer).inputs(self) if (j := result_json(f)) is not None)
+        return summary_line([b for f in files for b in blocks_of(M.read_json_cached(str(f)))])
 
     @property
     def scale_note(self) -> str:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...io import atomic_path, write_csv, write_text
+from ...io import atomic_path, save_png, write_csv, write_text
 from ...report import read_curve
 from .. import metrics as M
 from ..core import Context, fmt, mean_std, rel
@@ -34,20 +34,13 @@ def _plt():
     return plt
 
 
-def _save(fig, path: Path) -> None:
-    plt = _plt()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=130, bbox_inches="tight")
-    plt.close(fig)
-
-
 def _placeholder(png: Path) -> None:
     """The figure of an item whose runs do not exist yet."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(5, 3))
     ax.text(0.5, 0.5, "not yet run", ha="center", va="center", color="grey")
     ax.set_axis_off()
-    _save(fig, png)
+    save_png(fig, png)
 
 
 def _header(ctx: Context) -> list[str]:
@@ -66,6 +59,7 @@ def _published_text(ctx: Context) -> list[str]:
 
 
 def _finish_md(ctx: Context, lines: list[str]) -> None:
+    lines += [ctx.provenance, ""]
     lines += _published_text(ctx)
     lines += [f"- {n}" for n in ctx.item.notes]
     write_text(ctx.path("md"), "\n".join(lines).rstrip() + "\n")
@@ -85,8 +79,8 @@ def _title(ctx: Context) -> str:
 def _write_figure(ctx: Context, fig, header: list[str], rows: list[list], digits: int = 2) -> list:
     """The PNG (or an already written one when ``fig`` is None), its CSV and the Markdown page."""
     if fig is not None:
-        _save(fig, ctx.path("png"))
-    write_csv(ctx.path("csv"), header, rows)
+        save_png(fig, ctx.path("png"), footer=ctx.provenance)
+    write_csv(ctx.path("csv"), header + ["provenance"], [r + [ctx.provenance] for r in rows])
     md = _header(ctx) + ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     md += ["| " + " | ".join(fmt(c, digits) if isinstance(c, float) else str(c) for c in r) + " |" for r in rows] + [""]
     _finish_md(ctx, md)
@@ -280,10 +274,10 @@ def render_analysis(ctx: Context) -> list:
             ours = fmt(float(got), v.get("digits", 4)) if isinstance(got, (int, float)) else "not yet run"
             lines.append(f"| {v['label']} | {ours} | {fmt(v.get('published'))} |")
             rows.append([v["label"], "" if not isinstance(got, (int, float)) else got, v.get("published", "")])
-        write_csv(ctx.path("csv"), ["quantity", "ours", "published"], rows)
+        write_csv(ctx.path("csv"), ["quantity", "ours", "published", "provenance"], [r + [ctx.provenance] for r in rows])
         lines.append("")
     else:
-        write_csv(ctx.path("csv"), ["source", "data"], [[fig, " ".join(data)]])
+        write_csv(ctx.path("csv"), ["source", "data", "provenance"], [[fig, " ".join(data), ctx.provenance]])
     _finish_md(ctx, lines)
     return [png, ctx.path("md"), ctx.path("csv")]
 
@@ -335,13 +329,14 @@ def render_model_analysis(ctx: Context) -> list:
             sts = M.value("sts:Avg", ctx.results, ref, ctx.seeds(ref)[0])
             points.append({"label": label, "alignment": res["alignment"], "uniformity": res["uniformity"], "sts_avg": sts})
             rows.append([label, str(ref), round(res["alignment"], 4), round(res["uniformity"], 4), "" if sts is None else round(sts, 2)])
-        plots.plot_align_uniform(points, png, title=title)
+        plots.plot_align_uniform(points, png, title=title, footer=ctx.provenance)
     else:
         if name == "token_matrix":  # one JSON per model: draw them side by side
             models = {label: next(iter(res["models"].values())) for label, res in models.items()}
-            plots.plot_token_matrices({"models": models}, png, title=title)
+            plots.plot_token_matrices({"models": models}, png, title=title, footer=ctx.provenance)
         else:
-            {"cosine_dist": plots.plot_cosine_dist, "layers": plots.plot_layers}[name](models, png, title=title)
+            {"cosine_dist": plots.plot_cosine_dist, "layers": plots.plot_layers}[name](models, png, title=title,
+                                                                                   footer=ctx.provenance)
         for label, res in models.items():
             rows.append([label, "", *(round(float(v), 4) for v in _summary(name, res))])
     header = {"align_uniform": ["model", "run", "alignment", "uniformity", "STS avg"],

@@ -28,11 +28,11 @@ def render_retrieved(ctx: Context) -> list:
     for i, ex in enumerate(it.layout.get("published") or [], 1):
         lines.append(f"| {i} | {ex['query']} | " + "<br>".join(f"{j}. {s}" for j, s in enumerate(ex["retrieved"], 1)) + " |")
         rows += [["published", i, ex["query"], j, s] for j, s in enumerate(ex["retrieved"], 1)]
-    lines += ["", "## Ours", "", ours, ""]
+    lines += ["", "## Ours", "", ours, "", ctx.provenance, ""]
     lines += [f"- {n}" for n in it.notes]
     write_text(ctx.path("md"), "\n".join(lines).rstrip() + "\n")
-    write_csv(ctx.path("csv"), ["source", "example", "query", "rank", "sentence"], rows)
+    write_csv(ctx.path("csv"), ["source", "example", "query", "rank", "sentence", "provenance"], [r + [ctx.provenance] for r in rows])
     tex = ctx.path("tex")
-    write_text(tex, "% qualitative table: see the Markdown file\n" + "\n".join(
+    write_text(tex, "% qualitative table: see the Markdown file\n% " + ctx.provenance + "\n" + "\n".join(
         f"% {r[0]} {r[1]}.{r[3]}: {r[4]}" for r in rows) + "\n")
     return [ctx.path("md"), ctx.path("csv"), tex]
