@@ -156,8 +156,10 @@ def test_train_json_records_provenance_and_stays_byte_identical(tmp_path, capsys
     assert block["torch"] == torch.__version__ and block["transformers"] == transformers.__version__
     assert block["corpus"] == {"file": "corpus.txt", "sha256": _sha(tmp_path / "corpus.txt")}
     dev = tmp_path / "se" / "STS" / "STSBenchmark" / "sts-dev.csv"
-    assert block["data"] == {"STS/STSBenchmark/sts-dev.csv": _sha(dev)}
-    assert block["data_not_published"] == ["STS/STSBenchmark/sts-dev.csv"]  # 24 of its 1500 pairs (check off here)
+    sick_dev = tmp_path / "se" / "SICK" / "SICK_trial.txt"  # SICK-R dev, scored at the selected checkpoint
+    assert block["data"] == {"STS/STSBenchmark/sts-dev.csv": _sha(dev), "SICK/SICK_trial.txt": _sha(sick_dev)}
+    # 24 of their 1500 / 500 pairs (the check is off here)
+    assert sorted(block["data_not_published"]) == ["SICK/SICK_trial.txt", "STS/STSBenchmark/sts-dev.csv"]
     assert str(tmp_path) not in json.dumps(block)  # no paths: the same bytes from any folder
 
 
