@@ -65,3 +65,199 @@ def test_the_kept_pooler_changes_neither_the_encoder_state_nor_the_rng(tokenizer
     assert torch.equal(before, torch.get_rng_state())
     assert model.pooler is None and not any(k.startswith("pooler.") for k in model.state_dict())
     assert set(model.pooler_weights) == {"pooler.dense.weight", "pooler.dense.bias"}
+
+
+# ----------------------------------------------------------------------------- the card, through Snakemake
+
+def _small_shared(dst, lines: int = 40):
+    """$CSEBENCH_SHARED for a fast DAG: the first lines of every STS file of the shared SentEval (input and
+    gold files cut alike), a synthetic transfer set, 300 corpus sentences."""
+    from conftest import SHARED
+    from runhelpers import write_corpus
+    from test_transfer import make_senteval
+
+    src = SHARED / "senteval" / "downstream"
+    for f in (src / "STS").rglob("*"):
+        if f.is_file():
+            out = dst / "senteval" / "downstream" / f.relative_to(src)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(b"".join(f.read_bytes().splitlines(keepends=True)[:lines]))
+    for name in ("SICK_trial.txt", "SICK_test_annotated.txt"):
+        out = dst / "senteval" / "downstream" / "SICK" / name
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(b"".join((src / "SICK" / name).read_bytes().splitlines(keepends=True)[: lines + 1]))
+    make_senteval(dst / "senteval" / "downstream")
+    write_corpus(dst / "corpus" / "demo-sentences.txt", 300)
+    return dst
+
+
+@pytest.fixture(scope="module")
+def small_shared(tmp_path_factory, shared_dir):
+    return _small_shared(tmp_path_factory.mktemp("shared"))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, small_shared):
+    """Finished ci runs, made in process: SimCSE with sts.json and transfer.json (SST-2 only), the untrained
+    backbone with sts.json."""
+    from csebench.cli import main
+
+    tmp = tmp_path_factory.mktemp("runs")
+    se, corpus = small_shared / "senteval", small_shared / "corpus" / "demo-sentences.txt"
+    out = {}
+    for name in ("simcse", "backbone"):
+        run = tmp / name / "seed1"
+        common = ["--suite", "ci", "--run", name, "--seed", "1"]
+        assert main(["train", *common, "--corpus", str(corpus), "--senteval", str(se), "--out", str(run),
+                     "--cache-dir", str(tmp / "cache"), "--no-progress"]) == 0
+        evals = [("eval-sts", [])] + [("eval-transfer", ["--tasks", "SST2"])] * (name == "simcse")  # one task: fast
+        for cmd, extra in evals:
+            assert main([cmd, "--model", str(run / "model"), "--senteval", str(se), *common, "--out",
+                         str(run / f"{cmd[5:]}.json"), "--no-progress", *extra]) == 0
+        assert main(["model-card", "--run", str(run)]) == 0
+        out[name] = run
+    return out
+
+
+def test_card_holds_the_runs_results_settings_and_loading(runs):
+    import json
+
+    from huggingface_hub import ModelCard
+
+    run = runs["simcse"]
+    assert (run / "model" / "README.md").read_text() == (run / "model_card.md").read_text()
+    card = ModelCard.load(run / "model" / "README.md")  # the hub's own parser reads the metadata block
+    sts = json.loads((run / "sts.json").read_text())
+    data = card.data
+    assert data.library_name == "sentence-transformers" and data.pipeline_tag == "sentence-similarity"
+    assert {"sentence-transformers", "csebench", "simcse"} <= set(data.tags)
+    scores = {r.dataset_config: r.metric_value for r in data.eval_results}
+    assert scores == {t: round(v, 2) for t, v in sts["tasks"].items()}
+    text = card.text
+    training = json.loads((run / "model" / "training_config.json").read_text())["training"]
+    for key in training:  # every resolved hyperparameter
+        assert f"`training.{key}`" in text
+    for needle in ("## Results", "### STS (SentEval)", "### Transfer (SentEval)", f"{sts['avg']:.2f}",
+                   "SentenceTransformer(", "AutoModel.from_pretrained(", "out.last_hidden_state[:, 0]",
+                   "`pooler_output` is the MLP head", "## Provenance", "git ", "@inproceedings{gao2021simcse"):
+        assert needle in text, needle
+    untrained = (runs["backbone"] / "model" / "README.md").read_text()
+    assert "**not trained**" in untrained and "@inproceedings" not in untrained and "unsupervised" not in untrained
+
+
+def test_card_cites_each_term_and_reads_mteb_results(runs, tmp_path):
+    import json
+    import shutil
+
+    from csebench.modelcard import render_card
+
+    run = tmp_path / "run"
+    shutil.copytree(runs["simcse"], run)
+    cfg = json.loads((run / "model" / "training_config.json").read_text())
+    cfg["objectives"] = {"gaussian_negatives": {"num_negatives": 192}, "distillation": {"p": 0.1}}
+    (run / "model" / "training_config.json").write_text(json.dumps(cfg))
+    (run / "mteb" / "model" / "rev").mkdir(parents=True)
+    (run / "mteb" / "model" / "rev" / "STS12.json").write_text(json.dumps(
+        {"task_name": "STS12", "scores": {"test": [{"main_score": 0.6123, "hf_subset": "default"}]}}))
+    text = render_card(run, repo_id="org/name")
+    for key in ("gao2021simcse", "wu2022smoothed", "xu2023distillcse", "- gs-infonce", "- distillcse",
+                "`objectives.gaussian_negatives.num_negatives` | `192`", "| STS12 | test | default | 61.23 |",
+                'SentenceTransformer("org/name")', "name: name"):
+        assert key in text, key
+    assert "is-cse" not in text and "he2023instance" not in text
+
+
+def test_push_dry_run_writes_the_card_and_lists_the_folder(runs, capsys, monkeypatch):
+    from csebench.cli import main
+
+    run = runs["simcse"]
+    (run / "model" / ".README.md.x.tmp").write_text("an interrupted write")  # hidden: never uploaded
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # a dry run needs no network
+    assert main(["push", "--run", str(run), "--repo-id", "org/tiny-simcse", "--dry-run"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    files = sorted(p.relative_to(run / "model").as_posix() for p in (run / "model").rglob("*")
+                   if p.is_file() and not p.name.startswith("."))
+    assert [line.strip() for line in out[1:]] == files and {"README.md", "model.safetensors"} <= set(files)
+    assert "(private)" in out[0]
+    assert 'SentenceTransformer("org/tiny-simcse")' in (run / "model" / "README.md").read_text()
+    assert 'SentenceTransformer("org/tiny-simcse")' not in (run / "model_card.md").read_text()
+
+
+def test_push_offline_or_without_token_or_network_is_one_line(runs, monkeypatch, capsys):
+    from csebench.cli import main
+
+    run = str(runs["simcse"])
+    argv = ["push", "--run", run, "--repo-id", "org/tiny-simcse"]
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("csebench push: error: offline") and "\n" not in err
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setattr("huggingface_hub.get_token", lambda: None)
+    assert main(argv) == 2
+    assert "no Hugging Face token" in capsys.readouterr().err
+    monkeypatch.setattr("huggingface_hub.get_token", lambda: "hf_x")
+
+    def no_network(self, *a, **k):
+        raise OSError("[Errno -2] Name or service not known")
+
+    monkeypatch.setattr("huggingface_hub.HfApi.create_repo", no_network)
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "could not reach the Hugging Face hub" in err and "\n" not in err
+    assert main(["push", "--run", run, "--repo-id", "not a repo!", "--dry-run"]) == 2
+
+
+def test_push_creates_a_private_repo_and_uploads_the_model_folder(runs, monkeypatch):
+    from csebench.cli import main
+
+    calls = []
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setattr("huggingface_hub.get_token", lambda: "hf_x")
+    monkeypatch.setattr("huggingface_hub.HfApi.create_repo", lambda self, repo_id, **k: calls.append(("create", repo_id, k)))
+    monkeypatch.setattr("huggingface_hub.HfApi.upload_folder", lambda self, **k: calls.append(("upload", k)))
+    run = runs["simcse"]
+    assert main(["push", "--run", str(run), "--repo-id", "org/tiny-simcse"]) == 0
+    assert calls[0] == ("create", "org/tiny-simcse", {"private": True, "repo_type": "model", "exist_ok": True})
+    assert calls[1][1]["folder_path"] == str(run / "model") and calls[1][1]["repo_id"] == "org/tiny-simcse"
+    assert main(["push", "--run", str(run), "--repo-id", "org/tiny-simcse", "--public"]) == 0
+    assert calls[2][2]["private"] is False
+
+
+@pytest.mark.slow
+def test_snakemake_makes_the_cards_and_a_second_run_plans_nothing(tmp_path, small_shared):
+    """The model_card rule writes model/README.md after the train rule's model/ output is done: nothing reruns."""
+    from test_pipeline import BIN, _copy_project
+
+    proj = _copy_project(tmp_path / "proj")
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", CSEBENCH_SHARED=str(small_shared),
+               PATH=f"{BIN}:{os.environ['PATH']}", CSEBENCH_DATA_CHECK="0")
+    card = "results/ci/runs/simcse/seed1/model_card.md"
+
+    def snakemake(*args):
+        return subprocess.run([str(BIN / "snakemake"), "--cores", "2", "--configfile", "config/ci.yaml", "--config",
+                               "plan=false", *args, "--", card], cwd=proj, env=env, capture_output=True, text=True, timeout=900)
+
+    proc = snakemake()
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    run = proj / "results/ci/runs/simcse/seed1"
+    assert (run / "model" / "README.md").read_text() == (run / card.split("/")[-1]).read_text()
+    for _ in range(2):  # after the rule, and after push --dry-run rewrote the README
+        again = snakemake("-n")
+        assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr, again.stdout + again.stderr
+        subprocess.run([sys.executable, "-m", "csebench", "push", "--run", str(run), "--repo-id", "org/x", "--dry-run"],
+                       env=env, check=True, capture_output=True)
+
+
+def test_the_card_leaves_the_weights_fingerprint_alone(runs, tmp_path):
+    """eval-sts and the analyses check their embeddings table against the model folder's fingerprint:
+    a card written after `csebench embed` must not make the table look like another model's."""
+    import shutil
+
+    from csebench.embeddings import model_fingerprint
+
+    model = tmp_path / "model"
+    shutil.copytree(runs["simcse"] / "model", model)
+    before = model_fingerprint(model)
+    (model / "README.md").write_text("another card")
+    assert model_fingerprint(model) == before

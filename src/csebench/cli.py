@@ -9,6 +9,8 @@
     csebench prepare-probing  --data wiki1m --out data/wiki1m/probing
     csebench eval-probing     --model DIR/model --probing data/wiki1m/probing --out DIR/probing.json
     csebench report           --suite demo --sts results/demo/runs/*/seed*/sts.json --out-dir results/demo/tables
+    csebench model-card       --run results/demo/runs/simcse/seed42
+    csebench push             --run results/demo/runs/simcse/seed42 --repo-id ORG/NAME [--public] [--dry-run]
     csebench show-config      --suite demo --run minilm-simcse --seed 42
 """
 
@@ -250,6 +252,26 @@ def cmd_report(args) -> None:
     logging.getLogger("csebench").info("report: %s", out["readme"])
 
 
+def cmd_model_card(args) -> None:
+    from .modelcard import write_card
+
+    path = write_card(args.run)
+    logging.getLogger("csebench").info("model card: %s (and %s)", path, os.path.join(args.run, "model_card.md"))
+
+
+def cmd_push(args) -> None:
+    from .push import push
+
+    files = push(args.run, args.repo_id, public=args.public, dry_run=args.dry_run)
+    folder = os.path.join(args.run, "model")
+    if args.dry_run:
+        print(f"would upload {len(files)} files from {folder} to {args.repo_id} "
+              f"({'public' if args.public else 'private'}); the card is {os.path.join(folder, 'README.md')}:")
+        print("\n".join(f"  {f}" for f in files))
+    else:
+        logging.getLogger("csebench").info("pushed %d files from %s to https://huggingface.co/%s", len(files), folder, args.repo_id)
+
+
 def cmd_dvc_yaml(args) -> None:
     from .dvcgen import main_dvc_yaml
 
@@ -414,6 +436,18 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--summary-png", default=None, help="STS average figure (default: OUT_DIR/../figures/sts_avg.png)")
     sp.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap resamples (default: 1000)")
     sp.set_defaults(func=cmd_report)
+    sp = sub.add_parser("model-card", help="write a run's model card: RUN/model_card.md and RUN/model/README.md")
+    sp.add_argument("--run", required=True, help="a finished run folder, RESULTS/SUITE/runs/RUN/seedN")
+    sp.set_defaults(func=cmd_model_card)
+
+    sp = sub.add_parser("push", help="upload a run's model/ folder with its model card to the Hugging Face hub")
+    sp.add_argument("--run", required=True, help="a finished run folder, RESULTS/SUITE/runs/RUN/seedN")
+    sp.add_argument("--repo-id", required=True, help="hub model repo, ORG/NAME (created if missing)")
+    sp.add_argument("--public", action="store_true", help="create the repo public (default: private)")
+    sp.add_argument("--dry-run", action="store_true",
+                    help="write the card and list the files that would be uploaded; no network access")
+    sp.set_defaults(func=cmd_push)
+
     sp = common(sub.add_parser("dvc-yaml", help="generate dvc.yaml from the Snakemake DAG"))
     sp.add_argument("--suites", nargs="+", help="default: params.yaml dvc.suites")
     sp.add_argument("--out", default="dvc.yaml", help="output file, '-' for stdout")

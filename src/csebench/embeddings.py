@@ -37,7 +37,7 @@ from .io import atomic_path, dumps_json, load_npz
 log = logging.getLogger("csebench.embeddings")
 EncodeFn = Callable[[list[str]], torch.Tensor]
 _FINGERPRINTS: dict[tuple, str] = {}
-SKIP = {"training_config.json", "train.json", "sts.json", "transfer.json"}
+SKIP = {"training_config.json", "train.json", "sts.json", "transfer.json", "README.md"}  # README.md: the model card
 
 
 def model_folder(model: str | os.PathLike) -> Path:
