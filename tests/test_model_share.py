@@ -69,31 +69,11 @@ def test_the_kept_pooler_changes_neither_the_encoder_state_nor_the_rng(tokenizer
 
 # ----------------------------------------------------------------------------- the card, through Snakemake
 
-def _small_shared(dst, lines: int = 40):
-    """$CSEBENCH_SHARED for a fast DAG: the first lines of every STS file of the shared SentEval (input and
-    gold files cut alike), a synthetic transfer set, 300 corpus sentences."""
-    from conftest import SHARED
-    from runhelpers import write_corpus
-    from test_transfer import make_senteval
-
-    src = SHARED / "senteval" / "downstream"
-    for f in (src / "STS").rglob("*"):
-        if f.is_file():
-            out = dst / "senteval" / "downstream" / f.relative_to(src)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_bytes(b"".join(f.read_bytes().splitlines(keepends=True)[:lines]))
-    for name in ("SICK_trial.txt", "SICK_test_annotated.txt"):
-        out = dst / "senteval" / "downstream" / "SICK" / name
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(b"".join((src / "SICK" / name).read_bytes().splitlines(keepends=True)[: lines + 1]))
-    make_senteval(dst / "senteval" / "downstream")
-    write_corpus(dst / "corpus" / "demo-sentences.txt", 300)
-    return dst
-
-
 @pytest.fixture(scope="module")
 def small_shared(tmp_path_factory, shared_dir):
-    return _small_shared(tmp_path_factory.mktemp("shared"))
+    from runhelpers import write_small_shared
+
+    return write_small_shared(tmp_path_factory.mktemp("shared"))
 
 
 @pytest.fixture(scope="module")
@@ -206,6 +186,20 @@ def test_push_offline_or_without_token_or_network_is_one_line(runs, monkeypatch,
     err = capsys.readouterr().err.strip()
     assert "could not reach the Hugging Face hub" in err and "\n" not in err
     assert main(["push", "--run", run, "--repo-id", "not a repo!", "--dry-run"]) == 2
+    assert "is not a hub repo id (ORG/NAME or NAME)" in capsys.readouterr().err
+
+    from types import SimpleNamespace
+
+    from huggingface_hub.errors import HfHubHTTPError
+
+    def forbidden(self, *a, **k):
+        raise HfHubHTTPError("403 Forbidden", response=SimpleNamespace(status_code=403, headers={}, request=None))
+
+    monkeypatch.setattr("huggingface_hub.HfApi.create_repo", forbidden)
+    assert main(argv) == 2
+    assert "the Hugging Face token cannot write to org/tiny-simcse (HTTP 403)" in capsys.readouterr().err
+    assert main(["model-card", "--run", str(ci_dir := runs["simcse"].parent)]) == 2
+    assert f"{ci_dir} has no train.json: not a finished csebench run folder" in capsys.readouterr().err
 
 
 def test_push_creates_a_private_repo_and_uploads_the_model_folder(runs, monkeypatch):

@@ -78,11 +78,13 @@ def cmd_show_config(args) -> None:
 
 def cmd_train(args) -> None:
     from . import distributed
-    from .config import resolve_run
+    from .config import resolve_run, sts_pairs_file
     from .io import dumps_json
     from .runlock import run_lock
 
-    cfg = resolve_run(_params(args), args.suite, args.run, args.seed)
+    params = _params(args)
+    cfg = resolve_run(params, args.suite, args.run, args.seed)
+    dev_file = sts_pairs_file(params, cfg.data_name, cfg.training.dev_set, "training.dev_set") if cfg.training.dev_set else None
     # one process per run folder (under torchrun rank 0 holds the lock: the other ranks write nothing there)
     with run_lock(args.out) if int(os.environ.get("RANK", 0)) == 0 else contextlib.nullcontext():
         if os.path.isfile(os.path.join(args.out, "train.json")) and not args.force:
@@ -91,7 +93,7 @@ def cmd_train(args) -> None:
         if not cfg.train:  # an evaluation-only run: the backbone itself is the model, no corpus is read
             from .evalonly import write_untrained_run
 
-            summary = write_untrained_run(cfg, args.senteval, args.out)
+            summary = write_untrained_run(cfg, args.senteval, args.out, dev_file)
         else:
             if not args.corpus:
                 raise ConfigError(f"train: --corpus is required for run {args.suite}/{args.run} "
@@ -101,7 +103,7 @@ def cmd_train(args) -> None:
             distributed.init_from_env()
             try:
                 trainer = Trainer(cfg, args.corpus, args.senteval, args.out, cache_dir=args.cache_dir,
-                                  show_progress=not args.no_progress, teacher_cache=args.teacher_cache)
+                                  show_progress=not args.no_progress, teacher_cache=args.teacher_cache, dev_file=dev_file)
                 summary = trainer.run()
             finally:
                 distributed.shutdown()
@@ -120,12 +122,15 @@ def _eval_encode_fn(args):
 def cmd_embed(args) -> None:
     from .data import senteval_root
     from .embeddings import evaluation_sentences, model_encoder, model_fingerprint, write_embeddings
+    from .evaluation.sts import load_extra_sets
     from .provenance import autocast_name, collect
 
     t0 = time.perf_counter()
+    extra = load_extra_sets(args.sts_pairs, args.max_sts_pairs, args.senteval_seed)
     sentences = evaluation_sentences(senteval_root(args.senteval), transfer=not args.no_transfer,
                                      max_train_sentences=args.max_train_sentences, seed=args.senteval_seed,
-                                     max_sts_pairs=args.max_sts_pairs, max_test_sentences=args.max_test_sentences)
+                                     max_sts_pairs=args.max_sts_pairs, max_test_sentences=args.max_test_sentences,
+                                     extra_sets=extra)
     log = logging.getLogger("csebench")
     log.info("encoding %d distinct evaluation sentences (%s precision)", len(sentences), args.precision)
     emb = model_encoder(args.model, args.pooler, args.batch_size, args.precision, progress=not args.no_progress)(sentences)
@@ -143,15 +148,16 @@ def cmd_embed(args) -> None:
 
 def cmd_eval_sts(args) -> None:
     from .data import senteval_root
-    from .evaluation.sts import evaluate_sts
+    from .evaluation.sts import evaluate_sts, load_extra_sets
     from .io import write_json
     from .provenance import for_evaluation
 
     run_info = _run_info(args)  # first: a mistake in --config or --suite stops before minutes of encoding
+    extra = load_extra_sets(args.sts_pairs, args.max_sts_pairs, args.senteval_seed)  # a bad file too
     encode = _eval_encode_fn(args)
     t0 = time.perf_counter()
     res = evaluate_sts(encode, senteval_root(args.senteval), keep_pairs=bool(args.pairs_out),
-                       max_pairs=args.max_sts_pairs, seed=args.senteval_seed)
+                       max_pairs=args.max_sts_pairs, seed=args.senteval_seed, extra=extra)
     if args.pairs_out:
         from .evaluation.sts import save_pairs
 
@@ -161,8 +167,9 @@ def cmd_eval_sts(args) -> None:
     res["run_info"] = run_info
     res["provenance"] = for_evaluation(args.precision, [getattr(encode, "table", None)])
     write_json(args.out, res, undefined_ok=True)
-    logging.getLogger("csebench").info("STS avg %.2f: %s", res.get("avg", float("nan")),
-                                       ", ".join(f"{k} {v:.2f}" for k, v in res["tasks"].items()))
+    logging.getLogger("csebench").info("STS avg %.2f: %s%s", res.get("avg", float("nan")),
+                                       ", ".join(f"{k} {v:.2f}" for k, v in res["tasks"].items()),
+                                       "".join(f"; {k} {v['spearman']:.2f} (own set)" for k, v in (res.get("extra_sets") or {}).items()))
 
 
 def cmd_eval_transfer(args) -> None:
@@ -373,6 +380,9 @@ def build_parser() -> argparse.ArgumentParser:
     def sts_cap_option(sp):  # embed and eval-sts must agree on the pairs (the table holds what eval-sts scores)
         sp.add_argument("--max-sts-pairs", type=int, default=None,
                         help="CPU demo only: score each STS task on a seeded subset of about N pairs (recorded as protocol=capped)")
+        sp.add_argument("--sts-pairs", nargs="+", default=[], metavar="[NAME=]FILE",
+                        help="your own STS sets, .tsv or .csv with columns sentence1, sentence2, score[, split]: their test "
+                             "rows (all rows without a split column) are scored beside the 7 tasks, never in their average")
 
     sp = common(sub.add_parser("embed", help="encode every evaluation sentence of a model once (STS, transfer, analyses)"))
     sp.add_argument("--model", required=True, help="saved model folder (or HF id / local encoder)")

@@ -133,6 +133,7 @@ class TrainingConfig:
     projection_head: str = "linear"  # linear (SSCL Table 5's "simply linear projection head") | linear_tanh (released code)
     num_layers: int | None = None  # SSCL Table 1 "SimCSE (10)": keep only the first N transformer layers (None: all)
     dev_max_pairs: int | None = None  # CPU demo only: STS-B dev scored on a seeded subset of about N pairs (None: all 1500)
+    dev_set: str | None = None  # checkpoint selection on your own STS data (data.<source>.sts_pairs NAME); None: STS-B dev
 
     def validate(self, where: str) -> None:
         positive = ["temperature", "learning_rate", "epochs", "eval_steps", "log_steps",
@@ -252,7 +253,7 @@ class RunConfig:
         checkpoint must match."""
         d = self.to_dict()
         d.pop("paths", None)
-        for later in ("num_layers", "dev_max_pairs"):  # added later: unset, they leave existing fingerprints as they were
+        for later in ("num_layers", "dev_max_pairs", "dev_set"):  # added later: unset, they leave existing fingerprints as they were
             if d["training"].get(later) is None:
                 d["training"].pop(later, None)
         if d["training"].get("projection_dim") is None:  # no projection, no head to describe
@@ -449,9 +450,12 @@ def find_run(params: dict, suite: str, run_name: str) -> dict:
     return runs[run_name]
 
 
+DATA_KEYS = ["corpus", "senteval", "probing", "sts_pairs"]
+
+
 def data_config(params: dict, data_name: str) -> DataConfig:
     spec = _section(params, "data", data_name, "data source")
-    check_keys(f"data.{data_name}", spec, ["corpus", "senteval", "probing"])
+    check_keys(f"data.{data_name}", spec, DATA_KEYS)
     corpus = from_dict(SourceConfig, spec.get("corpus"), f"data.{data_name}.corpus")
     senteval = from_dict(SourceConfig, spec.get("senteval"), f"data.{data_name}.senteval")
     corpus.path = expand_path(corpus.path, params)
@@ -462,13 +466,29 @@ def data_config(params: dict, data_name: str) -> DataConfig:
 def probing_source(params: dict, data_name: str) -> ProbingSourceConfig:
     """``data.<name>.probing`` (kept out of DataConfig, so run fingerprints do not depend on it)."""
     spec = _section(params, "data", data_name, "data source")
-    check_keys(f"data.{data_name}", spec, ["corpus", "senteval", "probing"])
+    check_keys(f"data.{data_name}", spec, DATA_KEYS)
     if not spec.get("probing"):
         raise ConfigError(f"data.{data_name} has no 'probing' source: add probing: {{url: {SENTEVAL_PROBING_URL}}} "
                           f"or probing: {{path: FOLDER}} (a folder with SentEval's data/probing files)")
     src = from_dict(ProbingSourceConfig, spec["probing"], f"data.{data_name}.probing")
     src.path = expand_path(src.path, params)
     return src
+
+
+def sts_pairs_file(params: dict, data_name: str, name: str, where: str) -> str:
+    """The file of ``data.<data_name>.sts_pairs.<name>``, your own STS set (a TSV or CSV of sentence1,
+    sentence2, score and an optional split column; evaluation/sts.py reads it). Kept out of DataConfig,
+    like the probing source: adding a set retrains nothing; a run that selects on one names it in
+    training.dev_set, which is in its fingerprint. ``where`` names the key that asked for it."""
+    sets = _section(params, "data", data_name, "data source").get("sts_pairs") or {}
+    if name not in sets:
+        hint = _suggest(str(name), list(sets)) if sets else f" (it has none: add data.{data_name}.sts_pairs: {{{name}: {{path: FILE}}}})"
+        raise ConfigError(f"{where}: data source '{data_name}' has no STS set '{name}' in data.{data_name}.sts_pairs{hint}")
+    spec = sets[name] or {}
+    check_keys(f"data.{data_name}.sts_pairs.{name}", spec, ["path"])
+    if not spec.get("path"):
+        raise ConfigError(f"data.{data_name}.sts_pairs.{name}: give 'path', a TSV or CSV file (sentence1, sentence2, score[, split])")
+    return expand_path(str(spec["path"]), params)
 
 
 def backbone_config(params: dict, name: str) -> BackboneConfig:
@@ -500,6 +520,8 @@ def resolve_run(params: dict, suite: str, run_name: str, seed: int) -> RunConfig
     data_name = suite_spec.get("data")
     if not data_name:
         raise ConfigError(f"suites.{suite}: missing 'data'")
+    if training.dev_set is not None:  # a dev set that is not there fails now, not after the first training steps
+        sts_pairs_file(params, data_name, training.dev_set, f"training (suite {suite}, run {run_name}).dev_set")
     paths = {"data": "data", "results": "results"}
     paths.update({k: v for k, v in (params.get("paths") or {}).items() if k in ("data", "results")})
     paths["shared"] = shared_dir(params)

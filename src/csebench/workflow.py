@@ -6,6 +6,7 @@ Path scheme (outputs only, under paths.data / paths.results):
   results/{suite}/runs/{run}/seed{seed}/train.json    training summary (model/ and curves beside it)
   results/{suite}/runs/{run}/seed{seed}/embeddings.npz  every evaluation sentence encoded once
   results/{suite}/runs/{run}/seed{seed}/sts.json      STS evaluation
+  results/{suite}/runs/{run}/seed{seed}/model_card.md  model card (also installed as model/README.md)
   results/{suite}/teachers/{run}/seed{seed}/embeddings.npy  frozen-teacher corpus embeddings
   results/{suite}/tables/sts.md                       report
 """
@@ -13,7 +14,7 @@ Path scheme (outputs only, under paths.data / paths.results):
 from __future__ import annotations
 
 
-from .config import EVAL_PRECISIONS, find_run, load_params, resolve_run, suite_runs, suite_seeds
+from .config import EVAL_PRECISIONS, find_run, load_params, resolve_run, sts_pairs_file, suite_runs, suite_seeds
 from .schema import schema_path
 
 __all__ = ["load_params", "jobs", "evaluated_jobs", "suite_data", "run_dir", "teacher_jobs", "run_fingerprint",
@@ -55,7 +56,7 @@ def evaluated_jobs(params: dict, suite: str) -> list[tuple[str, int]]:
     return [(r, s) for r, s in jobs(params, suite) if r in evaluated]
 
 
-EVALUATION_KEYS = {"precision": EVAL_PRECISIONS, "max_sts_pairs": int}
+EVALUATION_KEYS = {"precision": EVAL_PRECISIONS, "max_sts_pairs": int, "sts_pairs": list}
 
 
 def suite_evaluation(params: dict, suite: str) -> dict:
@@ -70,7 +71,12 @@ def suite_evaluation(params: dict, suite: str) -> dict:
         if key not in EVALUATION_KEYS:
             raise ConfigError(f"suites.{suite}.evaluation: unknown key '{key}' (valid: {', '.join(EVALUATION_KEYS)})")
         allowed = EVALUATION_KEYS[key]
-        if allowed is int:
+        if allowed is list:  # names of the data source's own STS sets (their files are checked where they are read)
+            if not isinstance(value, list):
+                raise ConfigError(f"suites.{suite}.evaluation.{key}: give a list of names of data.{spec['data']}.sts_pairs, got {value!r}")
+            for name in value:
+                sts_pairs_file(params, spec["data"], name, f"suites.{suite}.evaluation.sts_pairs")
+        elif allowed is int:
             if isinstance(value, bool) or not isinstance(value, int) or value < 2:
                 raise ConfigError(f"suites.{suite}.evaluation.{key}: give a whole number of at least 2, got {value!r}")
         elif value not in allowed:
@@ -82,7 +88,20 @@ def suite_evaluation(params: dict, suite: str) -> dict:
     cap, test_cap = transfer.get("max_train_sentences"), transfer.get("max_test_sentences")
     return {"precision": ev.get("precision", "fp32"), "max_train_sentences": int(cap) if cap else None,
             "max_test_sentences": int(test_cap) if test_cap else None,
-            "max_sts_pairs": ev.get("max_sts_pairs")}
+            "max_sts_pairs": ev.get("max_sts_pairs"), "sts_pairs": list(ev.get("sts_pairs") or [])}
+
+
+def eval_sts_pairs(params: dict, suite: str) -> dict[str, str]:
+    """The suite's own STS test sets (`evaluation: {sts_pairs: [NAME, ...]}`): NAME -> file."""
+    data = suite_data(params, suite)
+    return {name: sts_pairs_file(params, data, name, f"suites.{suite}.evaluation.sts_pairs")
+            for name in suite_evaluation(params, suite)["sts_pairs"]}
+
+
+def dev_set_file(params: dict, suite: str, run: str, seed: int) -> str | None:
+    """The file of the run's `training.dev_set` (checkpoint selection on your own STS data), else None."""
+    name = resolve_run(params, suite, run, int(seed)).training.dev_set
+    return sts_pairs_file(params, suite_data(params, suite), name, "training.dev_set") if name else None
 
 
 def run_dir(params: dict, suite: str, run: str, seed: int) -> str:

@@ -20,6 +20,15 @@ def sts_cap(w):  # `evaluation: {max_sts_pairs: N}` (CPU demo only): embed and e
     return f"--max-sts-pairs {cap}" if cap else ""
 
 
+def sts_pairs_of(w):  # `evaluation: {sts_pairs: [NAME, ...]}`: your own STS test sets (data.<source>.sts_pairs)
+    return list(wf.eval_sts_pairs(PARAMS, w.suite).values())
+
+
+def sts_pairs_args(w):  # embed and eval_sts read the same sets
+    sets = wf.eval_sts_pairs(PARAMS, w.suite)
+    return f"--sts-pairs {' '.join(f'{name}={path}' for name, path in sets.items())}" if sets else ""
+
+
 def embeddings_of(w):
     return f"{wf.run_dir(PARAMS, w.suite, w.run, int(w.seed))}/embeddings.npz"
 
@@ -28,10 +37,11 @@ rule embed:
     input:
         summary=f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/train.json",
         senteval=senteval_of,
+        sts_pairs=sts_pairs_of,
     output:
         f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/embeddings.npz",
     params:
-        cap=lambda w: f"{transfer_cap(w)} {sts_cap(w)}".strip(),
+        cap=lambda w: " ".join(a for a in (transfer_cap(w), sts_cap(w), sts_pairs_args(w)) if a),
         precision=lambda w: eval_settings(w)["precision"],
     threads: config.get("threads", 4)
     resources:
