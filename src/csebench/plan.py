@@ -152,9 +152,9 @@ def suite_plan(params: dict, suite: str, n_items: int = 0, probing: bool = False
             flops += 2 * n * PROBING_SENTENCES * EVAL_TOKENS
         if (run, seed) in teachers:
             flops += 2 * n * corpus * mean_tokens(t.max_seq_length)  # the teacher cache of the corpus
-    # train + embed + eval_sts + eval_transfer per run (train only for `evaluate: false`), a teacher cache
-    # per teacher, the suite report, its items
-    jobs = 4 * len(runs) - 3 * len(training_only) + len(teachers) + 1 + n_items
+    # train + embed + eval_sts + eval_transfer + model_card per run (train and card only for `evaluate: false`),
+    # a teacher cache per teacher, the suite report, its items
+    jobs = 5 * len(runs) - 3 * len(training_only) + len(teachers) + 1 + n_items
     return SuitePlan(suite, data, len(runs) - len(evaluation_only), len(teachers), jobs, flops, sorted(set(unknown)), small, large)
 
 
