@@ -31,6 +31,7 @@ rule model_card:
         results=card_results,
     output:
         f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/model_card.md",
+    threads: 1  # reads JSON, writes Markdown
     log:
         f"{RESULTS}/{{suite}}/logs/model_card.{{run}}.seed{{seed}}.log",
     shell:
