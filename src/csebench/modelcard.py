@@ -24,7 +24,7 @@ import os
 from pathlib import Path
 
 from .errors import DataError
-from .io import write_text
+from .io import dumps_json, write_text
 
 CARD_FILE = "model_card.md"  # RUN/model_card.md: the model_card rule's output
 README = "README.md"  # RUN/model/README.md: the same card, where the hub and sentence-transformers look
@@ -93,7 +93,7 @@ def _num(x) -> str:
 
 
 def _value(v) -> str:
-    return v if isinstance(v, str) else json.dumps(v)
+    return v if isinstance(v, str) else dumps_json(v, indent=None)
 
 
 def _flat(prefix: str, d: dict) -> list[tuple[str, str]]:
@@ -175,7 +175,7 @@ def _what(r: dict) -> list[str]:
                 f"{train.get('steps')} steps of batch {cfg['training']['batch_size']} on {train.get('corpus_sentences')} "
                 "sentences.", "", "## Method", "",
                 *[f"- **{p['name']}**: {p['term']}" for p in papers],
-                "", f"Objective terms and their resolved settings: `{json.dumps(cfg.get('objectives') or {})}` "
+                "", f"Objective terms and their resolved settings: `{dumps_json(cfg.get('objectives') or {}, indent=None)}` "
                 "(none: SimCSE alone). Every setting is listed under [Hyperparameters](#hyperparameters).", ""]
     pooler, eval_pooler = meta.get("pooler", bb["pooler"]), meta.get("eval_pooler", "cls_before_pooler")
     proj = meta.get("projection_dim")
