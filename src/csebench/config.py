@@ -397,7 +397,8 @@ def _section(params: dict, name: str, key: str, what: str, where: str = "") -> d
     return table[key] or {}
 
 
-SUITE_KEYS = ["description", "data", "seeds", "training", "runs", "backbones", "methods", "dvc", "transfer", "evaluation"]
+SUITE_KEYS = ["description", "data", "seeds", "training", "runs", "backbones", "methods", "dvc", "transfer", "evaluation",
+              "mteb"]
 # evaluate: false = a training-only run (curves, teacher), no embedding/STS/transfer/analysis jobs
 # train: false = an evaluation-only run: its model is the untrained backbone (csebench.evalonly)
 RUN_KEYS = ["name", "backbone", "method", "label", "training", "objectives", "seeds", "evaluate", "train"]
