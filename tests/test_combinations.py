@@ -314,3 +314,25 @@ def test_grid_names_a_missing_result_and_a_missing_baseline(tmp_path):
     with pytest.raises(DataError, match=r"suite ci: the combination grid needs exactly one trained run without "
                                          r"objective terms \(SimCSE\) to compare with, found none"):
         combination_grid(load_params(PARAMS, [config]), "ci", tmp_path)
+
+
+@pytest.mark.slow
+def test_a_composed_method_trains_with_every_term_on(tmp_path):
+    """The trainer runs a composed method as any other: each term's loss part and logs in the curve,
+    IS-CSE's loss switched on once its buffer filled, SSCL's layer fed."""
+    from csebench import cli
+    from runhelpers import ci_training, train_argv, write_corpus, write_mini_senteval
+
+    write_corpus(tmp_path / "corpus.txt", n=64)
+    write_mini_senteval(tmp_path / "se", pairs=16)
+    over = ci_training(max_steps=4, eval_steps=4, batch_size=8, log_steps=1, eval_batch_size=64)
+    over["methods"] = {"three": {"compose": ["gs_infonce", "iscse", "sscl"]}}
+    over["suites"]["ci"]["runs"] = [{"name": "simcse", "backbone": "tiny", "method": "three",
+                                     "objectives": {"instance_smoothing": {"buffer_size": 16, "neighbors": 4}}}]
+    out = tmp_path / "run"
+    assert cli.main(train_argv(tmp_path, out, write_config(tmp_path / "over.yaml", over))) == 0
+    header, *rows = [line.split(",") for line in (out / "train_curve.csv").read_text().splitlines()]
+    last = dict(zip(header, rows[-1]))
+    assert float(last["loss_instance_smoothing"]) > 0 and last["instance_smoothing/active"] == "1.0"
+    assert last["gaussian_negatives/num_gaussian"] == "24.0"  # 3 x batch 8
+    assert float(last["loss"]) > float(last["loss_contrastive"])
