@@ -113,7 +113,7 @@ def _as_numpy(emb) -> np.ndarray:
 
 
 def _strict(path: Path) -> None:
-    """Rewrite a JSON file mteb wrote (json.dump allows NaN) through csebench's strict writer."""
+    """Rewrite a JSON file mteb wrote (its writer allows NaN) through csebench's strict writer."""
     from ..io import write_json
 
     write_json(path, json.loads(path.read_text(encoding="utf-8")), undefined_ok=True)
@@ -131,7 +131,7 @@ def evaluate_mteb(encode: Callable[[list[str]], Any], tasks: list, out: str | os
     """Run mteb's evaluation loop on ``tasks`` (mteb task objects; their data loaded first) with the
     ``encode`` function; write the folder ``out`` (see the module doc) and return the summary."""
     mteb = require_mteb()
-    from ..io import atomic_path, write_json
+    from ..io import atomic_path, dumps_json, write_json
 
     for task in tasks:  # every dataset present before anything is encoded
         load_task_data(task)
@@ -148,7 +148,8 @@ def evaluate_mteb(encode: Callable[[list[str]], Any], tasks: list, out: str | os
         for result in results.task_results:
             result.to_disk(tmp / f"{result.task_name}.json")
             _strict(tmp / f"{result.task_name}.json")
-        write_json(tmp / "model_meta.json", json.loads(json.dumps(model.mteb_model_meta.to_dict(), default=str)))
+        # mteb's own model_meta.json (ModelMeta.to_dict(); sets and dates as text, as mteb's cache writes them)
+        write_json(tmp / "model_meta.json", json.loads(dumps_json(model.mteb_model_meta.to_dict(), default=str)))
         write_json(tmp / SUMMARY, summary, undefined_ok=True)
     return summary
 
