@@ -35,6 +35,7 @@ include: "workflow/rules/sts.smk"
 include: "workflow/rules/transfer.smk"
 include: "workflow/rules/card.smk"  # after transfer.smk
 include: "workflow/rules/probing.smk"
+include: "workflow/rules/mteb.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/analysis.smk"
 include: "workflow/rules/reproduce.smk"
@@ -45,5 +46,6 @@ rule all:
         [f"{RESULTS}/{suite}/tables/sts.md" for suite in SUITES],
         [c for suite in SUITES for c in card_targets(suite)],  # a model card in every run's model/ (card.smk)
         [t for suite in SUITES for t in analysis_targets(suite)],  # config `analyses:` (workflow/rules/analysis.smk)
+        [t for suite in SUITES for t in mteb_targets(suite)],  # a suite's `mteb:` (workflow/rules/mteb.smk)
         reproduce_targets(),  # config `reproduce:` (workflow/rules/reproduce.smk)
         f"{RESULTS}/README.md",

@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 import torch
@@ -255,3 +256,19 @@ def test_the_card_leaves_the_weights_fingerprint_alone(runs, tmp_path):
     before = model_fingerprint(model)
     (model / "README.md").write_text("another card")
     assert model_fingerprint(model) == before
+
+
+def test_card_waits_for_the_mteb_results_where_the_suite_asks_for_them(tmp_path):
+    """A suite with `mteb:` (mteb.smk): the model_card job reads RUN/mteb/ after eval_mteb has written it."""
+    from test_pipeline import BIN
+
+    over = tmp_path / "over.yaml"
+    over.write_text("suites:\n  ci:\n    mteb: {}\n")
+    card = "results/ci/runs/simcse/seed1/model_card.md"
+    proc = subprocess.run([str(BIN / "snakemake"), "-n", "--forceall", "--configfile", "config/ci.yaml", "--config", "plan=false",
+                           f"params_overrides=[{over}]", "--", card], cwd=Path(__file__).resolve().parents[1],
+                          env=dict(os.environ, HF_HUB_OFFLINE="1"), capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    job = out[out.index("rule model_card:"):]
+    assert "results/ci/runs/simcse/seed1/mteb/mteb.json" in job.split("output:")[0]

@@ -104,6 +104,17 @@ def dev_set_file(params: dict, suite: str, run: str, seed: int) -> str | None:
     return sts_pairs_file(params, suite_data(params, suite), name, "training.dev_set") if name else None
 
 
+def suite_mteb_tasks(params: dict, suite: str) -> list[str] | None:
+    """The MTEB tasks of a suite that opts in (`mteb: {tasks: [...]}`; `mteb: {}` = the default list),
+    None for a suite without an `mteb:` section."""
+    spec = params["suites"][suite]
+    if "mteb" not in spec:
+        return None
+    from .evaluation.mteb_eval import DEFAULT_TASKS
+
+    return list((spec["mteb"] or {}).get("tasks") or DEFAULT_TASKS)
+
+
 def run_dir(params: dict, suite: str, run: str, seed: int) -> str:
     results = (params.get("paths") or {}).get("results", "results")
     return f"{results}/{suite}/runs/{run}/seed{seed}"

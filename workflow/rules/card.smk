@@ -10,14 +10,14 @@ CARD_HAS_TRANSFER = any(r.name == "eval_transfer" for r in workflow.rules)
 
 def card_results(w):
     """The run's result files the card reports; none for a training-only run (`evaluate: false`) or a
-    teacher seed the suite does not evaluate. MTEB: an eval_mteb rule's `mteb_results_of(w)`, once
-    one is included (looked up lazily, any include order); the card reads RUN/mteb/ when present."""
+    teacher seed the suite does not evaluate. MTEB (mteb.smk) where the suite asks for it: the card
+    reads MTEB's result files beside RUN/mteb/mteb.json."""
     seed = int(w.seed)
     if (w.run, seed) not in wf.evaluated_jobs(PARAMS, w.suite):
         return []
     d = wf.run_dir(PARAMS, w.suite, w.run, seed)
-    mteb = globals().get("mteb_results_of")
-    return [f"{d}/sts.json"] + ([f"{d}/transfer.json"] if CARD_HAS_TRANSFER else []) + (mteb(w) if mteb else [])
+    mteb = [f"{d}/mteb/mteb.json"] if wf.suite_mteb_tasks(PARAMS, w.suite) is not None else []
+    return [f"{d}/sts.json"] + ([f"{d}/transfer.json"] if CARD_HAS_TRANSFER else []) + mteb
 
 
 def card_targets(suite):
