@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 
+from .argtypes import positive_int
 from .errors import ConfigError, CsebenchError, TrainingError
 
 
@@ -256,17 +257,6 @@ def cmd_dvc_yaml(args) -> None:
     rc = main_dvc_yaml(args.params, args.out, args.check, args.suites)
     if rc:
         raise SystemExit(rc)
-
-
-def positive_int(text: str) -> int:
-    """argparse type of counts: 0 or less would be ignored (a falsy value means "default") or fail late."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"give a whole number of at least 1, got {text!r}")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:

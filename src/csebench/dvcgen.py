@@ -18,7 +18,8 @@ from pathlib import Path
 
 import yaml
 
-from .config import find_run, load_params, read_yaml
+from .config import find_run, load_params
+from .schema import read_yaml
 from .errors import CsebenchError
 
 METRIC_FILES = ("train.json", "sts.json", "transfer.json")

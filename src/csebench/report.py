@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .config import load_yaml_text
+from .schema import load_yaml_text
 from .evaluation.sts import TABLE_NAMES, TEST_TASKS
 from .io import read_json, save_png, write_csv, write_text
 from .provenance import blocks_of, mixed_note, summary_line

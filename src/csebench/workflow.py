@@ -23,7 +23,7 @@ __all__ = ["load_params", "jobs", "evaluated_jobs", "suite_data", "run_dir", "te
 def check_snakemake_config(config: dict, configfiles) -> None:
     """The Snakemake config, before anything reads it: each config file again for keys given twice
     (Snakemake's reader keeps the last silently), then the merged config against the schema."""
-    from .config import read_yaml
+    from .schema import read_yaml
     from .schema import validate
 
     for f in configfiles:

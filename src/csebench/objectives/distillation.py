@@ -47,7 +47,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..config import ConfigError, _suggest, check_keys
+from ..errors import ConfigError
+from ..schema import _suggest, check_keys
 from .. import distributed
 from .base import ObjectiveTerm, StepContext, cosine_matrix
 

@@ -17,7 +17,7 @@ import importlib.resources
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from ..config import load_yaml_text
+from ..schema import load_yaml_text
 from ..errors import ConfigError
 
 STATUSES = ("rebuilt", "not-applicable", "not-rebuilt")
