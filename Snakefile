@@ -8,7 +8,7 @@
 import sys
 
 from csebench import workflow as wf
-from csebench.reproduce.cli import suites_of_default
+from csebench.results.registry import default_suites
 
 configfile: "config/paper.yaml"
 
@@ -17,7 +17,7 @@ include: "workflow/rules/common.smk"  # first: checks the config against its sch
 PARAMS = wf.load_params(config.get("params", "params.yaml"), config.get("params_overrides", []))
 SUITES = config["suites"] if isinstance(config["suites"], list) else [config["suites"]]
 if SUITES == ["all"]:
-    SUITES = suites_of_default(PARAMS)
+    SUITES = default_suites(PARAMS)
 RESULTS = PARAMS.get("paths", {}).get("results", "results")
 DATA = PARAMS.get("paths", {}).get("data", "data")
 PROGRESS = "" if config.get("progress", True) else "--no-progress"

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from csebench import report as rp
+from csebench.evaluation import TRANSFER_TASKS
+from csebench.results.renderers import suite as rp
 from runhelpers import PARAMS, SHARED, train_argv, write_config, write_corpus, write_mini_senteval
 from test_bad_input import assert_fails, run_cli
 from test_transfer import make_senteval
@@ -132,7 +133,7 @@ def test_eval_transfer_subset_has_no_seven_task_average(tmp_path, capsys, caplog
 def test_report_never_shows_a_subset_average_as_the_average(tmp_path):
     from test_report import write_run
 
-    full = {t: 80.0 for t in rp.TRANSFER_TASKS}
+    full = {t: 80.0 for t in TRANSFER_TASKS}
     a = write_run(tmp_path, "s", "simcse", 1, "simcse", "bert-base", transfer=full) / "transfer.json"
     # an avg written over 4 tasks (as write_run, or an older csebench, does), and the new avg_subset form
     b = write_run(tmp_path, "s", "iscse", 1, "iscse", "bert-base",
@@ -141,9 +142,9 @@ def test_report_never_shows_a_subset_average_as_the_average(tmp_path):
     res = json.loads(c.read_text())
     del res["avg"]
     c.write_text(json.dumps({**res, "avg_subset": 90.0, "avg_tasks": ["TREC"]}))
-    records = {r["name"]: r for r in rp.collect([a, b, c], "transfer")}
-    assert records["simcse"]["avg"] == pytest.approx(80.0)
-    assert records["iscse"]["avg"] is None and records["sscl"]["avg"] is None
+    records = {r.info["name"]: r for r in rp.collect([a, b, c], "transfer")}
+    assert records["simcse"].avg == pytest.approx(80.0)
+    assert records["iscse"].avg is None and records["sscl"].avg is None
     rows = {r.run: r for r in rp.group_rows(list(records.values()), "transfer")}
     assert np.isnan(rows["iscse"].mean[-1]) and np.isnan(rows["sscl"].mean[-1])
     md = rp.render_markdown(list(rows.values()), "transfer", "s")

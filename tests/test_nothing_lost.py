@@ -217,7 +217,7 @@ def _interrupt(*args, **kwargs):
 
 
 def test_report_interrupted_leaves_no_new_file_and_prints_one_line(tmp_path, capsys, monkeypatch):
-    import csebench.report as rp
+    import csebench.results.renderers.suite as rp
 
     argv = _report_argv(tmp_path)
     monkeypatch.setattr(rp, "plot_curves", _interrupt)  # the tables are written by then
@@ -228,13 +228,13 @@ def test_report_interrupted_leaves_no_new_file_and_prints_one_line(tmp_path, cap
     assert run_cli(capsys, argv)[0] == 0
     before = _report_outputs(tmp_path)
     assert {"README.md", "tables/sts.md", "figures/training_curves.png"} <= set(before)
-    monkeypatch.setattr(rp, "write_readme", _interrupt)  # the last output
+    monkeypatch.setattr(rp, "suite_readme", _interrupt)  # the last output
     assert run_cli(capsys, argv)[0] == 130
     assert _report_outputs(tmp_path) == before  # the previous report, whole
 
 
 def test_paper_item_interrupted_leaves_no_file(tmp_path, capsys, monkeypatch):
-    import csebench.reproduce.renderers.grid as grid
+    import csebench.results.renderers.grid as grid
 
     out = tmp_path / "papers" / "simcse"
     monkeypatch.setattr(grid, "write_csv", _interrupt)  # after the Markdown table

@@ -10,14 +10,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from csebench import report as rp
+from csebench.results.published import load_published, published_for
+from csebench.results.renderers import suite as rp
 from csebench.cli import main
 from csebench.evaluation.sts import TEST_TASKS, save_pairs
 from scipy.stats import spearmanr
 
 from csebench.stats import bootstrap_counts, bootstrap_spearman, paired_bootstrap_sts, paired_ttest
 
-PUB = rp.load_published()
+PUB = load_published()
+
+
+def report(suite, sts, out_dir, transfer=None, **kw):
+    records = {"sts": rp.collect(sts, "sts"), **({"transfer": rp.collect(transfer, "transfer")} if transfer else {})}
+    return rp.write_report(suite, out_dir, records, **kw)
 
 
 def _pub(kind, backbone, method):
@@ -86,9 +92,9 @@ def test_rows_mean_std_delta_and_published(multi_seed):
     # published IS-CSE BERT-base row is attached, with its printed Avg
     pub = _pub("sts", "bert-base", "iscse")
     assert [p["values"][-1] for p in iscse.published] == [pub["scores"]["Avg"]]
-    lines = [ln for ln in rp.table_lines(rows, "sts") if ln["row"] is iscse]
-    delta = next(ln for ln in lines if ln["type"] == "delta")
-    assert delta["values"][-1] == pytest.approx(iscse.mean[-1] - pub["scores"]["Avg"])
+    header, lines = rp.render_csv_rows(rows, "sts", "s")
+    delta = next(dict(zip(header, ln)) for ln in lines if ln[3] == "iscse" and ln[4] == "delta")
+    assert delta["Avg."] == pytest.approx(iscse.mean[-1] - pub["scores"]["Avg"], abs=1e-4)
     # SimCSE BERT-base is printed identically by several papers: merged into one row naming them all
     simcse_pub = rows[0].published
     assert len(simcse_pub) == 1 and len(simcse_pub[0]["sources"]) >= 4
@@ -106,14 +112,14 @@ def test_rows_mean_std_delta_and_published(multi_seed):
     ("minilm", "simcse", "simcse", []),
 ])
 def test_published_matching(backbone, method, run, expected):
-    got = rp.published_for("sts", backbone, method, run)
+    got = published_for("sts", backbone, method, run)
     assert sorted(e["method"] for e in got) == expected
     assert all(backbone.startswith(e["backbone"]) for e in got)
 
 
 def test_tables_written_in_three_formats(multi_seed):
     root, files, tfiles = multi_seed
-    out = rp.report("s", [str(f) for f in files], root / "s" / "tables", transfer=[str(f) for f in tfiles])
+    out = report("s", [str(f) for f in files], root / "s" / "tables", transfer=[str(f) for f in tfiles])
     tables = root / "s" / "tables"
     for kind in ("sts", "transfer"):
         for ext in ("md", "csv", "tex"):
@@ -138,7 +144,7 @@ def test_latex_is_well_formed(multi_seed):
     root, files, _ = multi_seed
     # a run name with characters LaTeX must escape
     d = write_run(root, "s", "gs_infonce_M3", 1, "gs_infonce", "bert-base", sts_scores(72))
-    rp.report("s", [str(f) for f in files] + [str(d / "sts.json")], root / "s" / "tables")
+    report("s", [str(f) for f in files] + [str(d / "sts.json")], root / "s" / "tables")
     tex = (root / "s" / "tables" / "sts.tex").read_text()
     body = tex.replace(r"\{", "").replace(r"\}", "")
     depth = 0
@@ -211,7 +217,7 @@ def test_single_seed_uses_bootstrap_from_saved_pairs(tmp_path):
     a = write_run(tmp_path, "ci", "simcse", 1, "simcse", "tiny", sts_scores(60), pairs=bad)
     b = write_run(tmp_path, "ci", "better", 1, "gs_infonce", "tiny", sts_scores(65), pairs=good)
     c = write_run(tmp_path, "ci", "nopairs", 1, "sscl", "tiny", sts_scores(61))
-    rows = rp.write_sts_tables(rp.collect([a / "sts.json", b / "sts.json", c / "sts.json"]), tmp_path / "t", "ci", n_boot=200)
+    rows = rp.write_tables(rp.collect([a / "sts.json", b / "sts.json", c / "sts.json"], "sts"), tmp_path / "t", "sts", "ci", n_boot=200)
     by = {r.run: r for r in rows}
     assert by["simcse"].is_baseline
     assert by["better"].test.test.startswith("paired bootstrap") and by["better"].test.p_value < 0.01
@@ -244,7 +250,7 @@ def test_readme_links_curves_and_figures(multi_seed):
     extra = root / "s" / "tables" / "embed_dim.md"
     extra.parent.mkdir(parents=True, exist_ok=True)
     extra.write_text("| dim | avg |\n")
-    out = rp.report("s", [str(f) for f in files], root / "s" / "tables", transfer=[str(f) for f in tfiles],
+    out = report("s", [str(f) for f in files], root / "s" / "tables", transfer=[str(f) for f in tfiles],
                     curves=curves, figures=[str(fig), str(root / "s" / "figures" / "absent.png")], n_boot=10,
                     extra_tables=[str(extra)])
     png = root / "s" / "figures" / "training_curves.png"
@@ -278,9 +284,9 @@ def test_tables_say_when_scores_come_from_capped_evaluation_sets(tmp_path):
     """A demo-scale result (STS pair cap, transfer training cap) puts its warning above the table."""
     warning = "each STS task was scored on a seeded subset of about 500 pairs (demo)"
     d = write_run(tmp_path, "s", "simcse", 1, "simcse", "minilm", sts=sts_scores(70.0))
-    full = rp.write_sts_tables(rp.collect_sts([d / "sts.json"]), tmp_path / "full", suite="s")
+    full = rp.write_tables(rp.collect([d / "sts.json"], "sts"), tmp_path / "full", suite="s")
     assert full and "Demo scale" not in (tmp_path / "full" / "sts.md").read_text()
     res = json.loads((d / "sts.json").read_text())
     (d / "sts.json").write_text(json.dumps({**res, "protocol": "capped", "warning": warning}))
-    rp.write_sts_tables(rp.collect_sts([d / "sts.json"]), tmp_path / "capped", suite="s")
+    rp.write_tables(rp.collect([d / "sts.json"], "sts"), tmp_path / "capped", suite="s")
     assert f"**Demo scale:** {warning}." in (tmp_path / "capped" / "sts.md").read_text()

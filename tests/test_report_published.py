@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from csebench.report import KINDS, load_published
+from csebench.results.published import load_published
+from csebench.results.runs import KINDS
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPERS = Path(os.environ.get("CSEBENCH_SHARED", ROOT.parent / "shared")) / "papers"

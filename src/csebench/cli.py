@@ -237,18 +237,29 @@ def cmd_teacher_cache(args) -> None:
 
 def cmd_report(args) -> None:
     from .io import staged_outputs
-    from .report import report
+    from .results.renderers.suite import collect, write_report
 
     description = ""
     try:
         description = _params(args).get("suites", {}).get(args.suite, {}).get("description", "")
     except Exception:  # the report must not depend on params.yaml being readable
         pass
+    records = {"sts": collect(args.sts, "sts")}
+    if args.transfer:
+        records["transfer"] = collect(args.transfer, "transfer")
     with staged_outputs():  # tables, figures and README appear together, or (error, Ctrl-C) not at all
-        out = report(args.suite, args.sts, args.out_dir, transfer=args.transfer, curves=args.curves, figures=args.figures,
-                     readme=args.readme, curves_png=args.curves_png, n_boot=args.n_boot, description=description,
-                     summary_png=args.summary_png, extra_tables=args.extra_tables)
+        out = write_report(args.suite, args.out_dir, records, curves=args.curves, figures=args.figures,
+                           readme=args.readme, curves_png=args.curves_png, n_boot=args.n_boot, description=description,
+                           summary_png=args.summary_png, extra_tables=args.extra_tables)
     logging.getLogger("csebench").info("report: %s", out["readme"])
+
+
+def cmd_plan(args) -> None:
+    from .plan import plan, render_plan
+    from .results.registry import default_suites
+
+    params = _params(args)
+    print(render_plan(plan(params, args.suites or default_suites(params))))
 
 
 def cmd_dvc_yaml(args) -> None:
@@ -413,9 +424,12 @@ def build_parser() -> argparse.ArgumentParser:
     from .analysis.cli import add_parsers as add_analysis_parsers
 
     add_analysis_parsers(sub, common)
-    from .reproduce.cli import add_parsers as add_reproduce_parsers
+    from .results.cli import add_parsers as add_results_parsers
 
-    add_reproduce_parsers(sub, common)
+    add_results_parsers(sub, common)
+    sp = common(sub.add_parser("plan", help="suites, jobs, training runs and GPU-hours before anything runs"))
+    sp.add_argument("--suites", nargs="+", default=None, help="default: every suite of the default target")
+    sp.set_defaults(func=cmd_plan)
     return p
 
 

@@ -181,7 +181,9 @@ class RunConfig:
 
     @property
     def run_dir(self) -> Path:
-        return Path(self.paths["results"]) / self.suite / "runs" / self.name / f"seed{self.seed}"
+        from .paths import run_dir
+
+        return Path(run_dir(None, self.suite, self.name, self.seed, self.paths["results"]))
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

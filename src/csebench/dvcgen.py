@@ -120,7 +120,7 @@ def build_dvc_yaml(suites: list[str], params_path: str = "params.yaml", cwd: str
             if metrics:
                 stage["metrics"] = metrics
             stages[name] = stage
-    from .report import dvc_plots_spec_for_suite
+    from .results.renderers.suite import dvc_plots_spec_for_suite
 
     plots = [entry for suite in suites for entry in dvc_plots_spec_for_suite(params, suite)]
     # Snakemake lists jobs of one DAG level in no fixed order; DVC orders stages by deps/outs itself,

@@ -159,7 +159,7 @@ def suite_plan(params: dict, suite: str, n_items: int = 0, probing: bool = False
 
 
 def plan(params: dict, suites: list[str]) -> list[SuitePlan]:
-    from .reproduce.registry import load_registry
+    from .results.registry import load_registry
 
     reg = load_registry()
     out = []

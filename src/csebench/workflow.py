@@ -14,6 +14,7 @@ from __future__ import annotations
 
 
 from .config import EVAL_PRECISIONS, find_run, load_params, resolve_run, suite_runs, suite_seeds
+from .paths import run_dir
 from .schema import schema_path
 
 __all__ = ["load_params", "jobs", "evaluated_jobs", "suite_data", "run_dir", "teacher_jobs", "run_fingerprint",
@@ -83,11 +84,6 @@ def suite_evaluation(params: dict, suite: str) -> dict:
     return {"precision": ev.get("precision", "fp32"), "max_train_sentences": int(cap) if cap else None,
             "max_test_sentences": int(test_cap) if test_cap else None,
             "max_sts_pairs": ev.get("max_sts_pairs")}
-
-
-def run_dir(params: dict, suite: str, run: str, seed: int) -> str:
-    results = (params.get("paths") or {}).get("results", "results")
-    return f"{results}/{suite}/runs/{run}/seed{seed}"
 
 
 def teacher_jobs(params: dict, suite: str, run: str, seed: int) -> list[tuple[str, int]]:

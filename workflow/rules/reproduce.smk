@@ -1,4 +1,4 @@
-# The papers' tables and figures (csebench.reproduce): one job per registry item, reading the result
+# The papers' tables and figures (csebench.results): one job per registry item, reading the result
 # files its layout names (train.json, sts.json, transfer.json, curves, analysis JSONs) and writing
 #   tables:  {root}/{paper}/table-N.{md,csv,tex}     figures: {root}/{paper}/figure-N.{png,md,csv}
 # root = results/papers (paper scale) or results/demo/papers (demo scale, items with a `demo:` section).
@@ -7,12 +7,13 @@
 
 import re
 
-from csebench import reproduce as _rp
-from csebench.reproduce.registry import load_registry as _load_registry
+from csebench.results import render as _render
+from csebench.results.context import SCALES as _SCALES
+from csebench.results.registry import load_registry as _load_registry
 
 REGISTRY = _load_registry()
 REPRODUCE = config.get("reproduce", "none")
-ROOTS = {_rp.output_root(RESULTS, s): s for s in _rp.SCALES}
+ROOTS = {_render.output_root(RESULTS, s): s for s in _SCALES}
 
 
 def reproduce_items(scale):
@@ -22,11 +23,11 @@ def reproduce_items(scale):
 
 
 def reproduce_targets():
-    return [_rp.item_outputs(it, _rp.output_root(RESULTS, REPRODUCE))[0] for it in reproduce_items(REPRODUCE)] if REPRODUCE in ROOTS.values() else []
+    return [_render.item_outputs(it, RESULTS, REPRODUCE)[0] for it in reproduce_items(REPRODUCE)] if REPRODUCE in ROOTS.values() else []
 
 
 def _item_inputs(w):
-    return _rp.input_files(REGISTRY.item(f"{w.paper}/{w.item}"), PARAMS, RESULTS, ROOTS[w.root])
+    return _render.input_files(REGISTRY.item(f"{w.paper}/{w.item}"), PARAMS, RESULTS, ROOTS[w.root])
 
 
 _ROOT_RE = "|".join(re.escape(r) for r in ROOTS)
@@ -48,7 +49,7 @@ rule reproduce_table:
     log:
         "{root}/logs/{paper}.{item}.log",
     shell:
-        "csebench reproduce render --item {wildcards.paper}/{wildcards.item} --scale {params.scale} --results {RESULTS}"
+        "csebench results render --item {wildcards.paper}/{wildcards.item} --scale {params.scale} --results {RESULTS}"
         " --out-dir {wildcards.root}/{wildcards.paper} 2> {log}"
 
 
@@ -68,7 +69,7 @@ rule reproduce_figure:
     log:
         "{root}/logs/{paper}.{item}.log",
     shell:
-        "csebench reproduce render --item {wildcards.paper}/{wildcards.item} --scale {params.scale} --results {RESULTS}"
+        "csebench results render --item {wildcards.paper}/{wildcards.item} --scale {params.scale} --results {RESULTS}"
         " --out-dir {wildcards.root}/{wildcards.paper} 2> {log}"
 
 
@@ -81,4 +82,4 @@ rule front_page:
     log:
         f"{RESULTS}/logs/front_page.log",
     shell:
-        "csebench reproduce front-page --results {RESULTS} --out {output} 2> {log}"
+        "csebench results front-page --results {RESULTS} --out {output} 2> {log}"
