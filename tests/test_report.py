@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from csebench.results.published import load_published, published_for
 from csebench.results.renderers import suite as rp
 from csebench.cli import main
 from csebench.evaluation.sts import TEST_TASKS, save_pairs
@@ -18,16 +17,20 @@ from scipy.stats import spearmanr
 
 from csebench.stats import bootstrap_counts, bootstrap_spearman, paired_bootstrap_sts, paired_ttest
 
-PUB = load_published()
-
-
 def report(suite, sts, out_dir, transfer=None, **kw):
     records = {"sts": rp.collect(sts, "sts"), **({"transfer": rp.collect(transfer, "transfer")} if transfer else {})}
     return rp.write_report(suite, out_dir, records, **kw)
 
 
-def _pub(kind, backbone, method):
-    return next(e for e in PUB[kind] if e["backbone"] == backbone and e["method"] == method)
+def registry_row(item: str, label: str) -> list[float]:
+    """A registry row's printed values (the one source of published numbers)."""
+    from csebench.results.registry import load_registry
+
+    return next(r["published"] for b in load_registry().item(item).blocks() for r in b["rows"] if r["label"] == label)
+
+
+ISCSE_STS = registry_row("is-cse/table-1", "IS-CSE-BERT base")  # bound to paper-iscse/bert-base-iscse
+ISCSE_TRANSFER = registry_row("is-cse/table-8", "IS-CSE-BERT base")
 
 
 def write_run(root: Path, suite, name, seed, method, backbone, sts: dict | None = None, transfer: dict | None = None,
@@ -65,14 +68,15 @@ TRANSFER = ["MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC"]
 
 @pytest.fixture
 def multi_seed(tmp_path):
-    """bert-base: simcse at 3 seeds, iscse at 3 seeds always +1.0 +- a little on every task."""
+    """bert-base: simcse at 3 seeds, iscse at 3 seeds always +1.0 +- a little on every task; the iscse
+    run is the one IS-CSE Tables 1 and 8 are bound to (paper-iscse/bert-base-iscse), simcse is bound to none."""
     files, tfiles = [], []
     for seed, jitter in zip((1, 2, 3), (0.0, 0.3, -0.2)):
-        d = write_run(tmp_path, "s", "simcse", seed, "simcse", "bert-base", sts_scores(70 + jitter),
+        d = write_run(tmp_path, "paper-iscse", "simcse", seed, "simcse", "bert-base", sts_scores(70 + jitter),
                       {t: 80.0 + jitter for t in TRANSFER}, curves=True)
         files.append(d / "sts.json")
         tfiles.append(d / "transfer.json")
-        d = write_run(tmp_path, "s", "iscse", seed, "iscse", "bert-base", sts_scores(71 + jitter + 0.01 * seed),
+        d = write_run(tmp_path, "paper-iscse", "bert-base-iscse", seed, "iscse", "bert-base", sts_scores(71 + jitter + 0.01 * seed),
                       {t: 80.5 + jitter for t in TRANSFER}, curves=True)
         files.append(d / "sts.json")
         tfiles.append(d / "transfer.json")
@@ -82,39 +86,21 @@ def multi_seed(tmp_path):
 def test_rows_mean_std_delta_and_published(multi_seed):
     root, files, _ = multi_seed
     rows = rp.group_rows(rp.collect(files, "sts"), "sts")
-    assert [r.run for r in rows] == ["simcse", "iscse"]  # SimCSE first
+    assert [r.run for r in rows] == ["simcse", "bert-base-iscse"]  # SimCSE first
     iscse = rows[1]
     assert iscse.seeds == [1, 2, 3]
     # STS12 per seed: 71.01, 71.32, 70.83
     vals = np.array([71.01, 71.32, 70.83])
     assert iscse.mean[0] == pytest.approx(vals.mean())
     assert iscse.std[0] == pytest.approx(vals.std(ddof=1))
-    # published IS-CSE BERT-base row is attached, with its printed Avg
-    pub = _pub("sts", "bert-base", "iscse")
-    assert [p["values"][-1] for p in iscse.published] == [pub["scores"]["Avg"]]
+    # the registry row bound to the run is attached, with its printed values
+    assert [(p.values, p.sources, p.label) for p in iscse.published] == [(ISCSE_STS, ["IS-CSE Table 1"], "IS-CSE-BERT base")]
     header, lines = rp.render_csv_rows(rows, "sts", "s")
-    delta = next(dict(zip(header, ln)) for ln in lines if ln[3] == "iscse" and ln[4] == "delta")
-    assert delta["Avg."] == pytest.approx(iscse.mean[-1] - pub["scores"]["Avg"], abs=1e-4)
-    # SimCSE BERT-base is printed identically by several papers: merged into one row naming them all
-    simcse_pub = rows[0].published
-    assert len(simcse_pub) == 1 and len(simcse_pub[0]["sources"]) >= 4
-
-
-@pytest.mark.parametrize("backbone,method,run,expected", [
-    ("bert-base", "distillcse", "bert-base-distillcse", ["distillcse"]),
-    ("bert-base", "distillcse", "bert-base-teacher-components", ["distill_components"]),
-    ("bert-base", "distillcse", "bert-base-group-p", ["distill_groupp"]),
-    ("bert-large", "distillcse", "bert-large-distillcse-r2", ["distillcse_round2"]),
-    ("bert-base", "distillcse", "round-2", ["distillcse_round2"]),
-    ("bert-base-avg", "sscl_bert", "sscl_bert_avg", ["sscl_bert_avg"]),
-    ("bert-base", "sscl_bert", "sscl_bert", ["sscl_bert"]),
-    ("bert-base", "gs_infonce", "m-3x", ["gs_infonce"] * 2),
-    ("minilm", "simcse", "simcse", []),
-])
-def test_published_matching(backbone, method, run, expected):
-    got = published_for("sts", backbone, method, run)
-    assert sorted(e["method"] for e in got) == expected
-    assert all(backbone.startswith(e["backbone"]) for e in got)
+    delta = next(dict(zip(header, ln)) for ln in lines if ln[3] == "bert-base-iscse" and ln[4] == "delta")
+    assert delta["Avg."] == pytest.approx(iscse.mean[-1] - ISCSE_STS[-1], abs=1e-4)
+    # a run no registry row is bound to shows none, whatever its method and backbone (the published.yaml
+    # rules attached SimCSE's main-table rows to any bert-base simcse run)
+    assert rows[0].published == []
 
 
 def test_tables_written_in_three_formats(multi_seed):
@@ -125,19 +111,18 @@ def test_tables_written_in_three_formats(multi_seed):
         for ext in ("md", "csv", "tex"):
             assert (tables / f"{kind}.{ext}").is_file()
     md = (tables / "sts.md").read_text()
-    pub = _pub("sts", "bert-base", "iscse")
-    assert f"{pub['scores']['Avg']:.2f}" in md and "IS-CSE Table 1" in md
+    assert f"{ISCSE_STS[-1]:.2f}" in md and "IS-CSE Table 1" in md
     assert "±" in md and "paired t-test, 3 seeds" in md
     with open(tables / "sts.csv") as fh:
         rows = list(csv.DictReader(fh))
-    ours = [r for r in rows if r["kind"] == "ours" and r["run"] == "iscse"][0]
+    ours = [r for r in rows if r["kind"] == "ours" and r["run"] == "bert-base-iscse"][0]
     assert float(ours["Avg."]) == pytest.approx(out["rows"]["sts"][1].mean[-1], abs=1e-4)
     assert float(ours["p_vs_simcse"]) < 0.01
-    delta = [r for r in rows if r["kind"] == "delta" and r["run"] == "iscse"][0]
-    assert float(delta["Avg."]) == pytest.approx(float(ours["Avg."]) - pub["scores"]["Avg"], abs=1e-3)
+    delta = [r for r in rows if r["kind"] == "delta" and r["run"] == "bert-base-iscse"][0]
+    assert float(delta["Avg."]) == pytest.approx(float(ours["Avg."]) - ISCSE_STS[-1], abs=1e-3)
     # transfer: published IS-CSE Table 8 row beside ours
     tmd = (tables / "transfer.md").read_text()
-    assert "IS-CSE Table 8" in tmd and f"{_pub('transfer', 'bert-base', 'iscse')['scores']['Avg']:.2f}" in tmd
+    assert "IS-CSE Table 8" in tmd and f"{ISCSE_TRANSFER[-1]:.2f}" in tmd
 
 
 def test_latex_is_well_formed(multi_seed):
@@ -243,7 +228,7 @@ def test_cli_sts_only_and_readme_links(tmp_path, monkeypatch):
 
 def test_readme_links_curves_and_figures(multi_seed):
     root, files, tfiles = multi_seed
-    curves = sorted(str(p) for p in (root / "s" / "runs").glob("*/seed*/*_curve.csv"))
+    curves = sorted(str(p) for p in (root / "paper-iscse" / "runs").glob("*/seed*/*_curve.csv"))
     fig = root / "s" / "figures" / "alignment_uniformity.png"
     fig.parent.mkdir(parents=True)
     fig.write_bytes(b"\x89PNG\r\n\x1a\n")

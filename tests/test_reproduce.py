@@ -98,38 +98,15 @@ def _num(v) -> bool:
 
 
 def _published_rows(item: Item) -> list[list[list[float]]]:
-    """Per block, per row, the published values carried for it (printed ones, or published.yaml's for a
-    ``published_ref`` row, column by column), in column order."""
-    from csebench.results.published import pub_lookup as _pub_lookup
-
-    out = []
-    for b in item.blocks():
-        rows = []
-        for row in b.get("rows") or []:
-            if row.get("published") is not None:
-                vals = row["published"]
-            elif row.get("published_ref"):
-                vals = [_pub_lookup(row["published_ref"], c["name"], PUBLISHED) for c in b.get("columns") or []]
-            else:
-                continue
-            rows.append([v for v in vals if _num(v)])
-        out.append([r for r in rows if r])
-    return out
+    """Per block, per row, the published values carried for it, in column order."""
+    return [[r for r in ([v for v in row.get("published") or [] if _num(v)] for row in b.get("rows") or []) if r]
+            for b in item.blocks()]
 
 
 def _series_values(item: Item) -> list[float]:
     lay = item.layout or {}
     vals = [p["published"] for s in lay.get("series") or [] for p in s.get("points") or [] if p.get("published") is not None]
     return vals + [v["published"] for v in lay.get("values") or [] if _num(v.get("published"))]
-
-
-def _load_published() -> dict:
-    from csebench.results.published import load_published
-
-    return load_published()
-
-
-PUBLISHED = _load_published()
 
 
 def _stream(text_lines: list[str]) -> list[tuple[int, float]]:
@@ -170,7 +147,7 @@ def test_published_values_are_printed_in_order(item):
     (``published_from``), else anywhere in the paper (figures print their numbers in the text)."""
     lines = _paper_lines(item)
     if lines is None:
-        pytest.skip("no paper text (values come from published.yaml, checked there)")
+        pytest.skip("no paper text (SimCSE: its rows are the reprints, checked in tests/test_published.py)")
     if item.kind == "table":
         stream = _stream(_table_block(lines, item.number).splitlines())
         for b, rows in enumerate(_published_rows(item)):
@@ -212,16 +189,14 @@ def test_quoted_values_are_verbatim(item):
         assert str(p["value"]).rstrip("%") in p["quote"], f"{item.id}: value {p['value']} not in its quote"
 
 
-def test_published_refs_resolve():
-    from csebench.results.published import load_published, pub_lookup as _pub_lookup
-
-    pub = load_published()
+def test_published_values_align_with_their_columns():
+    """A row's printed values are one per column of its block (the grid and the suite tables read them by position)."""
     for it in REG.items:
         for b in it.blocks():
             for row in b.get("rows") or []:
-                if row.get("published_ref"):
-                    for col in b["columns"]:
-                        assert _pub_lookup(row["published_ref"], col["name"], pub) is not None, (it.id, row["label"], col["name"])
+                assert set(row) - {"label", "run", "runs", "metric", "metrics", "published", "note", "missing", "digits", "scale"} == set(), (it.id, row)
+                if row.get("published") is not None:
+                    assert len(row["published"]) == len(b["columns"]), (it.id, row["label"])
 
 
 # ----------------------------------------------------------------------------- layouts

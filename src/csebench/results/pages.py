@@ -24,10 +24,7 @@ def _published_summary(it: Item) -> str:
     n = 0
     for b in it.blocks():
         for row in b.get("rows") or []:
-            if row.get("published") is not None:
-                n += sum(v is not None for v in row["published"])
-            elif row.get("published_ref"):
-                n += len(b.get("columns") or [])
+            n += sum(v is not None for v in row.get("published") or [])
     lay = it.layout or {}
     n += sum(p.get("published") is not None for s in lay.get("series") or [] for p in s.get("points") or [])
     n += sum(v.get("published") is not None for v in lay.get("values") or [])
@@ -143,7 +140,8 @@ def suite_readme(path: str | os.PathLike, suite: str, tables: dict, figures: lis
             title = f.stem.replace("_", " ").replace("-", " ")
             out += [f"### {title}", "", link(f, f.name, base), "", f"![{title}]({rel(f, base)})", ""]
     out += ["## Notes", "",
-            "- Published numbers: `src/csebench/resources/published.yaml` (paper, table and row named per entry).",
+            "- Published numbers: the registry rows bound to these runs (`src/csebench/resources/reproduction/*.yaml`; "
+            "paper, table and row named in each table).",
             "- Significance: paired t-test over seeds when a method and SimCSE share ≥ 2 seeds; otherwise a paired "
             "bootstrap over the STS test sentence pairs (1 model each, `eval-sts --pairs-out`); the test used is "
             "named in each table row.",

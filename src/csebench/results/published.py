@@ -1,74 +1,101 @@
-"""Published values: the numbers the papers print, beside ours in every table.
+"""Published values: one source, the registry (resources/reproduction/*.yaml).
 
-Read from ``resources/published.yaml`` (the main tables) and from the registry rows' ``published``
-values (every paper item).
+Every grid row carries the values its paper prints (``published``, aligned with its block's
+columns), and its run binding (the row's ``run`` or ``runs``, else each column's ``run``) says which
+of our runs stands for them. The paper items print them cell by cell. The suite tables print, beside
+each run, every registry row bound to that run whose cells are STS or transfer scores (``sts:<task>``,
+``transfer:<task>``; paper scale), identical values merged into one line naming all their sources.
 """
 
 from __future__ import annotations
 
-import importlib.resources
-import re
+from dataclasses import dataclass, field
+from functools import lru_cache
 
-from ..schema import load_yaml_text
-
-
-def load_published() -> dict:
-    text = importlib.resources.files("csebench").joinpath("resources/published.yaml").read_text(encoding="utf-8")
-    return load_yaml_text(text, "resources/published.yaml")
+from .registry import Registry, load_registry
+from .runs import KINDS, parse_run, task_key
 
 
-def published_for(kind: str, backbone: str, method: str, run: str | None = None, published: dict | None = None) -> list[dict]:
-    """Published entries for a run (rules in the header of published.yaml).
-
-    Backbone: equal, or the published one is a prefix (``bert-base-avg`` -> ``bert-base``). Then the
-    entries whose ``runs`` patterns match the run name, else those whose method is the run name,
-    else those without ``runs`` whose method is the run's method.
-    """
-    entries = [e for e in (published or load_published()).get(kind, [])
-               if backbone == e["backbone"] or backbone.startswith(e["backbone"] + "-")]
-    if run is not None:
-        by_pattern = [e for e in entries if any(re.fullmatch(p, run) for p in e.get("runs", []))]
-        by_name = [e for e in entries if e["method"] == run]
-        if by_pattern or by_name:
-            return by_pattern or by_name
-    return [e for e in entries if e["method"] == method and not e.get("runs")]
-
-
-def _source(entry: dict, papers: dict) -> str:
-    p = papers.get(entry["paper"], {})
-    short = {"is-cse": "IS-CSE", "gs-infonce-v2": "GS-InfoNCE v2", "gs-infonce-v1": "GS-InfoNCE v1",
-             "sscl": "SSCL", "distillcse": "DistillCSE"}.get(entry["paper"], p.get("title", entry["paper"]))
-    return f"{short} {entry['table']}"
-
-
-def merge_published(entries: list[dict], papers: dict, columns: list[str]) -> list[dict]:
-    """Entries with identical printed scores become one row naming all their sources."""
-    merged: list[dict] = []
-    for e in entries:
-        vals = [e["scores"].get(c) for c in columns] + [e["scores"].get("Avg")]
-        for m in merged:
-            if m["values"] == vals:
-                m["sources"].append(_source(e, papers))
-                m["entries"].append(e)
-                break
-        else:
-            merged.append({"values": vals, "sources": [_source(e, papers)], "entries": [e]})
-    return merged
-
-
-def pub_lookup(ref: dict, column: str, published: dict):
-    """A value of resources/published.yaml: ref = {kind, paper, backbone, method}."""
-    for e in published.get(ref["kind"], []):
-        if all(e.get(k) == ref[k] for k in ("paper", "backbone", "method")):
-            key = {"Avg.": "Avg", "SST": "SST2"}.get(column, column)
-            return e["scores"].get(key)
-    raise KeyError(f"published.yaml has no entry {ref}")
-
-
-def row_values(row: dict, columns: list[dict], published: dict | None = None) -> list:
+def row_values(row: dict, columns: list[dict]) -> list:
     """A registry row's published values, aligned with its block's columns (None where none)."""
-    if row.get("published") is not None:
-        return list(row["published"])
-    if row.get("published_ref"):
-        return [pub_lookup(row["published_ref"], c["name"], published or load_published()) for c in columns]
-    return [None] * len(columns)
+    return list(row["published"]) if row.get("published") is not None else [None] * len(columns)
+
+
+def row_labels(block: dict) -> list[str]:
+    """Each row's label as one text; a label part left empty continues the row above (a spanned cell)."""
+    out, above = [], []
+    for row in block.get("rows") or []:
+        lab = row.get("label", "")
+        parts = [str(x) for x in lab] if isinstance(lab, list) else [str(lab)]
+        parts = [p or (above[i] if i < len(above) else "") for i, p in enumerate(parts)]
+        above = parts
+        out.append(" / ".join(p for p in parts if p))
+    return out
+
+
+def cell_run(row: dict, column: dict, j: int) -> str | None:
+    runs = row.get("runs")
+    return runs[j] if runs is not None else row.get("run", column.get("run"))
+
+
+def cell_metric(block: dict, row: dict, column: dict, j: int) -> str | None:
+    metrics = row.get("metrics")
+    return metrics[j] if metrics is not None else row.get("metric") or column.get("metric") or block.get("metric")
+
+
+@dataclass
+class Published:
+    """Printed values bound to one run, as a suite table shows them: the values in the table's
+    columns (its tasks, then Avg.), the sources (paper and table) and the first source's row label."""
+    values: list
+    sources: list[str] = field(default_factory=list)
+    label: str = ""
+
+    @property
+    def note(self) -> str:
+        """Where the printed average is not the mean of the printed tasks (kept as printed)."""
+        tasks, avg = self.values[:-1], self.values[-1]
+        if avg is None or len(tasks) != 7 or any(v is None for v in tasks):
+            return ""
+        mean = sum(tasks) / len(tasks)
+        return f"reported Avg differs from the mean of the 7 tasks ({mean:.2f})" if abs(mean - avg) > 0.011 else ""
+
+
+def bindings(reg: Registry) -> dict[tuple[str, str], list[tuple[str, str, dict]]]:
+    """(kind, "suite/run") -> [(source, row label, {task key or "Avg": value})] in registry order."""
+    out: dict[tuple[str, str], list] = {}
+    for it in reg.items:
+        source = f"{reg.papers.get(it.paper, {}).get('short', it.paper)} {it.number}"
+        for block in it.blocks():
+            cols = block.get("columns") or []
+            for row, label in zip(block.get("rows") or [], row_labels(block)):
+                cells: dict[tuple[str, str], dict] = {}
+                for j, (col, value) in enumerate(zip(cols, row_values(row, cols))):
+                    run, metric = cell_run(row, col, j), cell_metric(block, row, col, j)
+                    kind, _, task = (metric or "").partition(":")
+                    if run and kind in ("sts", "transfer") and isinstance(value, (int, float)) and \
+                            row.get("scale", col.get("scale", block.get("scale", 1))) == 1:
+                        key = "Avg" if task == "Avg" else task_key(kind, task)
+                        cells.setdefault((kind, str(parse_run(run, it.suites[0]))), {})[key] = value
+                for where, values in cells.items():
+                    out.setdefault(where, []).append((source, label, values))
+    return out
+
+
+@lru_cache(maxsize=1)
+def _registry_bindings() -> dict:
+    return bindings(load_registry())
+
+
+def for_run(kind: str, suite: str, run: str, reg: Registry | None = None) -> list[Published]:
+    """The published rows bound to ``suite/run`` that a ``kind`` suite table shows (paper scale)."""
+    columns = [*KINDS[kind].tasks, "Avg"]
+    merged: list[Published] = []
+    for source, label, values in (bindings(reg) if reg else _registry_bindings()).get((kind, f"{suite}/{run}"), []):
+        vals = [values.get(c) for c in columns]
+        same = next((m for m in merged if m.values == vals), None)
+        if same is None:
+            merged.append(Published(vals, [source], label))
+        elif source not in same.sources:
+            same.sources.append(source)
+    return merged

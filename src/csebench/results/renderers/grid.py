@@ -5,8 +5,9 @@ A block: ``corner`` (the header of the label column(s); a list for several), ``c
 optional ``run``/``metric``), ``rows`` (``label`` (str or list), optional ``run``/``runs``,
 ``metric``/``metrics``, ``published`` aligned with the columns, ``note``), optional ``metric``,
 ``title``. ``scale`` (row, column or block) multiplies ours, e.g. 100 where the paper prints a
-correlation in percent. ``published_ref`` on a row takes its values from ``resources/published.yaml`` (the main
-tables, checked against the papers there). A cell without a run prints "not run (reason)".
+correlation in percent. A cell without a run prints "not run (reason)". The published values are the
+one source of published numbers (csebench.results.published): a suite table shows a row's values
+beside the run the row is bound to.
 """
 
 from __future__ import annotations

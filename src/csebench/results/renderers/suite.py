@@ -21,7 +21,7 @@ from ...provenance import mixed_note, summary_line
 from ...stats import TestResult, paired_bootstrap_sts, paired_ttest
 from ..pages import suite_readme
 from ..plotting import plot_curve, pyplot
-from ..published import load_published, merge_published, published_for
+from ..published import Published, for_run
 from ..runs import KINDS, RunResult, mean_std, seed_of_folder
 from ..tables import DASH, Table, csv_number, delta, fmt, fmt_p, latex_escape, ours_text
 
@@ -54,7 +54,7 @@ class Row:
     seeds: list[int]
     per_seed: np.ndarray                # (n_seeds, n_tasks + 1), NaN where missing
     records: list[RunResult]
-    published: list[dict] = field(default_factory=list)
+    published: list[Published] = field(default_factory=list)
     test: TestResult | None = None
     is_baseline: bool = False
 
@@ -70,11 +70,10 @@ class Row:
         return {s: float(v) for s, v in zip(self.seeds, self.per_seed[:, -1]) if not math.isnan(v)}
 
 
-def group_rows(records: list[RunResult], kind: str = "sts", published: dict | None = None) -> list[Row]:
-    """Group runs by (backbone, run name), seeds sorted; SimCSE first within each backbone."""
+def group_rows(records: list[RunResult], kind: str = "sts", suite: str = "") -> list[Row]:
+    """Group runs by (backbone, run name), seeds sorted; SimCSE first within each backbone; each with
+    the published rows the registry binds to it."""
     k = KINDS[kind]
-    published = published or load_published()
-    papers = published.get("papers", {})
     groups: dict[tuple[str, str], list[RunResult]] = {}
     for r in records:
         groups.setdefault((r.info["backbone"], r.info["name"]), []).append(r)
@@ -84,10 +83,9 @@ def group_rows(records: list[RunResult], kind: str = "sts", published: dict | No
         runs = sorted(runs, key=lambda r: r.info["seed"])
         per_seed = np.array([[_nan(r.score(t)) for t in k.tasks] + [_nan(r.avg)] for r in runs], dtype=float)
         first = runs[0].info
-        entries = published_for(kind, backbone, first["method"], name, published)
         rows.append(Row(backbone, first.get("backbone_label") or backbone, first["method"],
                         first.get("method_label") or first["method"], name, [r.info["seed"] for r in runs], per_seed, runs,
-                        merge_published(entries, papers, k.columns)))
+                        for_run(kind, first.get("suite") or suite, name)))
     rows.sort(key=lambda r: (backbone_order.index(r.backbone), r.method != BASELINE_METHOD,
                              r.run != BASELINE_METHOD))
     return rows
@@ -167,14 +165,13 @@ def _lines(rows: list[Row]):
     for row in rows:
         yield "ours", row, None, row.mean.tolist()
         for pub in row.published:
-            yield "published", row, pub, pub["values"]
-            yield "delta", row, pub, [delta(m, v) for m, v in zip(row.mean.tolist(), pub["values"])]
+            yield "published", row, pub, pub.values
+            yield "delta", row, pub, [delta(m, v) for m, v in zip(row.mean.tolist(), pub.values)]
 
 
-def _pub_source(pub: dict) -> tuple[str, str, str]:
+def _pub_source(pub: Published) -> tuple[str, str, str]:
     """(sources, row label, note) of a published row."""
-    notes = sorted({e["note"] for e in pub["entries"] if e.get("note")})
-    return "; ".join(pub["sources"]), pub["entries"][0]["row"], "; ".join(notes)
+    return "; ".join(pub.sources), pub.label, pub.note
 
 
 def protocol_notes(records: list[RunResult]) -> list[str]:
@@ -262,10 +259,10 @@ def render_latex(rows: list[Row], kind: str, suite: str) -> str:
 def write_tables(records: list[RunResult], out_dir: str | os.PathLike, kind: str = "sts", suite: str = "",
                  n_boot: int = 1000) -> list[Row]:
     """Write ``{kind}.md``, ``{kind}.csv`` and ``{kind}.tex`` into ``out_dir``; return the rows."""
-    rows = group_rows(records, kind)
+    suite = suite or (records[0].info.get("suite") if records else "") or ""
+    rows = group_rows(records, kind, suite)
     add_significance(rows, kind, n_boot=n_boot)
     out_dir = Path(out_dir)
-    suite = suite or (records[0].info.get("suite") if records else "") or ""
     write_text(out_dir / f"{kind}.md", render_markdown(rows, kind, suite, protocol_notes(records)))
     header, csv_rows = render_csv_rows(rows, kind, suite)
     write_csv(out_dir / f"{kind}.csv", header, csv_rows)
@@ -337,13 +334,13 @@ def plot_summary(rows: list[Row], out_png: str | os.PathLike, suite: str = "", k
     pub_labelled = False
     for yi, r in zip(y, rows):
         for p in r.published:
-            if p["values"][-1] is not None:
-                ax.scatter([p["values"][-1]], [yi], marker="D", s=36, color="black", zorder=4,
+            if p.values[-1] is not None:
+                ax.scatter([p.values[-1]], [yi], marker="D", s=36, color="black", zorder=4,
                            label=None if pub_labelled else "published Avg. (sources in the table)")
                 pub_labelled = True
     ax.set_yticks(y, [f"{r.backbone_label} · {r.run}" + (f" (n={len(r.seeds)})" if len(r.seeds) > 1 else "") for r in rows])
     xs = [float(v) for r in rows for v in r.per_seed[:, -1] if not math.isnan(v)]
-    xs += [p["values"][-1] for r in rows for p in r.published if p["values"][-1] is not None]
+    xs += [p.values[-1] for r in rows for p in r.published if p.values[-1] is not None]
     ax.set_xlim(min(xs) - 2, max(xs) + 2)
     ax.set_ylim(-0.7, len(rows) - 0.3)
     ax.set_xlabel(f"average over the 7 {'STS' if kind == 'sts' else 'transfer'} tasks ({k.unit})")
@@ -359,7 +356,7 @@ def glance_rows(rows: list[Row]) -> list[list[str]]:
     """The README's "STS average at a glance": per row ours, the published averages and p."""
     out = []
     for r in rows:
-        pub = "; ".join(f"{fmt(p['values'][-1])} ({', '.join(p['sources'])})" for p in r.published) or DASH
+        pub = "; ".join(f"{fmt(p.values[-1])} ({', '.join(p.sources)})" for p in r.published if p.values[-1] is not None) or DASH
         std = r.std[-1] if r.std is not None else None
         out.append([r.backbone_label, r.run, str(len(r.seeds)), ours_text(r.mean[-1], std), pub, test_cells(r)[0]])
     return out
