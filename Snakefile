@@ -2,7 +2,7 @@
 #   snakemake --cores all --resources gpu=1                       # every table and figure of the papers (GPU + hub)
 #   snakemake --cores all --configfile config/demo.yaml           # offline CPU demo
 #   snakemake -n --config 'suites=[ablation-iscse-k]'             # any suite
-# Rules only call the csebench CLI; the logic lives in the package (csebench.workflow, csebench.reproduce).
+# Rules only call the csebench CLI; the logic lives in the package (csebench.workflow, csebench.results).
 # `suites: all` (config/paper.yaml) = SimCSE's main suite and every suite the reproduction registry reads.
 
 import sys
@@ -34,14 +34,13 @@ include: "workflow/rules/embed.smk"
 include: "workflow/rules/sts.smk"
 include: "workflow/rules/transfer.smk"
 include: "workflow/rules/probing.smk"
-include: "workflow/rules/report.smk"
 include: "workflow/rules/analysis.smk"
-include: "workflow/rules/reproduce.smk"
+include: "workflow/rules/results.smk"
 
 
 rule all:
     input:
         [f"{RESULTS}/{suite}/tables/sts.md" for suite in SUITES],
         [t for suite in SUITES for t in analysis_targets(suite)],  # config `analyses:` (workflow/rules/analysis.smk)
-        reproduce_targets(),  # config `reproduce:` (workflow/rules/reproduce.smk)
+        reproduce_targets(),  # config `reproduce:` (workflow/rules/results.smk)
         f"{RESULTS}/README.md",

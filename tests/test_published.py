@@ -134,14 +134,14 @@ def test_suite_tables_read_the_rows_bound_to_each_run(kind, suite, run, expected
 def test_an_ablation_suite_table_shows_the_value_of_its_own_setting(tmp_path):
     """ablation-sscl-dim/sscl_bert-128 beside SSCL Table 5's 128-dimensional 61.30, not beside Table 2's
     256-dimensional 62.42 (which the backbone and method rules of resources/published.yaml attached)."""
-    from csebench.results.renderers import suite as S
+    from csebench.config import load_params
+    from csebench.results.render import render_item
 
     tasks = {t: 60.0 for t in ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]}
-    d = tmp_path / "ablation-sscl-dim" / "runs" / "sscl_bert-128" / "seed42"
+    d = tmp_path / "ablation-sscl-dim" / "runs" / "sscl_bert-128" / "seed42"  # the suite's other runs: not yet run
     d.mkdir(parents=True)
-    info = {"suite": "ablation-sscl-dim", "name": "sscl_bert-128", "seed": 42, "method": "sscl_bert", "backbone": "bert-base"}
-    (d / "sts.json").write_text(json.dumps({"tasks": tasks, "avg": 60.0, "run_info": info}))
-    S.write_tables(S.collect([d / "sts.json"], "sts"), tmp_path / "tables", "sts", "ablation-sscl-dim")
-    md = (tmp_path / "tables" / "sts.md").read_text()
+    (d / "sts.json").write_text(json.dumps({"tasks": tasks, "avg": 60.0, "run_info": {"method": "sscl_bert", "backbone": "bert-base"}}))
+    render_item("suite/ablation-sscl-dim", load_params(ROOT / "params.yaml"), str(tmp_path))
+    md = (tmp_path / "ablation-sscl-dim" / "tables" / "sts.md").read_text()
     assert "↳ published: SSCL Table 5 | “SSCL-BERT / 128” |  | – | – | – | – | – | – | – | 61.30 |" in md
     assert "62.42" not in md and "↳ Δ ours − published |  |  | – | – | – | – | – | – | – | -1.30 |" in md

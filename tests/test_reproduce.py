@@ -372,7 +372,7 @@ def test_bad_registry_entries_are_rejected():
                         ({"status": "not-rebuilt"}, "reason"), ({"colour": 1}, "unknown keys"), ({"id": "x/figure-1"}, "table-")]:
         with pytest.raises(ConfigError, match=msg):
             parse_registry({"x": {"items": [{**good, **change}]}})
-    with pytest.raises(ConfigError, match="unknown item 'is-cse/table-42'"):
+    with pytest.raises(ConfigError, match="unknown item 'is-cse/table-42': give a paper item"):
         REG.item("is-cse/table-42")
     with pytest.raises(ConfigError, match="unknown renderer"):
         get("nope")

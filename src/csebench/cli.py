@@ -8,7 +8,7 @@
     csebench eval-transfer    --model DIR/model --senteval ... --out DIR/transfer.json
     csebench prepare-probing  --data wiki1m --out data/wiki1m/probing
     csebench eval-probing     --model DIR/model --probing data/wiki1m/probing --out DIR/probing.json
-    csebench report           --suite demo --sts results/demo/runs/*/seed*/sts.json --out-dir results/demo/tables
+    csebench results render   --item suite/demo is-cse/table-4   (a suite's report, a paper table)
     csebench show-config      --suite demo --run minilm-simcse --seed 42
 """
 
@@ -235,25 +235,6 @@ def cmd_teacher_cache(args) -> None:
                         batch_size=args.batch_size, cache_dir=args.cache_dir)
 
 
-def cmd_report(args) -> None:
-    from .io import staged_outputs
-    from .results.renderers.suite import collect, write_report
-
-    description = ""
-    try:
-        description = _params(args).get("suites", {}).get(args.suite, {}).get("description", "")
-    except Exception:  # the report must not depend on params.yaml being readable
-        pass
-    records = {"sts": collect(args.sts, "sts")}
-    if args.transfer:
-        records["transfer"] = collect(args.transfer, "transfer")
-    with staged_outputs():  # tables, figures and README appear together, or (error, Ctrl-C) not at all
-        out = write_report(args.suite, args.out_dir, records, curves=args.curves, figures=args.figures,
-                           readme=args.readme, curves_png=args.curves_png, n_boot=args.n_boot, description=description,
-                           summary_png=args.summary_png, extra_tables=args.extra_tables)
-    logging.getLogger("csebench").info("report: %s", out["readme"])
-
-
 def cmd_plan(args) -> None:
     from .plan import plan, render_plan
     from .results.registry import default_suites
@@ -374,7 +355,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--senteval", required=True)
     sp.add_argument("--out", required=True)
     sp.add_argument("--pairs-out", default=None,
-                    help="also write per-pair cosine and gold scores (.npz) for the paired bootstrap in `report`")
+                    help="also write per-pair cosine and gold scores (.npz) for the paired bootstrap of the suite tables (`results render --item suite/SUITE`)")
     sts_cap_option(sp)
     sp.add_argument("--senteval-seed", type=int, default=1111, help="seed of the --max-sts-pairs subsets (default: 1111)")
     sp.add_argument("--suite")
@@ -401,20 +382,6 @@ def build_parser() -> argparse.ArgumentParser:
     classifier_options(sp, "subsample each train split to N sentences")
     sp.set_defaults(func=cmd_eval_probing)
 
-    sp = common(sub.add_parser("report", help="aggregate run results into tables, curves and a README index"))
-    sp.add_argument("--suite", required=True)
-    sp.add_argument("--sts", nargs="+", required=True,
-                    help="sts.json files (a sibling sts_pairs.npz enables the paired bootstrap)")
-    sp.add_argument("--out-dir", required=True, help="tables folder, e.g. results/SUITE/tables")
-    sp.add_argument("--transfer", nargs="*", default=[], help="transfer.json files")
-    sp.add_argument("--curves", nargs="*", default=[], help="train_curve.csv / dev_curve.csv files")
-    sp.add_argument("--figures", nargs="*", default=[], help="figure files to link from the README")
-    sp.add_argument("--extra-tables", nargs="*", default=[], help="other tables (analyses) to link from the README")
-    sp.add_argument("--readme", default=None, help="README path (default: OUT_DIR/../README.md)")
-    sp.add_argument("--curves-png", default=None, help="curves figure (default: OUT_DIR/../figures/training_curves.png)")
-    sp.add_argument("--summary-png", default=None, help="STS average figure (default: OUT_DIR/../figures/sts_avg.png)")
-    sp.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap resamples (default: 1000)")
-    sp.set_defaults(func=cmd_report)
     sp = common(sub.add_parser("dvc-yaml", help="generate dvc.yaml from the Snakemake DAG"))
     sp.add_argument("--suites", nargs="+", help="default: params.yaml dvc.suites")
     sp.add_argument("--out", default="dvc.yaml", help="output file, '-' for stdout")

@@ -1,6 +1,6 @@
 # SentEval transfer tasks (MR CR SUBJ MPQA SST-2 TREC MRPC) per trained model, SimCSE's "test" mode.
 # A suite may set `transfer: {max_train_sentences: N}` in params.yaml (CPU demo only): the output is then
-# marked "protocol": "capped". Include this file before report.smk (report picks up eval_transfer).
+# marked "protocol": "capped".
 
 
 rule eval_transfer:

@@ -23,7 +23,7 @@ def cmd_render(args) -> None:
     params = _params(args)
     for item in args.item:
         with staged_outputs():  # an item's files appear together, or (error, Ctrl-C) not at all
-            written = render_item(item, params, args.results, args.scale, args.out_dir)
+            written = render_item(item, params, args.results, args.scale, args.out_dir, links=args.link, n_boot=args.n_boot)
         log.info("%s (%s scale): %s", item, args.scale, ", ".join(map(str, written)))
 
 
@@ -62,15 +62,21 @@ def cmd_list(args) -> None:
 
 
 def add_parsers(sub, common) -> None:
+    from ..argtypes import positive_int
     from .context import SCALES
 
-    for name in ("results", "reproduce"):  # `reproduce`: the former name, until the rules and tests move
-        _add(sub.add_parser(name, help="tables, figures and pages: paper items, suite reports, the front page"), common, SCALES)
-
-
-def _add(rp, common, SCALES) -> None:
+    rp = sub.add_parser("results", help="tables, figures and pages: paper items, suite reports, the front page")
     rsub = rp.add_subparsers(dest="results_command", required=True)
-    _render_parser(rsub, common, SCALES)
+    sp = common(rsub.add_parser("render", help="write one or more items"))
+    sp.add_argument("--item", nargs="+", required=True,
+                    help="item id(s): a paper item, e.g. is-cse/table-4 (see `results list`), or suite/<suite> (its report)")
+    sp.add_argument("--scale", default="paper", choices=SCALES)
+    sp.add_argument("--results", default="results", help="results root (default: results)")
+    sp.add_argument("--out-dir", default=None,
+                    help="default: results/papers/<paper> (demo: results/demo/papers/<paper>); a suite's: results/<suite>")
+    sp.add_argument("--link", nargs="*", default=[], help="a suite README's other files to link (analysis figures and tables)")
+    sp.add_argument("--n-boot", type=positive_int, default=1000, help="a suite table's paired bootstrap resamples (default: 1000)")
+    sp.set_defaults(func=cmd_render)
     sp = rsub.add_parser("docs", help="write docs/reproduction.md from the registry")
     sp.add_argument("--out", default="docs/reproduction.md")
     sp.add_argument("--check", action="store_true", help="exit 1 if the file is stale")
@@ -83,13 +89,3 @@ def _add(rp, common, SCALES) -> None:
     sp.add_argument("--suite", default=None)
     sp.add_argument("--results", default="results")
     sp.set_defaults(func=cmd_list)
-
-
-def _render_parser(rsub, common, scales) -> None:
-    sp = common(rsub.add_parser("render", help="write one or more items"))
-    sp.add_argument("--item", nargs="+", required=True,
-                    help="item id(s): a paper item, e.g. is-cse/table-4 (see `results list`), or suite/<suite> (its report)")
-    sp.add_argument("--scale", default="paper", choices=scales)
-    sp.add_argument("--results", default="results", help="results root (default: results)")
-    sp.add_argument("--out-dir", default=None, help="default: results/papers/<paper> (demo: results/demo/papers/<paper>)")
-    sp.set_defaults(func=cmd_render)

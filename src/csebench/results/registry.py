@@ -94,8 +94,8 @@ class Registry:
             if it.id == item_id:
                 return it
         close = [i.id for i in self.items if i.id.split("/")[0] == item_id.split("/")[0]]
-        raise ConfigError(f"unknown item '{item_id}' (suite/<suite> or a paper item" +
-                          (f"; items of that paper: {', '.join(close)})" if close else "; see `csebench results list`)"))
+        which = f"of that paper: {', '.join(close)}" if close else "`csebench results list` lists them"
+        raise ConfigError(f"unknown item '{item_id}': give a paper item ({which}) or suite/<suite>")
 
     def by_paper(self) -> dict[str, list[Item]]:
         out: dict[str, list[Item]] = {p: [] for p in self.papers}

@@ -1,9 +1,14 @@
-# The papers' tables and figures (csebench.results): one job per registry item, reading the result
-# files its layout names (train.json, sts.json, transfer.json, curves, analysis JSONs) and writing
-#   tables:  {root}/{paper}/table-N.{md,csv,tex}     figures: {root}/{paper}/figure-N.{png,md,csv}
+# Every table, figure and page (csebench.results): one `csebench results render` per registry item.
+#   report            a suite's item (suite/<suite>): results/{suite}/tables/{sts,transfer}.{md,csv,tex},
+#                     figures/{sts_avg,training_curves}.png and README.md, linking the suite's analyses
+#   reproduce_table   a paper table: {root}/{paper}/table-N.{md,csv,tex}
+#   reproduce_figure  a paper figure: {root}/{paper}/figure-N.{png,md,csv}
+#   front_page        results/README.md: every paper item, linked when built, else its suites' cost
 # root = results/papers (paper scale) or results/demo/papers (demo scale, items with a `demo:` section).
-# Which items a run builds: config `reproduce:` = paper (every rebuilt item), demo, or none.
-# results/README.md (rule front_page) links every item that exists and lists the rest with their cost.
+# Which paper items a run builds: config `reproduce:` = paper (every rebuilt item), demo, or none.
+# Each item's inputs are the result files its renderer reads (csebench.results.render.input_files);
+# a suite's analysis figures and tables come from analysis.smk's `analysis_targets(suite)`, looked up
+# lazily (any include order).
 
 import re
 
@@ -30,7 +35,27 @@ def _item_inputs(w):
     return _render.input_files(REGISTRY.item(f"{w.paper}/{w.item}"), PARAMS, RESULTS, ROOTS[w.root])
 
 
+def suite_links(w):
+    fn = globals().get("analysis_targets")
+    return [p for p in (fn(w.suite) if fn else []) if p.endswith((".png", ".md"))]
+
+
 _ROOT_RE = "|".join(re.escape(r) for r in ROOTS)
+RENDER = "csebench results render --results {RESULTS}"
+
+
+rule report:
+    input:
+        lambda w: _render.input_files(REGISTRY.item(f"suite/{w.suite}"), PARAMS, RESULTS),
+        links=suite_links,
+    output:
+        [f"{RESULTS}/{{suite}}/{f}" for f in _render.SUITE_FILES],
+    params:
+        links=lambda w, input: f"--link {' '.join(input.links)}" if input.links else "",
+    log:
+        f"{RESULTS}/{{suite}}/logs/report.log",
+    shell:
+        RENDER + " --item suite/{wildcards.suite} {params.links} 2> {log}"
 
 
 rule reproduce_table:
@@ -49,8 +74,7 @@ rule reproduce_table:
     log:
         "{root}/logs/{paper}.{item}.log",
     shell:
-        "csebench results render --item {wildcards.paper}/{wildcards.item} --scale {params.scale} --results {RESULTS}"
-        " --out-dir {wildcards.root}/{wildcards.paper} 2> {log}"
+        RENDER + " --item {wildcards.paper}/{wildcards.item} --scale {params.scale} --out-dir {wildcards.root}/{wildcards.paper} 2> {log}"
 
 
 rule reproduce_figure:
@@ -69,8 +93,7 @@ rule reproduce_figure:
     log:
         "{root}/logs/{paper}.{item}.log",
     shell:
-        "csebench results render --item {wildcards.paper}/{wildcards.item} --scale {params.scale} --results {RESULTS}"
-        " --out-dir {wildcards.root}/{wildcards.paper} 2> {log}"
+        RENDER + " --item {wildcards.paper}/{wildcards.item} --scale {params.scale} --out-dir {wildcards.root}/{wildcards.paper} 2> {log}"
 
 
 rule front_page:
