@@ -98,3 +98,19 @@ def test_dvc_lock_is_not_git_ignored():
     # DVC refuses to run (`dvc repro`, `dvc status`) when dvc.lock is git-ignored
     proc = subprocess.run(["git", "check-ignore", "-q", "dvc.lock"], cwd=ROOT)
     assert proc.returncode == 1, "dvc.lock is git-ignored: DVC would stop with \"'dvc.lock' is git-ignored\""
+
+
+def test_dvc_plots_spec():
+    from csebench.dvcgen import dvc_plots_spec, dvc_plots_spec_for_suite
+
+    spec = dvc_plots_spec(["results/d/runs/a/seed1", "results/d/runs/b/seed1"], "d", ["results/d/figures/training_curves.png"])
+    loss = spec[0]["d-train-loss"]
+    assert loss["x"] == "step" and loss["y"] == {"results/d/runs/a/seed1/train_curve.csv": "loss",
+                                                  "results/d/runs/b/seed1/train_curve.csv": "loss"}
+    assert set(spec[1]["d-stsb-dev"]["y"].values()) == {"stsb_dev"}
+    assert all(p.get("x_label") and p.get("y_label") for e in spec[:2] for p in e.values())
+    assert {"results/d/figures/training_curves.png": {}} in spec
+    # an evaluation-only run (train: false) has no loss curve: only its dev point is plotted
+    demo = dvc_plots_spec_for_suite(load_params(ROOT / "params.yaml"), "demo")
+    assert not any("/minilm/" in f for f in demo[0]["demo-train-loss"]["y"])
+    assert any("/minilm/" in f for f in demo[1]["demo-stsb-dev"]["y"])

@@ -304,22 +304,6 @@ def test_readme_links_curves_and_figures(multi_seed):
         assert (readme.parent / link).is_file(), link
 
 
-def test_dvc_plots_spec():
-    spec = rp.dvc_plots_spec(["results/d/runs/a/seed1", "results/d/runs/b/seed1"], "d", ["results/d/figures/training_curves.png"])
-    loss = spec[0]["d-train-loss"]
-    assert loss["x"] == "step" and loss["y"] == {"results/d/runs/a/seed1/train_curve.csv": "loss",
-                                                  "results/d/runs/b/seed1/train_curve.csv": "loss"}
-    assert set(spec[1]["d-stsb-dev"]["y"].values()) == {"stsb_dev"}
-    assert all(p.get("x_label") and p.get("y_label") for e in spec[:2] for p in e.values())
-    assert {"results/d/figures/training_curves.png": {}} in spec
-    # an evaluation-only run (train: false) has no loss curve: only its dev point is plotted
-    from csebench.config import load_params
-
-    demo = rp.dvc_plots_spec_for_suite(load_params(Path(__file__).resolve().parents[1] / "params.yaml"), "demo")
-    assert not any("/minilm/" in f for f in demo[0]["demo-train-loss"]["y"])
-    assert any("/minilm/" in f for f in demo[1]["demo-stsb-dev"]["y"])
-
-
 def test_tables_say_when_scores_come_from_capped_evaluation_sets(tmp_path):
     """A demo-scale result (STS pair cap, transfer training cap) puts its warning above the table."""
     warning = "each STS task was scored on a seeded subset of about 500 pairs (demo)"

@@ -120,13 +120,41 @@ def build_dvc_yaml(suites: list[str], params_path: str = "params.yaml", cwd: str
             if metrics:
                 stage["metrics"] = metrics
             stages[name] = stage
-    from .results.renderers.suite import dvc_plots_spec_for_suite
-
     plots = [entry for suite in suites for entry in dvc_plots_spec_for_suite(params, suite)]
     # Snakemake lists jobs of one DAG level in no fixed order; DVC orders stages by deps/outs itself,
     # so sort by name for a reproducible file (data stages first).
     ordered = sorted(stages, key=lambda n: (not n.startswith("prepare_"), n))
     return {"stages": {n: stages[n] for n in ordered}, "plots": plots}
+
+
+def dvc_plots_spec(run_dirs: list[str], suite: str, figures: list[str] | None = None,
+                   trained: list[str] | None = None) -> list[dict]:
+    """The ``plots:`` entries of dvc.yaml for a suite's curves (``dvc plots show`` / ``dvc plots diff``).
+
+    ``run_dirs`` are the run/seed folders holding ``train_curve.csv`` and ``dev_curve.csv``; ``trained``
+    those with a loss curve (default: all; an evaluation-only run's train_curve.csv has no loss
+    column); ``figures`` are PNGs shown as image plots.
+    """
+    spec = [
+        {f"{suite}-train-loss": {"template": "linear", "x": "step",
+                                 "y": {f"{d}/train_curve.csv": "loss" for d in (run_dirs if trained is None else trained)},
+                                 "title": f"{suite}: training loss", "x_label": "training step",
+                                 "y_label": "training loss (cross-entropy, nats)"}},
+        {f"{suite}-stsb-dev": {"template": "linear", "x": "step", "y": {f"{d}/dev_curve.csv": "stsb_dev" for d in run_dirs},
+                               "title": f"{suite}: STS-B dev", "x_label": "training step",
+                               "y_label": "STS-B dev Spearman x100"}},
+    ]
+    return spec + [{f: {}} for f in figures or []]
+
+
+def dvc_plots_spec_for_suite(params: dict, suite: str) -> list[dict]:
+    from . import workflow as wf
+    from .paths import results_root
+
+    jobs = wf.jobs(params, suite)
+    return dvc_plots_spec([wf.run_dir(params, suite, run, seed) for run, seed in jobs], suite,
+                          [f"{results_root(params)}/{suite}/figures/training_curves.png"],
+                          [wf.run_dir(params, suite, run, seed) for run, seed in jobs if wf.trains(params, suite, run)])
 
 
 def render(suites: list[str], cwd: str | Path = ".") -> str:

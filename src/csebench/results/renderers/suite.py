@@ -406,33 +406,3 @@ def render_suite(ctx: Context) -> list[Path]:
 
 
 SUITE_REPORT = Renderer(suite_inputs, render_suite)
-
-
-def dvc_plots_spec(run_dirs: list[str], suite: str, figures: list[str] | None = None,
-                   trained: list[str] | None = None) -> list[dict]:
-    """The ``plots:`` entries of dvc.yaml for a suite's curves (``dvc plots show`` / ``dvc plots diff``).
-
-    ``run_dirs`` are the run/seed folders holding ``train_curve.csv`` and ``dev_curve.csv``; ``trained``
-    those with a loss curve (default: all; an evaluation-only run's train_curve.csv has no loss
-    column); ``figures`` are PNGs shown as image plots.
-    """
-    spec = [
-        {f"{suite}-train-loss": {"template": "linear", "x": "step",
-                                 "y": {f"{d}/train_curve.csv": "loss" for d in (run_dirs if trained is None else trained)},
-                                 "title": f"{suite}: training loss", "x_label": "training step",
-                                 "y_label": "training loss (cross-entropy, nats)"}},
-        {f"{suite}-stsb-dev": {"template": "linear", "x": "step", "y": {f"{d}/dev_curve.csv": "stsb_dev" for d in run_dirs},
-                               "title": f"{suite}: STS-B dev", "x_label": "training step",
-                               "y_label": "STS-B dev Spearman x100"}},
-    ]
-    return spec + [{f: {}} for f in figures or []]
-
-
-def dvc_plots_spec_for_suite(params: dict, suite: str) -> list[dict]:
-    from ... import workflow as wf
-    from ...paths import results_root
-
-    jobs = wf.jobs(params, suite)
-    return dvc_plots_spec([wf.run_dir(params, suite, run, seed) for run, seed in jobs], suite,
-                          [f"{results_root(params)}/{suite}/figures/training_curves.png"],
-                          [wf.run_dir(params, suite, run, seed) for run, seed in jobs if wf.trains(params, suite, run)])
