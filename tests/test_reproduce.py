@@ -498,3 +498,31 @@ def test_sts_pair_cap_setting(cap, ok):
         with pytest.raises(ConfigError, match="max_sts_pairs: give a whole number"):
             wf.suite_evaluation(params, "demo")
     assert wf.suite_evaluation(PARAMS, "paper")["max_sts_pairs"] is None  # paper scale: every pair
+
+
+def test_a_new_study_or_renderer_is_one_file(tmp_path, monkeypatch):
+    """A registry file beside the papers' is read after them; a renderer module under
+    csebench.results.renderers is found by its name: the example of docs/results.md, run as it is."""
+    import shutil
+
+    import csebench.results.renderers as renderers
+    from csebench.results.registry import PAPER_FILES, read_registry
+
+    root = tmp_path / "reproduction"
+    shutil.copytree(ROOT / "src/csebench/resources/reproduction", root)
+    (root / "extra.yaml").write_text(
+        "paper: {short: Extra, title: an extra study}\nitems:\n"
+        "  - {id: extra/table-1, number: Table 1, kind: table, title: t, shows: s, metric: m, status: rebuilt,"
+        " renderer: seedavg, suites: [t], layout: {run: a}}\n", encoding="utf-8")
+    reg = read_registry(root)
+    assert list(reg.papers) == [*PAPER_FILES, "extra"] and reg.items[-1].id == "extra/table-1"
+    example = (ROOT / "docs" / "results.md").read_text(encoding="utf-8").split("```python\n")[1].split("```")[0]
+    (tmp_path / "mods").mkdir()
+    (tmp_path / "mods" / "seedavg.py").write_text(example, encoding="utf-8")
+    monkeypatch.setattr(renderers, "__path__", [*renderers.__path__, str(tmp_path / "mods")])
+    results = tmp_path / "results"
+    _write_run(results, "a", 1, 80.0, 70.0)
+    ctx = context(reg.items[-1], _params_with_suite(), str(results), "paper", tmp_path / "out")
+    assert ctx.renderer.inputs(ctx) == [str(results / "t/runs/a/seed1/sts.json"), str(results / "t/runs/a/seed2/sts.json")]
+    assert [p.name for p in ctx.renderer.render(ctx)] == ["table-1.md", "table-1.csv", "table-1.tex"]
+    assert "| 1 | 70.00 |" in (tmp_path / "out" / "table-1.md").read_text()

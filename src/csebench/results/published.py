@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from .registry import Registry, load_registry
+from .registry import Registry, cell_metric, cell_run, load_registry
 from .runs import KINDS, parse_run, task_key
 
 
@@ -31,16 +31,6 @@ def row_labels(block: dict) -> list[str]:
         above = parts
         out.append(" / ".join(p for p in parts if p))
     return out
-
-
-def cell_run(row: dict, column: dict, j: int) -> str | None:
-    runs = row.get("runs")
-    return runs[j] if runs is not None else row.get("run", column.get("run"))
-
-
-def cell_metric(block: dict, row: dict, column: dict, j: int) -> str | None:
-    metrics = row.get("metrics")
-    return metrics[j] if metrics is not None else row.get("metric") or column.get("metric") or block.get("metric")
 
 
 @dataclass

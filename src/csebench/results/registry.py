@@ -27,7 +27,7 @@ from ..schema import load_yaml_text
 
 STATUSES = ("rebuilt", "not-applicable", "not-rebuilt")
 KINDS = ("table", "figure")
-PAPER_FILES = ("simcse", "is-cse", "gs-infonce", "sscl", "distillcse")
+PAPER_FILES = ("simcse", "is-cse", "gs-infonce", "sscl", "distillcse")  # in this order; other files after them
 ITEM_KEYS = {"id", "paper", "number", "kind", "title", "shows", "metric", "status", "reason", "renderer", "suites",
              "layout", "published_text", "notes", "demo", "figure"}
 SUITE = "suite"  # the "paper" of suite-level items: suite/<name>
@@ -71,6 +71,18 @@ class Item:
                    [b.get("metric"), *(c.get("metric") for c in b.get("columns") or []),
                     *(m for r in b.get("rows") or [] for m in [r.get("metric"), *(r.get("metrics") or [])])] if m]
         return self.renderer == "grid" and bool(metrics) and all(str(m).startswith("config:") for m in metrics)
+
+
+def cell_run(row: dict, column: dict, j: int) -> str | None:
+    """The run of a grid cell (column ``j``): the row's ``runs[j]``, else the row's ``run``, else the column's."""
+    runs = row.get("runs")
+    return runs[j] if runs is not None else row.get("run", column.get("run"))
+
+
+def cell_metric(block: dict, row: dict, column: dict, j: int) -> str | None:
+    """The metric of a grid cell: the row's ``metrics[j]``, ``metric``, the column's, else the block's."""
+    metrics = row.get("metrics")
+    return metrics[j] if metrics is not None else row.get("metric") or column.get("metric") or block.get("metric")
 
 
 def suite_item(suite: str) -> Item:
@@ -167,10 +179,16 @@ def parse_registry(docs: dict[str, dict]) -> Registry:
     return Registry(papers, items)
 
 
+def read_registry(root) -> Registry:
+    """The registry files of a folder: PAPER_FILES in their order, then any other ``*.yaml`` (sorted)."""
+    others = sorted(f.name[:-5] for f in root.iterdir() if f.name.endswith(".yaml") and f.name[:-5] not in PAPER_FILES)
+    docs = {}
+    for name in (*PAPER_FILES, *others):  # a new paper or study: one more file
+        f = root.joinpath(f"{name}.yaml")
+        docs[name] = (load_yaml_text(f.read_text(encoding="utf-8"), f"resources/reproduction/{name}.yaml") or {}) if f.is_file() else {}
+    return parse_registry(docs)
+
+
 @lru_cache(maxsize=1)
 def load_registry() -> Registry:
-    root = importlib.resources.files("csebench").joinpath("resources/reproduction")
-    docs = {}
-    for name in PAPER_FILES:
-        docs[name] = load_yaml_text(root.joinpath(f"{name}.yaml").read_text(encoding="utf-8"), f"resources/reproduction/{name}.yaml") or {}
-    return parse_registry(docs)
+    return read_registry(importlib.resources.files("csebench").joinpath("resources/reproduction"))

@@ -19,6 +19,7 @@ from ...io import write_csv, write_text
 from ...provenance import mixed_note
 from ..context import Context, Renderer
 from ..published import row_values
+from ..registry import cell_metric, cell_run
 from ..runs import RunRef, mean_std
 from ..tables import Table, csv_number, delta, fmt, latex_escape, ours_text
 
@@ -76,10 +77,7 @@ def block_cells(ctx: Context, block: dict, compute: bool = True) -> list[list[Ce
         cells = []
         published = row_values(row, cols)
         for j, col in enumerate(cols):
-            runs = row.get("runs")
-            run = runs[j] if runs is not None else row.get("run", col.get("run"))
-            metrics = row.get("metrics")
-            metric = metrics[j] if metrics is not None else row.get("metric") or col.get("metric") or block.get("metric")
+            run, metric = cell_run(row, col, j), cell_metric(block, row, col, j)
             digits = row.get("digits", col.get("digits", block.get("digits", 2)))
             scale = row.get("scale", col.get("scale", block.get("scale", 1)))
             cell = Cell(None, metric, published[j], missing_reason=row.get("missing", col.get("missing", "")), digits=digits)
@@ -203,4 +201,4 @@ def render_grid(ctx: Context) -> list:
     return [md, csv_path, tex]
 
 
-GRID = Renderer(grid_inputs, render_grid)
+RENDERER = Renderer(grid_inputs, render_grid)

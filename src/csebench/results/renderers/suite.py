@@ -405,4 +405,4 @@ def render_suite(ctx: Context) -> list[Path]:
     return [*(f for _, files in tables.values() for f in files), curves, summary, out / "README.md"]
 
 
-SUITE_REPORT = Renderer(suite_inputs, render_suite)
+RENDERER = Renderer(suite_inputs, render_suite)

@@ -36,4 +36,4 @@ def render_retrieved(ctx: Context) -> list:
     return [ctx.path("md"), ctx.path("csv"), tex]
 
 
-RETRIEVED_SENTENCES = Renderer(_neighbours_md, render_retrieved)
+RENDERER = Renderer(_neighbours_md, render_retrieved)
