@@ -24,7 +24,8 @@ def cmd_render(args) -> None:
     for item in args.item:
         with staged_outputs():  # an item's files appear together, or (error, Ctrl-C) not at all
             written = render_item(item, params, args.results, args.scale, args.out_dir, links=args.link, n_boot=args.n_boot)
-        log.info("%s (%s scale): %s", item, args.scale, ", ".join(map(str, written)))
+        scale = "" if item.startswith("suite/") else f" ({args.scale} scale)"  # a suite's report has one scale
+        log.info("%s%s: %s", item, scale, ", ".join(map(str, written)))
 
 
 def cmd_docs(args) -> None:
