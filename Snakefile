@@ -34,6 +34,7 @@ include: "workflow/rules/embed.smk"
 include: "workflow/rules/sts.smk"
 include: "workflow/rules/transfer.smk"
 include: "workflow/rules/probing.smk"
+include: "workflow/rules/mteb.smk"
 include: "workflow/rules/analysis.smk"
 include: "workflow/rules/results.smk"
 
@@ -42,5 +43,6 @@ rule all:
     input:
         [f"{RESULTS}/{suite}/tables/sts.md" for suite in SUITES],
         [t for suite in SUITES for t in analysis_targets(suite)],  # config `analyses:` (workflow/rules/analysis.smk)
+        [t for suite in SUITES for t in mteb_targets(suite)],  # a suite's `mteb:` (workflow/rules/mteb.smk)
         reproduce_targets(),  # config `reproduce:` (workflow/rules/results.smk)
         f"{RESULTS}/README.md",

@@ -8,6 +8,7 @@
     csebench eval-transfer    --model DIR/model --senteval ... --out DIR/transfer.json
     csebench prepare-probing  --data wiki1m --out data/wiki1m/probing
     csebench eval-probing     --model DIR/model --probing data/wiki1m/probing --out DIR/probing.json
+    csebench eval-mteb        --model DIR/model --tasks STS12 STSBenchmark --out DIR/mteb
     csebench results render   --item suite/demo is-cse/table-4   (a suite's report, a paper table)
     csebench show-config      --suite demo --run minilm-simcse --seed 42
 """
@@ -228,6 +229,39 @@ def _run_info(args) -> dict:
             "backbone": cfg.backbone_name, "backbone_label": cfg.backbone.label or cfg.backbone_name}
 
 
+def cmd_eval_mteb(args) -> None:
+    from .embeddings import model_dim, model_fingerprint
+    from .evaluation.mteb_eval import DEFAULT_TASKS, PROTOCOL, evaluate_mteb, load_task_data, resolve_tasks
+    from .provenance import for_evaluation
+
+    tasks = resolve_tasks(args.tasks or DEFAULT_TASKS)
+    if args.no_progress:  # datasets' bars while MTEB's data loads
+        import datasets
+
+        datasets.disable_progress_bars()
+    log = logging.getLogger("csebench")
+    if args.download_only:
+        for task in tasks:
+            load_task_data(task)
+        log.info("MTEB data of %d tasks in the local datasets cache: %s", len(tasks), ", ".join(t.metadata.name for t in tasks))
+        return
+    if not (args.model and args.out):
+        raise ConfigError("eval-mteb: --model and --out are required (only --download-only runs without them)")
+    run_info = _run_info(args)  # first: a mistake in --config or --suite stops before any data is read
+    for task in tasks:  # every dataset before the model: a missing one stops the command at once
+        load_task_data(task)
+    encode = _eval_encode_fn(args)
+    fingerprint = model_fingerprint(args.model)
+    name = "csebench/" + (f"{run_info['suite']}__{run_info['name']}__seed{run_info['seed']}" if "suite" in run_info
+                          else run_info["name"])
+    res = evaluate_mteb(encode, tasks, args.out, name=name, revision=fingerprint, dim=model_dim(args.model),
+                        batch_size=args.batch_size or 64,
+                        extra={"model": args.model, "model_fingerprint": fingerprint, "run_info": run_info,
+                               "encoding": _encoding_info(args, encode),
+                               "provenance": for_evaluation(args.precision)})
+    log.info("%s: %s", PROTOCOL, ", ".join(f"{k} {v['score']:.2f}" for k, v in res["tasks"].items()))
+
+
 def cmd_teacher_cache(args) -> None:
     from .teachers import build_teacher_cache
 
@@ -310,11 +344,14 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--cache-dir", default=None, help="tokenized-corpus cache folder (e.g. data/cache)")
     sp.set_defaults(func=cmd_teacher_cache)
 
-    def eval_encoding(sp):
+    def eval_encoding(sp, table: bool = True):
         sp.add_argument("--pooler", default=None, help="override the saved evaluation pooler")
         sp.add_argument("--batch-size", type=positive_int, default=None, help="encoding batch size (default: 128 on a GPU, 64 on CPU, the faster there)")
-        sp.add_argument("--embeddings", default=None,
-                        help="embeddings table from `csebench embed` (RUN_DIR/embeddings.npz): look sentences up instead of encoding")
+        if table:
+            sp.add_argument("--embeddings", default=None,
+                            help="embeddings table from `csebench embed` (RUN_DIR/embeddings.npz): look sentences up instead of encoding")
+        else:  # MTEB's sentences are not in the SentEval table
+            sp.set_defaults(embeddings=None)
         sp.add_argument("--precision", default=None, choices=EVAL_PRECISIONS,
                         help="encoding precision (default: the table's, else auto = bf16 on bf16 GPUs, fp32 on CPU)")
         return sp
@@ -381,6 +418,21 @@ def build_parser() -> argparse.ArgumentParser:
                          "(default: SSCL Table 4's SentLen TreeDepth CoordInv)")
     classifier_options(sp, "subsample each train split to N sentences")
     sp.set_defaults(func=cmd_eval_probing)
+
+    sp = eval_encoding(common(sub.add_parser("eval-mteb", help="MTEB tasks with the mteb package (MTEB protocol; pip install -e '.[mteb]')")),
+                       table=False)
+    sp.add_argument("--model", default=None, help="saved model folder (or HF id / local encoder)")
+    sp.add_argument("--out", default=None, help="folder for MTEB's result files (<Task>.json), model_meta.json and mteb.json")
+    sp.add_argument("--tasks", nargs="+", default=None,
+                    help="MTEB task names (default: the STS tasks of MTEB(eng, v2) and STS16, Banking77Classification, "
+                         "AmazonCounterfactualClassification, ArguAna, SciFact)")
+    sp.add_argument("--download-only", action="store_true",
+                    help="fetch the tasks' datasets into the Hugging Face datasets cache (needs network) and stop")
+    sp.add_argument("--suite")
+    sp.add_argument("--run")
+    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--no-progress", action="store_true")
+    sp.set_defaults(func=cmd_eval_mteb)
 
     sp = common(sub.add_parser("dvc-yaml", help="generate dvc.yaml from the Snakemake DAG"))
     sp.add_argument("--suites", nargs="+", help="default: params.yaml dvc.suites")

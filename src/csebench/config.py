@@ -292,11 +292,12 @@ def _section(params: dict, name: str, key: str, what: str, where: str = "") -> d
     return table[key] or {}
 
 
-SUITE_KEYS = ["description", "data", "seeds", "training", "runs", "backbones", "methods", "dvc", "transfer", "evaluation"]
+SUITE_KEYS = ["description", "data", "seeds", "training", "runs", "backbones", "methods", "dvc", "transfer", "evaluation",
+              "mteb"]
 # evaluate: false = a training-only run (curves, teacher), no embedding/STS/transfer/analysis jobs
 # train: false = an evaluation-only run: its model is the untrained backbone (csebench.evalonly)
 RUN_KEYS = ["name", "backbone", "method", "label", "training", "objectives", "seeds", "evaluate", "train"]
-METHOD_KEYS = ["label", "objectives", "training", "by_backbone"]
+METHOD_KEYS = ["label", "compose", "objectives", "training", "by_backbone"]
 
 
 def suite_runs(params: dict, suite: str) -> list[dict]:
@@ -370,6 +371,57 @@ def backbone_config(params: dict, name: str) -> BackboneConfig:
     return from_dict(BackboneConfig, _section(params, "backbones", name, "backbone"), f"backbones.{name}")
 
 
+def method_settings(params: dict, name: str, backbone: str, chain: tuple[str, ...] = ()) -> tuple[dict, dict, dict]:
+    """(training, objectives, clashes) of method ``name`` on ``backbone``, merged in this order: the
+    methods it composes (``compose: [a, b]``: the combination of their objective terms, each term with
+    its own method's settings), its own ``training``/``objectives``, its ``by_backbone`` entry.
+
+    Composed methods must agree: a term two of them set differently is an error here; a training key they
+    set differently is returned in ``clashes`` ({key: "a: x, b: y"}) unless this method sets it, and
+    resolve_run refuses it unless the suite or run sets it."""
+    method = _section(params, "methods", name, "method", f"methods.{chain[-1]}.compose" if chain else "")
+    check_keys(f"methods.{name}", method, METHOD_KEYS)
+    if name in chain:
+        raise ConfigError(f"methods.{name}.compose: the method composes itself ({' -> '.join(chain + (name,))})")
+    parts = method.get("compose") or []
+    if not isinstance(parts, list) or not all(isinstance(p, str) for p in parts):
+        raise ConfigError(f"methods.{name}.compose: expected a list of method names, got {parts!r}")
+    training: dict = {}
+    objectives: dict = {}
+    clashes: dict[str, str] = {}
+    set_by: dict[str, str] = {}  # training key or term -> the composed method that set it
+    for part in parts:
+        t, o, c = method_settings(params, part, backbone, chain + (name,))
+        for term, settings in o.items():
+            if term in objectives and objectives[term] != settings:
+                raise ConfigError(f"methods.{name}.compose: {set_by['objectives.' + term]} and {part} both set the "
+                                  f"objective {term}, differently ({objectives[term]} vs {settings}); compose methods "
+                                  f"with different terms, or one method with that term's settings")
+            objectives[term], set_by["objectives." + term] = settings, part
+        clashes.update(c)
+        for key, value in t.items():
+            if key in training and training[key] != value:
+                clashes[key] = f"{set_by[key]}: {training[key]!r}, {part}: {value!r}"
+            training[key], set_by[key] = value, part
+    by_backbone = (method.get("by_backbone") or {}).get(backbone, {})
+    check_keys(f"methods.{name}.by_backbone.{backbone}", by_backbone, ["training", "objectives"])
+    for layer in (method.get("training"), by_backbone.get("training")):
+        training = deep_merge(training, layer)
+        clashes = {k: v for k, v in clashes.items() if k not in (layer or {})}
+    for layer in (method.get("objectives"), by_backbone.get("objectives")):
+        objectives = deep_merge(objectives, layer)
+    return training, objectives, clashes
+
+
+def method_label(params: dict, name: str) -> str:
+    """A method's label; a composed method without one is its parts' labels joined by " + "."""
+    method = _section(params, "methods", name, "method")
+    if method.get("label"):
+        return method["label"]
+    parts = method.get("compose") or []
+    return " + ".join(method_label(params, p) for p in parts) if parts else name
+
+
 def resolve_run(params: dict, suite: str, run_name: str, seed: int) -> RunConfig:
     from .objectives import validate_objectives  # late import: objectives import torch
 
@@ -378,18 +430,21 @@ def resolve_run(params: dict, suite: str, run_name: str, seed: int) -> RunConfig
     where = f"suites.{suite}, run '{run_name}'"
     _section(params, "backbones", run["backbone"], "backbone", f"{where}.backbone")
     backbone = backbone_config(params, run["backbone"])
-    method = _section(params, "methods", run["method"], "method", f"{where}.method")
-    check_keys(f"methods.{run['method']}", method, METHOD_KEYS)
-    by_backbone = (method.get("by_backbone") or {}).get(run["backbone"], {})
-    check_keys(f"methods.{run['method']}.by_backbone.{run['backbone']}", by_backbone, ["training", "objectives"])
+    _section(params, "methods", run["method"], "method", f"{where}.method")
+    method_training, method_objectives, clashes = method_settings(params, run["method"], run["backbone"])
 
     train_dict = deep_merge(params.get("training") or {}, backbone.training)
-    for layer in (method.get("training"), by_backbone.get("training"), suite_spec.get("training"), run.get("training")):
+    later = (suite_spec.get("training"), run.get("training"))
+    for layer in (method_training, *later):
         train_dict = deep_merge(train_dict, layer)
+    for key, values in clashes.items():
+        if not any(key in (layer or {}) for layer in later):
+            raise ConfigError(f"methods.{run['method']}.compose: the composed methods set training.{key} differently "
+                              f"({values}) on backbone {run['backbone']}; set it in methods.{run['method']}.training "
+                              f"(or its by_backbone.{run['backbone']}) to say which applies")
     training = from_dict(TrainingConfig, train_dict, f"training (suite {suite}, run {run_name})")
 
-    objectives = deep_merge(method.get("objectives") or {}, by_backbone.get("objectives"))
-    objectives = deep_merge(objectives, run.get("objectives"))
+    objectives = deep_merge(method_objectives, run.get("objectives"))
     objectives = validate_objectives(objectives, f"run {suite}/{run_name}", training)
 
     data_name = suite_spec.get("data")
@@ -400,7 +455,7 @@ def resolve_run(params: dict, suite: str, run_name: str, seed: int) -> RunConfig
     paths["shared"] = shared_dir(params)
     return RunConfig(
         suite=suite, name=run_name, seed=int(seed), method=run["method"],
-        method_label=run.get("label") or method.get("label") or run["method"],
+        method_label=run.get("label") or method_label(params, run["method"]),
         backbone_name=run["backbone"], backbone=backbone, data_name=data_name,
         data=data_config(params, data_name), training=training, objectives=objectives, paths=paths,
         train=run["train"],

@@ -153,8 +153,9 @@ def suite_plan(params: dict, suite: str, n_items: int = 0, probing: bool = False
         if (run, seed) in teachers:
             flops += 2 * n * corpus * mean_tokens(t.max_seq_length)  # the teacher cache of the corpus
     # train + embed + eval_sts + eval_transfer per run (train only for `evaluate: false`), a teacher cache
-    # per teacher, the suite report, its items
-    jobs = 4 * len(runs) - 3 * len(training_only) + len(teachers) + 1 + n_items
+    # per teacher, the suite report, its items; eval_mteb per evaluated run where the suite asks for MTEB
+    mteb = len(wf.evaluated_jobs(params, suite)) if wf.suite_mteb_tasks(params, suite) is not None else 0
+    jobs = 4 * len(runs) - 3 * len(training_only) + len(teachers) + 1 + n_items + mteb
     return SuitePlan(suite, data, len(runs) - len(evaluation_only), len(teachers), jobs, flops, sorted(set(unknown)), small, large)
 
 
@@ -195,5 +196,6 @@ def render_plan(plans: list[SuitePlan], root: str | Path = ".") -> str:
               f"max_seq_length, one process): {padded_tokens(64, 32):.1f} at batch 64 and cap 32, where the mean "
               f"sentence has {mean_tokens(32):.1f}; sentence lengths (BERT WordPiece) of {source}")
     lines.append(f"GPU-hours: {basis}. {tokens}. Jobs: train, embed, eval_sts, eval_transfer per run, teacher "
-                 "caches, the suite report and the paper tables/figures it feeds (analyses not counted).")
+                 "caches, the suite report and the paper tables/figures it feeds (analyses not counted); eval_mteb per "
+                 "run of a suite with an `mteb:` section (its GPU time not estimated).")
     return "\n".join(lines)

@@ -86,6 +86,17 @@ def suite_evaluation(params: dict, suite: str) -> dict:
             "max_sts_pairs": ev.get("max_sts_pairs")}
 
 
+def suite_mteb_tasks(params: dict, suite: str) -> list[str] | None:
+    """The MTEB tasks of a suite that opts in (`mteb: {tasks: [...]}`; `mteb: {}` = the default list),
+    None for a suite without an `mteb:` section."""
+    spec = params["suites"][suite]
+    if "mteb" not in spec:
+        return None
+    from .evaluation import MTEB_DEFAULT_TASKS
+
+    return list((spec["mteb"] or {}).get("tasks") or MTEB_DEFAULT_TASKS)
+
+
 def teacher_jobs(params: dict, suite: str, run: str, seed: int) -> list[tuple[str, int]]:
     """(run, seed) of the frozen teachers a run distils from (DistillCSE), [] otherwise."""
     cfg = resolve_run(params, suite, run, int(seed))

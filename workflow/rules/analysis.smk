@@ -208,7 +208,7 @@ rule analysis_teacher_logits:
         " --senteval $(dirname {input.senteval}) {params.extra} --out {output.json} --figure {output.png} 2> {log}"
 
 
-# ---- analyses the paper tables ask for by path (csebench.reproduce): built when an item needs them
+# ---- analyses the paper tables ask for by path (csebench.results): built when an item needs them
 
 rule analysis_token_matrix:  # SSCL Fig. 5: the model's last-layer token cosine matrix of one STS-B test sentence
     input:

@@ -1,0 +1,28 @@
+# MTEB beside SentEval, opt-in per suite: `mteb: {tasks: [...]}` in params.yaml (`mteb: {}`: the default
+# tasks, csebench.evaluation.mteb_eval.DEFAULT_TASKS). Needs the mteb extra (make setup installs it) and,
+# offline, the tasks' datasets in the Hugging Face datasets cache (`csebench eval-mteb --download-only`).
+# Writes MTEB's result files and mteb.json into the run's mteb/ folder. Include after embed.smk (eval_settings).
+
+
+def mteb_targets(suite):
+    """Every evaluated run's mteb.json, for a suite with an `mteb:` section; [] otherwise."""
+    return [] if wf.suite_mteb_tasks(PARAMS, suite) is None else run_dirs(suite, "mteb/mteb.json", evaluated=True)
+
+
+rule eval_mteb:
+    input:
+        summary=f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/train.json",
+    output:
+        f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/mteb/mteb.json",
+    params:
+        tasks=lambda w: " ".join(wf.suite_mteb_tasks(PARAMS, w.suite) or []),
+        precision=lambda w: eval_settings(w)["precision"],
+    threads: config.get("threads", 4)  # classification tasks fit MTEB's classifiers on CPU
+    resources:
+        gpu=1,  # encoding every task's sentences (retrieval corpora included) with the model
+    log:
+        f"{RESULTS}/{{suite}}/logs/eval_mteb.{{run}}.seed{{seed}}.log",
+    shell:
+        "csebench --threads {threads} eval-mteb --model $(dirname {input.summary})/model --tasks {params.tasks}"
+        " --precision {params.precision} --suite {wildcards.suite} --run {wildcards.run} --seed {wildcards.seed}"
+        " --out $(dirname {output}) {PROGRESS} 2> {log}"
