@@ -188,6 +188,10 @@ def test_view_refuses_a_run_folder_of_the_old_layout_and_train_refuses_a_view(tm
                           "--out", str(old), "--force"],
                  f"{old} is a suite's view of the run in {folder.as_posix()}: train there (--out {folder.as_posix()}), "
                  "or let Snakemake do it (docs/runs.md)")
+    new = "results/a/runs/simcse/seed1"  # the view's place, before any view is there
+    assert_fails(capsys, ["train", "--suite", "a", "--run", "simcse", "--seed", "1", "--corpus", "c.txt", "--senteval", "se",
+                          "--out", new], f"{new} is a suite's view of the run in {folder.as_posix()}: train there")
+    assert not Path(new).exists()
     assert_fails(capsys, ["show-config", "--seed", "1"], "name the run: --suite SUITE --run RUN (or --key KEY")
     assert_fails(capsys, ["show-config", "--seed", "1", "--key", "0123456789abcdef"], "no run of params.yaml has the key 0123456789abcdef")
     assert_fails(capsys, ["show-config", "--seed", "1", "--key", "0123456789abcdef", "--suite", "b"], "give either --key or --suite and --run")

@@ -103,16 +103,22 @@ def cmd_runs(args) -> None:
     print(f"{len(listed)} runs listed, {len(distinct)} distinct (each trained once; docs/runs.md)")
 
 
-def _refuse_view(out: str) -> None:
-    """A suite's folder of a shared run is a view (links and relabelled copies): training there would
-    leave the run's own folder, which every other suite reads, behind."""
+def _refuse_view(out: str, params: dict, suite: str, run: str, seed: int) -> None:
+    """A suite's folder of a run is a view (links and relabelled copies, docs/runs.md): training there
+    would leave the run's own folder, which every suite listing the run reads, behind."""
+    from .workflow import run_dir, run_folder
+
     view = os.path.join(out, "train.json")
     if os.path.islink(os.path.join(out, "model")) and os.path.isfile(view):
         from .io import read_json
 
         folder = read_json(view).get("run_folder", "the run's folder under results/runs")
-        raise TrainingError(f"{out} is a suite's view of the run in {folder}: train there (--out {folder}), "
-                            "or let Snakemake do it (docs/runs.md)")
+    elif os.path.normpath(out) == os.path.normpath(run_dir(params, suite, run, seed)):  # the view, not made yet
+        folder = run_folder(params, suite, run, seed)
+    else:
+        return
+    raise TrainingError(f"{out} is a suite's view of the run in {folder}: train there (--out {folder}), "
+                        "or let Snakemake do it (docs/runs.md)")
 
 
 def cmd_train(args) -> None:
@@ -124,7 +130,7 @@ def cmd_train(args) -> None:
     params = _params(args)
     _name_run(args, params)
     cfg = resolve_run(params, args.suite, args.run, args.seed)
-    _refuse_view(args.out)
+    _refuse_view(args.out, params, args.suite, args.run, args.seed)
     # one process per run folder (under torchrun rank 0 holds the lock: the other ranks write nothing there)
     with run_lock(args.out) if int(os.environ.get("RANK", 0)) == 0 else contextlib.nullcontext():
         if os.path.isfile(os.path.join(args.out, "train.json")) and not args.force:
