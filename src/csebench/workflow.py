@@ -22,7 +22,7 @@ import json
 from .config import EVAL_PRECISIONS, find_run, list_suites, load_params, resolve_run, suite_runs, suite_seeds
 from .schema import schema_path
 
-__all__ = ["load_params", "jobs", "evaluated_jobs", "suite_data", "run_dir", "teacher_jobs", "run_fingerprint",
+__all__ = ["load_params", "jobs", "evaluated_jobs", "suite_data", "run_dir", "teacher_jobs",
            "check_snakemake_config", "schema_path", "Runs", "runs_of", "run_folder", "same_run_as", "eval_name"]
 
 
@@ -225,11 +225,6 @@ def all_runs_with_teachers(params: dict, suite: str) -> list[tuple[str, int]]:
         out.append(job)
         todo.extend(teacher_jobs(params, suite, *job))
     return out
-
-
-def run_fingerprint(params: dict, suite: str, run: str, seed: int) -> str:
-    """Hash of the resolved run config and seed (names excluded): what its checkpoint must match."""
-    return resolve_run(params, suite, run, int(seed)).fingerprint()
 
 
 def correlation_groups(params: dict, suite: str, run: str, seed: int) -> dict[str, list[tuple[str, int]]]:
