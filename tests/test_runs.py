@@ -221,6 +221,10 @@ def test_teacher_cycles_and_a_suite_named_runs_are_refused(tmp_path, capsys):
     assert_fails(capsys, ["show-config", "--config", str(over), "--suite", "ci", "--run", "x", "--seed", "1"],
                  "suites.ci: the DistillCSE teachers go round in a circle (x -> y -> x); a teacher must be a run that "
                  "does not distil from its student")
+    # its own other seeds (teacher caches given by hand) are no circle: the teacher is named "self" in its key
+    own = write_config(tmp_path / "own.yaml", {"methods": {"simcse": {"objectives": {"distillation": {"teachers": {"run": "simcse", "seeds": [2]}}}}}})
+    cfg = resolve_run(load_params(ROOT / "params.yaml", [own]), "ci", "simcse", 1)
+    assert cfg.teacher_keys == {"simcse": "self"} and cfg.identity()["objectives"]["distillation"]["teachers"] == [{"run": "self", "seeds": [2]}]
     over = write_config(tmp_path / "runs.yaml", {"suites": {"runs": {"data": "ci", "runs": [{"name": "s", "backbone": "tiny", "method": "simcse"}]}}})
     assert_fails(capsys, ["show-config", "--config", str(over), "--suite", "runs", "--run", "s", "--seed", "1"],
                  "suites.runs: the name 'runs' is taken by the runs' own folders (results/runs/); rename the suite")

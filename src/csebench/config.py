@@ -282,11 +282,11 @@ class RunConfig:
     def key(self) -> str:
         """The run's key: the hash of its identity without the seed. Its seeds train in
         RESULTS/runs/<key>/seed<N>, whichever suites list it."""
-        return _digest(self.identity(seed=False))
+        return digest(self.identity(seed=False))
 
     def fingerprint(self, extra: dict | None = None) -> str:
         """Hash of the identity with the seed, plus ``extra``: what a rerun or a checkpoint must match."""
-        return _digest({**self.identity(), **(extra or {})})
+        return digest({**self.identity(), **(extra or {})})
 
     def record(self) -> dict:
         """model/training_config.json: the resolved configuration with its key and fingerprint (a
@@ -294,8 +294,9 @@ class RunConfig:
         return {**self.to_dict(), "key": self.key(), "fingerprint": self.fingerprint()}
 
 
-def _digest(d: dict) -> str:
-    return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
+def digest(obj, length: int = 16) -> str:
+    """Hex digest of JSON-able content (keys sorted): run keys, fingerprints, evaluation folder names."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:length]
 
 
 # ----------------------------------------------------------------------------- params
@@ -575,11 +576,14 @@ def _teacher_keys(params: dict, suite: str, run_name: str, train: bool, objectiv
     keys = {}
     for teacher in parse_teachers(objectives["distillation"]["teachers"], f"run {suite}/{run_name}: objectives.distillation"):
         name = teacher["run"]
-        if name in chain:
+        if name == run_name:  # its own other seeds (teacher caches given by hand): no key of its own to name
+            keys[name] = "self"
+        elif name in chain:
             loop = " -> ".join((*chain[chain.index(name):], name))
             raise ConfigError(f"suites.{suite}: the DistillCSE teachers go round in a circle ({loop}); "
                               "a teacher must be a run that does not distil from its student")
-        keys[name] = resolve_run(params, suite, name, 0, chain).key()
+        else:
+            keys[name] = resolve_run(params, suite, name, 0, chain).key()
     return keys
 
 

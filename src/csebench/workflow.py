@@ -16,10 +16,7 @@ Path scheme (outputs only, under paths.data / paths.results; docs/runs.md):
 
 from __future__ import annotations
 
-import hashlib
-import json
-
-from .config import EVAL_PRECISIONS, find_run, list_suites, load_params, resolve_run, suite_runs, suite_seeds
+from .config import EVAL_PRECISIONS, digest, find_run, list_suites, load_params, resolve_run, suite_runs, suite_seeds
 from .schema import schema_path
 
 __all__ = ["load_params", "jobs", "evaluated_jobs", "suite_data", "run_dir", "teacher_jobs",
@@ -103,9 +100,8 @@ def run_dir(params: dict, suite: str, run: str, seed: int) -> str:
 def eval_name(settings: dict) -> str:
     """The folder name of a suite's evaluation settings (suite_evaluation) inside a run's folder:
     eval-fp32 for the papers' protocol; a capped evaluation adds a hash of its caps."""
-    caps = {k: v for k, v in sorted(settings.items()) if k != "precision" and v is not None}
-    tag = hashlib.sha256(json.dumps(caps, sort_keys=True).encode()).hexdigest()[:8] if caps else ""
-    return f"eval-{settings['precision']}" + (f"-capped-{tag}" if tag else "")
+    caps = {k: v for k, v in settings.items() if k != "precision" and v is not None}
+    return f"eval-{settings['precision']}" + (f"-capped-{digest(caps, 8)}" if caps else "")
 
 
 class Runs:
@@ -178,11 +174,11 @@ _RUNS: dict[str, Runs] = {}
 
 def runs_of(params: dict) -> Runs:
     """The Runs of these params, kept while their content is unchanged (tests edit params in place)."""
-    digest = hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()
-    if digest not in _RUNS:
+    content = digest(params, 64)
+    if content not in _RUNS:
         _RUNS.clear()  # one params file at a time in practice
-        _RUNS[digest] = Runs(params)
-    return _RUNS[digest]
+        _RUNS[content] = Runs(params)
+    return _RUNS[content]
 
 
 def run_folder(params: dict, suite: str, run: str, seed: int) -> str:
