@@ -3,6 +3,8 @@
 #   snakemake --cores all --configfile config/demo.yaml           # offline CPU demo
 #   snakemake -n --config 'suites=[ablation-iscse-k]'             # any suite
 # Rules only call the csebench CLI; the logic lives in the package (csebench.workflow, csebench.results).
+# A run listed by several suites is trained and evaluated once, in results/runs/<key>/seed<N>; each suite's
+# results/<suite>/runs/<run>/seed<N> is a view of it (docs/runs.md).
 # `suites: all` (config/paper.yaml) = SimCSE's main suite and every suite the reproduction registry reads.
 
 import sys
@@ -21,6 +23,11 @@ if SUITES == ["all"]:
 RESULTS = PARAMS.get("paths", {}).get("results", "results")
 DATA = PARAMS.get("paths", {}).get("data", "data")
 PROGRESS = "" if config.get("progress", True) else "--no-progress"
+# Every run of params.yaml by identity (docs/runs.md): a run listed by several suites is trained,
+# embedded and evaluated once, in its own folder; the suites' folders are views of it (views.smk).
+RUNS = wf.Runs(PARAMS)
+RUN = f"{RESULTS}/runs/{{key}}/seed{{seed}}"  # a run's folder: training, its teacher cache
+EVAL = f"{RUN}/{{ev}}"  # the run evaluated under one suite's evaluation settings (csebench.workflow.eval_name)
 
 if workflow.is_main_process and config.get("plan", True):  # what this will cost, before anything runs
     from csebench.plan import plan as _plan, render_plan as _render_plan
@@ -37,6 +44,7 @@ include: "workflow/rules/probing.smk"
 include: "workflow/rules/mteb.smk"
 include: "workflow/rules/analysis.smk"
 include: "workflow/rules/results.smk"
+include: "workflow/rules/views.smk"  # each suite's folders of its runs, which are trained once (docs/runs.md)
 
 
 rule all:

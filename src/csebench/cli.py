@@ -3,7 +3,8 @@
     csebench prepare-corpus   --data demo --out data/demo/corpus.txt
     csebench prepare-senteval --data demo --out data/demo/senteval
     csebench train            --suite demo --run minilm-simcse --seed 42 --corpus ... --senteval ... --out DIR
-    csebench teacher-cache    --model DIR/model --corpus data/demo/corpus.txt --out results/demo/teachers/simcse/seed42/embeddings.npy
+    csebench runs             [--suites demo paper]    each suite's runs, their folders, which are shared
+    csebench teacher-cache    --model DIR/model --corpus data/demo/corpus.txt --out results/runs/KEY/seed42/teacher/embeddings.npy
     csebench eval-sts         --model DIR/model --senteval ... --out DIR/sts.json
     csebench eval-transfer    --model DIR/model --senteval ... --out DIR/transfer.json
     csebench prepare-probing  --data wiki1m --out data/wiki1m/probing
@@ -69,11 +70,57 @@ def cmd_prepare_probing(args) -> None:
     prepare_probing(probing_source(_params(args), args.data), args.out, args.tasks)
 
 
+def _name_run(args, params: dict) -> None:
+    """--key KEY (a run's folder under results/runs, what Snakemake passes) stands for the first suite
+    and run of params.yaml that list it at --seed (docs/runs.md); else --suite and --run name it."""
+    if getattr(args, "key", None):
+        if args.suite or args.run:
+            raise ConfigError("give either --key or --suite and --run, not both")
+        from .workflow import runs_of
+
+        args.suite, args.run = runs_of(params).first(args.key, args.seed)
+    elif not (args.suite and args.run):
+        raise ConfigError("name the run: --suite SUITE --run RUN (or --key KEY, its folder under results/runs)")
+
+
 def cmd_show_config(args) -> None:
     from .config import resolve_run
     from .io import dumps_json
 
-    print(dumps_json(resolve_run(_params(args), args.suite, args.run, args.seed).to_dict(), default=str))
+    params = _params(args)
+    _name_run(args, params)
+    print(dumps_json(resolve_run(params, args.suite, args.run, args.seed).record(), default=str))
+
+
+def cmd_runs(args) -> None:
+    from .workflow import jobs, runs_of
+
+    params = _params(args)
+    runs = runs_of(params)
+    listed = [(suite, run, seed) for suite in args.suites or list((params.get("suites") or {})) for run, seed in jobs(params, suite)]
+    for suite, run, seed in listed:
+        same = runs.same_run_as(suite, run, seed)
+        print(f"{suite + '/' + run + ' seed ' + str(seed):<60} {runs.folder(suite, run, seed)}" + (f"  same run as {same}" if same else ""))
+    distinct = {runs.folder(*job) for job in listed}
+    print(f"{len(listed)} runs listed, {len(distinct)} distinct (each trained once; docs/runs.md)")
+
+
+def _refuse_view(out: str, params: dict, suite: str, run: str, seed: int) -> None:
+    """A suite's folder of a run is a view (links and relabelled copies, docs/runs.md): training there
+    would leave the run's own folder, which every suite listing the run reads, behind."""
+    from .workflow import run_dir, run_folder
+
+    view = os.path.join(out, "train.json")
+    if os.path.islink(os.path.join(out, "model")) and os.path.isfile(view):
+        from .io import read_json
+
+        folder = read_json(view).get("run_folder", "the run's folder under results/runs")
+    elif os.path.normpath(out) == os.path.normpath(run_dir(params, suite, run, seed)):  # the view, not made yet
+        folder = run_folder(params, suite, run, seed)
+    else:
+        return
+    raise TrainingError(f"{out} is a suite's view of the run in {folder}: train there (--out {folder}), "
+                        "or let Snakemake do it (docs/runs.md)")
 
 
 def cmd_train(args) -> None:
@@ -82,7 +129,10 @@ def cmd_train(args) -> None:
     from .io import dumps_json
     from .runlock import run_lock
 
-    cfg = resolve_run(_params(args), args.suite, args.run, args.seed)
+    params = _params(args)
+    _name_run(args, params)
+    cfg = resolve_run(params, args.suite, args.run, args.seed)
+    _refuse_view(args.out, params, args.suite, args.run, args.seed)
     # one process per run folder (under torchrun rank 0 holds the lock: the other ranks write nothing there)
     with run_lock(args.out) if int(os.environ.get("RANK", 0)) == 0 else contextlib.nullcontext():
         if os.path.isfile(os.path.join(args.out, "train.json")) and not args.force:
@@ -219,14 +269,15 @@ def _encoding_info(args, encode) -> dict:
 
 
 def _run_info(args) -> dict:
-    params = _params(args) if args.suite or args.config else None  # checked as every command checks them
+    params = _params(args) if args.suite or args.key or args.config else None  # checked as every command checks them
+    if args.key:
+        _name_run(args, params)
     if not (args.suite and args.run):
         return {"name": os.path.basename(os.path.normpath(args.model)), "method": "external", "backbone": args.model}
-    from .config import resolve_run
+    from .config import resolve_run, run_info
 
-    cfg = resolve_run(params, args.suite, args.run, args.seed)
-    return {"suite": cfg.suite, "name": cfg.name, "seed": cfg.seed, "method": cfg.method, "method_label": cfg.method_label,
-            "backbone": cfg.backbone_name, "backbone_label": cfg.backbone.label or cfg.backbone_name}
+    resolve_run(params, args.suite, args.run, args.seed)  # the whole run checked, as training checks it
+    return run_info(params, args.suite, args.run, args.seed)
 
 
 def cmd_eval_mteb(args) -> None:
@@ -277,6 +328,20 @@ def cmd_plan(args) -> None:
     print(render_plan(plan(params, args.suites or default_suites(params))))
 
 
+def cmd_view_run(args) -> None:
+    from .config import run_info
+    from .runviews import write_view
+
+    params = _params(args)
+    first = args.first
+    if first is None:  # by hand: resolve every run of params.yaml (Snakemake passes --first)
+        from .workflow import runs_of
+
+        runs = runs_of(params)
+        first = "/".join(runs.first(runs.key(args.suite, args.run), args.seed))
+    write_view(run_info(params, args.suite, args.run, args.seed), first, args.source, args.out, args.names)
+
+
 def cmd_dvc_yaml(args) -> None:
     from .dvcgen import main_dvc_yaml
 
@@ -297,12 +362,17 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--params", default="params.yaml", help="hyperparameter file (default: params.yaml)")
         sp.add_argument("--config", action="append", default=[], help="YAML file merged over params (repeatable)")
         if run:
-            sp.add_argument("--suite", required=True)
+            sp.add_argument("--suite")
             # --run-name: the same option for torchrun, whose own parser takes --run for an
             # abbreviation of its --run-path and stops
-            sp.add_argument("--run", "--run-name", dest="run", required=True, help="run name within the suite")
+            sp.add_argument("--run", "--run-name", dest="run", help="run name within the suite")
             sp.add_argument("--seed", type=int, required=True)
+            run_key_option(sp)
         return sp
+
+    def run_key_option(sp):
+        sp.add_argument("--key", help="instead of --suite/--run: the run's key (its folder results/runs/KEY), named "
+                                      "by the first suite and run of params.yaml that list it")
 
     sp = common(sub.add_parser("prepare-corpus", help="write the (sampled) training corpus"))
     sp.add_argument("--data", required=True, help="data source name in params.yaml")
@@ -320,8 +390,22 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--tasks", nargs="+", default=None, help="probing tasks (default: SentLen TreeDepth CoordInv)")
     sp.set_defaults(func=cmd_prepare_probing)
 
-    sp = common(sub.add_parser("show-config", help="print a run's resolved configuration"), run=True)
+    sp = common(sub.add_parser("show-config", help="print a run's resolved configuration, key and fingerprint"), run=True)
     sp.set_defaults(func=cmd_show_config)
+
+    sp = common(sub.add_parser("runs", help="each suite's runs, the folder each is trained in, and which are shared"))
+    sp.add_argument("--suites", nargs="+", help="default: every suite of params.yaml")
+    sp.set_defaults(func=cmd_runs)
+
+    sp = common(sub.add_parser("view-run", help="a suite's view of a shared run: relabelled JSON results, links to the rest"))
+    sp.add_argument("--suite", required=True)
+    sp.add_argument("--run", required=True)
+    sp.add_argument("--seed", type=int, required=True)
+    sp.add_argument("--from", dest="source", required=True, help="the run's folder (or its evaluation/analysis folder)")
+    sp.add_argument("--out", required=True, help="the suite's folder, e.g. results/SUITE/runs/RUN/seedN")
+    sp.add_argument("--first", help="SUITE/RUN: the first suite and run of params.yaml listing this run (default: worked out)")
+    sp.add_argument("names", nargs="+", help="entries of --from to show in --out")
+    sp.set_defaults(func=cmd_view_run)
 
     sp = common(sub.add_parser("train", help="train one run; resumes from its checkpoint if present"), run=True)
     sp.add_argument("--corpus", default=None, help="training corpus (required unless the run has train: false)")
@@ -365,6 +449,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--suite")
         sp.add_argument("--run")
         sp.add_argument("--seed", type=int, default=0, help="run seed (names the run; see --senteval-seed)")
+        run_key_option(sp)
         sp.add_argument("--no-progress", action="store_true")
 
     def sts_cap_option(sp):  # embed and eval-sts must agree on the pairs (the table holds what eval-sts scores)
@@ -398,6 +483,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--suite")
     sp.add_argument("--run")
     sp.add_argument("--seed", type=int, default=0)
+    run_key_option(sp)
     sp.add_argument("--no-progress", action="store_true")
     sp.set_defaults(func=cmd_eval_sts)
 

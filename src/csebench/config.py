@@ -174,6 +174,7 @@ class RunConfig:
     objectives: dict[str, dict]
     paths: dict[str, str]
     train: bool = True  # false: an evaluation-only run, its model the untrained backbone (csebench.evalonly)
+    teacher_keys: dict[str, str] = field(default_factory=dict)  # DistillCSE: teacher run name -> its key()
 
     @property
     def run_id(self) -> str:
@@ -188,20 +189,55 @@ class RunConfig:
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
-    def fingerprint(self, extra: dict | None = None) -> str:
-        """Hash of the resolved configuration (paths excluded) plus ``extra``: what a rerun or a
-        checkpoint must match."""
+    def identity(self, seed: bool = True) -> dict:
+        """What the run computes, without what only names it: the suite, run, method, backbone and
+        data names and the labels are left out (two suites listing the same run train it once,
+        docs/runs.md); a data source is kept as params.yaml writes it ({shared} unexpanded, so the
+        shared folder's place on this machine does not change the run); teachers are named by their
+        own keys, not by their run names in the suite. seed=False: what the run's seeds share."""
         d = self.to_dict()
-        d.pop("paths", None)
-        for later in ("num_layers", "dev_max_pairs"):  # added later: unset, they leave existing fingerprints as they were
+        for name in ("paths", "suite", "name", "method", "method_label", "backbone_name", "data_name", "teacher_keys"):
+            d.pop(name)
+        d["backbone"].pop("label")
+        shared = self.paths.get("shared")
+        for source in d["data"].values():
+            if shared and source.get("path") and str(source["path"]).startswith(shared):
+                source["path"] = "{shared}" + str(source["path"])[len(shared):]
+        for later in ("num_layers", "dev_max_pairs"):  # added later: unset, they leave existing keys as they were
             if d["training"].get(later) is None:
                 d["training"].pop(later, None)
         if d["training"].get("projection_dim") is None:  # no projection, no head to describe
             d["training"].pop("projection_head", None)
-        if d.get("train"):  # trained runs (all runs before the flag existed) keep their fingerprints
+        if d.get("train"):  # trained runs (all runs before the flag existed) keep their keys
             d.pop("train")
-        d.update(extra or {})
-        return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        distill = d["objectives"].get("distillation")
+        if distill and self.teacher_keys:
+            from .objectives.distillation import parse_teachers
+
+            distill["teachers"] = [{"run": self.teacher_keys[t["run"]], "seeds": t["seeds"]}
+                                   for t in parse_teachers(distill["teachers"], "objectives.distillation")]
+        if not seed:
+            d.pop("seed")
+        return d
+
+    def key(self) -> str:
+        """The run's key: the hash of its identity without the seed. Its seeds train in
+        RESULTS/runs/<key>/seed<N>, whichever suites list it."""
+        return digest(self.identity(seed=False))
+
+    def fingerprint(self, extra: dict | None = None) -> str:
+        """Hash of the identity with the seed, plus ``extra``: what a rerun or a checkpoint must match."""
+        return digest({**self.identity(), **(extra or {})})
+
+    def record(self) -> dict:
+        """model/training_config.json: the resolved configuration with its key and fingerprint (a
+        DistillCSE student checks its teachers' caches by key)."""
+        return {**self.to_dict(), "key": self.key(), "fingerprint": self.fingerprint()}
+
+
+def digest(obj, length: int = 16) -> str:
+    """Hex digest of JSON-able content (keys sorted): run keys, fingerprints, evaluation folder names."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:length]
 
 
 # ----------------------------------------------------------------------------- params
@@ -305,6 +341,8 @@ def suite_runs(params: dict, suite: str) -> list[dict]:
     suite gives ``backbones`` x ``methods`` and every pair becomes a run named backbone-method."""
     spec = _section(params, "suites", suite, "suite")
     check_keys(f"suites.{suite}", spec, SUITE_KEYS)
+    if suite == "runs":
+        raise ConfigError("suites.runs: the name 'runs' is taken by the runs' own folders (results/runs/); rename the suite")
     runs = [dict(r) for r in spec.get("runs") or []]
     for backbone in spec.get("backbones") or []:
         for method in spec.get("methods") or []:
@@ -422,7 +460,7 @@ def method_label(params: dict, name: str) -> str:
     return " + ".join(method_label(params, p) for p in parts) if parts else name
 
 
-def resolve_run(params: dict, suite: str, run_name: str, seed: int) -> RunConfig:
+def resolve_run(params: dict, suite: str, run_name: str, seed: int, _students: tuple[str, ...] = ()) -> RunConfig:
     from .objectives import validate_objectives  # late import: objectives import torch
 
     suite_spec = _section(params, "suites", suite, "suite")
@@ -455,11 +493,48 @@ def resolve_run(params: dict, suite: str, run_name: str, seed: int) -> RunConfig
     paths["shared"] = shared_dir(params)
     return RunConfig(
         suite=suite, name=run_name, seed=int(seed), method=run["method"],
-        method_label=run.get("label") or method_label(params, run["method"]),
+        method_label=_method_label(params, run),
         backbone_name=run["backbone"], backbone=backbone, data_name=data_name,
         data=data_config(params, data_name), training=training, objectives=objectives, paths=paths,
-        train=run["train"],
+        train=run["train"], teacher_keys=_teacher_keys(params, suite, run_name, run["train"], objectives, _students),
     )
+
+
+def _method_label(params: dict, run: dict) -> str:
+    return run.get("label") or method_label(params, run["method"])
+
+
+def run_info(params: dict, suite: str, run_name: str, seed: int) -> dict:
+    """How a result names its run (``run_info`` of sts.json, transfer.json, probing.json), read from
+    params.yaml without resolving the run (fast: a suite's view of a shared run is relabelled with it)."""
+    run = find_run(params, suite, run_name)
+    _section(params, "methods", run["method"], "method", f"suites.{suite}, run '{run_name}'.method")
+    backbone = _section(params, "backbones", run["backbone"], "backbone", f"suites.{suite}, run '{run_name}'.backbone")
+    return {"suite": suite, "name": run_name, "seed": int(seed), "method": run["method"],
+            "method_label": _method_label(params, run), "backbone": run["backbone"],
+            "backbone_label": backbone.get("label") or run["backbone"]}
+
+
+def _teacher_keys(params: dict, suite: str, run_name: str, train: bool, objectives: dict, students: tuple[str, ...]) -> dict:
+    """A DistillCSE student's teachers (runs of its suite) by key: the student is the same run
+    wherever its teachers are, whatever a suite calls them. An evaluation-only run distils from nothing."""
+    if not train or "distillation" not in objectives:
+        return {}
+    from .objectives.distillation import parse_teachers
+
+    chain = (*students, run_name)
+    keys = {}
+    for teacher in parse_teachers(objectives["distillation"]["teachers"], f"run {suite}/{run_name}: objectives.distillation"):
+        name = teacher["run"]
+        if name == run_name:  # its own other seeds (teacher caches given by hand): no key of its own to name
+            keys[name] = "self"
+        elif name in chain:
+            loop = " -> ".join((*chain[chain.index(name):], name))
+            raise ConfigError(f"suites.{suite}: the DistillCSE teachers go round in a circle ({loop}); "
+                              "a teacher must be a run that does not distil from its student")
+        else:
+            keys[name] = resolve_run(params, suite, name, 0, chain).key()
+    return keys
 
 
 def list_suites(params: dict) -> list[str]:

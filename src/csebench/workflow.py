@@ -1,24 +1,27 @@
 """What the Snakemake rules and the DVC stage generator ask of params.yaml: jobs, paths, deps.
 
-Path scheme (outputs only, under paths.data / paths.results):
+Path scheme (outputs only, under paths.data / paths.results; docs/runs.md):
   data/{data}/corpus.txt                              prepared training corpus
   data/{data}/senteval/ROOT                           pointer to the SentEval downstream/ folder
-  results/{suite}/runs/{run}/seed{seed}/train.json    training summary (model/ and curves beside it)
-  results/{suite}/runs/{run}/seed{seed}/embeddings.npz  every evaluation sentence encoded once
-  results/{suite}/runs/{run}/seed{seed}/sts.json      STS evaluation
-  results/{suite}/teachers/{run}/seed{seed}/embeddings.npy  frozen-teacher corpus embeddings
+  results/runs/{key}/seed{seed}/                      ONE run, trained once whichever suites list it (Runs):
+      train.json, model/, train_curve.csv, dev_curve.csv     training
+      teacher/embeddings.npy                          its frozen-teacher corpus embeddings (DistillCSE)
+      {ev}/embeddings.npz, sts.json, sts_pairs.npz, transfer.json, probing.json, analysis/{name}.json
+                                                      evaluated under the settings named {ev} (eval_name)
+  results/{suite}/runs/{run}/seed{seed}/              what a suite sees: links into the run's folder, and
+                                                      its JSON results naming this suite's run (csebench.runviews)
+  results/{suite}/analysis/{run}/seed{seed}/{name}.json   the same for per-run analyses
   results/{suite}/tables/sts.md                       report
 """
 
 from __future__ import annotations
 
-
-from .config import EVAL_PRECISIONS, find_run, load_params, resolve_run, suite_runs, suite_seeds
-from .paths import run_dir
+from .config import EVAL_PRECISIONS, digest, find_run, list_suites, load_params, resolve_run, suite_runs, suite_seeds
+from .paths import results_root as results_dir, run_dir
 from .schema import schema_path
 
-__all__ = ["load_params", "jobs", "evaluated_jobs", "suite_data", "run_dir", "teacher_jobs", "run_fingerprint",
-           "check_snakemake_config", "schema_path"]
+__all__ = ["load_params", "jobs", "evaluated_jobs", "suite_data", "run_dir", "teacher_jobs",
+           "check_snakemake_config", "schema_path", "Runs", "runs_of", "run_folder", "same_run_as", "eval_name"]
 
 
 def check_snakemake_config(config: dict, configfiles) -> None:
@@ -97,6 +100,100 @@ def suite_mteb_tasks(params: dict, suite: str) -> list[str] | None:
     return list((spec["mteb"] or {}).get("tasks") or MTEB_DEFAULT_TASKS)
 
 
+def eval_name(settings: dict) -> str:
+    """The folder name of a suite's evaluation settings (suite_evaluation) inside a run's folder:
+    eval-fp32 for the papers' protocol; a capped evaluation adds a hash of its caps."""
+    caps = {k: v for k, v in settings.items() if k != "precision" and v is not None}
+    return f"eval-{settings['precision']}" + (f"-capped-{digest(caps, 8)}" if caps else "")
+
+
+class Runs:
+    """Every run of every suite of params.yaml by identity (issue 25, docs/runs.md).
+
+    A run's key is the hash of its resolved configuration without names (RunConfig.key): runs of
+    different suites (or of one suite) with the same key and seed are ONE run, trained, embedded and
+    evaluated once in results/runs/{key}/seed{seed}; the suites' folders are views of it. The first
+    suite and run of params.yaml that list a (key, seed) name it (its train.json, the trainer's log).
+    """
+
+    def __init__(self, params: dict):
+        self.params = params
+        self.results = results_dir(params)
+        self._keys: dict[tuple[str, str], str] = {}
+        self._listed: dict[tuple[str, int], list[tuple[str, str]]] | None = None
+
+    def key(self, suite: str, run: str) -> str:
+        if (suite, run) not in self._keys:
+            self._keys[(suite, run)] = resolve_run(self.params, suite, run, 0).key()
+        return self._keys[(suite, run)]
+
+    def folder(self, suite: str, run: str, seed: int) -> str:
+        """Where the run is trained (model/, train.json, curves, its teacher cache)."""
+        return f"{self.results}/runs/{self.key(suite, run)}/seed{int(seed)}"
+
+    def eval_folder(self, suite: str, run: str, seed: int) -> str:
+        """Where it is evaluated under the suite's evaluation settings (embeddings, STS, transfer, analyses)."""
+        return f"{self.folder(suite, run, seed)}/{eval_name(suite_evaluation(self.params, suite))}"
+
+    @property
+    def listed(self) -> dict[tuple[str, int], list[tuple[str, str]]]:
+        """(key, seed) -> every (suite, run) that lists it (teacher seeds included), in params.yaml's order."""
+        if self._listed is None:
+            self._listed = {}
+            for suite in list_suites(self.params):
+                for run, seed in all_runs_with_teachers(self.params, suite):
+                    self._listed.setdefault((self.key(suite, run), seed), []).append((suite, run))
+        return self._listed
+
+    def first(self, key: str, seed: int) -> tuple[str, str]:
+        """The (suite, run) that names the run with this key and seed: the first that lists it."""
+        from .errors import ConfigError
+
+        listed = self.listed.get((key, int(seed))) or next((v for (k, _), v in self.listed.items() if k == key), None)
+        if not listed:
+            raise ConfigError(f"no run of params.yaml has the key {key}: params.yaml changed since this folder was "
+                              "planned (`csebench runs` lists the runs and their folders)")
+        return listed[0]
+
+    def same_run_as(self, suite: str, run: str, seed: int) -> str | None:
+        """'suite/run' of the first suite and run that list the same run (key and seed), None when
+        that is this one: the note of a table row that is another suite's run."""
+        first = self.first(self.key(suite, run), seed)
+        return None if first == (suite, run) else f"{first[0]}/{first[1]}"
+
+    def eval_settings(self, name: str) -> dict:
+        """The evaluation settings whose eval_name is ``name``."""
+        from .errors import ConfigError
+
+        for suite in list_suites(self.params):
+            settings = suite_evaluation(self.params, suite)
+            if eval_name(settings) == name:
+                return settings
+        raise ConfigError(f"no suite of params.yaml evaluates as {name}")
+
+
+_RUNS: dict[str, Runs] = {}
+
+
+def runs_of(params: dict) -> Runs:
+    """The Runs of these params, kept while their content is unchanged (tests edit params in place)."""
+    content = digest(params, 64)
+    if content not in _RUNS:
+        _RUNS.clear()  # one params file at a time in practice
+        _RUNS[content] = Runs(params)
+    return _RUNS[content]
+
+
+def run_folder(params: dict, suite: str, run: str, seed: int) -> str:
+    return runs_of(params).folder(suite, run, seed)
+
+
+def same_run_as(params: dict, suite: str, run: str, seed: int) -> str | None:
+    """For reports: 'suite/run' of the first suite and run of params.yaml that list the same run
+    (same key and seed) as suite/run at this seed, or None when suite/run is that first one."""
+    return runs_of(params).same_run_as(suite, run, seed)
+
+
 def teacher_jobs(params: dict, suite: str, run: str, seed: int) -> list[tuple[str, int]]:
     """(run, seed) of the frozen teachers a run distils from (DistillCSE), [] otherwise."""
     cfg = resolve_run(params, suite, run, int(seed))
@@ -112,8 +209,8 @@ def teacher_jobs(params: dict, suite: str, run: str, seed: int) -> list[tuple[st
 
 
 def teacher_cache(params: dict, suite: str, run: str, seed: int) -> str:
-    results = (params.get("paths") or {}).get("results", "results")
-    return f"{results}/{suite}/teachers/{run}/seed{seed}/embeddings.npy"
+    """A teacher run's cached corpus embeddings, in its own folder (one per teacher, whichever students)."""
+    return f"{run_folder(params, suite, run, seed)}/teacher/embeddings.npy"
 
 
 def all_runs_with_teachers(params: dict, suite: str) -> list[tuple[str, int]]:
@@ -127,11 +224,6 @@ def all_runs_with_teachers(params: dict, suite: str) -> list[tuple[str, int]]:
         out.append(job)
         todo.extend(teacher_jobs(params, suite, *job))
     return out
-
-
-def run_fingerprint(params: dict, suite: str, run: str, seed: int) -> str:
-    """Hash of the resolved run config: Snakemake reruns a run when its hyperparameters change."""
-    return resolve_run(params, suite, run, int(seed)).fingerprint()
 
 
 def correlation_groups(params: dict, suite: str, run: str, seed: int) -> dict[str, list[tuple[str, int]]]:

@@ -309,7 +309,8 @@ class Distillation(ObjectiveTerm):
                     "(Snakemake's train rule does), built by `csebench teacher-cache`")
             expected_runs = None
             if run_config is not None:
-                expected_runs = [(run_config.suite, r, s) for r, s in teacher_runs({"teachers": settings.teachers}, self.seed)]
+                expected_runs = [(run_config.suite, r, s, run_config.teacher_keys.get(r))
+                                 for r, s in teacher_runs({"teachers": settings.teachers}, self.seed)]
             bank = TeacherBank(
                 teacher_cache, corpus_size=corpus_size, corpus_path=corpus_path, tokenizer=tokenizer,
                 max_seq_length=run_config.training.max_seq_length if run_config is not None else None,
