@@ -212,7 +212,7 @@ class RunConfig:
             d.pop("train")
         distill = d["objectives"].get("distillation")
         if distill and self.teacher_keys:
-            from .objectives.distillation import parse_teachers
+            from .teacherspec import parse_teachers
 
             distill["teachers"] = [{"run": self.teacher_keys[t["run"]], "seeds": t["seeds"]}
                                    for t in parse_teachers(distill["teachers"], "objectives.distillation")]
@@ -520,7 +520,7 @@ def _teacher_keys(params: dict, suite: str, run_name: str, train: bool, objectiv
     wherever its teachers are, whatever a suite calls them. An evaluation-only run distils from nothing."""
     if not train or "distillation" not in objectives:
         return {}
-    from .objectives.distillation import parse_teachers
+    from .teacherspec import parse_teachers
 
     chain = (*students, run_name)
     keys = {}

@@ -200,7 +200,7 @@ def teacher_jobs(params: dict, suite: str, run: str, seed: int) -> list[tuple[st
     settings = cfg.objectives.get("distillation")
     if not settings or not cfg.train:  # an evaluation-only run distils from nothing
         return []
-    from .objectives.distillation import teacher_runs
+    from .teacherspec import teacher_runs
 
     teachers = teacher_runs(settings, cfg.seed)
     for name, _ in teachers:
