@@ -517,6 +517,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--suite")
     sp.add_argument("--run")
     sp.add_argument("--seed", type=int, default=0)
+    run_key_option(sp)
     sp.add_argument("--no-progress", action="store_true")
     sp.set_defaults(func=cmd_eval_mteb)
 
