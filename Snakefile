@@ -2,13 +2,15 @@
 #   snakemake --cores all --resources gpu=1                       # every table and figure of the papers (GPU + hub)
 #   snakemake --cores all --configfile config/demo.yaml           # offline CPU demo
 #   snakemake -n --config 'suites=[ablation-iscse-k]'             # any suite
-# Rules only call the csebench CLI; the logic lives in the package (csebench.workflow, csebench.reproduce).
+# Rules only call the csebench CLI; the logic lives in the package (csebench.workflow, csebench.results).
+# A run listed by several suites is trained and evaluated once, in results/runs/<key>/seed<N>; each suite's
+# results/<suite>/runs/<run>/seed<N> is a view of it (docs/runs.md).
 # `suites: all` (config/paper.yaml) = SimCSE's main suite and every suite the reproduction registry reads.
 
 import sys
 
 from csebench import workflow as wf
-from csebench.reproduce.cli import suites_of_default
+from csebench.results.registry import default_suites
 
 configfile: "config/paper.yaml"
 
@@ -17,10 +19,15 @@ include: "workflow/rules/common.smk"  # first: checks the config against its sch
 PARAMS = wf.load_params(config.get("params", "params.yaml"), config.get("params_overrides", []))
 SUITES = config["suites"] if isinstance(config["suites"], list) else [config["suites"]]
 if SUITES == ["all"]:
-    SUITES = suites_of_default(PARAMS)
+    SUITES = default_suites(PARAMS)
 RESULTS = PARAMS.get("paths", {}).get("results", "results")
 DATA = PARAMS.get("paths", {}).get("data", "data")
 PROGRESS = "" if config.get("progress", True) else "--no-progress"
+# Every run of params.yaml by identity (docs/runs.md): a run listed by several suites is trained,
+# embedded and evaluated once, in its own folder; the suites' folders are views of it (views.smk).
+RUNS = wf.Runs(PARAMS)
+RUN = f"{RESULTS}/runs/{{key}}/seed{{seed}}"  # a run's folder: training, its teacher cache
+EVAL = f"{RUN}/{{ev}}"  # the run evaluated under one suite's evaluation settings (csebench.workflow.eval_name)
 
 if workflow.is_main_process and config.get("plan", True):  # what this will cost, before anything runs
     from csebench.plan import plan as _plan, render_plan as _render_plan
@@ -36,9 +43,9 @@ include: "workflow/rules/transfer.smk"
 include: "workflow/rules/card.smk"  # after transfer.smk
 include: "workflow/rules/probing.smk"
 include: "workflow/rules/mteb.smk"
-include: "workflow/rules/report.smk"
 include: "workflow/rules/analysis.smk"
-include: "workflow/rules/reproduce.smk"
+include: "workflow/rules/results.smk"
+include: "workflow/rules/views.smk"  # each suite's folders of its runs, which are trained once (docs/runs.md)
 
 
 rule all:
@@ -47,5 +54,5 @@ rule all:
         [c for suite in SUITES for c in card_targets(suite)],  # a model card in every run's model/ (card.smk)
         [t for suite in SUITES for t in analysis_targets(suite)],  # config `analyses:` (workflow/rules/analysis.smk)
         [t for suite in SUITES for t in mteb_targets(suite)],  # a suite's `mteb:` (workflow/rules/mteb.smk)
-        reproduce_targets(),  # config `reproduce:` (workflow/rules/reproduce.smk)
+        reproduce_targets(),  # config `reproduce:` (workflow/rules/results.smk)
         f"{RESULTS}/README.md",

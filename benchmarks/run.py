@@ -602,11 +602,11 @@ def section_gpu() -> dict:
     tokens, assumed MFUs until benchmarks/gpu.py measures them), on an A100 and an H100."""
     from csebench import plan as P
     from csebench.config import load_params
-    from csebench.reproduce.cli import suites_of_default
+    from csebench.results.registry import default_suites
 
     params = load_params(ROOT / "params.yaml")
     suites = [s for s, spec in (params.get("suites") or {}).items() if (spec or {}).get("data") == "wiki1m"]
-    default = set(suites_of_default(params))  # what `csebench plan` costs
+    default = set(default_suites(params))  # what `csebench plan` costs
     rows = [{"suite": p.suite, "runs": p.training_runs, "unknown": p.unknown_models, "flops": p.total_flops,
              "default_target": p.suite in default, "hours": {gpu: p.gpu_hours(peak) for gpu, peak in P.GPU_PEAKS.items()}}
             for p in P.plan(params, suites)]

@@ -221,9 +221,9 @@ def test_ensemble_sts_cli_writes_an_sts_json(tmp_path, shared_dir):
     assert res["tasks"] == pytest.approx(direct["tasks"], abs=1e-2) and res["avg"] == pytest.approx(direct["avg"], abs=1e-3)
     assert set(res) >= {"tasks", "subsets", "n_pairs", "avg", "encoding", "run_info"}
     assert res["run_info"]["method"] == "ensemble" and res["encoding"]["missing_from_table"] == 0
-    from csebench.report import collect_sts
+    from csebench.results.runs import RunResult
 
-    assert collect_sts([out])[0]["avg"] == pytest.approx(res["avg"])  # the report reads it
+    assert RunResult.from_disk(out, "sts").avg == pytest.approx(res["avg"])  # the report reads it
     assert _run(["analyze", "ensemble-sts", "--embeddings", *tables, "--senteval", str(root), "--out", str(out)]) == 0
     assert json.loads(out.read_text())["avg"] != pytest.approx(direct["avg"])
 

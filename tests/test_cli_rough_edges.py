@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from csebench import report as rp
+from csebench.evaluation import TRANSFER_TASKS
+from csebench.results.renderers import suite as rp
 from runhelpers import PARAMS, SHARED, train_argv, write_config, write_corpus, write_mini_senteval
 from test_bad_input import assert_fails, run_cli
 from test_transfer import make_senteval
@@ -130,21 +131,24 @@ def test_eval_transfer_subset_has_no_seven_task_average(tmp_path, capsys, caplog
 
 @pytest.mark.filterwarnings("ignore:Mean of empty slice")
 def test_report_never_shows_a_subset_average_as_the_average(tmp_path):
-    from test_report import write_run
+    from csebench.results.registry import load_registry
+    from csebench.results.render import context
+    from test_report import suite_params, write_run
 
-    full = {t: 80.0 for t in rp.TRANSFER_TASKS}
-    a = write_run(tmp_path, "s", "simcse", 1, "simcse", "bert-base", transfer=full) / "transfer.json"
+    full = {t: 80.0 for t in TRANSFER_TASKS}
+    write_run(tmp_path, "s", "simcse", 1, "simcse", "bert-base", transfer=full)
     # an avg written over 4 tasks (as write_run, or an older csebench, does), and the new avg_subset form
-    b = write_run(tmp_path, "s", "iscse", 1, "iscse", "bert-base",
-                  transfer={"TREC": 90.0, "MRPC": 70.0, "CR": 75.0, "SST2": 85.0}) / "transfer.json"
+    write_run(tmp_path, "s", "iscse", 1, "iscse", "bert-base", transfer={"TREC": 90.0, "MRPC": 70.0, "CR": 75.0, "SST2": 85.0})
     c = write_run(tmp_path, "s", "sscl", 1, "sscl", "bert-base", transfer={"TREC": 90.0}) / "transfer.json"
     res = json.loads(c.read_text())
     del res["avg"]
     c.write_text(json.dumps({**res, "avg_subset": 90.0, "avg_tasks": ["TREC"]}))
-    records = {r["name"]: r for r in rp.collect([a, b, c], "transfer")}
-    assert records["simcse"]["avg"] == pytest.approx(80.0)
-    assert records["iscse"]["avg"] is None and records["sscl"]["avg"] is None
-    rows = {r.run: r for r in rp.group_rows(list(records.values()), "transfer")}
+    params = suite_params("s", {n: (n, "bert-base") for n in ("simcse", "iscse", "sscl")})
+    ctx = context(load_registry().item("suite/s"), params, str(tmp_path))
+    records = {r.info["name"]: r for r in rp.records(ctx, "transfer")}
+    assert records["simcse"].avg == pytest.approx(80.0)
+    assert records["iscse"].avg is None and records["sscl"].avg is None
+    rows = {r.run: r for r in rp.group_rows(list(records.values()), "transfer", "s")}
     assert np.isnan(rows["iscse"].mean[-1]) and np.isnan(rows["sscl"].mean[-1])
     md = rp.render_markdown(list(rows.values()), "transfer", "s")
     iscse_line = next(l for l in md.splitlines() if "| iscse |" in l)

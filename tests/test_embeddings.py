@@ -259,17 +259,19 @@ def test_damaged_npz_is_one_line_naming_it(tmp_path, capsys, shared_dir, tiny_en
                             f"{tmp_path / bad} is damaged or not an embeddings table (`csebench embed`): delete it and rerun "
                             "`csebench embed`", outputs=[tmp_path / "out"])
         assert "pickled" not in line
-    # the STS pairs of the paired bootstrap (`report`)
-    runs = []
+    # the STS pairs of the paired bootstrap (the suite tables)
     for method in ("simcse", "iscse"):
         d = tmp_path / "s" / "runs" / method / "seed1"
         d.mkdir(parents=True)
         tasks = {t: 70.0 for t in ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]}
         (d / "sts.json").write_text(json.dumps({"tasks": tasks, "avg": 70.0, "run_info": {"method": method, "backbone": "b"}}))
         save_pairs(d / "sts_pairs.npz", {t: (np.arange(5.0), np.arange(5.0)) for t in tasks})
-        runs.append(str(d / "sts.json"))
     data = (tmp_path / "s" / "runs" / "iscse" / "seed1" / "sts_pairs.npz").read_bytes()
     (tmp_path / "s" / "runs" / "iscse" / "seed1" / "sts_pairs.npz").write_bytes(data[:-40])
-    assert_fails(capsys, ["report", "--suite", "s", "--sts", *runs, "--out-dir", str(tmp_path / "s" / "tables")],
+    from test_report import ROOT, suite_config
+
+    cfg = suite_config(tmp_path / "suite.yaml", "s", {"simcse": ("simcse", "bert-base"), "iscse": ("iscse", "bert-base")})
+    assert_fails(capsys, ["results", "render", "--params", str(ROOT / "params.yaml"), "--config", str(cfg), "--item", "suite/s",
+                          "--results", str(tmp_path)],
                  "iscse/seed1/sts_pairs.npz is damaged or not an STS pairs file (`eval-sts --pairs-out`): delete it and "
                  "rerun `csebench eval-sts --pairs-out`")

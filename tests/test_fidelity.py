@@ -10,7 +10,8 @@ import json
 import pytest
 
 from csebench.config import load_params, resolve_run
-from csebench.reproduce import metrics as M
+from csebench.results import metrics as M
+from csebench.results.runs import RunRef
 
 from runhelpers import PARAMS, ci_training, train_argv, write_config, write_corpus, write_mini_senteval
 
@@ -33,7 +34,7 @@ def test_train_json_records_sickr_dev_and_the_dev_average_of_the_selected_checkp
     assert summary["stsb_dev_best"] == pytest.approx(dev(model), abs=1e-3)
     assert summary["sickr_dev"] == pytest.approx(dev.sickr(model), abs=1e-3)
     assert summary["avg_sts_dev"] == pytest.approx((summary["stsb_dev_best"] + summary["sickr_dev"]) / 2, abs=1e-4)
-    ref = M.RunRef("ci", "simcse")
+    ref = RunRef("ci", "simcse")
     results = tmp_path / "results"
     (results / "ci" / "runs" / "simcse").mkdir(parents=True)
     (out).rename(results / "ci" / "runs" / "simcse" / "seed1")
@@ -51,7 +52,7 @@ def test_dev_summary_leaves_out_scores_that_are_not_finite():
 
 
 def test_iscse_table_4_avg_sts_is_the_development_average():
-    from csebench.reproduce.registry import load_registry
+    from csebench.results.registry import load_registry
 
     it = load_registry().item("is-cse/table-4")
     cols = {c["name"]: c["metric"] for c in it.layout["columns"]}
@@ -67,7 +68,7 @@ def test_an_evaluation_only_run_saves_the_untrained_backbone(tmp_path):
 
     from csebench.cli import main
     from csebench.encoder import build_encoder, load_encoder
-    from csebench.report import read_curve
+    from csebench.results.runs import read_curve
     from csebench.trainer import DevEvaluator
 
     write_mini_senteval(tmp_path / "se", pairs=24)
@@ -147,7 +148,7 @@ def test_train_flag_fingerprint_teachers_plan_and_bad_values(tmp_path, capsys):
 # ------------------------------------------------------------------- registry rows in their printed setting
 
 def _reg():
-    from csebench.reproduce.registry import load_registry
+    from csebench.results.registry import load_registry
 
     return load_registry()
 
@@ -162,8 +163,6 @@ def _row_run(item_id: str, label: str) -> tuple[str, str]:
 def test_sscl_rows_run_in_the_dimension_of_their_printed_number():
     """SSCL Table 5 ties each printed Avg. to a dimension: SSCL-BERT 62.42 is 256-d, SSCL-SimCSE 77.90 is
     768-d (no head). Tables 2 and 7 print the same averages: their runs must use the same dimension."""
-    from csebench.report import load_published
-
     table5 = {}
     model = None
     for row in _reg().item("sscl/table-5").layout["rows"]:
@@ -171,9 +170,8 @@ def test_sscl_rows_run_in_the_dimension_of_their_printed_number():
         table5[(model, row["published"][0] if row.get("published") else None)] = int(row["label"][1])
     dims = {"SSCL-BERT": table5[("SSCL-BERT", 62.42)], "SSCL-SimCSE": table5[("SSCL-SimCSE", 77.90)]}
     assert dims == {"SSCL-BERT": 256, "SSCL-SimCSE": 768}
-    published = load_published()
-    avg = {e["row"]: e["scores"]["Avg"] for e in published["sts"] if e["paper"] == "sscl"}
-    assert avg["SSCL-BERT (cls.)"] == 62.42 and avg["SSCL-SimCSE (base)"] == 77.90
+    avg = {r["label"]: r["published"][-1] for r in _reg().item("sscl/table-2").layout["rows"] if r.get("published")}
+    assert avg["SSCL-BERT (cls.)"] == 62.42 and avg["SSCL-SimCSE"] == 77.90
     for item, label, model in [("sscl/table-2", "SSCL-BERT (cls.)", "SSCL-BERT"), ("sscl/table-2", "SSCL-SimCSE", "SSCL-SimCSE"),
                                ("sscl/table-7", ["SSCL-BERT (cls.)", "64"], "SSCL-BERT"),
                                ("sscl/table-7", ["SSCL-SimCSE", "64"], "SSCL-SimCSE")]:
@@ -245,7 +243,7 @@ def test_distillcse_released_schedule_is_selectable_and_the_paper_schedule_the_d
 
 
 def test_distillcse_figure_2_draws_both_pairs_and_table_2_prints_the_spearman_x100(tmp_path):
-    from csebench.reproduce import render_item
+    from csebench.results.render import render_item
 
     series = {s["run"] for s in _reg().item("distillcse/figure-2").layout["series"]}
     assert series == {"bert-base-vanilla-distill", "bert-base-group-p", "bert-base-teacher-components", "bert-base-distillcse"}
@@ -273,8 +271,8 @@ def test_every_paper_scale_suite_feeds_a_registry_item():
 def test_gs_infonce_figure_2_says_its_published_points_come_from_table_3(tmp_path):
     import csv
 
-    from csebench.reproduce import render_item
-    from csebench.reproduce.pages import reproduction_md
+    from csebench.results.render import render_item
+    from csebench.results.pages import reproduction_md
 
     render_item("gs-infonce/figure-2", P, str(tmp_path / "empty"), "paper", tmp_path / "out")
     header = next(csv.reader(open(tmp_path / "out" / "figure-2.csv")))

@@ -221,13 +221,17 @@ def test_push_creates_a_private_repo_and_uploads_the_model_folder(runs, monkeypa
 
 @pytest.mark.slow
 def test_snakemake_makes_the_cards_and_a_second_run_plans_nothing(tmp_path, small_shared):
-    """The model_card rule writes model/README.md after the train rule's model/ output is done: nothing reruns."""
+    """The model_card rule writes model/README.md after the train rule's model/ output is done: nothing reruns.
+    One card per run, in its own folder; the suite's view shows it through its model/ link."""
+    from csebench.config import load_params
+    from csebench.workflow import run_folder
     from test_pipeline import BIN, _copy_project
 
     proj = _copy_project(tmp_path / "proj")
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", CSEBENCH_SHARED=str(small_shared),
                PATH=f"{BIN}:{os.environ['PATH']}", CSEBENCH_DATA_CHECK="0")
-    card = "results/ci/runs/simcse/seed1/model_card.md"
+    run = run_folder(load_params(proj / "params.yaml"), "ci", "simcse", 1)
+    card = f"{run}/model_card.md"
 
     def snakemake(*args):
         return subprocess.run([str(BIN / "snakemake"), "--cores", "2", "--configfile", "config/ci.yaml", "--config",
@@ -235,13 +239,16 @@ def test_snakemake_makes_the_cards_and_a_second_run_plans_nothing(tmp_path, smal
 
     proc = snakemake()
     assert proc.returncode == 0, proc.stderr[-4000:]
-    run = proj / "results/ci/runs/simcse/seed1"
-    assert (run / "model" / "README.md").read_text() == (run / card.split("/")[-1]).read_text()
-    for _ in range(2):  # after the rule, and after push --dry-run rewrote the README
+    view = proj / "results/ci/runs/simcse/seed1"
+    assert (view / "model" / "README.md").read_text() == (proj / card).read_text()
+    assert "suite `ci`, run `simcse`" in (proj / card).read_text() and "### STS (SentEval)" in (proj / card).read_text()
+    for folder in (view, proj / run, None):  # after push --dry-run rewrote the README from the view, the run, then not
         again = snakemake("-n")
         assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr, again.stdout + again.stderr
-        subprocess.run([sys.executable, "-m", "csebench", "push", "--run", str(run), "--repo-id", "org/x", "--dry-run"],
-                       env=env, check=True, capture_output=True)
+        if folder is not None:
+            subprocess.run([sys.executable, "-m", "csebench", "push", "--run", str(folder), "--repo-id", "org/x", "--dry-run"],
+                           env=env, check=True, capture_output=True)
+            assert 'SentenceTransformer("org/x")' in (view / "model" / "README.md").read_text()
 
 
 def test_the_card_leaves_the_weights_fingerprint_alone(runs, tmp_path):
@@ -259,12 +266,16 @@ def test_the_card_leaves_the_weights_fingerprint_alone(runs, tmp_path):
 
 
 def test_card_waits_for_the_mteb_results_where_the_suite_asks_for_them(tmp_path):
-    """A suite with `mteb:` (mteb.smk): the model_card job reads RUN/mteb/ after eval_mteb has written it."""
+    """A suite with `mteb:` (mteb.smk): the run's model_card job reads the suite's VIEW/mteb/ after eval_mteb
+    has written it."""
+    from csebench.config import load_params
+    from csebench.workflow import run_folder
+    from runhelpers import PARAMS
     from test_pipeline import BIN
 
     over = tmp_path / "over.yaml"
     over.write_text("suites:\n  ci:\n    mteb: {}\n")
-    card = "results/ci/runs/simcse/seed1/model_card.md"
+    card = f"{run_folder(load_params(PARAMS, [over]), 'ci', 'simcse', 1)}/model_card.md"
     proc = subprocess.run([str(BIN / "snakemake"), "-n", "--forceall", "--configfile", "config/ci.yaml", "--config", "plan=false",
                            f"params_overrides=[{over}]", "--", card], cwd=Path(__file__).resolve().parents[1],
                           env=dict(os.environ, HF_HUB_OFFLINE="1"), capture_output=True, text=True, timeout=300)
@@ -272,3 +283,62 @@ def test_card_waits_for_the_mteb_results_where_the_suite_asks_for_them(tmp_path)
     assert proc.returncode == 0, out[-3000:]
     job = out[out.index("rule model_card:"):]
     assert "results/ci/runs/simcse/seed1/mteb/mteb.json" in job.split("output:")[0]
+
+
+def test_one_card_per_run_from_a_view_or_the_runs_own_folder(runs, tmp_path, capsys, monkeypatch):
+    """A run trained once for several suites has one model/, so one card: made from a suite's view (that
+    suite's names and results) it lands in the run's own folder and shows in every view; made from the
+    run's own folder it reports the papers' evaluation folder (eval-fp32). push takes either."""
+    import json
+    import shutil
+
+    from csebench.cli import main
+    from csebench.runviews import write_view
+
+    run = tmp_path / "results" / "runs" / "0123456789abcdef" / "seed1"
+    run.mkdir(parents=True)
+    for name in ("train.json", "model"):
+        (shutil.copytree if name == "model" else shutil.copy)(runs["simcse"] / name, run / name)
+    sts = json.loads((runs["simcse"] / "sts.json").read_text())
+    for ev, avg in (("eval-fp32", 11.0), ("eval-fast-capped-00000000", 22.0)):
+        (run / ev).mkdir()
+        (run / ev / "sts.json").write_text(json.dumps({**sts, "avg": avg}))
+    info = {"suite": "other", "name": "same", "seed": 1, "method": "simcse", "method_label": "SimCSE (again)",
+            "backbone": "minilm", "backbone_label": "MiniLM"}
+    views = [tmp_path / "results" / s / "runs" / "same" / "seed1" for s in ("other", "third")]
+    for view, suite in zip(views, ("other", "third")):
+        write_view({**info, "suite": suite}, "ci/simcse", run, view, ["train.json", "model"])
+        write_view({**info, "suite": suite}, "ci/simcse", run / "eval-fp32", view, ["sts.json"])
+    assert main(["model-card", "--run", str(views[0])]) == 0
+    text = (run / "model_card.md").read_text()
+    assert not (views[0] / "model_card.md").exists()
+    assert all((v / "model" / "README.md").read_text() == text for v in views)
+    assert "**SimCSE (again)**" in text and "(suite `other`, run `same`, seed 1)" in text
+    assert "the same run as `ci/simcse`" in text and "`runs/" in text
+    assert main(["model-card", "--run", str(run)]) == 0  # the run's own folder: its train.json's names, eval-fp32
+    text = (run / "model_card.md").read_text()
+    assert "| 11.00 |" in text and "22.00" not in text and "(suite `ci`, run `simcse`" in text
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for folder in (views[1], run):
+        assert main(["push", "--run", str(folder), "--repo-id", "org/same", "--dry-run"]) == 0
+        assert "README.md" in capsys.readouterr().out
+        assert 'SentenceTransformer("org/same")' in (views[0] / "model" / "README.md").read_text()
+
+
+def test_a_runs_card_comes_from_the_first_suite_that_evaluates_it(tmp_path):
+    """Runs.card_source: the first suite of params.yaml listing the run and evaluating it (its results
+    in the card); a run no suite evaluates, from the first that lists it."""
+    from csebench.config import load_params
+    from csebench.workflow import Runs
+    from runhelpers import PARAMS, write_config
+
+    simcse = {"name": "simcse", "backbone": "minilm", "method": "simcse"}
+    suite = {"data": "ci", "seeds": [1], "training": {"max_steps": 4}}
+    over = write_config(tmp_path / "over.yaml", {"suites": {
+        "a": {**suite, "runs": [{**simcse, "evaluate": False}, {**simcse, "name": "alone", "evaluate": False,
+                                                                "training": {"max_steps": 5}}]},
+        "b": {**suite, "runs": [{**simcse, "name": "copy"}]}}})
+    runs = Runs(load_params(PARAMS, [over]))
+    assert runs.key("a", "simcse") == runs.key("b", "copy") and runs.first(runs.key("a", "simcse"), 1) == ("a", "simcse")
+    assert runs.card_source(runs.key("a", "simcse"), 1) == ("b", "copy")
+    assert runs.card_source(runs.key("a", "alone"), 1) == ("a", "alone")

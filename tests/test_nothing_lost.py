@@ -23,7 +23,7 @@ import pytest
 from csebench import cli
 from runhelpers import ROOT, ci_training, env, fail_writing_train_json, train_argv, write_config, write_corpus, write_mini_senteval
 from test_bad_input import assert_fails, run_cli
-from test_report import sts_scores, write_run
+from test_report import suite_config, sts_scores, write_run
 
 TRAINING = dict(max_steps=4, eval_steps=2, checkpoint_steps=2, batch_size=8, log_steps=1, eval_batch_size=64)
 FINISHED = ["dev_curve.csv", "model", "train.json", "train_curve.csv", "train_timing.json"]
@@ -197,13 +197,12 @@ def test_checkpoint_state_round_trips_without_pickle(tmp_path):
 
 
 def _report_argv(root: Path) -> list[str]:
-    sts = []
+    """`results render` of suite s (a --config file adds it to params.yaml): two runs with results."""
     for name, method, base in (("simcse", "simcse", 70.0), ("iscse", "iscse", 71.0)):
-        d = write_run(root / "results", "s", name, 1, method, "bert-base", sts=sts_scores(base), curves=True)
-        sts.append(str(d / "sts.json"))
-    curves = [str(Path(f).with_name(c)) for f in sts for c in ("train_curve.csv", "dev_curve.csv")]
-    return ["report", "--suite", "s", "--sts", *sts, "--curves", *curves, "--out-dir", str(root / "results/s/tables"),
-            "--n-boot", "50"]
+        write_run(root / "results", "s", name, 1, method, "bert-base", sts=sts_scores(base), curves=True)
+    cfg = suite_config(root / "suite.yaml", "s", {"simcse": ("simcse", "bert-base"), "iscse": ("iscse", "bert-base")})
+    return ["results", "render", "--params", str(ROOT / "params.yaml"), "--config", str(cfg), "--item", "suite/s",
+            "--results", str(root / "results"), "--n-boot", "50"]
 
 
 def _report_outputs(root: Path) -> dict[str, bytes]:
@@ -217,33 +216,33 @@ def _interrupt(*args, **kwargs):
 
 
 def test_report_interrupted_leaves_no_new_file_and_prints_one_line(tmp_path, capsys, monkeypatch):
-    import csebench.report as rp
+    import csebench.results.renderers.suite as rp
 
     argv = _report_argv(tmp_path)
     monkeypatch.setattr(rp, "plot_curves", _interrupt)  # the tables are written by then
     rc, err = run_cli(capsys, argv)
-    assert (rc, err) == (130, "csebench report: interrupted\n")
+    assert (rc, err) == (130, "csebench results: interrupted\n")
     assert _report_outputs(tmp_path) == {}
     monkeypatch.undo()
     assert run_cli(capsys, argv)[0] == 0
     before = _report_outputs(tmp_path)
     assert {"README.md", "tables/sts.md", "figures/training_curves.png"} <= set(before)
-    monkeypatch.setattr(rp, "write_readme", _interrupt)  # the last output
+    monkeypatch.setattr(rp, "suite_readme", _interrupt)  # the last output
     assert run_cli(capsys, argv)[0] == 130
     assert _report_outputs(tmp_path) == before  # the previous report, whole
 
 
 def test_paper_item_interrupted_leaves_no_file(tmp_path, capsys, monkeypatch):
-    import csebench.reproduce.renderers.grid as grid
+    import csebench.results.renderers.grid as grid
 
     out = tmp_path / "papers" / "simcse"
     monkeypatch.setattr(grid, "write_csv", _interrupt)  # after the Markdown table
-    rc, err = run_cli(capsys, ["reproduce", "render", "--item", "simcse/table-main", "--results", str(tmp_path / "results"),
+    rc, err = run_cli(capsys, ["results", "render", "--item", "simcse/table-main", "--results", str(tmp_path / "results"),
                                "--out-dir", str(out)])
-    assert (rc, err) == (130, "csebench reproduce: interrupted\n")
+    assert (rc, err) == (130, "csebench results: interrupted\n")
     assert not out.exists() or not any(out.iterdir())
     monkeypatch.undo()
-    assert run_cli(capsys, ["reproduce", "render", "--item", "simcse/table-main", "--results", str(tmp_path / "results"),
+    assert run_cli(capsys, ["results", "render", "--item", "simcse/table-main", "--results", str(tmp_path / "results"),
                             "--out-dir", str(out)])[0] == 0
     assert sorted(p.name for p in out.iterdir()) == ["table-main.csv", "table-main.md", "table-main.tex"]
 
@@ -263,7 +262,7 @@ def test_interrupt_after_everything_was_written_is_not_an_interruption(tmp_path)
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr and "KeyboardInterrupt" not in proc.stderr
-    assert "report: " in proc.stderr and (tmp_path / "results/s/README.md").is_file()
+    assert "suite/s: results/s/tables/sts.md" in proc.stderr.replace(str(tmp_path) + "/", "") and (tmp_path / "results/s/README.md").is_file()
 
 
 # ----------------------------------------------------------------------------- permissions
@@ -296,6 +295,8 @@ def test_every_written_file_follows_the_umask(inputs, capsys, monkeypatch):
 def test_snakemake_rerun_of_a_finished_training_job(tmp_path, shared_dir):
     """Snakemake removes a job's declared outputs before it runs it again, so `train` sees no finished
     run there and needs no --force: a forced rerun (as after a hyperparameter change) completes."""
+    from csebench import workflow as wf
+    from csebench.config import load_params
     from test_pipeline import BIN, _copy_project, _env
 
     proj = _copy_project(tmp_path / "proj")
@@ -308,6 +309,8 @@ def test_snakemake_rerun_of_a_finished_training_job(tmp_path, shared_dir):
     again = subprocess.run(cmd + ["--forcerun", "train", "--", target], cwd=proj, env=_env(shared_dir),
                            capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
-    run = proj / "results/ci/runs/simcse/seed1"
+    # the suite's folder is a view of the run's own (docs/runs.md), where it trains
+    run = proj / wf.run_folder(load_params(proj / "params.yaml"), "ci", "simcse", 1)
     assert (proj / target).stat().st_mtime_ns > before
-    assert sorted(p.name for p in run.iterdir()) == FINISHED
+    assert sorted(p.name for p in run.iterdir() if p.name != "logs") == FINISHED
+    assert (proj / "results/ci/runs/simcse/seed1/model").resolve() == (run / "model").resolve()

@@ -38,10 +38,11 @@ def test_dvc_and_snakemake_produce_the_same_outputs_for_a_suite():
         data = load_params(ROOT / "params.yaml")["suites"][suite]["data"]
         declared = set()
         for name, stage in dvc.items():
-            if name.startswith(f"{suite}-") or name.endswith(f"-{data}") and name.startswith("prepare_"):
-                declared.update(stage.get("outs", []))
-                declared.update(stage.get("metrics", []))
-                declared.update(next(iter(p)) for p in stage.get("plots", []))
+            outs = {*stage.get("outs", []), *stage.get("metrics", []), *(next(iter(p)) for p in stage.get("plots", []))}
+            # a run's own stages (run-<key>-...) serve every suite listing the run (docs/runs.md)
+            if (name.startswith(f"{suite}-") or name.endswith(f"-{data}") and name.startswith("prepare_")
+                    or name.startswith("run-") and outs & snake):
+                declared.update(outs)
         assert declared == snake, f"suite {suite}: only in DVC {declared - snake}, only in Snakemake {snake - declared}"
 
 
@@ -53,8 +54,14 @@ def test_every_suite_dry_runs_offline():
                           cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", proc.stdout + proc.stderr, re.M))
-    n_runs = sum(1 for s in suites for _ in __import__("csebench.workflow", fromlist=["jobs"]).jobs(load_params(ROOT / "params.yaml"), s))
-    assert int(counts["train"]) >= n_runs  # teachers add training jobs
+    # one train job per distinct run (teachers included), however many suites list it (docs/runs.md)
+    from csebench import workflow as wf
+
+    params = load_params(ROOT / "params.yaml")
+    runs = wf.Runs(params)
+    assert int(counts["train"]) == len(runs.listed) < sum(len(v) for v in runs.listed.values())
+    assert int(counts["model_card"]) == len(runs.listed)  # one card per run, whichever suites list it
+    assert int(counts["view_trained"]) >= sum(len(wf.jobs(params, s)) for s in suites)  # every suite sees its runs
     assert int(counts["report"]) == len(suites)
 
 
@@ -98,3 +105,19 @@ def test_dvc_lock_is_not_git_ignored():
     # DVC refuses to run (`dvc repro`, `dvc status`) when dvc.lock is git-ignored
     proc = subprocess.run(["git", "check-ignore", "-q", "dvc.lock"], cwd=ROOT)
     assert proc.returncode == 1, "dvc.lock is git-ignored: DVC would stop with \"'dvc.lock' is git-ignored\""
+
+
+def test_dvc_plots_spec():
+    from csebench.dvcgen import dvc_plots_spec, dvc_plots_spec_for_suite
+
+    spec = dvc_plots_spec(["results/d/runs/a/seed1", "results/d/runs/b/seed1"], "d", ["results/d/figures/training_curves.png"])
+    loss = spec[0]["d-train-loss"]
+    assert loss["x"] == "step" and loss["y"] == {"results/d/runs/a/seed1/train_curve.csv": "loss",
+                                                  "results/d/runs/b/seed1/train_curve.csv": "loss"}
+    assert set(spec[1]["d-stsb-dev"]["y"].values()) == {"stsb_dev"}
+    assert all(p.get("x_label") and p.get("y_label") for e in spec[:2] for p in e.values())
+    assert {"results/d/figures/training_curves.png": {}} in spec
+    # an evaluation-only run (train: false) has no loss curve: only its dev point is plotted
+    demo = dvc_plots_spec_for_suite(load_params(ROOT / "params.yaml"), "demo")
+    assert not any("/minilm/" in f for f in demo[0]["demo-train-loss"]["y"])
+    assert any("/minilm/" in f for f in demo[1]["demo-stsb-dev"]["y"])

@@ -216,10 +216,10 @@ def test_summary_line_says_what_is_common_and_what_differs():
 
 
 def test_report_tables_readme_and_figures_carry_the_footer(tmp_path, monkeypatch):
-    from csebench import io
-    from csebench import report as rp
+    from csebench.results import plotting
+    from csebench.results.renderers import suite as rp
+    from test_report import render_suite, suite_params
 
-    files = []
     for i, (method, torch_version) in enumerate([("simcse", "2.13.0"), ("iscse", "2.12.0")]):
         d = tmp_path / "s" / "runs" / method / "seed1"
         d.mkdir(parents=True)
@@ -227,9 +227,8 @@ def test_report_tables_readme_and_figures_carry_the_footer(tmp_path, monkeypatch
         (d / "sts.json").write_text(json.dumps({"tasks": tasks, "avg": 70.0 + i, "provenance": _block(torch=torch_version),
                                                 "run_info": {"method": method, "backbone": "bert-base", "seed": 1}}))
         (d / "train.json").write_text(json.dumps({"method": method, "provenance": _block(torch=torch_version)}))
-        files.append(str(d / "sts.json"))
     stamped = []
-    real = io.save_png
+    real = rp.save_png
 
     def spy(fig, path, dpi=130, footer=""):
         stamped.append(footer)
@@ -237,7 +236,8 @@ def test_report_tables_readme_and_figures_carry_the_footer(tmp_path, monkeypatch
         assert any(footer.split(" · ")[0] in t.get_text() for t in fig.texts)
 
     monkeypatch.setattr(rp, "save_png", spy)
-    rp.report("s", files, tmp_path / "s" / "tables")
+    monkeypatch.setattr(plotting, "save_png", spy)
+    render_suite(tmp_path, suite_params("s", {m: (m, "bert-base") for m in ("simcse", "iscse")}), "s")
     md = (tmp_path / "s" / "tables" / "sts.md").read_text()
     footer = md.rstrip().splitlines()[-1]
     assert footer.startswith("Provenance (4 result files):") and "Made with DIFFERENT torch 2.13.0 (2) / 2.12.0 (2)" in footer
@@ -246,13 +246,12 @@ def test_report_tables_readme_and_figures_carry_the_footer(tmp_path, monkeypatch
     tex = (tmp_path / "s" / "tables" / "sts.tex").read_text()
     assert tex.splitlines()[1] == "% " + footer and r"Made with DIFFERENT torch" in tex.split(r"\caption{")[1]
     assert f"- {footer}" in (tmp_path / "s" / "README.md").read_text()
-    assert stamped == [footer]  # the STS average figure
+    assert stamped == [footer, footer]  # the STS average figure, the training curves' placeholder
 
 
 def test_reproduce_item_and_analysis_table_carry_the_footer(tmp_path):
     from csebench.analysis import plots
-    from csebench.reproduce.core import Context
-    from csebench.reproduce.renderers import get
+    from csebench.results.render import context, get
     from test_reproduce import _item, _params_with_suite, _write_run
 
     results = tmp_path / "results"
@@ -260,7 +259,7 @@ def test_reproduce_item_and_analysis_table_carry_the_footer(tmp_path):
     sts = results / "t" / "runs" / "a" / "seed1" / "sts.json"
     sts.write_text(json.dumps({**json.loads(sts.read_text()), "provenance": _block()}))
     it = _item(layout={"corner": "x", "columns": [{"name": "Avg.", "metric": "sts:Avg"}], "rows": [{"label": "A", "run": "a"}]})
-    ctx = Context(it, _params_with_suite(), str(results), "paper", tmp_path / "out")
+    ctx = context(it, _params_with_suite(), str(results), "paper", tmp_path / "out")
     get("grid").render(ctx)
     md = (tmp_path / "out" / "table-99.md").read_text()
     assert "Provenance (1 result file): csebench 0.1.0 git 0123456789" in md and "1 file(s) record no provenance" not in md

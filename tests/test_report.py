@@ -1,7 +1,9 @@
-"""Report: tables from fake run outputs, significance on constructed data, LaTeX, README, curves."""
+"""The suite report (the suite/<name> items): tables from fake run outputs, the published rows bound
+to each run, significance on constructed data, LaTeX, README, curves, the CLI."""
 
 from __future__ import annotations
 
+import copy
 import csv
 import json
 import re
@@ -9,19 +11,60 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
-from csebench import report as rp
 from csebench.cli import main
+from csebench.config import load_params
+from csebench.errors import ConfigError
 from csebench.evaluation.sts import TEST_TASKS, save_pairs
+from csebench.results.registry import load_registry
+from csebench.results.render import context, input_files, item_outputs, render_item
+from csebench.results.renderers import suite as rp
 from scipy.stats import spearmanr
 
 from csebench.stats import bootstrap_counts, bootstrap_spearman, paired_bootstrap_sts, paired_ttest
 
-PUB = rp.load_published()
+ROOT = Path(__file__).resolve().parents[1]
+PARAMS = load_params(ROOT / "params.yaml")
+REG = load_registry()
 
 
-def _pub(kind, backbone, method):
-    return next(e for e in PUB[kind] if e["backbone"] == backbone and e["method"] == method)
+def suite_spec(runs: dict[str, tuple[str, str]], seeds=(1,)) -> dict:
+    """A suite of these runs (name: (method, backbone)) at these seeds."""
+    return {"data": "ci", "seeds": list(seeds), "runs": [{"name": n, "method": m, "backbone": b} for n, (m, b) in runs.items()]}
+
+
+def suite_params(suite: str, runs: dict[str, tuple[str, str]], seeds=(1,)) -> dict:
+    """params.yaml with ``suite`` (re)defined by ``suite_spec``."""
+    params = copy.deepcopy(PARAMS)
+    params["suites"][suite] = suite_spec(runs, seeds)
+    return params
+
+
+def suite_config(path: Path, suite: str, runs: dict[str, tuple[str, str]], seeds=(1,)) -> Path:
+    """The same as a --config file for the CLI (merged over params.yaml)."""
+    path.write_text(yaml.safe_dump({"suites": {suite: suite_spec(runs, seeds)}}), encoding="utf-8")
+    return path
+
+
+def rows_of(results: Path, params: dict, suite: str, kind: str = "sts") -> list:
+    ctx = context(REG.item(f"suite/{suite}"), params, str(results))
+    return rp.group_rows(rp.records(ctx, kind), kind, suite)
+
+
+def render_suite(results: Path, params: dict, suite: str, **kw) -> Path:
+    """Render suite/<suite>; its folder."""
+    render_item(f"suite/{suite}", params, str(results), **kw)
+    return results / suite
+
+
+def registry_row(item: str, label: str) -> list[float]:
+    """A registry row's printed values (the one source of published numbers)."""
+    return next(r["published"] for b in REG.item(item).blocks() for r in b["rows"] if r["label"] == label)
+
+
+ISCSE_STS = registry_row("is-cse/table-1", "IS-CSE-BERT base")  # bound to paper-iscse/bert-base-iscse
+ISCSE_TRANSFER = registry_row("is-cse/table-8", "IS-CSE-BERT base")
 
 
 def write_run(root: Path, suite, name, seed, method, backbone, sts: dict | None = None, transfer: dict | None = None,
@@ -57,89 +100,69 @@ def sts_scores(base: float) -> dict:
 TRANSFER = ["MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC"]
 
 
+MULTI_SEED_RUNS = {"simcse": ("simcse", "bert-base"), "bert-base-iscse": ("iscse", "bert-base")}
+
+
 @pytest.fixture
 def multi_seed(tmp_path):
-    """bert-base: simcse at 3 seeds, iscse at 3 seeds always +1.0 +- a little on every task."""
-    files, tfiles = [], []
+    """bert-base: simcse at 3 seeds, iscse at 3 seeds always +1.0 +- a little on every task; the iscse
+    run is the one IS-CSE Tables 1 and 8 are bound to (paper-iscse/bert-base-iscse), simcse is bound to none."""
+    results = tmp_path / "results"
     for seed, jitter in zip((1, 2, 3), (0.0, 0.3, -0.2)):
-        d = write_run(tmp_path, "s", "simcse", seed, "simcse", "bert-base", sts_scores(70 + jitter),
-                      {t: 80.0 + jitter for t in TRANSFER}, curves=True)
-        files.append(d / "sts.json")
-        tfiles.append(d / "transfer.json")
-        d = write_run(tmp_path, "s", "iscse", seed, "iscse", "bert-base", sts_scores(71 + jitter + 0.01 * seed),
-                      {t: 80.5 + jitter for t in TRANSFER}, curves=True)
-        files.append(d / "sts.json")
-        tfiles.append(d / "transfer.json")
-    return tmp_path, files, tfiles
+        write_run(results, "paper-iscse", "simcse", seed, "simcse", "bert-base", sts_scores(70 + jitter),
+                  {t: 80.0 + jitter for t in TRANSFER}, curves=True)
+        write_run(results, "paper-iscse", "bert-base-iscse", seed, "iscse", "bert-base", sts_scores(71 + jitter + 0.01 * seed),
+                  {t: 80.5 + jitter for t in TRANSFER}, curves=True)
+    return results, suite_params("paper-iscse", MULTI_SEED_RUNS, (1, 2, 3))
 
 
 def test_rows_mean_std_delta_and_published(multi_seed):
-    root, files, _ = multi_seed
-    rows = rp.group_rows(rp.collect(files, "sts"), "sts")
-    assert [r.run for r in rows] == ["simcse", "iscse"]  # SimCSE first
+    results, params = multi_seed
+    rows = rows_of(results, params, "paper-iscse")
+    assert [r.run for r in rows] == ["simcse", "bert-base-iscse"]  # SimCSE first
     iscse = rows[1]
     assert iscse.seeds == [1, 2, 3]
     # STS12 per seed: 71.01, 71.32, 70.83
     vals = np.array([71.01, 71.32, 70.83])
     assert iscse.mean[0] == pytest.approx(vals.mean())
     assert iscse.std[0] == pytest.approx(vals.std(ddof=1))
-    # published IS-CSE BERT-base row is attached, with its printed Avg
-    pub = _pub("sts", "bert-base", "iscse")
-    assert [p["values"][-1] for p in iscse.published] == [pub["scores"]["Avg"]]
-    lines = [ln for ln in rp.table_lines(rows, "sts") if ln["row"] is iscse]
-    delta = next(ln for ln in lines if ln["type"] == "delta")
-    assert delta["values"][-1] == pytest.approx(iscse.mean[-1] - pub["scores"]["Avg"])
-    # SimCSE BERT-base is printed identically by several papers: merged into one row naming them all
-    simcse_pub = rows[0].published
-    assert len(simcse_pub) == 1 and len(simcse_pub[0]["sources"]) >= 4
-
-
-@pytest.mark.parametrize("backbone,method,run,expected", [
-    ("bert-base", "distillcse", "bert-base-distillcse", ["distillcse"]),
-    ("bert-base", "distillcse", "bert-base-teacher-components", ["distill_components"]),
-    ("bert-base", "distillcse", "bert-base-group-p", ["distill_groupp"]),
-    ("bert-large", "distillcse", "bert-large-distillcse-r2", ["distillcse_round2"]),
-    ("bert-base", "distillcse", "round-2", ["distillcse_round2"]),
-    ("bert-base-avg", "sscl_bert", "sscl_bert_avg", ["sscl_bert_avg"]),
-    ("bert-base", "sscl_bert", "sscl_bert", ["sscl_bert"]),
-    ("bert-base", "gs_infonce", "m-3x", ["gs_infonce"] * 2),
-    ("minilm", "simcse", "simcse", []),
-])
-def test_published_matching(backbone, method, run, expected):
-    got = rp.published_for("sts", backbone, method, run)
-    assert sorted(e["method"] for e in got) == expected
-    assert all(backbone.startswith(e["backbone"]) for e in got)
+    # the registry row bound to the run is attached, with its printed values
+    assert [(p.values, p.sources, p.label) for p in iscse.published] == [(ISCSE_STS, ["IS-CSE Table 1"], "IS-CSE-BERT base")]
+    header, lines = rp.render_csv_rows(rows, "sts", "paper-iscse")
+    delta = next(dict(zip(header, ln)) for ln in lines if ln[3] == "bert-base-iscse" and ln[4] == "delta")
+    assert delta["Avg."] == pytest.approx(iscse.mean[-1] - ISCSE_STS[-1], abs=1e-4)
+    # a run no registry row is bound to shows none, whatever its method and backbone (the published.yaml
+    # rules attached SimCSE's main-table rows to any bert-base simcse run)
+    assert rows[0].published == []
 
 
 def test_tables_written_in_three_formats(multi_seed):
-    root, files, tfiles = multi_seed
-    out = rp.report("s", [str(f) for f in files], root / "s" / "tables", transfer=[str(f) for f in tfiles])
-    tables = root / "s" / "tables"
+    results, params = multi_seed
+    tables = render_suite(results, params, "paper-iscse") / "tables"
     for kind in ("sts", "transfer"):
         for ext in ("md", "csv", "tex"):
             assert (tables / f"{kind}.{ext}").is_file()
     md = (tables / "sts.md").read_text()
-    pub = _pub("sts", "bert-base", "iscse")
-    assert f"{pub['scores']['Avg']:.2f}" in md and "IS-CSE Table 1" in md
+    assert f"{ISCSE_STS[-1]:.2f}" in md and "IS-CSE Table 1" in md
     assert "±" in md and "paired t-test, 3 seeds" in md
     with open(tables / "sts.csv") as fh:
         rows = list(csv.DictReader(fh))
-    ours = [r for r in rows if r["kind"] == "ours" and r["run"] == "iscse"][0]
-    assert float(ours["Avg."]) == pytest.approx(out["rows"]["sts"][1].mean[-1], abs=1e-4)
+    ours = [r for r in rows if r["kind"] == "ours" and r["run"] == "bert-base-iscse"][0]
+    assert float(ours["Avg."]) == pytest.approx(rows_of(results, params, "paper-iscse")[1].mean[-1], abs=1e-4)
     assert float(ours["p_vs_simcse"]) < 0.01
-    delta = [r for r in rows if r["kind"] == "delta" and r["run"] == "iscse"][0]
-    assert float(delta["Avg."]) == pytest.approx(float(ours["Avg."]) - pub["scores"]["Avg"], abs=1e-3)
+    delta = [r for r in rows if r["kind"] == "delta" and r["run"] == "bert-base-iscse"][0]
+    assert float(delta["Avg."]) == pytest.approx(float(ours["Avg."]) - ISCSE_STS[-1], abs=1e-3)
     # transfer: published IS-CSE Table 8 row beside ours
     tmd = (tables / "transfer.md").read_text()
-    assert "IS-CSE Table 8" in tmd and f"{_pub('transfer', 'bert-base', 'iscse')['scores']['Avg']:.2f}" in tmd
+    assert "IS-CSE Table 8" in tmd and f"{ISCSE_TRANSFER[-1]:.2f}" in tmd
 
 
 def test_latex_is_well_formed(multi_seed):
-    root, files, _ = multi_seed
+    results, params = multi_seed
     # a run name with characters LaTeX must escape
-    d = write_run(root, "s", "gs_infonce_M3", 1, "gs_infonce", "bert-base", sts_scores(72))
-    rp.report("s", [str(f) for f in files] + [str(d / "sts.json")], root / "s" / "tables")
-    tex = (root / "s" / "tables" / "sts.tex").read_text()
+    params["suites"]["paper-iscse"]["runs"].append({"name": "gs_infonce_M3", "method": "gs_infonce", "backbone": "bert-base"})
+    write_run(results, "paper-iscse", "gs_infonce_M3", 1, "gs_infonce", "bert-base", sts_scores(72))
+    tex = (render_suite(results, params, "paper-iscse") / "tables" / "sts.tex").read_text()
     body = tex.replace(r"\{", "").replace(r"\}", "")
     depth = 0
     for ch in body:
@@ -208,79 +231,98 @@ def test_single_seed_uses_bootstrap_from_saved_pairs(tmp_path):
     rng = np.random.default_rng(0)
     good = _pairs(rng, 0.8)
     bad = {t: (g + rng.normal(0, 3.0, size=len(g)), g) for t, (_, g) in good.items()}
-    a = write_run(tmp_path, "ci", "simcse", 1, "simcse", "tiny", sts_scores(60), pairs=bad)
-    b = write_run(tmp_path, "ci", "better", 1, "gs_infonce", "tiny", sts_scores(65), pairs=good)
-    c = write_run(tmp_path, "ci", "nopairs", 1, "sscl", "tiny", sts_scores(61))
-    rows = rp.write_sts_tables(rp.collect([a / "sts.json", b / "sts.json", c / "sts.json"]), tmp_path / "t", "ci", n_boot=200)
+    results = tmp_path / "results"
+    write_run(results, "t", "simcse", 1, "simcse", "tiny", sts_scores(60), pairs=bad)
+    write_run(results, "t", "better", 1, "gs_infonce", "tiny", sts_scores(65), pairs=good)
+    write_run(results, "t", "nopairs", 1, "sscl", "tiny", sts_scores(61))
+    params = suite_params("t", {"simcse": ("simcse", "tiny"), "better": ("gs_infonce", "tiny"), "nopairs": ("sscl", "tiny")})
+    rows = rows_of(results, params, "t")
+    rp.add_significance(rows, "sts", n_boot=200)
     by = {r.run: r for r in rows}
     assert by["simcse"].is_baseline
     assert by["better"].test.test.startswith("paired bootstrap") and by["better"].test.p_value < 0.01
     assert by["nopairs"].test.p_value is None
-    md = (tmp_path / "t" / "sts.md").read_text()
+    md = (render_suite(results, params, "t", n_boot=200) / "tables" / "sts.md").read_text()
     assert "paired bootstrap, 200 resamples" in md and "none: fewer than 2 common seeds" in md
 
 
-def test_cli_sts_only_and_readme_links(tmp_path, monkeypatch):
+def test_cli_renders_a_suite_and_links_every_file(tmp_path, monkeypatch):
+    """`csebench results render --item suite/<suite>` reads the suite's runs from params.yaml (here a
+    --config file adds it): one run evaluated, one not yet (left out of the tables)."""
     monkeypatch.chdir(tmp_path)
-    d = write_run(tmp_path / "results", "ci", "simcse", 1, "simcse", "tiny", sts_scores(50))
-    rc = main(["report", "--params", "missing.yaml", "--suite", "ci", "--sts", str(d / "sts.json"),
-               "--out-dir", "results/ci/tables"])
-    assert rc == 0
-    readme = tmp_path / "results" / "ci" / "README.md"
+    write_run(tmp_path / "results", "ci2", "simcse", 1, "simcse", "tiny", sts_scores(50))
+    cfg = suite_config(tmp_path / "s.yaml", "ci2", {"simcse": ("simcse", "tiny"), "later": ("iscse", "tiny")})
+    assert main(["results", "render", "--params", str(ROOT / "params.yaml"), "--config", str(cfg), "--item", "suite/ci2"]) == 0
+    readme = tmp_path / "results" / "ci2" / "README.md"
     text = readme.read_text()
     links = re.findall(r"\]\(([^)]+)\)", text)
-    assert {"tables/sts.md", "tables/sts.csv", "tables/sts.tex"} <= set(links)
-    assert "transfer" not in " ".join(links)
+    assert {"tables/sts.md", "tables/sts.csv", "tables/sts.tex", "tables/transfer.md", "figures/sts_avg.png"} <= set(links)
     for link in links:
         assert (readme.parent / link).is_file(), link
+    assert "Generated by `csebench results render --item suite/ci2`" in text
+    assert "| later |" not in (readme.parent / "tables" / "sts.md").read_text()
+    # every declared output exists, a figure with nothing to draw as a "not yet run" placeholder
+    item = REG.item("suite/ci2")
+    assert all(Path(f).is_file() for f in item_outputs(item, "results"))
+
+
+def test_suite_item_reads_every_run_of_the_suite():
+    """The report's inputs come from params.yaml, as a paper item's: the evaluated runs' sts.json,
+    sts_pairs.npz and transfer.json, every run's curves (a training-only run has no evaluation)."""
+    item = REG.item("suite/demo")
+    files = input_files(item, PARAMS)
+    from csebench import workflow as wf
+
+    evaluated, every = wf.evaluated_jobs(PARAMS, "demo"), wf.jobs(PARAMS, "demo")
+    for name, jobs in (("sts.json", evaluated), ("sts_pairs.npz", evaluated), ("transfer.json", evaluated),
+                       ("train_curve.csv", every), ("dev_curve.csv", every)):
+        assert {f for f in files if f.endswith("/" + name)} == {f"{wf.run_dir(PARAMS, 'demo', r, s)}/{name}" for r, s in jobs}
+    assert item_outputs(item)[0] == "results/demo/tables/sts.md" and item_outputs(item)[-1] == "results/demo/README.md"
+    with pytest.raises(ConfigError, match="unknown suite 'nope'"):
+        render_item("suite/nope", PARAMS, "results")
 
 
 def test_readme_links_curves_and_figures(multi_seed):
-    root, files, tfiles = multi_seed
-    curves = sorted(str(p) for p in (root / "s" / "runs").glob("*/seed*/*_curve.csv"))
-    fig = root / "s" / "figures" / "alignment_uniformity.png"
+    results, params = multi_seed
+    suite = results / "paper-iscse"
+    fig = suite / "figures" / "alignment_uniformity.png"
     fig.parent.mkdir(parents=True)
     fig.write_bytes(b"\x89PNG\r\n\x1a\n")
-    extra = root / "s" / "tables" / "embed_dim.md"
+    extra = suite / "tables" / "embed_dim.md"
     extra.parent.mkdir(parents=True, exist_ok=True)
     extra.write_text("| dim | avg |\n")
-    out = rp.report("s", [str(f) for f in files], root / "s" / "tables", transfer=[str(f) for f in tfiles],
-                    curves=curves, figures=[str(fig), str(root / "s" / "figures" / "absent.png")], n_boot=10,
-                    extra_tables=[str(extra)])
-    png = root / "s" / "figures" / "training_curves.png"
+    render_suite(results, params, "paper-iscse", n_boot=10, links=[str(fig), str(suite / "figures" / "absent.png"), str(extra)])
+    png = suite / "figures" / "training_curves.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
-    text = out["readme"].read_text()
+    readme = suite / "README.md"
+    text = readme.read_text()
     links = set(re.findall(r"\]\(([^)]+)\)", text))
     assert {"tables/transfer.md", "figures/training_curves.png", "figures/sts_avg.png",
             "figures/alignment_uniformity.png", "tables/embed_dim.md"} <= links
     assert "absent.png" not in text
     for link in links:
-        assert (out["readme"].parent / link).is_file(), link
-
-
-def test_dvc_plots_spec():
-    spec = rp.dvc_plots_spec(["results/d/runs/a/seed1", "results/d/runs/b/seed1"], "d", ["results/d/figures/training_curves.png"])
-    loss = spec[0]["d-train-loss"]
-    assert loss["x"] == "step" and loss["y"] == {"results/d/runs/a/seed1/train_curve.csv": "loss",
-                                                  "results/d/runs/b/seed1/train_curve.csv": "loss"}
-    assert set(spec[1]["d-stsb-dev"]["y"].values()) == {"stsb_dev"}
-    assert all(p.get("x_label") and p.get("y_label") for e in spec[:2] for p in e.values())
-    assert {"results/d/figures/training_curves.png": {}} in spec
-    # an evaluation-only run (train: false) has no loss curve: only its dev point is plotted
-    from csebench.config import load_params
-
-    demo = rp.dvc_plots_spec_for_suite(load_params(Path(__file__).resolve().parents[1] / "params.yaml"), "demo")
-    assert not any("/minilm/" in f for f in demo[0]["demo-train-loss"]["y"])
-    assert any("/minilm/" in f for f in demo[1]["demo-stsb-dev"]["y"])
+        assert (readme.parent / link).is_file(), link
 
 
 def test_tables_say_when_scores_come_from_capped_evaluation_sets(tmp_path):
     """A demo-scale result (STS pair cap, transfer training cap) puts its warning above the table."""
     warning = "each STS task was scored on a seeded subset of about 500 pairs (demo)"
-    d = write_run(tmp_path, "s", "simcse", 1, "simcse", "minilm", sts=sts_scores(70.0))
-    full = rp.write_sts_tables(rp.collect_sts([d / "sts.json"]), tmp_path / "full", suite="s")
-    assert full and "Demo scale" not in (tmp_path / "full" / "sts.md").read_text()
+    results = tmp_path / "results"
+    d = write_run(results, "s", "simcse", 1, "simcse", "minilm", sts=sts_scores(70.0))
+    params = suite_params("s", {"simcse": ("simcse", "minilm")})
+    assert "Demo scale" not in (render_suite(results, params, "s") / "tables" / "sts.md").read_text()
     res = json.loads((d / "sts.json").read_text())
     (d / "sts.json").write_text(json.dumps({**res, "protocol": "capped", "warning": warning}))
-    rp.write_sts_tables(rp.collect_sts([d / "sts.json"]), tmp_path / "capped", suite="s")
-    assert f"**Demo scale:** {warning}." in (tmp_path / "capped" / "sts.md").read_text()
+    assert f"**Demo scale:** {warning}." in (render_suite(results, params, "s") / "tables" / "sts.md").read_text()
+
+
+@pytest.mark.parametrize("item,line", [
+    ("table-4", "csebench results: error: unknown item 'table-4': give a paper item (`csebench results list` lists them) or suite/<suite>"),
+    ("is-cse/table-42", "csebench results: error: unknown item 'is-cse/table-42': give a paper item (of that paper: is-cse/table-1, "),
+    ("suite/paper-iscs", "csebench results: error: unknown suite 'paper-iscs' (did you mean 'paper-iscse'?)"),
+])
+def test_an_unknown_item_is_one_line_and_exit_2(tmp_path, capsys, item, line):
+    rc = main(["results", "render", "--params", str(ROOT / "params.yaml"), "--item", item, "--results", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith(line) and err.count("\n") == 1 and "Traceback" not in err
+    assert not any(tmp_path.iterdir())

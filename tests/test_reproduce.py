@@ -16,10 +16,8 @@ import pytest
 
 from csebench.config import load_params
 from csebench.errors import ConfigError
-from csebench.reproduce import item_outputs, output_root, render_item
-from csebench.reproduce.core import Context, input_files
-from csebench.reproduce.registry import Item, load_registry, parse_registry
-from csebench.reproduce.renderers import get
+from csebench.results.registry import Item, default_suites, load_registry, parse_registry
+from csebench.results.render import context, get, input_files, item_outputs, render_item
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPERS = Path(os.environ.get("CSEBENCH_SHARED", ROOT.parent / "shared")) / "papers"
@@ -50,7 +48,7 @@ def test_coverage_reaches_the_issue_target():
 
 def test_coverage_counts_measured_items_configuration_tables_and_not_applicable_apart():
     """Issue 20: hyperparameter tables echo params.yaml (Δ is = or ≠) and are not measurements."""
-    from csebench.reproduce.pages import coverage_line
+    from csebench.results.pages import coverage_line
 
     c = REG.coverage()
     assert {it.id for it in REG.items if it.configuration} == {"is-cse/table-2", "gs-infonce/table-1"}
@@ -62,10 +60,10 @@ def test_coverage_counts_measured_items_configuration_tables_and_not_applicable_
 
 
 def test_docs_page_is_current():
-    from csebench.reproduce.pages import reproduction_md
+    from csebench.results.pages import reproduction_md
 
     assert (ROOT / "docs" / "reproduction.md").read_text(encoding="utf-8") == reproduction_md(), \
-        "docs/reproduction.md is stale: run `csebench reproduce docs`"
+        "docs/reproduction.md is stale: run `csebench results docs`"
 
 
 # ------------------------------------------------------------------------ published values
@@ -100,38 +98,15 @@ def _num(v) -> bool:
 
 
 def _published_rows(item: Item) -> list[list[list[float]]]:
-    """Per block, per row, the published values carried for it (printed ones, or published.yaml's for a
-    ``published_ref`` row, column by column), in column order."""
-    from csebench.reproduce.renderers.grid import _pub_lookup
-
-    out = []
-    for b in item.blocks():
-        rows = []
-        for row in b.get("rows") or []:
-            if row.get("published") is not None:
-                vals = row["published"]
-            elif row.get("published_ref"):
-                vals = [_pub_lookup(row["published_ref"], c["name"], PUBLISHED) for c in b.get("columns") or []]
-            else:
-                continue
-            rows.append([v for v in vals if _num(v)])
-        out.append([r for r in rows if r])
-    return out
+    """Per block, per row, the published values carried for it, in column order."""
+    return [[r for r in ([v for v in row.get("published") or [] if _num(v)] for row in b.get("rows") or []) if r]
+            for b in item.blocks()]
 
 
 def _series_values(item: Item) -> list[float]:
     lay = item.layout or {}
     vals = [p["published"] for s in lay.get("series") or [] for p in s.get("points") or [] if p.get("published") is not None]
     return vals + [v["published"] for v in lay.get("values") or [] if _num(v.get("published"))]
-
-
-def _load_published() -> dict:
-    from csebench.report import load_published
-
-    return load_published()
-
-
-PUBLISHED = _load_published()
 
 
 def _stream(text_lines: list[str]) -> list[tuple[int, float]]:
@@ -172,7 +147,7 @@ def test_published_values_are_printed_in_order(item):
     (``published_from``), else anywhere in the paper (figures print their numbers in the text)."""
     lines = _paper_lines(item)
     if lines is None:
-        pytest.skip("no paper text (values come from published.yaml, checked there)")
+        pytest.skip("no paper text (SimCSE: its rows are the reprints, checked in tests/test_published.py)")
     if item.kind == "table":
         stream = _stream(_table_block(lines, item.number).splitlines())
         for b, rows in enumerate(_published_rows(item)):
@@ -214,17 +189,14 @@ def test_quoted_values_are_verbatim(item):
         assert str(p["value"]).rstrip("%") in p["quote"], f"{item.id}: value {p['value']} not in its quote"
 
 
-def test_published_refs_resolve():
-    from csebench.reproduce.renderers.grid import _pub_lookup
-    from csebench.report import load_published
-
-    pub = load_published()
+def test_published_values_align_with_their_columns():
+    """A row's printed values are one per column of its block (the grid and the suite tables read them by position)."""
     for it in REG.items:
         for b in it.blocks():
             for row in b.get("rows") or []:
-                if row.get("published_ref"):
-                    for col in b["columns"]:
-                        assert _pub_lookup(row["published_ref"], col["name"], pub) is not None, (it.id, row["label"], col["name"])
+                assert set(row) - {"label", "run", "runs", "metric", "metrics", "published", "note", "missing", "digits", "scale"} == set(), (it.id, row)
+                if row.get("published") is not None:
+                    assert len(row["published"]) == len(b["columns"]), (it.id, row["label"])
 
 
 # ----------------------------------------------------------------------------- layouts
@@ -255,9 +227,7 @@ def test_layout_resolves_against_params(item):
 
 
 def test_every_registry_suite_builds_its_items():
-    from csebench.reproduce.cli import suites_of_default
-
-    default = suites_of_default(PARAMS)
+    default = default_suites(PARAMS)
     assert default[0] == "paper"
     assert set(REG.suites()) <= set(default)
 
@@ -304,7 +274,7 @@ def test_grid_table_layout_published_delta(results, tmp_path):
                        "rows": [{"label": "A", "run": "a", "published": [81.5, 70.0]},
                                 {"label": "B", "run": "b", "published": [83.0, None]},
                                 {"label": "C", "run": "c"}]})
-    ctx = Context(it, _params_with_suite(), str(results), "paper", tmp_path / "out")
+    ctx = context(it, _params_with_suite(), str(results), "paper", tmp_path / "out")
     written = get("grid").render(ctx)
     assert [p.suffix for p in written] == [".md", ".csv", ".tex"]
     md = (tmp_path / "out" / "table-99.md").read_text()
@@ -326,7 +296,7 @@ def test_grid_columns_as_runs_and_config_cells(results, tmp_path):
     it = _item(layout={"corner": "k", "columns": [{"name": "A", "run": "a"}, {"name": "B", "run": "b"}, {"name": "AB", "missing": "not implemented"}],
                        "rows": [{"label": "STS-B", "metric": "stsb_dev", "published": [80.0, 85.0, 86.0]},
                                 {"label": "batch", "metric": "config:training.batch_size", "published": [64, 32, None]}]})
-    ctx = Context(it, _params_with_suite(), str(results), "paper", tmp_path)
+    ctx = context(it, _params_with_suite(), str(results), "paper", tmp_path)
     get("grid").render(ctx)
     md = (tmp_path / "table-99.md").read_text()
     assert "| **STS-B** | ours | 81.00 ± 1.41 | 84.00 | n/a (not implemented) |" in md
@@ -338,7 +308,7 @@ def test_demo_scale_maps_runs_and_drops_unmapped(results, tmp_path):
     it = _item(layout={"columns": [{"name": "Avg.", "metric": "sts:Avg"}],
                        "rows": [{"label": "A", "run": "big/a1", "published": [70.0]}, {"label": "B", "run": "big/b1", "published": [75.0]}]},
                suites=["big"], demo={"runs": {"big/a1": "t/a"}})
-    ctx = Context(it, _params_with_suite(), str(results), "demo", tmp_path)
+    ctx = context(it, _params_with_suite(), str(results), "demo", tmp_path)
     assert ctx.ref("big/a1").run == "a" and ctx.ref("big/b1") is None
     get("grid").render(ctx)
     md = (tmp_path / "table-99.md").read_text()
@@ -354,18 +324,18 @@ def test_sweep_curves_seeds_figures(results, tmp_path):
     sweep = _item(id="is-cse/figure-99", number="Figure 99", kind="figure", renderer="sweep",
                   layout={"metric": "sts:Avg", "x_label": "M", "series": [{"label": "S", "points": [
                       {"x": 0, "run": "a", "published": 70.5}, {"x": 1, "run": "b", "published": 76.0}, {"x": 2, "run": "c"}]}]})
-    get("sweep").render(Context(sweep, p, str(results), "paper", tmp_path))
+    get("sweep").render(context(sweep, p, str(results), "paper", tmp_path))
     assert (tmp_path / "figure-99.png").stat().st_size > 1000
     rows = list(csv.DictReader(open(tmp_path / "figure-99.csv")))
     assert [r["ours_mean"] for r in rows] == ["71.0", "75.0", ""] and rows[0]["delta"] == "0.5"
     curves = _item(id="is-cse/figure-98", number="Figure 98", kind="figure", renderer="curves",
                    layout={"series": [{"label": "A", "run": "a"}, {"label": "B", "run": "b"}], "panels": ["loss", "stsb_dev"]})
-    get("curves").render(Context(curves, p, str(results), "paper", tmp_path))
+    get("curves").render(context(curves, p, str(results), "paper", tmp_path))
     best = list(csv.DictReader(open(tmp_path / "figure-98.csv")))
     assert {(r["series"], r["seed"], r["best_stsb_dev"]) for r in best} == {("A", "1", "60.0"), ("A", "2", "65.0"), ("B", "1", "60.0")}
     seeds = _item(id="is-cse/figure-97", number="Figure 97", kind="figure", renderer="seeds",
                   layout={"series": [{"label": "A", "run": "a"}, {"label": "B", "run": "b"}]})
-    get("seeds").render(Context(seeds, p, str(results), "paper", tmp_path))
+    get("seeds").render(context(seeds, p, str(results), "paper", tmp_path))
     rows = list(csv.DictReader(open(tmp_path / "figure-97.csv")))
     avg_a = next(r for r in rows if r["method"] == "A" and r["task"] == "Avg")
     assert avg_a["seeds"] == "2" and float(avg_a["min"]) == 70.0 and float(avg_a["max"]) == 72.0
@@ -378,7 +348,7 @@ def test_model_analysis_align_uniform(results, tmp_path):
         (d / "align_uniform.json").write_text(json.dumps({"alignment": al, "uniformity": un}))
     it = _item(id="is-cse/figure-96", number="Figure 96", kind="figure", renderer="model_analysis",
                layout={"analysis": "align_uniform", "series": [{"label": "A", "run": "a"}, {"label": "B", "run": "b"}]})
-    ctx = Context(it, _params_with_suite(), str(results), "paper", tmp_path)
+    ctx = context(it, _params_with_suite(), str(results), "paper", tmp_path)
     assert str(results / "t/runs/a/seed1/sts.json") in get("model_analysis").inputs(ctx)
     get("model_analysis").render(ctx)
     md = (tmp_path / "figure-96.md").read_text()
@@ -402,7 +372,7 @@ def test_bad_registry_entries_are_rejected():
                         ({"status": "not-rebuilt"}, "reason"), ({"colour": 1}, "unknown keys"), ({"id": "x/figure-1"}, "table-")]:
         with pytest.raises(ConfigError, match=msg):
             parse_registry({"x": {"items": [{**good, **change}]}})
-    with pytest.raises(ConfigError, match="unknown reproduction item"):
+    with pytest.raises(ConfigError, match="unknown item 'is-cse/table-42': give a paper item"):
         REG.item("is-cse/table-42")
     with pytest.raises(ConfigError, match="unknown renderer"):
         get("nope")
@@ -411,11 +381,11 @@ def test_bad_registry_entries_are_rejected():
 # ------------------------------------------------------------------------------- pages, plan
 
 def test_front_page_links_built_items_and_costs_the_rest(tmp_path):
-    from csebench.reproduce.pages import front_page
+    from csebench.results.pages import front_page
 
     results = tmp_path / "results"
     it = REG.item("is-cse/table-4")
-    for f in item_outputs(it, output_root(str(results))):
+    for f in item_outputs(it, str(results)):
         Path(f).parent.mkdir(parents=True, exist_ok=True)
         Path(f).write_text("x")
     page = front_page(str(results), PARAMS, out_path=results / "README.md")
@@ -472,11 +442,10 @@ def test_packaged_length_histogram_is_what_the_script_computes(shared_dir):
 
 def test_plan_cli_prints_every_default_suite(capsys):
     from csebench.cli import main
-    from csebench.reproduce.cli import suites_of_default
 
     assert main(["plan"]) == 0
     out = capsys.readouterr().out
-    for s in suites_of_default(PARAMS):
+    for s in default_suites(PARAMS):
         assert re.search(rf"^{re.escape(s)}\s", out, re.M), s
     rows = [float(m) for m in re.findall(r"^\S+\s+wiki1m\s+\d+\s+\d+\s+\d+\s+([\d.]+)", out, re.M)]
     total = float(re.search(r"^total: .*?([\d.]+)$", out, re.M).group(1))
@@ -529,3 +498,31 @@ def test_sts_pair_cap_setting(cap, ok):
         with pytest.raises(ConfigError, match="max_sts_pairs: give a whole number"):
             wf.suite_evaluation(params, "demo")
     assert wf.suite_evaluation(PARAMS, "paper")["max_sts_pairs"] is None  # paper scale: every pair
+
+
+def test_a_new_study_or_renderer_is_one_file(tmp_path, monkeypatch):
+    """A registry file beside the papers' is read after them; a renderer module under
+    csebench.results.renderers is found by its name: the example of docs/results.md, run as it is."""
+    import shutil
+
+    import csebench.results.renderers as renderers
+    from csebench.results.registry import PAPER_FILES, read_registry
+
+    root = tmp_path / "reproduction"
+    shutil.copytree(ROOT / "src/csebench/resources/reproduction", root)
+    (root / "extra.yaml").write_text(
+        "paper: {short: Extra, title: an extra study}\nitems:\n"
+        "  - {id: extra/table-1, number: Table 1, kind: table, title: t, shows: s, metric: m, status: rebuilt,"
+        " renderer: seedavg, suites: [t], layout: {run: a}}\n", encoding="utf-8")
+    reg = read_registry(root)
+    assert list(reg.papers) == [*PAPER_FILES, "extra"] and reg.items[-1].id == "extra/table-1"
+    example = (ROOT / "docs" / "results.md").read_text(encoding="utf-8").split("```python\n")[1].split("```")[0]
+    (tmp_path / "mods").mkdir()
+    (tmp_path / "mods" / "seedavg.py").write_text(example, encoding="utf-8")
+    monkeypatch.setattr(renderers, "__path__", [*renderers.__path__, str(tmp_path / "mods")])
+    results = tmp_path / "results"
+    _write_run(results, "a", 1, 80.0, 70.0)
+    ctx = context(reg.items[-1], _params_with_suite(), str(results), "paper", tmp_path / "out")
+    assert ctx.renderer.inputs(ctx) == [str(results / "t/runs/a/seed1/sts.json"), str(results / "t/runs/a/seed2/sts.json")]
+    assert [p.name for p in ctx.renderer.render(ctx)] == ["table-1.md", "table-1.csv", "table-1.tex"]
+    assert "| 1 | 70.00 |" in (tmp_path / "out" / "table-1.md").read_text()

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from csebench.config import load_params
-from csebench.reproduce.registry import load_registry
+from csebench.results.registry import load_registry
 
 from test_pipeline import BIN, ROOT, _copy_project, _env
 

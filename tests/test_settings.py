@@ -208,11 +208,11 @@ def test_every_yaml_read_goes_through_the_duplicate_key_loader(project_root):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                     isinstance(node.func.value, ast.Name) and node.func.value.id == "yaml" and "load" in node.func.attr:
                 reads.append(f"{path.relative_to(project_root)}:{node.lineno}")
-    assert reads == ["src/csebench/config.py:" + str(_line_of(project_root, "return yaml.load(text, Loader=UniqueKeyLoader)"))]
+    assert reads == ["src/csebench/schema.py:" + str(_line_of(project_root, "return yaml.load(text, Loader=UniqueKeyLoader)"))]
 
 
 def _line_of(root: Path, text: str) -> int:
-    lines = (root / "src/csebench/config.py").read_text(encoding="utf-8").splitlines()
+    lines = (root / "src/csebench/schema.py").read_text(encoding="utf-8").splitlines()
     return next(i for i, line in enumerate(lines, 1) if text in line)
 
 

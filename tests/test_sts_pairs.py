@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -85,14 +86,14 @@ def _override(tmp_path, data=None, training=None, evaluation=None):
 
 
 def test_settings_name_a_set_of_the_data_source(tmp_path):
-    from csebench.workflow import eval_sts_pairs
+    from csebench.workflow import suite_evaluation
 
     with pytest.raises(ConfigError, match=r"training \(suite ci, run simcse\).dev_set: data source 'ci' has no STS set "
                                           r"'mine' in data.ci.sts_pairs \(it has none: add data.ci.sts_pairs: \{mine: \{path: FILE\}\}\)"):
         resolve_run(load_params(PARAMS, [_override(tmp_path, training={"dev_set": "mine"})]), "ci", "simcse", 1)
     params = load_params(PARAMS, [_override(tmp_path, data={"mine": {"path": "m.tsv"}}, evaluation={"sts_pairs": ["mien"]})])
     with pytest.raises(ConfigError, match=r"suites.ci.evaluation.sts_pairs: .*no STS set 'mien'.*\(did you mean 'mine'\?\)"):
-        eval_sts_pairs(params, "ci")
+        suite_evaluation(params, "ci")
     with pytest.raises(ConfigError, match=r"over.yaml: data.ci.sts_pairs.mine: unknown key 'file' \(valid: path\)"):
         load_params(PARAMS, [_override(tmp_path, data={"mine": {"file": "m.tsv"}})])
     with pytest.raises(ConfigError, match=r"over.yaml: suites.ci.evaluation.sts_pairs: expected a list, got 'mine'"):
@@ -100,19 +101,66 @@ def test_settings_name_a_set_of_the_data_source(tmp_path):
 
 
 def test_fingerprints_are_unchanged_while_the_feature_is_unused(tmp_path, monkeypatch):
-    """The run fingerprints of main before sts_pairs existed (Snakemake and checkpoints key on them)."""
+    """The run fingerprints and keys, and the evaluation folder names, of main before sts_pairs existed
+    (Snakemake's run folders, checkpoints and evaluation folders are named by them)."""
+    from csebench.workflow import eval_name, suite_evaluation
+
     monkeypatch.delenv("CSEBENCH_SHARED", raising=False)
-    before = {("ci", "simcse", 1): "4bb0fa9fb1f5a0c4", ("demo", "simcse", 42): "2960369cce37446f",
-              ("demo", "distillcse", 42): "ef56e9d901c573ba", ("demo", "minilm", 42): "ad125444cd6d2f58",
-              ("paper", "bert-base-simcse", 42): "a2f50557e95ec6e9"}
+    before = {("ci", "simcse", 1): ("224e0306480deaae", "6f0ecef6b0ae1c4b"),
+              ("demo", "simcse", 42): ("7c3258af40058b42", "29a4225466b9dff7"),
+              ("demo", "distillcse", 42): ("b58dda154dda4612", "6b75453618b3f9d4"),
+              ("demo", "minilm", 42): ("a9d41af63a6354b1", "b7ea6059284fcd21"),
+              ("paper", "bert-base-simcse", 42): ("6754cd1016a6be30", "87e144160a0b9835")}
+    folders = {"ci": "eval-fp32-capped-a12f6d10", "demo": "eval-fast-capped-6e9784c8", "paper": "eval-fp32"}
     params = load_params(PARAMS)
-    # a set declared (and scored at evaluation) but selected on by no run: no training changes
-    declared = load_params(PARAMS, [_override(tmp_path, data={"mine": {"path": "m.tsv"}}, evaluation={"sts_pairs": ["mine"]})])
-    for (suite, run, seed), fp in before.items():
-        assert resolve_run(params, suite, run, seed).fingerprint() == fp
-    assert resolve_run(declared, "ci", "simcse", 1).fingerprint() == before[("ci", "simcse", 1)]
+    for (suite, run, seed), (fp, key) in before.items():
+        cfg = resolve_run(params, suite, run, seed)
+        assert (cfg.fingerprint(), cfg.key()) == (fp, key)
+    assert {s: eval_name(suite_evaluation(params, s)) for s in folders} == folders
+    # a set declared but selected on by no run and scored by no suite: nothing changes
+    declared = load_params(PARAMS, [_override(tmp_path, data={"mine": {"path": "m.tsv"}})])
+    assert resolve_run(declared, "ci", "simcse", 1).key() == before[("ci", "simcse", 1)][1]
+    assert eval_name(suite_evaluation(declared, "ci")) == folders["ci"]
+    # scored at evaluation: the training is the same run, evaluated in a folder of its own
+    scored = load_params(PARAMS, [_override(tmp_path, data={"mine": {"path": "m.tsv"}}, evaluation={"sts_pairs": ["mine"]})])
+    assert resolve_run(scored, "ci", "simcse", 1).key() == before[("ci", "simcse", 1)][1]
+    assert eval_name(suite_evaluation(scored, "ci")).startswith(folders["ci"] + "-sts-")
     selected = load_params(PARAMS, [_override(tmp_path, data={"mine": {"path": "m.tsv"}}, training={"dev_set": "mine"})])
-    assert resolve_run(selected, "ci", "simcse", 1).fingerprint() != before[("ci", "simcse", 1)]
+    assert resolve_run(selected, "ci", "simcse", 1).key() != before[("ci", "simcse", 1)][1]
+
+
+def test_a_dev_set_is_its_file_not_its_name(tmp_path, monkeypatch):
+    """A run is its configuration, not its names: the dev set enters the key as the file's path as
+    params.yaml writes it ({shared} unexpanded), whatever the data source calls the set."""
+    def key(sets, dev_set, shared="/somewhere"):
+        monkeypatch.setenv("CSEBENCH_SHARED", shared)
+        return resolve_run(load_params(PARAMS, [_override(tmp_path, data=sets, training={"dev_set": dev_set})]), "ci",
+                           "simcse", 1).key()
+
+    mine = key({"mine": {"path": "{shared}/sts/de.tsv"}}, "mine")
+    assert key({"german": {"path": "{shared}/sts/de.tsv"}}, "german") == mine  # renamed: the same run
+    assert key({"mine": {"path": "{shared}/sts/de.tsv"}}, "mine", shared="/elsewhere") == mine  # shared folder moved
+    assert key({"mine": {"path": "{shared}/sts/fr.tsv"}}, "mine") != mine  # another file: another run
+    assert key({"mine": {"path": "{shared}/sts/de.tsv"}, "other": {"path": "o.tsv"}}, "mine") == mine  # an unused set
+
+
+def test_own_test_sets_name_their_evaluation_folder(tmp_path):
+    """`evaluation.sts_pairs` is an evaluation setting: its names and files name the folder, whose
+    settings give the rules the files back (Runs.eval_settings, sts_sets)."""
+    from csebench.config import shared_dir
+    from csebench.workflow import Runs, eval_name, sts_sets, suite_evaluation
+
+    def settings(sets, names):
+        return suite_evaluation(load_params(PARAMS, [_override(tmp_path, data=sets, evaluation={"sts_pairs": names})]), "ci")
+
+    one = settings({"a": {"path": "{shared}/a.tsv"}, "b": {"path": "b.tsv"}}, ["a"])
+    assert one["sts_pairs"] == {"a": "{shared}/a.tsv"}
+    assert eval_name(settings({"a": {"path": "{shared}/a.tsv"}}, ["a"])) == eval_name(one)  # an unused set: the same
+    assert eval_name(settings({"a": {"path": "{shared}/b.tsv"}}, ["a"])) != eval_name(one)  # another file
+    assert eval_name(settings({"c": {"path": "{shared}/a.tsv"}}, ["c"])) != eval_name(one)  # another name in sts.json
+    params = load_params(PARAMS, [_override(tmp_path, data={"a": {"path": "{shared}/a.tsv"}}, evaluation={"sts_pairs": ["a"]})])
+    back = Runs(params).eval_settings(eval_name(one))
+    assert sts_sets(params, back) == {"a": f"{shared_dir(params)}/a.tsv"}
 
 
 # ----------------------------------------------------------------------------- selection and evaluation
@@ -188,3 +236,5 @@ def test_snakemake_passes_the_sets_to_train_embed_and_eval_sts(tmp_path):
     train = out[out.index("rule train:"):out.index("rule train:") + 600]
     assert str(mine) in train.split("output:")[0]  # an input of the train job: reruns when the file changes
     assert out.count(f"--sts-pairs mine={mine}") == 2  # embed and eval_sts
+    # of the run's evaluation folder that the sets name: the other suites' evaluations are not it
+    assert re.search(r"output: results/runs/[0-9a-f]{16}/seed1/eval-fp32-capped-[0-9a-f]{8}-sts-[0-9a-f]{8}/sts.json", out)

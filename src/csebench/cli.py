@@ -3,13 +3,14 @@
     csebench prepare-corpus   --data demo --out data/demo/corpus.txt
     csebench prepare-senteval --data demo --out data/demo/senteval
     csebench train            --suite demo --run minilm-simcse --seed 42 --corpus ... --senteval ... --out DIR
-    csebench teacher-cache    --model DIR/model --corpus data/demo/corpus.txt --out results/demo/teachers/simcse/seed42/embeddings.npy
+    csebench runs             [--suites demo paper]    each suite's runs, their folders, which are shared
+    csebench teacher-cache    --model DIR/model --corpus data/demo/corpus.txt --out results/runs/KEY/seed42/teacher/embeddings.npy
     csebench eval-sts         --model DIR/model --senteval ... --out DIR/sts.json
     csebench eval-transfer    --model DIR/model --senteval ... --out DIR/transfer.json
     csebench prepare-probing  --data wiki1m --out data/wiki1m/probing
     csebench eval-probing     --model DIR/model --probing data/wiki1m/probing --out DIR/probing.json
     csebench eval-mteb        --model DIR/model --tasks STS12 STSBenchmark --out DIR/mteb
-    csebench report           --suite demo --sts results/demo/runs/*/seed*/sts.json --out-dir results/demo/tables
+    csebench results render   --item suite/demo is-cse/table-4   (a suite's report, a paper table)
     csebench model-card       --run results/demo/runs/simcse/seed42
     csebench push             --run results/demo/runs/simcse/seed42 --repo-id ORG/NAME [--public] [--dry-run]
     csebench show-config      --suite demo --run minilm-simcse --seed 42
@@ -26,6 +27,7 @@ import sys
 import threading
 import time
 
+from .argtypes import positive_int
 from .errors import ConfigError, CsebenchError, TrainingError
 
 
@@ -70,22 +72,69 @@ def cmd_prepare_probing(args) -> None:
     prepare_probing(probing_source(_params(args), args.data), args.out, args.tasks)
 
 
+def _name_run(args, params: dict) -> None:
+    """--key KEY (a run's folder under results/runs, what Snakemake passes) stands for the first suite
+    and run of params.yaml that list it at --seed (docs/runs.md); else --suite and --run name it."""
+    if getattr(args, "key", None):
+        if args.suite or args.run:
+            raise ConfigError("give either --key or --suite and --run, not both")
+        from .workflow import runs_of
+
+        args.suite, args.run = runs_of(params).first(args.key, args.seed)
+    elif not (args.suite and args.run):
+        raise ConfigError("name the run: --suite SUITE --run RUN (or --key KEY, its folder under results/runs)")
+
+
 def cmd_show_config(args) -> None:
     from .config import resolve_run
     from .io import dumps_json
 
-    print(dumps_json(resolve_run(_params(args), args.suite, args.run, args.seed).to_dict(), default=str))
+    params = _params(args)
+    _name_run(args, params)
+    print(dumps_json(resolve_run(params, args.suite, args.run, args.seed).record(), default=str))
+
+
+def cmd_runs(args) -> None:
+    from .workflow import jobs, runs_of
+
+    params = _params(args)
+    runs = runs_of(params)
+    listed = [(suite, run, seed) for suite in args.suites or list((params.get("suites") or {})) for run, seed in jobs(params, suite)]
+    for suite, run, seed in listed:
+        same = runs.same_run_as(suite, run, seed)
+        print(f"{suite + '/' + run + ' seed ' + str(seed):<60} {runs.folder(suite, run, seed)}" + (f"  same run as {same}" if same else ""))
+    distinct = {runs.folder(*job) for job in listed}
+    print(f"{len(listed)} runs listed, {len(distinct)} distinct (each trained once; docs/runs.md)")
+
+
+def _refuse_view(out: str, params: dict, suite: str, run: str, seed: int) -> None:
+    """A suite's folder of a run is a view (links and relabelled copies, docs/runs.md): training there
+    would leave the run's own folder, which every suite listing the run reads, behind."""
+    from .workflow import run_dir, run_folder
+
+    view = os.path.join(out, "train.json")
+    if os.path.islink(os.path.join(out, "model")) and os.path.isfile(view):
+        from .io import read_json
+
+        folder = read_json(view).get("run_folder", "the run's folder under results/runs")
+    elif os.path.normpath(out) == os.path.normpath(run_dir(params, suite, run, seed)):  # the view, not made yet
+        folder = run_folder(params, suite, run, seed)
+    else:
+        return
+    raise TrainingError(f"{out} is a suite's view of the run in {folder}: train there (--out {folder}), "
+                        "or let Snakemake do it (docs/runs.md)")
 
 
 def cmd_train(args) -> None:
     from . import distributed
-    from .config import resolve_run, sts_pairs_file
+    from .config import resolve_run
     from .io import dumps_json
     from .runlock import run_lock
 
     params = _params(args)
+    _name_run(args, params)
     cfg = resolve_run(params, args.suite, args.run, args.seed)
-    dev_file = sts_pairs_file(params, cfg.data_name, cfg.training.dev_set, "training.dev_set") if cfg.training.dev_set else None
+    _refuse_view(args.out, params, args.suite, args.run, args.seed)
     # one process per run folder (under torchrun rank 0 holds the lock: the other ranks write nothing there)
     with run_lock(args.out) if int(os.environ.get("RANK", 0)) == 0 else contextlib.nullcontext():
         if os.path.isfile(os.path.join(args.out, "train.json")) and not args.force:
@@ -94,7 +143,7 @@ def cmd_train(args) -> None:
         if not cfg.train:  # an evaluation-only run: the backbone itself is the model, no corpus is read
             from .evalonly import write_untrained_run
 
-            summary = write_untrained_run(cfg, args.senteval, args.out, dev_file)
+            summary = write_untrained_run(cfg, args.senteval, args.out, cfg.dev_file)
         else:
             if not args.corpus:
                 raise ConfigError(f"train: --corpus is required for run {args.suite}/{args.run} "
@@ -104,7 +153,7 @@ def cmd_train(args) -> None:
             distributed.init_from_env()
             try:
                 trainer = Trainer(cfg, args.corpus, args.senteval, args.out, cache_dir=args.cache_dir,
-                                  show_progress=not args.no_progress, teacher_cache=args.teacher_cache, dev_file=dev_file)
+                                  show_progress=not args.no_progress, teacher_cache=args.teacher_cache, dev_file=cfg.dev_file)
                 summary = trainer.run()
             finally:
                 distributed.shutdown()
@@ -227,14 +276,15 @@ def _encoding_info(args, encode) -> dict:
 
 
 def _run_info(args) -> dict:
-    params = _params(args) if args.suite or args.config else None  # checked as every command checks them
+    params = _params(args) if args.suite or args.key or args.config else None  # checked as every command checks them
+    if args.key:
+        _name_run(args, params)
     if not (args.suite and args.run):
         return {"name": os.path.basename(os.path.normpath(args.model)), "method": "external", "backbone": args.model}
-    from .config import resolve_run
+    from .config import resolve_run, run_info
 
-    cfg = resolve_run(params, args.suite, args.run, args.seed)
-    return {"suite": cfg.suite, "name": cfg.name, "seed": cfg.seed, "method": cfg.method, "method_label": cfg.method_label,
-            "backbone": cfg.backbone_name, "backbone_label": cfg.backbone.label or cfg.backbone_name}
+    resolve_run(params, args.suite, args.run, args.seed)  # the whole run checked, as training checks it
+    return run_info(params, args.suite, args.run, args.seed)
 
 
 def cmd_eval_mteb(args) -> None:
@@ -277,20 +327,26 @@ def cmd_teacher_cache(args) -> None:
                         batch_size=args.batch_size, cache_dir=args.cache_dir)
 
 
-def cmd_report(args) -> None:
-    from .io import staged_outputs
-    from .report import report
+def cmd_plan(args) -> None:
+    from .plan import plan, render_plan
+    from .results.registry import default_suites
 
-    description = ""
-    try:
-        description = _params(args).get("suites", {}).get(args.suite, {}).get("description", "")
-    except Exception:  # the report must not depend on params.yaml being readable
-        pass
-    with staged_outputs():  # tables, figures and README appear together, or (error, Ctrl-C) not at all
-        out = report(args.suite, args.sts, args.out_dir, transfer=args.transfer, curves=args.curves, figures=args.figures,
-                     readme=args.readme, curves_png=args.curves_png, n_boot=args.n_boot, description=description,
-                     summary_png=args.summary_png, extra_tables=args.extra_tables)
-    logging.getLogger("csebench").info("report: %s", out["readme"])
+    params = _params(args)
+    print(render_plan(plan(params, args.suites or default_suites(params))))
+
+
+def cmd_view_run(args) -> None:
+    from .config import run_info
+    from .runviews import write_view
+
+    params = _params(args)
+    first = args.first
+    if first is None:  # by hand: resolve every run of params.yaml (Snakemake passes --first)
+        from .workflow import runs_of
+
+        runs = runs_of(params)
+        first = "/".join(runs.first(runs.key(args.suite, args.run), args.seed))
+    write_view(run_info(params, args.suite, args.run, args.seed), first, args.source, args.out, args.names)
 
 
 def cmd_model_card(args) -> None:
@@ -321,17 +377,6 @@ def cmd_dvc_yaml(args) -> None:
         raise SystemExit(rc)
 
 
-def positive_int(text: str) -> int:
-    """argparse type of counts: 0 or less would be ignored (a falsy value means "default") or fail late."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"give a whole number of at least 1, got {text!r}")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     from .config import EVAL_PRECISIONS
 
@@ -344,12 +389,17 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--params", default="params.yaml", help="hyperparameter file (default: params.yaml)")
         sp.add_argument("--config", action="append", default=[], help="YAML file merged over params (repeatable)")
         if run:
-            sp.add_argument("--suite", required=True)
+            sp.add_argument("--suite")
             # --run-name: the same option for torchrun, whose own parser takes --run for an
             # abbreviation of its --run-path and stops
-            sp.add_argument("--run", "--run-name", dest="run", required=True, help="run name within the suite")
+            sp.add_argument("--run", "--run-name", dest="run", help="run name within the suite")
             sp.add_argument("--seed", type=int, required=True)
+            run_key_option(sp)
         return sp
+
+    def run_key_option(sp):
+        sp.add_argument("--key", help="instead of --suite/--run: the run's key (its folder results/runs/KEY), named "
+                                      "by the first suite and run of params.yaml that list it")
 
     sp = common(sub.add_parser("prepare-corpus", help="write the (sampled) training corpus"))
     sp.add_argument("--data", required=True, help="data source name in params.yaml")
@@ -367,8 +417,22 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--tasks", nargs="+", default=None, help="probing tasks (default: SentLen TreeDepth CoordInv)")
     sp.set_defaults(func=cmd_prepare_probing)
 
-    sp = common(sub.add_parser("show-config", help="print a run's resolved configuration"), run=True)
+    sp = common(sub.add_parser("show-config", help="print a run's resolved configuration, key and fingerprint"), run=True)
     sp.set_defaults(func=cmd_show_config)
+
+    sp = common(sub.add_parser("runs", help="each suite's runs, the folder each is trained in, and which are shared"))
+    sp.add_argument("--suites", nargs="+", help="default: every suite of params.yaml")
+    sp.set_defaults(func=cmd_runs)
+
+    sp = common(sub.add_parser("view-run", help="a suite's view of a shared run: relabelled JSON results, links to the rest"))
+    sp.add_argument("--suite", required=True)
+    sp.add_argument("--run", required=True)
+    sp.add_argument("--seed", type=int, required=True)
+    sp.add_argument("--from", dest="source", required=True, help="the run's folder (or its evaluation/analysis folder)")
+    sp.add_argument("--out", required=True, help="the suite's folder, e.g. results/SUITE/runs/RUN/seedN")
+    sp.add_argument("--first", help="SUITE/RUN: the first suite and run of params.yaml listing this run (default: worked out)")
+    sp.add_argument("names", nargs="+", help="entries of --from to show in --out")
+    sp.set_defaults(func=cmd_view_run)
 
     sp = common(sub.add_parser("train", help="train one run; resumes from its checkpoint if present"), run=True)
     sp.add_argument("--corpus", default=None, help="training corpus (required unless the run has train: false)")
@@ -412,6 +476,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--suite")
         sp.add_argument("--run")
         sp.add_argument("--seed", type=int, default=0, help="run seed (names the run; see --senteval-seed)")
+        run_key_option(sp)
         sp.add_argument("--no-progress", action="store_true")
 
     def sts_cap_option(sp):  # embed and eval-sts must agree on the pairs (the table holds what eval-sts scores)
@@ -442,12 +507,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--senteval", required=True)
     sp.add_argument("--out", required=True)
     sp.add_argument("--pairs-out", default=None,
-                    help="also write per-pair cosine and gold scores (.npz) for the paired bootstrap in `report`")
+                    help="also write per-pair cosine and gold scores (.npz) for the paired bootstrap of the suite tables (`results render --item suite/SUITE`)")
     sts_cap_option(sp)
     sp.add_argument("--senteval-seed", type=int, default=1111, help="seed of the --max-sts-pairs subsets (default: 1111)")
     sp.add_argument("--suite")
     sp.add_argument("--run")
     sp.add_argument("--seed", type=int, default=0)
+    run_key_option(sp)
     sp.add_argument("--no-progress", action="store_true")
     sp.set_defaults(func=cmd_eval_sts)
 
@@ -481,23 +547,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--suite")
     sp.add_argument("--run")
     sp.add_argument("--seed", type=int, default=0)
+    run_key_option(sp)
     sp.add_argument("--no-progress", action="store_true")
     sp.set_defaults(func=cmd_eval_mteb)
 
-    sp = common(sub.add_parser("report", help="aggregate run results into tables, curves and a README index"))
-    sp.add_argument("--suite", required=True)
-    sp.add_argument("--sts", nargs="+", required=True,
-                    help="sts.json files (a sibling sts_pairs.npz enables the paired bootstrap)")
-    sp.add_argument("--out-dir", required=True, help="tables folder, e.g. results/SUITE/tables")
-    sp.add_argument("--transfer", nargs="*", default=[], help="transfer.json files")
-    sp.add_argument("--curves", nargs="*", default=[], help="train_curve.csv / dev_curve.csv files")
-    sp.add_argument("--figures", nargs="*", default=[], help="figure files to link from the README")
-    sp.add_argument("--extra-tables", nargs="*", default=[], help="other tables (analyses) to link from the README")
-    sp.add_argument("--readme", default=None, help="README path (default: OUT_DIR/../README.md)")
-    sp.add_argument("--curves-png", default=None, help="curves figure (default: OUT_DIR/../figures/training_curves.png)")
-    sp.add_argument("--summary-png", default=None, help="STS average figure (default: OUT_DIR/../figures/sts_avg.png)")
-    sp.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap resamples (default: 1000)")
-    sp.set_defaults(func=cmd_report)
     sp = sub.add_parser("model-card", help="write a run's model card: RUN/model_card.md and RUN/model/README.md")
     sp.add_argument("--run", required=True, help="a finished run folder, RESULTS/SUITE/runs/RUN/seedN")
     sp.set_defaults(func=cmd_model_card)
@@ -519,9 +572,12 @@ def build_parser() -> argparse.ArgumentParser:
     from .analysis.cli import add_parsers as add_analysis_parsers
 
     add_analysis_parsers(sub, common)
-    from .reproduce.cli import add_parsers as add_reproduce_parsers
+    from .results.cli import add_parsers as add_results_parsers
 
-    add_reproduce_parsers(sub, common)
+    add_results_parsers(sub, common)
+    sp = common(sub.add_parser("plan", help="suites, jobs, training runs and GPU-hours before anything runs"))
+    sp.add_argument("--suites", nargs="+", default=None, help="default: every suite of the default target")
+    sp.set_defaults(func=cmd_plan)
     return p
 
 

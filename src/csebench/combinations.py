@@ -22,11 +22,11 @@ from pathlib import Path
 import numpy as np
 
 from .errors import DataError
-from .evaluation.sts import TABLE_NAMES, TEST_TASKS
+from .evaluation import PRINTED, STS_TASKS as TEST_TASKS
 from .objectives import TERMS
 from .stats import TestResult, paired_bootstrap_sts, paired_ttest
 
-COLUMNS = [TABLE_NAMES[t] for t in TEST_TASKS] + ["Avg."]
+COLUMNS = [PRINTED.get(t, t) for t in TEST_TASKS] + ["Avg."]
 
 
 @dataclass

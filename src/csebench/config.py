@@ -18,82 +18,21 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import difflib
 import hashlib
 import json
-import math
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import yaml
 
 from .errors import ConfigError
+from .schema import _suggest, check_keys, from_dict, read_yaml
 
 SHARED_ENV = "CSEBENCH_SHARED"
 POOLERS = ("cls", "cls_before_pooler", "avg", "avg_first_last", "avg_top2")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16", "fast")  # training autocast: trainer.autocast_dtype
 EVAL_PRECISIONS = ("auto", "fp32", "bf16", "fast")  # encoding for evaluation: encoder.eval_autocast_dtype
 PROJECTION_HEADS = ("linear", "linear_tanh")  # training.projection_head (SSCL Table 5: paper, released code)
-
-
-def _suggest(key: str, valid: list[str]) -> str:
-    close = difflib.get_close_matches(key, valid, n=1)
-    return f" (did you mean '{close[0]}'?)" if close else f" (valid: {', '.join(sorted(valid))})"
-
-
-def check_keys(where: str, given: dict, valid: list[str] | tuple[str, ...]) -> None:
-    if not isinstance(given, dict):
-        raise ConfigError(f"{where}: expected a mapping, got {type(given).__name__}")
-    for key in given:
-        if key not in valid:
-            raise ConfigError(f"{where}: unknown key '{key}'{_suggest(str(key), list(valid))}")
-
-
-def from_dict(cls, data: dict | None, where: str):
-    """Build dataclass ``cls`` from ``data``, rejecting unknown keys and coercing simple types."""
-    data = data or {}
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    check_keys(where, data, list(fields))
-    kwargs = {}
-    for name, value in data.items():
-        ftype = fields[name].type
-        kwargs[name] = _coerce(value, ftype, f"{where}.{name}")
-    obj = cls(**kwargs)
-    validate = getattr(obj, "validate", None)
-    if validate:
-        validate(where)
-    return obj
-
-
-def _coerce(value: Any, ftype: Any, where: str) -> Any:
-    t = str(ftype)
-    if value is None:
-        return None
-    kind = {"int": "a whole number", "float": "a finite number", "bool": "true or false"}.get(t.split(" ")[0].rstrip("|"))
-    try:
-        # YAML's true/false are Python bools, which are ints: never a number here. YAML's .nan and
-        # .inf are floats that pass every "> 0" check and then break training (or train silently).
-        if t.startswith(("int", "float")) and isinstance(value, bool):
-            raise ValueError
-        if t.startswith("int"):
-            if isinstance(value, float) and not value.is_integer():
-                raise ValueError
-            return int(value)
-        if t.startswith("float"):
-            number = float(value)  # YAML reads 3e-5 as a string; accept it
-            if not math.isfinite(number):
-                raise ValueError
-            return number
-        if t.startswith("bool"):
-            if not isinstance(value, bool):
-                raise ValueError
-            return value
-    except (TypeError, ValueError, OverflowError):
-        raise ConfigError(f"{where}: expected {kind}, got {value!r}") from None
-    return value
 
 
 def deep_merge(base: dict, override: dict | None) -> dict:
@@ -236,6 +175,8 @@ class RunConfig:
     objectives: dict[str, dict]
     paths: dict[str, str]
     train: bool = True  # false: an evaluation-only run, its model the untrained backbone (csebench.evalonly)
+    teacher_keys: dict[str, str] = field(default_factory=dict)  # DistillCSE: teacher run name -> its key()
+    dev_file: str | None = None  # the file of training.dev_set (data.<source>.sts_pairs), None without one
 
     @property
     def run_id(self) -> str:
@@ -243,25 +184,71 @@ class RunConfig:
 
     @property
     def run_dir(self) -> Path:
-        return Path(self.paths["results"]) / self.suite / "runs" / self.name / f"seed{self.seed}"
+        from .paths import run_dir
+
+        return Path(run_dir(None, self.suite, self.name, self.seed, self.paths["results"]))
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
-    def fingerprint(self, extra: dict | None = None) -> str:
-        """Hash of the resolved configuration (paths excluded) plus ``extra``: what a rerun or a
-        checkpoint must match."""
+    def identity(self, seed: bool = True) -> dict:
+        """What the run computes, without what only names it: the suite, run, method, backbone and
+        data names and the labels are left out (two suites listing the same run train it once,
+        docs/runs.md); a data source is kept as params.yaml writes it ({shared} unexpanded, so the
+        shared folder's place on this machine does not change the run); so is the file of your own dev
+        set (training.dev_set), not the set's name; teachers are named by their own keys, not by their
+        run names in the suite. seed=False: what the run's seeds share."""
         d = self.to_dict()
-        d.pop("paths", None)
-        for later in ("num_layers", "dev_max_pairs", "dev_set"):  # added later: unset, they leave existing fingerprints as they were
+        for name in ("paths", "suite", "name", "method", "method_label", "backbone_name", "data_name", "teacher_keys",
+                     "dev_file"):
+            d.pop(name)
+        d["backbone"].pop("label")
+        for source in d["data"].values():
+            if source.get("path"):
+                source["path"] = self._as_written(source["path"])
+        if self.training.dev_set is not None:  # your own dev set is its file, whatever the data source calls it
+            d["training"]["dev_set"] = self._as_written(self.dev_file)
+        for later in ("num_layers", "dev_max_pairs", "dev_set"):  # added later: unset, they leave existing keys as they were
             if d["training"].get(later) is None:
                 d["training"].pop(later, None)
         if d["training"].get("projection_dim") is None:  # no projection, no head to describe
             d["training"].pop("projection_head", None)
-        if d.get("train"):  # trained runs (all runs before the flag existed) keep their fingerprints
+        if d.get("train"):  # trained runs (all runs before the flag existed) keep their keys
             d.pop("train")
-        d.update(extra or {})
-        return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        distill = d["objectives"].get("distillation")
+        if distill and self.teacher_keys:
+            from .teacherspec import parse_teachers
+
+            distill["teachers"] = [{"run": self.teacher_keys[t["run"]], "seeds": t["seeds"]}
+                                   for t in parse_teachers(distill["teachers"], "objectives.distillation")]
+        if not seed:
+            d.pop("seed")
+        return d
+
+    def _as_written(self, path: str) -> str:
+        """A data file's path as params.yaml writes it: {shared} unexpanded, so the shared folder's place
+        on this machine does not change the run."""
+        shared = self.paths.get("shared")
+        return "{shared}" + path[len(shared):] if shared and str(path).startswith(shared) else path
+
+    def key(self) -> str:
+        """The run's key: the hash of its identity without the seed. Its seeds train in
+        RESULTS/runs/<key>/seed<N>, whichever suites list it."""
+        return digest(self.identity(seed=False))
+
+    def fingerprint(self, extra: dict | None = None) -> str:
+        """Hash of the identity with the seed, plus ``extra``: what a rerun or a checkpoint must match."""
+        return digest({**self.identity(), **(extra or {})})
+
+    def record(self) -> dict:
+        """model/training_config.json: the resolved configuration with its key and fingerprint (a
+        DistillCSE student checks its teachers' caches by key)."""
+        return {**self.to_dict(), "key": self.key(), "fingerprint": self.fingerprint()}
+
+
+def digest(obj, length: int = 16) -> str:
+    """Hex digest of JSON-able content (keys sorted): run keys, fingerprints, evaluation folder names."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:length]
 
 
 # ----------------------------------------------------------------------------- params
@@ -335,52 +322,6 @@ def _check_training_sections(p: Path, params: dict) -> None:
                         check(f"suites.{name}.runs[{i}].training", run.get("training"))
 
 
-class UniqueKeyLoader(yaml.SafeLoader):
-    """yaml.safe_load's loader, except that a key given twice in one mapping is an error: PyYAML
-    keeps the last silently (a second `temperature:` would win without a word)."""
-
-    def construct_mapping(self, node, deep=False):
-        first: dict = {}
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor` may override, by design
-                continue
-            key = self.construct_object(key_node, deep=True)
-            line = key_node.start_mark.line + 1
-            try:
-                if key in first:
-                    raise DuplicateKeyError(line, f"duplicate key {key!r} (first at line {first[key]}); keep one")
-                first[key] = line
-            except TypeError:  # an unhashable key: the base loader says so
-                break
-        return super().construct_mapping(node, deep=deep)
-
-
-class DuplicateKeyError(yaml.YAMLError):
-    def __init__(self, line: int, message: str):
-        super().__init__(message)
-        self.line, self.message = line, message
-
-
-def load_yaml_text(text: str, name: str):
-    """Parse YAML text (params, config, resource files) with UniqueKeyLoader; errors name ``name``."""
-    try:
-        return yaml.load(text, Loader=UniqueKeyLoader)
-    except DuplicateKeyError as exc:
-        raise ConfigError(f"{name}:{exc.line}: {exc.message}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{name}: not valid YAML: {exc}") from None
-
-
-def read_yaml(path: str | os.PathLike):
-    """A YAML file as load_yaml_text reads it; not UTF-8 is an error naming the file."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{p}: not UTF-8 text (byte offset {exc.start})") from None
-    return load_yaml_text(text, str(p))
-
-
 def _read_yaml(p: Path) -> dict:
     data = read_yaml(p)
     if data is None:
@@ -411,6 +352,8 @@ def suite_runs(params: dict, suite: str) -> list[dict]:
     suite gives ``backbones`` x ``methods`` and every pair becomes a run named backbone-method."""
     spec = _section(params, "suites", suite, "suite")
     check_keys(f"suites.{suite}", spec, SUITE_KEYS)
+    if suite == "runs":
+        raise ConfigError("suites.runs: the name 'runs' is taken by the runs' own folders (results/runs/); rename the suite")
     runs = [dict(r) for r in spec.get("runs") or []]
     for backbone in spec.get("backbones") or []:
         for method in spec.get("methods") or []:
@@ -476,11 +419,13 @@ def probing_source(params: dict, data_name: str) -> ProbingSourceConfig:
     return src
 
 
-def sts_pairs_file(params: dict, data_name: str, name: str, where: str) -> str:
+def sts_pairs_file(params: dict, data_name: str, name: str, where: str, expand: bool = True) -> str:
     """The file of ``data.<data_name>.sts_pairs.<name>``, your own STS set (a TSV or CSV of sentence1,
     sentence2, score and an optional split column; evaluation/sts.py reads it). Kept out of DataConfig,
-    like the probing source: adding a set retrains nothing; a run that selects on one names it in
-    training.dev_set, which is in its fingerprint. ``where`` names the key that asked for it."""
+    like the probing source: adding a set retrains nothing; a run that selects on one (training.dev_set)
+    has that file's path in its key, not the set's name (RunConfig.identity); a suite that scores them
+    has the files in its evaluation folder's name (workflow.eval_name). ``where`` names the key that asked;
+    expand=False: the path as params.yaml writes it ({shared} unexpanded)."""
     sets = _section(params, "data", data_name, "data source").get("sts_pairs") or {}
     if name not in sets:
         hint = _suggest(str(name), list(sets)) if sets else f" (it has none: add data.{data_name}.sts_pairs: {{{name}: {{path: FILE}}}})"
@@ -489,7 +434,7 @@ def sts_pairs_file(params: dict, data_name: str, name: str, where: str) -> str:
     check_keys(f"data.{data_name}.sts_pairs.{name}", spec, ["path"])
     if not spec.get("path"):
         raise ConfigError(f"data.{data_name}.sts_pairs.{name}: give 'path', a TSV or CSV file (sentence1, sentence2, score[, split])")
-    return expand_path(str(spec["path"]), params)
+    return expand_path(str(spec["path"]), params) if expand else str(spec["path"])
 
 
 def backbone_config(params: dict, name: str) -> BackboneConfig:
@@ -547,7 +492,7 @@ def method_label(params: dict, name: str) -> str:
     return " + ".join(method_label(params, p) for p in parts) if parts else name
 
 
-def resolve_run(params: dict, suite: str, run_name: str, seed: int) -> RunConfig:
+def resolve_run(params: dict, suite: str, run_name: str, seed: int, _students: tuple[str, ...] = ()) -> RunConfig:
     from .objectives import validate_objectives  # late import: objectives import torch
 
     suite_spec = _section(params, "suites", suite, "suite")
@@ -575,18 +520,57 @@ def resolve_run(params: dict, suite: str, run_name: str, seed: int) -> RunConfig
     data_name = suite_spec.get("data")
     if not data_name:
         raise ConfigError(f"suites.{suite}: missing 'data'")
-    if training.dev_set is not None:  # a dev set that is not there fails now, not after the first training steps
-        sts_pairs_file(params, data_name, training.dev_set, f"training (suite {suite}, run {run_name}).dev_set")
+    dev_file = None  # a dev set that is not there fails now, not after the first training steps
+    if training.dev_set is not None:
+        dev_file = sts_pairs_file(params, data_name, training.dev_set, f"training (suite {suite}, run {run_name}).dev_set")
     paths = {"data": "data", "results": "results"}
     paths.update({k: v for k, v in (params.get("paths") or {}).items() if k in ("data", "results")})
     paths["shared"] = shared_dir(params)
     return RunConfig(
         suite=suite, name=run_name, seed=int(seed), method=run["method"],
-        method_label=run.get("label") or method_label(params, run["method"]),
+        method_label=_method_label(params, run),
         backbone_name=run["backbone"], backbone=backbone, data_name=data_name,
         data=data_config(params, data_name), training=training, objectives=objectives, paths=paths,
-        train=run["train"],
+        train=run["train"], teacher_keys=_teacher_keys(params, suite, run_name, run["train"], objectives, _students),
+        dev_file=dev_file,
     )
+
+
+def _method_label(params: dict, run: dict) -> str:
+    return run.get("label") or method_label(params, run["method"])
+
+
+def run_info(params: dict, suite: str, run_name: str, seed: int) -> dict:
+    """How a result names its run (``run_info`` of sts.json, transfer.json, probing.json), read from
+    params.yaml without resolving the run (fast: a suite's view of a shared run is relabelled with it)."""
+    run = find_run(params, suite, run_name)
+    _section(params, "methods", run["method"], "method", f"suites.{suite}, run '{run_name}'.method")
+    backbone = _section(params, "backbones", run["backbone"], "backbone", f"suites.{suite}, run '{run_name}'.backbone")
+    return {"suite": suite, "name": run_name, "seed": int(seed), "method": run["method"],
+            "method_label": _method_label(params, run), "backbone": run["backbone"],
+            "backbone_label": backbone.get("label") or run["backbone"]}
+
+
+def _teacher_keys(params: dict, suite: str, run_name: str, train: bool, objectives: dict, students: tuple[str, ...]) -> dict:
+    """A DistillCSE student's teachers (runs of its suite) by key: the student is the same run
+    wherever its teachers are, whatever a suite calls them. An evaluation-only run distils from nothing."""
+    if not train or "distillation" not in objectives:
+        return {}
+    from .teacherspec import parse_teachers
+
+    chain = (*students, run_name)
+    keys = {}
+    for teacher in parse_teachers(objectives["distillation"]["teachers"], f"run {suite}/{run_name}: objectives.distillation"):
+        name = teacher["run"]
+        if name == run_name:  # its own other seeds (teacher caches given by hand): no key of its own to name
+            keys[name] = "self"
+        elif name in chain:
+            loop = " -> ".join((*chain[chain.index(name):], name))
+            raise ConfigError(f"suites.{suite}: the DistillCSE teachers go round in a circle ({loop}); "
+                              "a teacher must be a run that does not distil from its student")
+        else:
+            keys[name] = resolve_run(params, suite, name, 0, chain).key()
+    return keys
 
 
 def list_suites(params: dict) -> list[str]:

@@ -26,6 +26,7 @@ from .config import ProbingSourceConfig, SourceConfig
 from .errors import DataError
 from .io import atomic_path, read_utf8, write_text
 from .provenance import file_sha256, record_corpus
+from .tokens import TokenizedCorpus
 
 log = logging.getLogger(__name__)
 
@@ -221,42 +222,6 @@ def probing_root(pointer_or_dir: str | os.PathLike) -> Path:
 
 
 # ----------------------------------------------------------------------------- tokenized corpus
-
-
-class TokenizedCorpus:
-    """A corpus tokenized once (no padding, truncated to max length), stored flat as int32."""
-
-    def __init__(self, ids: np.ndarray, offsets: np.ndarray):
-        self.ids = ids
-        self.offsets = offsets
-
-    @classmethod
-    def from_lists(cls, id_lists: list[list[int]]) -> "TokenizedCorpus":
-        lengths = np.fromiter((len(x) for x in id_lists), dtype=np.int64, count=len(id_lists))
-        offsets = np.zeros(len(id_lists) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        flat = np.fromiter((t for x in id_lists for t in x), dtype=np.int32, count=int(offsets[-1]))
-        return cls(flat, offsets)
-
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
-
-    def lengths(self) -> np.ndarray:
-        return np.diff(self.offsets)
-
-    def get(self, i: int) -> np.ndarray:
-        return self.ids[self.offsets[i] : self.offsets[i + 1]]
-
-    def batch(self, indices, pad_id: int) -> tuple[np.ndarray, np.ndarray]:
-        """Dynamically padded (input_ids, attention_mask) for the given sentence indices."""
-        starts = self.offsets[indices]
-        lens = self.offsets[np.asarray(indices) + 1] - starts
-        width = int(lens.max())
-        cols = np.arange(width)
-        mask = cols[None, :] < lens[:, None]
-        gather = np.where(mask, starts[:, None] + cols[None, :], 0)
-        ids = np.where(mask, self.ids[gather], pad_id)
-        return ids.astype(np.int64), mask.astype(np.int64)
 
 
 def tokenizer_fingerprint(tokenizer) -> str:

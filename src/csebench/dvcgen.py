@@ -18,11 +18,15 @@ from pathlib import Path
 
 import yaml
 
-from .config import find_run, load_params, read_yaml
+from .config import find_run, load_params
+from .schema import read_yaml
 from .errors import CsebenchError
+from .workflow import runs_of
 
 METRIC_FILES = ("train.json", "sts.json", "transfer.json")
-RUN_PATH = re.compile(r"(?P<results>[^/]+)/(?P<suite>[^/]+)/(?:runs|teachers|analysis)/(?P<run>[^/]+)/seed(?P<seed>\d+)/")
+RUN_PATH = re.compile(r"(?P<results>[^/]+)/(?P<suite>[^/]+)/(?:runs|analysis)/(?P<run>[^/]+)/seed(?P<seed>\d+)/")
+# a run's own folder (docs/runs.md): its jobs belong to every suite listing it, one stage for all
+KEY_PATH = re.compile(r"(?P<results>[^/]+)/runs/(?P<key>[0-9a-f]{16})/seed(?P<seed>\d+)/(?:(?P<ev>eval-[^/]+)/)?")
 SNAKEMAKE_CMD = "snakemake --cores all --resources gpu=1 --rerun-triggers mtime --quiet all {config} --"
 
 
@@ -60,7 +64,9 @@ def snakemake_jobs(suite: str, snakemake: str = "snakemake", cwd: str | Path = "
 
 
 def _stage_name(suite: str | None, rule: str, outputs: list[str]) -> str:
-    m = RUN_PATH.search(outputs[0])
+    m, k = RUN_PATH.search(outputs[0]), KEY_PATH.match(outputs[0])
+    if k:  # run-<key>-s<seed>-<rule>[-<ev>]
+        return re.sub(r"[^A-Za-z0-9_-]", "_", "-".join(p for p in ("run", k["key"], f"s{k['seed']}", rule, k["ev"]) if p))
     if m:
         tail = f"{m['run']}-s{m['seed']}"
     elif rule.startswith("reproduce_"):  # .../papers/<paper>/<item>.<ext>
@@ -76,12 +82,15 @@ def _stage_name(suite: str | None, rule: str, outputs: list[str]) -> str:
 def _params_for(params: dict, suite: str, rule: str, outputs: list[str]) -> list[str]:
     if rule.startswith("prepare_"):
         return [f"data.{Path(outputs[0]).parts[1]}"]
-    m = RUN_PATH.search(outputs[0])
-    if m:  # a job of another suite that this one reads (e.g. the demo's demo-iscse-beta sweep)
-        suite = m["suite"]
+    m, k = RUN_PATH.search(outputs[0]), KEY_PATH.match(outputs[0])
+    name = None
+    if k:  # a run's own job: the params of the first suite and run that list it (which name it)
+        suite, name = runs_of(params).first(k["key"], int(k["seed"]))
+    elif m:  # a job of another suite that this one reads (e.g. the demo's demo-iscse-beta sweep)
+        suite, name = m["suite"], m["run"]
     keys = [f"suites.{suite}"]
-    if m:
-        run = find_run(params, suite, m["run"])
+    if name:
+        run = find_run(params, suite, name)
         keys += ["training", f"backbones.{run['backbone']}", f"methods.{run['method']}"]
     return keys
 
@@ -92,12 +101,15 @@ def build_dvc_yaml(suites: list[str], params_path: str = "params.yaml", cwd: str
     seen_outputs: set[str] = set()
     for suite in suites:
         for job in snakemake_jobs(suite, cwd=cwd):
-            shared = job["rule"].startswith("prepare_")
+            # data stages, and a run's own jobs (every suite listing the run has them): one stage each
+            data = job["rule"].startswith("prepare_")
+            shared = data or KEY_PATH.match(job["outputs"][0]) is not None
             name = _stage_name(None if shared else suite, job["rule"], job["outputs"])
+            if job["rule"].startswith(("analysis", "view_analysis")):  # several jobs per run: name the output
+                first = Path(job["outputs"][0]).name
+                name = re.sub(r"[^A-Za-z0-9_-]", "_", f"{name}-{first if job['rule'] == 'view_analysis' else first.split('.')[0]}")
             if shared and name in stages:
                 continue
-            if name in stages or job["rule"].startswith("analysis"):  # several jobs per run: name the output
-                name = re.sub(r"[^A-Za-z0-9_-]", "_", f"{name}-{Path(job['outputs'][0]).name.split('.')[0]}")
             if name in stages:
                 raise CsebenchError(f"two Snakemake jobs map to DVC stage name {name}")
             if any(o in seen_outputs for o in job["outputs"]):
@@ -112,20 +124,48 @@ def build_dvc_yaml(suites: list[str], params_path: str = "params.yaml", cwd: str
                     outs.append(o)
             cmd = SNAKEMAKE_CMD.format(config=" ".join(suite_config_args(suite, cwd)))
             stage = {"cmd": f"{cmd} {' '.join(job['outputs'])}",
-                     "deps": job["inputs"] + (["src/csebench"] if not shared else []),
+                     "deps": job["inputs"] + (["src/csebench"] if not data else []),
                      "params": _params_for(params, suite, job["rule"], job["outputs"])}
             if outs:
                 stage["outs"] = outs
             if metrics:
                 stage["metrics"] = metrics
             stages[name] = stage
-    from .report import dvc_plots_spec_for_suite
-
     plots = [entry for suite in suites for entry in dvc_plots_spec_for_suite(params, suite)]
     # Snakemake lists jobs of one DAG level in no fixed order; DVC orders stages by deps/outs itself,
     # so sort by name for a reproducible file (data stages first).
     ordered = sorted(stages, key=lambda n: (not n.startswith("prepare_"), n))
     return {"stages": {n: stages[n] for n in ordered}, "plots": plots}
+
+
+def dvc_plots_spec(run_dirs: list[str], suite: str, figures: list[str] | None = None,
+                   trained: list[str] | None = None) -> list[dict]:
+    """The ``plots:`` entries of dvc.yaml for a suite's curves (``dvc plots show`` / ``dvc plots diff``).
+
+    ``run_dirs`` are the run/seed folders holding ``train_curve.csv`` and ``dev_curve.csv``; ``trained``
+    those with a loss curve (default: all; an evaluation-only run's train_curve.csv has no loss
+    column); ``figures`` are PNGs shown as image plots.
+    """
+    spec = [
+        {f"{suite}-train-loss": {"template": "linear", "x": "step",
+                                 "y": {f"{d}/train_curve.csv": "loss" for d in (run_dirs if trained is None else trained)},
+                                 "title": f"{suite}: training loss", "x_label": "training step",
+                                 "y_label": "training loss (cross-entropy, nats)"}},
+        {f"{suite}-stsb-dev": {"template": "linear", "x": "step", "y": {f"{d}/dev_curve.csv": "stsb_dev" for d in run_dirs},
+                               "title": f"{suite}: STS-B dev", "x_label": "training step",
+                               "y_label": "STS-B dev Spearman x100"}},
+    ]
+    return spec + [{f: {}} for f in figures or []]
+
+
+def dvc_plots_spec_for_suite(params: dict, suite: str) -> list[dict]:
+    from . import workflow as wf
+    from .paths import results_root
+
+    jobs = wf.jobs(params, suite)
+    return dvc_plots_spec([wf.run_dir(params, suite, run, seed) for run, seed in jobs], suite,
+                          [f"{results_root(params)}/{suite}/figures/training_curves.png"],
+                          [wf.run_dir(params, suite, run, seed) for run, seed in jobs if wf.trains(params, suite, run)])
 
 
 def render(suites: list[str], cwd: str | Path = ".") -> str:

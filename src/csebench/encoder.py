@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from .config import EVAL_PRECISIONS, POOLERS, PROJECTION_HEADS, BackboneConfig
-from .data import TokenizedCorpus
+from .tokens import TokenizedCorpus
 from .errors import ConfigError
 from .io import atomic_path, dumps_json
 

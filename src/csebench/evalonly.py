@@ -52,7 +52,7 @@ def write_untrained_run(cfg: RunConfig, senteval_dir: str | os.PathLike, out_dir
     shutil.rmtree(partial, ignore_errors=True)
     try:
         encoder.save(partial)
-        (partial / "training_config.json").write_text(dumps_json(cfg.to_dict(), default=str) + "\n")
+        (partial / "training_config.json").write_text(dumps_json(cfg.record(), default=str) + "\n")
         with staged_outputs(marker=out / "train.json"):
             write_csv(out / "train_curve.csv", ["step"], [])  # no training: no loss to draw
             write_csv(out / "dev_curve.csv", ["step", dev.column], [[0, round(stsb, 4) if math.isfinite(stsb) else ""]])

@@ -1,4 +1,4 @@
-"""Model cards: a README.md in every run's model/ folder, made from the run folder alone.
+"""Model cards: a README.md in every run's model/ folder, made from a run folder alone.
 
 The card follows the hub's model-card conventions (a YAML block with tags, datasets, base_model,
 library_name, pipeline_tag and a model-index of the STS scores, then Markdown). It says what the model
@@ -8,11 +8,18 @@ hyperparameter (model/training_config.json), the training data, the results the 
 that evaluation ran), how to load it with sentence-transformers and with transformers, its provenance
 and the citations. Nothing in it depends on when or where it is made: the same run gives the same card.
 
-Under Snakemake (workflow/rules/card.smk) the card is made after the run's evaluations, since model/ is
-the train rule's output and is complete before any result exists. The model_card rule declares
-RUN/model_card.md and installs the same text as model/README.md. No rule takes model/ as an input (they
-read it through train.json), so that file reruns nothing; the embeddings fingerprint skips README.md (it
-is no weight), and .dvcignore keeps it out of DVC's hash of the train stage's model/ output.
+A run folder is either a run's own folder (RESULTS/runs/KEY/seedN: train.json and model/ there, the
+results in its evaluation folder, eval-fp32 first) or a suite's view of it (RESULTS/SUITE/runs/RUN/seedN:
+that suite's names and results in one place, MTEB's included, model/ a link to the run's). A run has one
+model/, so one card: it is written as model/README.md and, beside that model/ in the run's own folder,
+as model_card.md (docs/runs.md).
+
+Under Snakemake (workflow/rules/card.smk) the card is made once per run, from the view of the first suite
+of params.yaml that evaluates it, after its evaluations: model/ is the train rule's output and is complete
+before any result exists. The model_card rule declares RUN/model_card.md and installs the same text as
+model/README.md. No rule takes model/ as an input (they read it through train.json), so that file reruns
+nothing; the embeddings fingerprint skips README.md (it is no weight), and .dvcignore keeps it out of
+DVC's hash of the train stage's model/ output.
 """
 
 from __future__ import annotations
@@ -48,7 +55,7 @@ EMBEDDING = {  # evaluation pooler -> (what the sentence embedding is, how trans
 
 @functools.cache
 def citations() -> dict:
-    from .config import load_yaml_text
+    from .schema import load_yaml_text
 
     text = importlib.resources.files("csebench").joinpath("resources/citations.yaml").read_text(encoding="utf-8")
     return load_yaml_text(text, "resources/citations.yaml")
@@ -61,17 +68,33 @@ def _json(path: Path) -> dict | None:
         raise DataError(f"{path} is not valid JSON: rerun the step that writes it") from None
 
 
+def results_folder(run: Path) -> Path:
+    """Where a run folder's sts.json and transfer.json are: in a suite's view, the folder itself; in a
+    run's own folder, its evaluation folder (eval-fp32, the papers' protocol, else the first by name)."""
+    if (run / "sts.json").is_file() or (run / "transfer.json").is_file():
+        return run
+    evaluated = sorted(p.parent for p in run.glob("eval-*/sts.json"))
+    return next((p for p in evaluated if p.name == "eval-fp32"), evaluated[0] if evaluated else run)
+
+
 def load_run(run_dir: str | os.PathLike) -> dict:
-    """Everything a card is made from: the run folder's train.json, model/ metadata and results."""
+    """Everything a card is made from: the run folder's train.json, model/ metadata and results. The
+    names are the folder's (a suite's view has that suite's in train.json and sts.json)."""
     run = Path(run_dir)
     train, config = _json(run / "train.json"), _json(run / "model" / "training_config.json")
     if train is None or config is None:
         missing = "train.json" if train is None else "model/training_config.json"
-        raise DataError(f"{run} has no {missing}: not a finished csebench run folder (RESULTS/SUITE/runs/RUN/seedN); "
-                        "train it first")
+        raise DataError(f"{run} has no {missing}: not a finished csebench run folder (RESULTS/runs/KEY/seedN, or a "
+                        "suite's view of it RESULTS/SUITE/runs/RUN/seedN); train it first")
+    results = results_folder(run)
+    sts, transfer = _json(results / "sts.json"), _json(results / "transfer.json")
+    info = (sts or transfer or {}).get("run_info") or {}
+    names = {"suite": train.get("suite"), "name": str(train.get("run", "")).rsplit("/seed", 1)[0],
+             "method_label": info.get("method_label")}
+    config = {**config, **{k: v for k, v in names.items() if v}}
     return {"dir": run, "train": train, "config": config, "meta": _json(run / "model" / "csebench_encoder.json") or {},
-            "hf": _json(run / "model" / "config.json") or {}, "sts": _json(run / "sts.json"),
-            "transfer": _json(run / "transfer.json"), "mteb": mteb_rows(run / "mteb")}
+            "hf": _json(run / "model" / "config.json") or {}, "sts": sts, "transfer": transfer,
+            "mteb": mteb_rows(run / "mteb")}
 
 
 def mteb_rows(folder: Path) -> list[tuple[str, str, str, float]]:
@@ -303,6 +326,10 @@ def _provenance(r: dict) -> list[str]:
 
     train = summary_line([r["train"].get("provenance")]).replace("Provenance (1 result file): ", "")
     out = ["## Provenance", "", f"- Training (`train.json`): {train}"]
+    key, same = r["config"].get("key"), r["train"].get("same_run_as")
+    if key:  # a run is its configuration: every suite listing it reads this one training (docs/runs.md)
+        out.append(f"- csebench run key `{key}`: trained once in `runs/{key}/seed{r['config']['seed']}` for every suite "
+                   "listing this configuration" + (f"; the same run as `{same}`" if same else ""))
     evaluated = [b for res in (r["sts"], r["transfer"]) if res is not None for b in blocks_of(res)]
     if evaluated:
         out.append(f"- Evaluation (`sts.json`, `transfer.json` and the embeddings they were scored from): "
@@ -330,12 +357,18 @@ def render_card(run_dir: str | os.PathLike, repo_id: str | None = None) -> str:
     return f"---\n{metadata(r, name)}\n---\n\n" + "\n".join(body).rstrip() + "\n"
 
 
+def card_file(run_dir: str | os.PathLike) -> Path:
+    """model_card.md beside the run's model/: in the run's own folder, also for a suite's view (whose
+    model/ links there: a run has one model/, so one card)."""
+    return Path(os.path.realpath(Path(run_dir) / "model")).parent / CARD_FILE
+
+
 def write_card(run_dir: str | os.PathLike, repo_id: str | None = None) -> Path:
     """Write the card as RUN/model/README.md and, without ``repo_id`` (the pipeline's card), also as
-    RUN/model_card.md, the model_card rule's output. Returns model/README.md."""
+    model_card.md in the run's own folder (card_file), the model_card rule's output. Returns model/README.md."""
     run = Path(run_dir)
     text = render_card(run, repo_id)
     if repo_id is None:
-        write_text(run / CARD_FILE, text)
+        write_text(card_file(run), text)
     write_text(run / "model" / README, text)
     return run / "model" / README

@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -41,16 +41,31 @@ EVAL_TOKENS = 20.0        # evaluation sentences are longer than the training on
 
 @dataclass
 class SuitePlan:
+    """What one suite costs built alone. ``units`` holds its work by what the work is of, so that
+    suites sharing runs (docs/runs.md) are counted once in a total (``distinct``):
+    ("train", key, seed), ("teacher", key, seed), ("eval", key, seed, ev), ("probing", key, seed, ev),
+    ("card", key, seed) -> (other FLOPs, training FLOPs at small batches, at large batches)."""
+
     suite: str
     data: str
-    training_runs: int
+    training_runs: int  # the runs it lists and their teachers, trained (not `train: false`)
     teacher_caches: int
     jobs: int
-    flops: float  # evaluation, dev evaluations and teacher caches
     unknown_models: list[str]
+    units: dict[tuple, tuple[float, float, float]] = field(default_factory=dict)
+    trained: set[tuple[str, int]] = field(default_factory=set)  # (key, seed) of those runs
 
-    flops_small: float = 0.0  # training FLOPs at batch <= SMALL_BATCH (launch-bound)
-    flops_large: float = 0.0  # training FLOPs at larger batches
+    @property
+    def flops(self) -> float:  # evaluation, dev evaluations and teacher caches
+        return sum(u[0] for u in self.units.values())
+
+    @property
+    def flops_small(self) -> float:  # training FLOPs at batch <= SMALL_BATCH (launch-bound)
+        return sum(u[1] for u in self.units.values())
+
+    @property
+    def flops_large(self) -> float:  # training FLOPs at larger batches
+        return sum(u[2] for u in self.units.values())
 
     @property
     def total_flops(self) -> float:
@@ -59,7 +74,29 @@ class SuitePlan:
     def gpu_hours(self, peak: float, small_mfu: float = SMALL_BATCH_MFU, large_mfu: float = LARGE_BATCH_MFU) -> float:
         """Hours on a GPU of bf16 peak ``peak``: training at the given MFUs (assumed unless measured),
         evaluation and teacher caches at ASSUMED_MFU."""
-        return (self.flops / ASSUMED_MFU + self.flops_small / small_mfu + self.flops_large / large_mfu) / peak / 3600.0
+        return _hours(self.units.values(), peak, small_mfu, large_mfu)
+
+
+# train: 1 job; eval: embed, eval_sts, eval_transfer; a teacher cache: 1; the model card: 1 (probing is asked
+# for by items only)
+JOBS_PER_UNIT = {"train": 1, "eval": 3, "teacher": 1, "probing": 0, "card": 1}
+
+
+def _unit_jobs(units) -> int:
+    return sum(JOBS_PER_UNIT[k[0]] for k in units)
+
+
+def _hours(units, peak: float, small_mfu: float, large_mfu: float) -> float:
+    return sum(u[0] / ASSUMED_MFU + u[1] / small_mfu + u[2] / large_mfu for u in units) / peak / 3600.0
+
+
+def distinct(plans: list[SuitePlan]) -> SuitePlan:
+    """The suites together, each run trained, embedded and evaluated once whichever suites list it."""
+    units = {k: v for p in plans for k, v in p.units.items()}
+    trained = {t for p in plans for t in p.trained}
+    jobs = sum(p.jobs - _unit_jobs(p.units) for p in plans) + _unit_jobs(units)
+    return SuitePlan("distinct", "", len(trained), sum(k[0] == "teacher" for k in units), jobs,
+                     sorted({m for p in plans for m in p.unknown_models}), units, trained)
 
 
 @functools.cache
@@ -117,50 +154,49 @@ def suite_plan(params: dict, suite: str, n_items: int = 0, probing: bool = False
 
     data = wf.suite_data(params, suite)
     corpus = CORPUS_SENTENCES.get(data, 0)  # CPU suites: no GPU cost
+    ev = wf.eval_name(wf.suite_evaluation(params, suite))
     runs = wf.all_runs_with_teachers(params, suite)
     teachers = {t for r, s in runs for t in wf.teacher_jobs(params, suite, r, s)}
     training_only = set(wf.jobs(params, suite)) - set(wf.evaluated_jobs(params, suite))  # `evaluate: false`
     evaluation_only = {(r, s) for r, s in runs if not wf.trains(params, suite, r)}  # `train: false`
-    flops, small, large, unknown = 0.0, 0.0, 0.0, []
+    units: dict[tuple, tuple[float, float, float]] = {}
+    trained, unknown = set(), []
     for run, seed in runs:
         cfg = resolve_run(params, suite, run, seed)
-        n = _nonemb(cfg.backbone.model)
+        key = cfg.key()
+        n = _nonemb(cfg.backbone.model) if corpus else 0.0
         if n is None:
-            if corpus:
-                unknown.append(cfg.backbone.model)
-            continue
-        if not corpus:
-            continue
+            unknown.append(cfg.backbone.model)
+            n = 0.0
+        if (run, seed) not in evaluation_only:
+            trained.add((key, seed))
+        t = cfg.training
         if (run, seed) in evaluation_only:  # one dev pass and the evaluation, no training
             steps = 0
-            flops += 2 * n * DEV_SENTENCES * EVAL_TOKENS
-        elif cfg.training.max_steps:
-            steps = min(cfg.training.max_steps, corpus * cfg.training.epochs // cfg.training.batch_size)
+            dev = 2 * n * DEV_SENTENCES * EVAL_TOKENS
         else:
-            steps = corpus * cfg.training.epochs // cfg.training.batch_size
-        sentences = steps * cfg.training.batch_size
-        t = cfg.training
-        train = 6 * n * 2 * sentences * padded_tokens(t.batch_size, t.max_seq_length)  # two dropout views
-        if cfg.training.batch_size <= SMALL_BATCH:
-            small += train
-        else:
-            large += train
-        flops += (steps // cfg.training.eval_steps) * 2 * n * DEV_SENTENCES * EVAL_TOKENS
+            steps = corpus * t.epochs // t.batch_size
+            steps = min(t.max_steps, steps) if t.max_steps else steps
+            dev = (steps // t.eval_steps) * 2 * n * DEV_SENTENCES * EVAL_TOKENS
+        train = 6 * n * 2 * steps * t.batch_size * padded_tokens(t.batch_size, t.max_seq_length)  # two dropout views
+        units[("train", key, seed)] = (dev, train, 0.0) if t.batch_size <= SMALL_BATCH else (dev, 0.0, train)
         if (run, seed) not in training_only:
-            flops += 2 * n * EVAL_SENTENCES * EVAL_TOKENS  # the embed rule
-        if probing:
-            flops += 2 * n * PROBING_SENTENCES * EVAL_TOKENS
-        if (run, seed) in teachers:
-            flops += 2 * n * corpus * mean_tokens(t.max_seq_length)  # the teacher cache of the corpus
-    # train + embed + eval_sts + eval_transfer + model_card per run (train and card only for `evaluate: false`),
-    # a teacher cache per teacher, the suite report, its items; eval_mteb per evaluated run where the suite asks for MTEB
+            units[("eval", key, seed, ev)] = (2 * n * EVAL_SENTENCES * EVAL_TOKENS, 0.0, 0.0)  # the embed rule
+            if probing:
+                units[("probing", key, seed, ev)] = (2 * n * PROBING_SENTENCES * EVAL_TOKENS, 0.0, 0.0)
+        if (run, seed) in teachers:  # the teacher cache of the corpus
+            units[("teacher", key, seed)] = (2 * n * corpus * mean_tokens(t.max_seq_length), 0.0, 0.0)
+        units[("card", key, seed)] = (0.0, 0.0, 0.0)  # its model card (card.smk), no GPU
+    # train + embed + eval_sts + eval_transfer + model_card per distinct run (train and card for `evaluate: false`), a teacher
+    # cache per teacher, the suite report, its items (the views of runs, local jobs of a second, not counted);
+    # eval_mteb per evaluated run where the suite asks for MTEB (in the suite's own view of the run)
     mteb = len(wf.evaluated_jobs(params, suite)) if wf.suite_mteb_tasks(params, suite) is not None else 0
-    jobs = 5 * len(runs) - 3 * len(training_only) + len(teachers) + 1 + n_items + mteb
-    return SuitePlan(suite, data, len(runs) - len(evaluation_only), len(teachers), jobs, flops, sorted(set(unknown)), small, large)
+    jobs = _unit_jobs(units) + 1 + n_items + mteb
+    return SuitePlan(suite, data, len(runs) - len(evaluation_only), len(teachers), jobs, sorted(set(unknown)), units, trained)
 
 
 def plan(params: dict, suites: list[str]) -> list[SuitePlan]:
-    from .reproduce.registry import load_registry
+    from .results.registry import load_registry
 
     reg = load_registry()
     out = []
@@ -191,11 +227,17 @@ def render_plan(plans: list[SuitePlan], root: str | Path = ".") -> str:
         flag = f"  (no cost model for {', '.join(p.unknown_models)})" if p.unknown_models else ""
         lines.append(f"{p.suite:<36} {p.data:<7} {p.training_runs:>5} {p.teacher_caches:>8} {p.jobs:>6} {h:>10.1f}{flag}")
     lines.append(f"{'total: ' + str(len(plans)) + ' suites':<36} {'':<7} {total_runs:>5} {'':>8} {total_jobs:>6} {total_h:>10.1f}")
+    once = distinct(plans)
+    once_h = once.gpu_hours(peak, small, large)
+    lines.append(f"Runs requested {total_runs}, trained {once.training_runs}: a run listed by several suites (or by one "
+                 f"suite twice) is trained, embedded and evaluated once (docs/runs.md). GPU-hours of the distinct runs "
+                 f"{once_h:.1f}, saved {total_h - once_h:.1f} of the {total_h:.1f} above; {once.jobs} jobs.")
     source = length_histogram()[2]
     tokens = (f"Training tokens per sentence: the expected longest of its batch (dynamic padding, capped at "
               f"max_seq_length, one process): {padded_tokens(64, 32):.1f} at batch 64 and cap 32, where the mean "
               f"sentence has {mean_tokens(32):.1f}; sentence lengths (BERT WordPiece) of {source}")
-    lines.append(f"GPU-hours: {basis}. {tokens}. Jobs: train, embed, eval_sts, eval_transfer per run, teacher "
-                 "caches, the suite report and the paper tables/figures it feeds (analyses not counted); eval_mteb per "
-                 "run of a suite with an `mteb:` section (its GPU time not estimated).")
+    lines.append(f"GPU-hours: {basis}. {tokens}. Jobs: train, embed, eval_sts, eval_transfer, model_card per run, teacher "
+                 "caches, the suite report and the paper tables/figures it feeds (analyses and the suites' views of "
+                 "runs not counted); eval_mteb per run of a suite with an `mteb:` section (its GPU time not "
+                 "estimated); the rows count each suite built alone.")
     return "\n".join(lines)

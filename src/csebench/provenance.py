@@ -62,7 +62,7 @@ def file_sha256(path: str | os.PathLike) -> str:
 @functools.cache
 def manifest() -> dict[str, dict]:
     """SentEval's published files: downstream-relative path -> {lines, sha256}."""
-    from .config import load_yaml_text
+    from .schema import load_yaml_text
 
     text = importlib.resources.files("csebench").joinpath("resources/senteval-manifest.yaml").read_text(encoding="utf-8")
     return load_yaml_text(text, "resources/senteval-manifest.yaml")["files"]

@@ -3,8 +3,11 @@
 A frozen teacher is deterministic (eval mode: no dropout), so its embeddings of the training
 corpus are computed once and reused by every student distilling from it:
 
-    results/{suite}/teachers/{run}/seed{seed}/embeddings.npy   (corpus rows, dim) float32, L2-normalized
-    results/{suite}/teachers/{run}/seed{seed}/embeddings.json  metadata checked by the student
+    results/runs/{key}/seed{seed}/teacher/embeddings.npy   (corpus rows, dim) float32, L2-normalized
+    results/runs/{key}/seed{seed}/teacher/embeddings.json  metadata checked by the student
+
+in the teacher run's own folder (docs/runs.md): one cache per teacher run and seed, whichever suites
+and students use it.
 
 Tokenization is the training one (csebench.data.load_tokenized_corpus: same truncation to the
 training max length) and the pooler is the teacher's evaluation pooler (the raw CLS vector for
@@ -56,7 +59,7 @@ def _teacher_run_info(model_dir: Path) -> dict | None:
     if not cfg.is_file():
         return None
     d = json.loads(cfg.read_text(encoding="utf-8"))
-    return {"suite": d.get("suite"), "name": d.get("name"), "seed": d.get("seed"),
+    return {"suite": d.get("suite"), "name": d.get("name"), "seed": d.get("seed"), "key": d.get("key"),
             "max_seq_length": (d.get("training") or {}).get("max_seq_length")}
 
 
@@ -170,10 +173,16 @@ class TeacherBank:
                                 f"trains with {max_seq_length}; rebuild it with --max-seq-length {max_seq_length}")
             run = meta.get("teacher_run")
             if expected_runs is not None and run and run.get("name") is not None:
-                suite, name, seed = expected_runs[k]
-                if (run.get("suite"), run.get("name"), run.get("seed")) != (suite, name, seed):
-                    raise DataError(f"teacher cache {p} belongs to run {run.get('suite')}/{run.get('name')}/seed{run.get('seed')}, "
-                                    f"expected teacher {k + 1} to be {suite}/{name}/seed{seed}")
+                suite, name, seed, *key = expected_runs[k]
+                # by key where both have one: a run listed by several suites is trained once, under the
+                # names of the first suite that lists it (docs/runs.md); older caches: by names
+                ours, theirs = ((key[0], seed), (run.get("key"), run.get("seed"))) if key and run.get("key") else \
+                               ((suite, name, seed), (run.get("suite"), run.get("name"), run.get("seed")))
+                if ours != theirs:
+                    raise DataError(f"teacher cache {p} belongs to run {run.get('suite')}/{run.get('name')}/seed{run.get('seed')}"
+                                    + (f" (key {run['key']})" if key and run.get("key") else "")
+                                    + f", expected teacher {k + 1} to be {suite}/{name}/seed{seed}"
+                                    + (f" (key {key[0]})" if key and run.get("key") else ""))
         rows = {m["rows"] for m in self.metas}
         if len(rows) != 1:
             raise DataError(f"teacher caches disagree on the corpus size: {sorted(rows)} rows")

@@ -586,7 +586,7 @@ class Trainer:
         if not partial.is_dir():  # dev score never finite: keep the final weights
             log.warning("%s: no finite STS-B dev score; saving the final model", self.cfg.run_id)
             self.encoder.save(partial)
-        (partial / "training_config.json").write_text(dumps_json(self.cfg.to_dict(), default=str) + "\n")
+        (partial / "training_config.json").write_text(dumps_json(self.cfg.record(), default=str) + "\n")
         with staged_outputs(marker=self.out_dir / "train.json"):
             write_csv(self.out_dir / "train_curve.csv", ["step"] + self.log_keys, self.train_rows)
             write_csv(self.out_dir / "dev_curve.csv", ["step", self.dev.column], self.dev_rows)

@@ -1,30 +1,35 @@
 """What the Snakemake rules and the DVC stage generator ask of params.yaml: jobs, paths, deps.
 
-Path scheme (outputs only, under paths.data / paths.results):
+Path scheme (outputs only, under paths.data / paths.results; docs/runs.md):
   data/{data}/corpus.txt                              prepared training corpus
   data/{data}/senteval/ROOT                           pointer to the SentEval downstream/ folder
-  results/{suite}/runs/{run}/seed{seed}/train.json    training summary (model/ and curves beside it)
-  results/{suite}/runs/{run}/seed{seed}/embeddings.npz  every evaluation sentence encoded once
-  results/{suite}/runs/{run}/seed{seed}/sts.json      STS evaluation
-  results/{suite}/runs/{run}/seed{seed}/model_card.md  model card (also installed as model/README.md)
-  results/{suite}/teachers/{run}/seed{seed}/embeddings.npy  frozen-teacher corpus embeddings
+  results/runs/{key}/seed{seed}/                      ONE run, trained once whichever suites list it (Runs):
+      train.json, model/, train_curve.csv, dev_curve.csv     training
+      model_card.md                                   its model card, also model/README.md (card.smk)
+      teacher/embeddings.npy                          its frozen-teacher corpus embeddings (DistillCSE)
+      {ev}/embeddings.npz, sts.json, sts_pairs.npz, transfer.json, probing.json, analysis/{name}.json
+                                                      evaluated under the settings named {ev} (eval_name)
+  results/{suite}/runs/{run}/seed{seed}/              what a suite sees: links into the run's folder, and
+                                                      its JSON results naming this suite's run (csebench.runviews)
+  results/{suite}/analysis/{run}/seed{seed}/{name}.json   the same for per-run analyses
   results/{suite}/tables/sts.md                       report
 """
 
 from __future__ import annotations
 
-
-from .config import EVAL_PRECISIONS, find_run, load_params, resolve_run, sts_pairs_file, suite_runs, suite_seeds
+from .config import (EVAL_PRECISIONS, digest, expand_path, find_run, list_suites, load_params, resolve_run,
+                     sts_pairs_file, suite_runs, suite_seeds)
+from .paths import results_root as results_dir, run_dir
 from .schema import schema_path
 
-__all__ = ["load_params", "jobs", "evaluated_jobs", "suite_data", "run_dir", "teacher_jobs", "run_fingerprint",
-           "check_snakemake_config", "schema_path"]
+__all__ = ["load_params", "jobs", "evaluated_jobs", "suite_data", "run_dir", "teacher_jobs",
+           "check_snakemake_config", "schema_path", "Runs", "runs_of", "run_folder", "same_run_as", "eval_name"]
 
 
 def check_snakemake_config(config: dict, configfiles) -> None:
     """The Snakemake config, before anything reads it: each config file again for keys given twice
     (Snakemake's reader keeps the last silently), then the merged config against the schema."""
-    from .config import read_yaml
+    from .schema import read_yaml
     from .schema import validate
 
     for f in configfiles:
@@ -62,7 +67,9 @@ EVALUATION_KEYS = {"precision": EVAL_PRECISIONS, "max_sts_pairs": int, "sts_pair
 def suite_evaluation(params: dict, suite: str) -> dict:
     """A suite's `evaluation:` settings: precision (fp32 default: SentEval's numbers; "fast" = bf16
     where the hardware has it, see encoder.eval_autocast_dtype), the STS pair cap (CPU demo only:
-    each STS task scored on a seeded subset) and the transfer training-set cap."""
+    each STS task scored on a seeded subset), the transfer training-set cap, and your own STS test
+    sets (`sts_pairs: [NAME, ...]` of data.<source>.sts_pairs) as NAME -> the file's path as
+    params.yaml writes it (eval_name hashes it; sts_sets expands it)."""
     from .errors import ConfigError
 
     spec = params["suites"][suite]
@@ -74,8 +81,6 @@ def suite_evaluation(params: dict, suite: str) -> dict:
         if allowed is list:  # names of the data source's own STS sets (their files are checked where they are read)
             if not isinstance(value, list):
                 raise ConfigError(f"suites.{suite}.evaluation.{key}: give a list of names of data.{spec['data']}.sts_pairs, got {value!r}")
-            for name in value:
-                sts_pairs_file(params, spec["data"], name, f"suites.{suite}.evaluation.sts_pairs")
         elif allowed is int:
             if isinstance(value, bool) or not isinstance(value, int) or value < 2:
                 raise ConfigError(f"suites.{suite}.evaluation.{key}: give a whole number of at least 2, got {value!r}")
@@ -88,20 +93,19 @@ def suite_evaluation(params: dict, suite: str) -> dict:
     cap, test_cap = transfer.get("max_train_sentences"), transfer.get("max_test_sentences")
     return {"precision": ev.get("precision", "fp32"), "max_train_sentences": int(cap) if cap else None,
             "max_test_sentences": int(test_cap) if test_cap else None,
-            "max_sts_pairs": ev.get("max_sts_pairs"), "sts_pairs": list(ev.get("sts_pairs") or [])}
+            "max_sts_pairs": ev.get("max_sts_pairs"),
+            "sts_pairs": {name: sts_pairs_file(params, spec["data"], name, f"suites.{suite}.evaluation.sts_pairs", expand=False)
+                          for name in ev.get("sts_pairs") or []}}
 
 
-def eval_sts_pairs(params: dict, suite: str) -> dict[str, str]:
-    """The suite's own STS test sets (`evaluation: {sts_pairs: [NAME, ...]}`): NAME -> file."""
-    data = suite_data(params, suite)
-    return {name: sts_pairs_file(params, data, name, f"suites.{suite}.evaluation.sts_pairs")
-            for name in suite_evaluation(params, suite)["sts_pairs"]}
+def sts_sets(params: dict, settings: dict) -> dict[str, str]:
+    """The own STS test sets of evaluation settings (suite_evaluation): NAME -> file on this machine."""
+    return {name: expand_path(path, params) for name, path in settings["sts_pairs"].items()}
 
 
 def dev_set_file(params: dict, suite: str, run: str, seed: int) -> str | None:
     """The file of the run's `training.dev_set` (checkpoint selection on your own STS data), else None."""
-    name = resolve_run(params, suite, run, int(seed)).training.dev_set
-    return sts_pairs_file(params, suite_data(params, suite), name, "training.dev_set") if name else None
+    return resolve_run(params, suite, run, int(seed)).dev_file
 
 
 def suite_mteb_tasks(params: dict, suite: str) -> list[str] | None:
@@ -110,14 +114,119 @@ def suite_mteb_tasks(params: dict, suite: str) -> list[str] | None:
     spec = params["suites"][suite]
     if "mteb" not in spec:
         return None
-    from .evaluation.mteb_eval import DEFAULT_TASKS
+    from .evaluation import MTEB_DEFAULT_TASKS
 
-    return list((spec["mteb"] or {}).get("tasks") or DEFAULT_TASKS)
+    return list((spec["mteb"] or {}).get("tasks") or MTEB_DEFAULT_TASKS)
 
 
-def run_dir(params: dict, suite: str, run: str, seed: int) -> str:
-    results = (params.get("paths") or {}).get("results", "results")
-    return f"{results}/{suite}/runs/{run}/seed{seed}"
+def eval_name(settings: dict) -> str:
+    """The folder name of a suite's evaluation settings (suite_evaluation) inside a run's folder:
+    eval-fp32 for the papers' protocol; a capped evaluation adds a hash of its caps, one that scores
+    your own STS sets a hash of their names and files (the names key sts.json's extra_sets). Without
+    caps or own sets the name is what it was before either existed."""
+    caps = {k: v for k, v in settings.items() if k not in ("precision", "sts_pairs") and v is not None}
+    own = settings.get("sts_pairs")
+    return (f"eval-{settings['precision']}" + (f"-capped-{digest(caps, 8)}" if caps else "")
+            + (f"-sts-{digest(own, 8)}" if own else ""))
+
+
+class Runs:
+    """Every run of every suite of params.yaml by identity (issue 25, docs/runs.md).
+
+    A run's key is the hash of its resolved configuration without names (RunConfig.key): runs of
+    different suites (or of one suite) with the same key and seed are ONE run, trained, embedded and
+    evaluated once in results/runs/{key}/seed{seed}; the suites' folders are views of it. The first
+    suite and run of params.yaml that list a (key, seed) name it (its train.json, the trainer's log).
+    """
+
+    def __init__(self, params: dict):
+        self.params = params
+        self.results = results_dir(params)
+        self._keys: dict[tuple[str, str], str] = {}
+        self._listed: dict[tuple[str, int], list[tuple[str, str]]] | None = None
+        self._evaluated: dict[str, set[tuple[str, int]]] = {}
+
+    def key(self, suite: str, run: str) -> str:
+        if (suite, run) not in self._keys:
+            self._keys[(suite, run)] = resolve_run(self.params, suite, run, 0).key()
+        return self._keys[(suite, run)]
+
+    def folder(self, suite: str, run: str, seed: int) -> str:
+        """Where the run is trained (model/, train.json, curves, its teacher cache)."""
+        return f"{self.results}/runs/{self.key(suite, run)}/seed{int(seed)}"
+
+    def eval_folder(self, suite: str, run: str, seed: int) -> str:
+        """Where it is evaluated under the suite's evaluation settings (embeddings, STS, transfer, analyses)."""
+        return f"{self.folder(suite, run, seed)}/{eval_name(suite_evaluation(self.params, suite))}"
+
+    @property
+    def listed(self) -> dict[tuple[str, int], list[tuple[str, str]]]:
+        """(key, seed) -> every (suite, run) that lists it (teacher seeds included), in params.yaml's order."""
+        if self._listed is None:
+            self._listed = {}
+            for suite in list_suites(self.params):
+                for run, seed in all_runs_with_teachers(self.params, suite):
+                    self._listed.setdefault((self.key(suite, run), seed), []).append((suite, run))
+        return self._listed
+
+    def first(self, key: str, seed: int) -> tuple[str, str]:
+        """The (suite, run) that names the run with this key and seed: the first that lists it."""
+        from .errors import ConfigError
+
+        listed = self.listed.get((key, int(seed))) or next((v for (k, _), v in self.listed.items() if k == key), None)
+        if not listed:
+            raise ConfigError(f"no run of params.yaml has the key {key}: params.yaml changed since this folder was "
+                              "planned (`csebench runs` lists the runs and their folders)")
+        return listed[0]
+
+    def card_source(self, key: str, seed: int) -> tuple[str, str]:
+        """The (suite, run) whose view the run's one model card is made from (card.smk): the first of
+        params.yaml that evaluates it, so the card holds results; else the first that lists it."""
+        listed = self.listed.get((key, int(seed))) or [self.first(key, seed)]
+        for suite, run in listed:
+            if suite not in self._evaluated:
+                self._evaluated[suite] = set(evaluated_jobs(self.params, suite))
+            if (run, int(seed)) in self._evaluated[suite]:
+                return suite, run
+        return listed[0]
+
+    def same_run_as(self, suite: str, run: str, seed: int) -> str | None:
+        """'suite/run' of the first suite and run that list the same run (key and seed), None when
+        that is this one: the note of a table row that is another suite's run."""
+        first = self.first(self.key(suite, run), seed)
+        return None if first == (suite, run) else f"{first[0]}/{first[1]}"
+
+    def eval_settings(self, name: str) -> dict:
+        """The evaluation settings whose eval_name is ``name``."""
+        from .errors import ConfigError
+
+        for suite in list_suites(self.params):
+            settings = suite_evaluation(self.params, suite)
+            if eval_name(settings) == name:
+                return settings
+        raise ConfigError(f"no suite of params.yaml evaluates as {name}")
+
+
+_RUNS: dict[str, Runs] = {}
+
+
+def runs_of(params: dict) -> Runs:
+    """The Runs of these params, kept while their content is unchanged (tests edit params in place)."""
+    content = digest(params, 64)
+    if content not in _RUNS:
+        _RUNS.clear()  # one params file at a time in practice
+        _RUNS[content] = Runs(params)
+    return _RUNS[content]
+
+
+def run_folder(params: dict, suite: str, run: str, seed: int) -> str:
+    return runs_of(params).folder(suite, run, seed)
+
+
+def same_run_as(params: dict, suite: str, run: str, seed: int) -> str | None:
+    """For reports: 'suite/run' of the first suite and run of params.yaml that list the same run
+    (same key and seed) as suite/run at this seed, or None when suite/run is that first one."""
+    return runs_of(params).same_run_as(suite, run, seed)
 
 
 def teacher_jobs(params: dict, suite: str, run: str, seed: int) -> list[tuple[str, int]]:
@@ -126,7 +235,7 @@ def teacher_jobs(params: dict, suite: str, run: str, seed: int) -> list[tuple[st
     settings = cfg.objectives.get("distillation")
     if not settings or not cfg.train:  # an evaluation-only run distils from nothing
         return []
-    from .objectives.distillation import teacher_runs
+    from .teacherspec import teacher_runs
 
     teachers = teacher_runs(settings, cfg.seed)
     for name, _ in teachers:
@@ -135,8 +244,8 @@ def teacher_jobs(params: dict, suite: str, run: str, seed: int) -> list[tuple[st
 
 
 def teacher_cache(params: dict, suite: str, run: str, seed: int) -> str:
-    results = (params.get("paths") or {}).get("results", "results")
-    return f"{results}/{suite}/teachers/{run}/seed{seed}/embeddings.npy"
+    """A teacher run's cached corpus embeddings, in its own folder (one per teacher, whichever students)."""
+    return f"{run_folder(params, suite, run, seed)}/teacher/embeddings.npy"
 
 
 def all_runs_with_teachers(params: dict, suite: str) -> list[tuple[str, int]]:
@@ -150,11 +259,6 @@ def all_runs_with_teachers(params: dict, suite: str) -> list[tuple[str, int]]:
         out.append(job)
         todo.extend(teacher_jobs(params, suite, *job))
     return out
-
-
-def run_fingerprint(params: dict, suite: str, run: str, seed: int) -> str:
-    """Hash of the resolved run config: Snakemake reruns a run when its hyperparameters change."""
-    return resolve_run(params, suite, run, int(seed)).fingerprint()
 
 
 def correlation_groups(params: dict, suite: str, run: str, seed: int) -> dict[str, list[tuple[str, int]]]:

@@ -1,6 +1,8 @@
 # The papers' analyses (issue 4). Which ones a suite builds: `analyses:` in the Snakemake config
 # (config/demo.yaml, config/ci.yaml); their settings: `analysis:` there (defaults below).
 #   per model  results/{suite}/analysis/{run}/seed{seed}/{align_uniform,cosine_dist,layers,embed_dim,neighbours}.json
+#              (views.smk: relabelled copies of the run's own, results/runs/{key}/seed{seed}/{ev}/analysis/,
+#              computed once per run whichever suites list it; docs/runs.md)
 #   per suite  results/{suite}/figures/{align_uniform,cosine_dist,layers,topk_negatives,teacher_logits}.png,
 #              results/{suite}/analysis/{topk_negatives,teacher_logits}.json, results/{suite}/tables/{embed_dim,neighbours}.md
 
@@ -91,13 +93,18 @@ def _per_model(name, ext="json"):  # evaluated runs only: a training-only run (`
 TABLE_ANALYSES = tuple(a.replace("-", "_") for a in _analysis_cli.TABLE_ANALYSES)
 
 
+# Per-run analyses run once per run, in its evaluation folder, labelled by the run's key (each suite's
+# view relabels them with its own run name)
+ANALYSIS_LABEL = "'{wildcards.key} s{wildcards.seed}'"
+
+
 rule analysis_model:
     input:
-        summary=f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/train.json",
+        summary=f"{RUN}/train.json",
         senteval=senteval_of,
         embeddings=lambda w: embeddings_of(w) if w.analysis in TABLE_ANALYSES else [],
     output:
-        f"{RESULTS}/{{suite}}/analysis/{{run}}/seed{{seed}}/{{analysis}}.json",
+        f"{EVAL}/analysis/{{analysis}}.json",
     wildcard_constraints:
         analysis="align_uniform|cosine_dist|layers|embed_dim",
     params:
@@ -106,28 +113,28 @@ rule analysis_model:
         embeddings=lambda w, input: f"--embeddings {input.embeddings}" if input.embeddings else "",
     threads: lambda w: 1 if w.analysis in TABLE_ANALYSES else config.get("threads", workflow.cores)
     log:
-        f"{RESULTS}/{{suite}}/logs/analysis.{{analysis}}.{{run}}.seed{{seed}}.log",
+        f"{EVAL}/logs/analysis.{{analysis}}.log",
     shell:
         "csebench --threads {threads} analyze {params.name} --model $(dirname {input.summary})/model"
-        " --senteval $(dirname {input.senteval}) --label '{wildcards.run} s{wildcards.seed}' {params.extra} {params.embeddings}"
+        " --senteval $(dirname {input.senteval}) --label " + ANALYSIS_LABEL + " {params.extra} {params.embeddings}"
         " --out {output} 2> {log}"
 
 
 rule analysis_neighbours:
     input:
-        summary=f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/train.json",
+        summary=f"{RUN}/train.json",
         corpus=corpus_of,
     output:
-        json=f"{RESULTS}/{{suite}}/analysis/{{run}}/seed{{seed}}/neighbours.json",
-        md=f"{RESULTS}/{{suite}}/analysis/{{run}}/seed{{seed}}/neighbours.md",
+        json=f"{EVAL}/analysis/neighbours.json",
+        md=f"{EVAL}/analysis/neighbours.md",
     params:
         extra=f"--buffer-size {ASET['buffer_size']} --k {ASET['neighbours_k']} --n-queries {ASET['neighbour_queries']}",
     threads: config.get("threads", workflow.cores)
     log:
-        f"{RESULTS}/{{suite}}/logs/analysis.neighbours.{{run}}.seed{{seed}}.log",
+        f"{EVAL}/logs/analysis.neighbours.log",
     shell:
         "csebench --threads {threads} analyze neighbours --model $(dirname {input.summary})/model --corpus {input.corpus}"
-        " --label '{wildcards.run} s{wildcards.seed}' {params.extra} --out {output.json} --markdown {output.md} 2> {log}"
+        " --label " + ANALYSIS_LABEL + " {params.extra} --out {output.json} --markdown {output.md} 2> {log}"
 
 
 rule analysis_suite_figure:
@@ -208,49 +215,50 @@ rule analysis_teacher_logits:
         " --senteval $(dirname {input.senteval}) {params.extra} --out {output.json} --figure {output.png} 2> {log}"
 
 
-# ---- analyses the paper tables ask for by path (csebench.reproduce): built when an item needs them
+# ---- analyses the paper tables ask for by path (csebench.results): built when an item needs them
 
 rule analysis_token_matrix:  # SSCL Fig. 5: the model's last-layer token cosine matrix of one STS-B test sentence
     input:
-        summary=f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/train.json",
+        summary=f"{RUN}/train.json",
         senteval=senteval_of,
     output:
-        f"{RESULTS}/{{suite}}/analysis/{{run}}/seed{{seed}}/token_matrix.json",
+        f"{EVAL}/analysis/token_matrix.json",
     threads: 1
     log:
-        f"{RESULTS}/{{suite}}/logs/analysis.token_matrix.{{run}}.seed{{seed}}.log",
+        f"{EVAL}/logs/analysis.token_matrix.log",
     shell:
-        "csebench --threads {threads} analyze token-matrix --models $(dirname {input.summary})/model --labels '{wildcards.run}'"
-        " --senteval $(dirname {input.senteval}) --out {output} 2> {log}"
+        "csebench --threads {threads} analyze token-matrix --models $(dirname {input.summary})/model --labels '{wildcards.key}'"
+        " --senteval $(dirname {input.senteval}) --label " + ANALYSIS_LABEL + " --out {output} 2> {log}"
 
 
-def _teacher_models(w):
-    return [_model_of(w.suite, r, s) for r, s in wf.teacher_jobs(PARAMS, w.suite, w.run, int(w.seed))]
+def _teacher_models(w):  # a student's teachers are part of the run (their keys are in its own)
+    suite, run = first_listed(w)
+    return [f"{wf.run_folder(PARAMS, suite, t, s)}/train.json" for t, s in wf.teacher_jobs(PARAMS, suite, run, int(w.seed))]
 
 
 rule analysis_distill_loss:  # DistillCSE Table 9: the student's distillation loss on training and test sentences
     input:
-        summary=f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/train.json",
+        summary=f"{RUN}/train.json",
         teachers=_teacher_models,
         corpus=corpus_of,
         senteval=senteval_of,
     output:
-        f"{RESULTS}/{{suite}}/analysis/{{run}}/seed{{seed}}/distill_loss.json",
+        f"{EVAL}/analysis/distill_loss.json",
     params:
         teachers=lambda w, input: " ".join(f"--teacher {os.path.dirname(t)}/model" for t in input.teachers),
     threads: config.get("threads", workflow.cores)
     resources:
         gpu=1,
     log:
-        f"{RESULTS}/{{suite}}/logs/analysis.distill_loss.{{run}}.seed{{seed}}.log",
+        f"{EVAL}/logs/analysis.distill_loss.log",
     shell:
         "csebench --threads {threads} analyze distill-loss --model $(dirname {input.summary})/model {params.teachers}"
-        " --corpus {input.corpus} --senteval $(dirname {input.senteval}) --out {output} 2> {log}"
+        " --corpus {input.corpus} --senteval $(dirname {input.senteval}) --label " + ANALYSIS_LABEL + " --out {output} 2> {log}"
 
 
 rule analysis_ensemble_sts:  # DistillCSE Table 5: STS of the mean normalised embedding of all seeds of a run
     input:
-        embeddings=lambda w: [f"{wf.run_dir(PARAMS, w.suite, w.run, s)}/embeddings.npz" for r, s in wf.evaluated_jobs(PARAMS, w.suite) if r == w.run],
+        embeddings=lambda w: [f"{RUNS.eval_folder(w.suite, w.run, s)}/embeddings.npz" for r, s in wf.evaluated_jobs(PARAMS, w.suite) if r == w.run],
         senteval=senteval_of,
     output:
         f"{RESULTS}/{{suite}}/analysis/{{run}}/ensemble_sts.json",
@@ -267,7 +275,7 @@ def _correlation_models(w):
     return {g: [_model_of(w.suite, r, s) for r, s in jobs] for g, jobs in groups.items()}
 
 
-rule analysis_model_correlation:  # DistillCSE Table 8: a student against its teacher, other teachers, other students
+rule analysis_model_correlation:  # DistillCSE Table 8: a student against its teacher, other teachers, other students (of its suite)
     input:
         summary=f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/train.json",
         self_teacher=lambda w: _correlation_models(w)["self_teacher"],

@@ -13,14 +13,25 @@ wildcard_constraints:
     run=r"[A-Za-z0-9_.+-]+",
     seed=r"\d+",
     data=r"[A-Za-z0-9_.+-]+",
+    key=r"[0-9a-f]{16}",
+    ev=r"eval-[A-Za-z0-9-]+",
+
+
+def first_listed(w):
+    """(suite, run) naming the run of a {key} job: the first of params.yaml that lists it."""
+    return RUNS.first(w.key, int(w.seed))
+
+
+def suite_of(w):  # a suite's job: its suite; a run's job: the suite that names it (same data source)
+    return w.suite if hasattr(w, "suite") else first_listed(w)[0]
 
 
 def corpus_of(w):
-    return f"{DATA}/{wf.suite_data(PARAMS, w.suite)}/corpus.txt"
+    return f"{DATA}/{wf.suite_data(PARAMS, suite_of(w))}/corpus.txt"
 
 
 def senteval_of(w):
-    return f"{DATA}/{wf.suite_data(PARAMS, w.suite)}/senteval/ROOT"
+    return f"{DATA}/{wf.suite_data(PARAMS, suite_of(w))}/senteval/ROOT"
 
 
 def run_dirs(suite, name="train.json", evaluated=False):

@@ -1,13 +1,13 @@
-# SentEval probing tasks (SSCL Table 4: SentLen, TreeDepth, CoordInv) per trained model. Not part of
-# `rule all`: ask for results/{suite}/runs/{run}/seed{seed}/probing.json. The data source needs a
-# `probing: {url: ...}` or `probing: {path: FOLDER}` entry in params.yaml (data.wiki1m has the URL).
-# Probing sentences are not in embeddings.npz, so eval_probing encodes with the model (GPU); a suite's
-# transfer cap (`transfer: {max_train_sentences: N}`) caps the probing train splits too ("capped").
-# Include this file after embed.smk (eval_settings, transfer_cap).
+# SentEval probing tasks (SSCL Table 4: SentLen, TreeDepth, CoordInv) per run. Not part of `rule all`:
+# ask for results/{suite}/runs/{run}/seed{seed}/probing.json (views.smk links it to the run's own).
+# The data source needs a `probing: {url: ...}` or `probing: {path: FOLDER}` entry in params.yaml
+# (data.wiki1m has the URL). Probing sentences are not in embeddings.npz, so eval_probing encodes with
+# the model (GPU); a suite's transfer cap (`transfer: {max_train_sentences: N}`) caps the probing train
+# splits too ("capped"). Include this file after embed.smk (eval_settings, transfer_cap).
 
 
 def probing_of(w):
-    return f"{DATA}/{wf.suite_data(PARAMS, w.suite)}/probing/ROOT"
+    return f"{DATA}/{wf.suite_data(PARAMS, suite_of(w))}/probing/ROOT"
 
 
 rule prepare_probing:
@@ -23,10 +23,10 @@ rule prepare_probing:
 
 rule eval_probing:
     input:
-        summary=f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/train.json",
+        summary=f"{RUN}/train.json",
         probing=probing_of,
     output:
-        f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/probing.json",
+        f"{EVAL}/probing.json",
     params:
         cap=transfer_cap,
         precision=lambda w: eval_settings(w)["precision"],
@@ -34,8 +34,8 @@ rule eval_probing:
     resources:
         gpu=1,  # encoding ~360k probing sentences with the model
     log:
-        f"{RESULTS}/{{suite}}/logs/eval_probing.{{run}}.seed{{seed}}.log",
+        f"{EVAL}/logs/eval_probing.log",
     shell:
         "csebench --threads {threads} eval-probing --model $(dirname {input.summary})/model --probing $(dirname {input.probing})"
-        " --precision {params.precision} --suite {wildcards.suite} --run {wildcards.run} --seed {wildcards.seed} {params.cap}"
+        " --precision {params.precision} --key {wildcards.key} --seed {wildcards.seed} {params.cap}"
         " --out {output} {PROGRESS} 2> {log}"

@@ -1,13 +1,19 @@
-def teacher_caches_of(w):
-    return [wf.teacher_cache(PARAMS, w.suite, run, seed) for run, seed in wf.teacher_jobs(PARAMS, w.suite, w.run, int(w.seed))]
+# Training, once per run (results/runs/{key}/seed{seed}, docs/runs.md), named by the first suite and
+# run of params.yaml that list it (--key).
+
+
+def teacher_caches_of(w):  # DistillCSE: its teachers' caches, each in the teacher run's own folder
+    suite, run = first_listed(w)
+    return [wf.teacher_cache(PARAMS, suite, t, s) for t, s in wf.teacher_jobs(PARAMS, suite, run, int(w.seed))]
 
 
 def train_corpus_of(w):  # an evaluation-only run (`train: false`) reads no corpus
-    return corpus_of(w) if wf.trains(PARAMS, w.suite, w.run) else []
+    suite, run = first_listed(w)
+    return corpus_of(w) if wf.trains(PARAMS, suite, run) else []
 
 
 def dev_set_of(w):  # `training.dev_set`: checkpoints selected on your own STS data (csebench reads the file from params)
-    return [f for f in [wf.dev_set_file(PARAMS, w.suite, w.run, int(w.seed))] if f]
+    return [f for f in [wf.dev_set_file(PARAMS, *first_listed(w), int(w.seed))] if f]
 
 
 rule train:  # with `train: false` it writes the untrained backbone as model/ (csebench.evalonly)
@@ -17,20 +23,19 @@ rule train:  # with `train: false` it writes the untrained backbone as model/ (c
         teachers=teacher_caches_of,
         dev_set=dev_set_of,
     output:
-        summary=f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/train.json",
-        model=directory(f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/model"),
-        train_curve=f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/train_curve.csv",
-        dev_curve=f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/dev_curve.csv",
+        summary=f"{RUN}/train.json",
+        model=directory(f"{RUN}/model"),
+        train_curve=f"{RUN}/train_curve.csv",
+        dev_curve=f"{RUN}/dev_curve.csv",
     params:
-        fingerprint=lambda w: wf.run_fingerprint(PARAMS, w.suite, w.run, int(w.seed)),
         corpus=lambda w, input: f"--corpus {input.corpus}" if input.corpus else "",
         teacher_args=lambda w, input: " ".join(f"--teacher-cache {t}" for t in input.teachers),
     resources:
         gpu=1,
     threads: config.get("threads", 4)
     log:
-        f"{RESULTS}/{{suite}}/logs/train.{{run}}.seed{{seed}}.log",
+        f"{RUN}/logs/train.log",
     shell:
-        "csebench --threads {threads} train --suite {wildcards.suite} --run {wildcards.run} --seed {wildcards.seed}"
+        "csebench --threads {threads} train --key {wildcards.key} --seed {wildcards.seed}"
         " {params.corpus} --senteval $(dirname {input.senteval}) --out $(dirname {output.summary})"
         " --cache-dir {DATA}/cache {params.teacher_args} {PROGRESS} 2> {log}"

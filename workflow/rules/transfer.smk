@@ -1,21 +1,21 @@
-# SentEval transfer tasks (MR CR SUBJ MPQA SST-2 TREC MRPC) per trained model, SimCSE's "test" mode.
+# SentEval transfer tasks (MR CR SUBJ MPQA SST-2 TREC MRPC) per run, SimCSE's "test" mode.
 # A suite may set `transfer: {max_train_sentences: N}` in params.yaml (CPU demo only): the output is then
-# marked "protocol": "capped". Include this file before report.smk (report picks up eval_transfer).
+# marked "protocol": "capped".
 
 
 rule eval_transfer:
     input:
-        summary=f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/train.json",
+        summary=f"{RUN}/train.json",
         senteval=senteval_of,
         embeddings=embeddings_of,
     output:
-        f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/transfer.json",
+        f"{EVAL}/transfer.json",
     params:
         cap=transfer_cap,
     threads: config.get("threads", 4)  # the classifiers (torch, CPU); embeddings are looked up
     log:
-        f"{RESULTS}/{{suite}}/logs/eval_transfer.{{run}}.seed{{seed}}.log",
+        f"{EVAL}/logs/eval_transfer.log",
     shell:
         "csebench --threads {threads} eval-transfer --model $(dirname {input.summary})/model --senteval $(dirname {input.senteval})"
-        " --embeddings {input.embeddings} --suite {wildcards.suite} --run {wildcards.run} --seed {wildcards.seed} {params.cap} --out {output}"
+        " --embeddings {input.embeddings} --key {wildcards.key} --seed {wildcards.seed} {params.cap} --out {output}"
         " {PROGRESS} 2> {log}"

@@ -13,10 +13,16 @@
     distill.ensemble_encode     DistillCSE Table 5  mean of members' normalized embeddings (STS)
 """
 
-from .core import (align_uniform, cosine_distribution, layer_similarities, neighbours_markdown, projected_sts,
-                   retrieve_neighbours, stsb_sentences, teacher_logit_stats, token_matrices, token_similarity_matrix,
-                   topk_negatives)
-
 __all__ = ["align_uniform", "cosine_distribution", "layer_similarities", "neighbours_markdown", "projected_sts",
            "retrieve_neighbours", "stsb_sentences", "teacher_logit_stats", "token_matrices", "token_similarity_matrix",
            "topk_negatives"]
+
+
+def __getattr__(name: str):
+    # core imports torch and scipy (about 2 s): loaded when a function is used, not when the CLI
+    # builds its parser (every csebench command does, the second-long ones too)
+    if name in __all__:
+        from . import core
+
+        return getattr(core, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

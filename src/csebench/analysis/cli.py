@@ -333,7 +333,7 @@ ANALYSES = ["align-uniform", "cosine-dist", "layers", "topk-negatives", "teacher
 
 
 def add_parsers(sub, common) -> None:
-    from ..cli import positive_int
+    from ..argtypes import positive_int
 
     sp = common(sub.add_parser("analyze", help="one of the papers' analyses of a model (JSON; some also PNG/Markdown)"))
     sp.add_argument("analysis", choices=ANALYSES)

@@ -7,28 +7,17 @@ from typing import Sequence
 
 import numpy as np
 
-from ..io import save_png, write_text
+from ..io import save_png, write_csv, write_text
+from ..results.plotting import pyplot
+from ..results.tables import Table, fmt
 from .core import GROUP_LABELS
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _save(fig, out: str | os.PathLike, footer: str = "") -> None:
-    save_png(fig, out, footer=footer)  # footer: the provenance line of the results drawn
 
 
 def plot_align_uniform(points: Sequence[dict], out: str | os.PathLike, title: str = "", footer: str = "") -> None:
     """IS-CSE Fig. 3: l_align (x) vs l_uniform (y), colour and bracketed number = average STS.
 
     points: dicts with label, alignment, uniformity, sts_avg (may be None)."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 4.2))
     xs = np.array([p["alignment"] for p in points])
     ys = np.array([p["uniformity"] for p in points])
@@ -55,7 +44,7 @@ def plot_align_uniform(points: Sequence[dict], out: str | os.PathLike, title: st
         ax.annotate(labels[i], (xs[i], ys[i]), xytext=(xs[i] + (-0.03 if right_half else 0.03) * (x1 - x0), y_text),
                     fontsize=8, va="center", ha="right" if right_half else "left",
                     arrowprops={"arrowstyle": "-", "color": "gray", "lw": 0.6})
-    _save(fig, out, footer)
+    save_png(fig, out, footer=footer)  # footer: the provenance line of the results drawn
 
 
 def label_slots(xs: np.ndarray, ys: np.ndarray, xlim, ylim, min_gap: float = 0.055, x_near: float = 0.35) -> dict[int, float]:
@@ -76,7 +65,7 @@ def label_slots(xs: np.ndarray, ys: np.ndarray, xlim, ylim, min_gap: float = 0.0
 
 def plot_cosine_dist(models: dict[str, dict], out: str | os.PathLike, title: str = "", footer: str = "") -> None:
     """IS-CSE Fig. 4: per gold-score group (y), the distribution of pair cosines (x), one violin per model."""
-    plt = _plt()
+    plt = pyplot()
     names = list(models)
     fig, ax = plt.subplots(figsize=(6.5, 1.0 + 0.9 * len(GROUP_LABELS) * max(1, len(names)) ** 0.5))
     width = 0.8 / max(1, len(names))
@@ -106,12 +95,12 @@ def plot_cosine_dist(models: dict[str, dict], out: str | os.PathLike, title: str
     ax.set_title(title or "Cosine similarity of STS-B pairs by human score")
     ax.grid(axis="x", alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
-    _save(fig, out, footer)
+    save_png(fig, out, footer=footer)  # footer: the provenance line of the results drawn
 
 
 def plot_layers(models: dict[str, dict], out: str | os.PathLike, title: str = "", footer: str = "") -> None:
     """SSCL Fig. 1 (inter-layer SetSim of adjacent layers) and Fig. 4 (TokSim per layer), side by side."""
-    plt = _plt()
+    plt = pyplot()
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
     for name, res in models.items():
         inter = res["inter_layer"]
@@ -132,12 +121,12 @@ def plot_layers(models: dict[str, dict], out: str | os.PathLike, title: str = ""
         a.legend(fontsize=8)
     fig.suptitle(title or "Over-smoothing on STS-B test")
     fig.tight_layout()
-    _save(fig, out, footer)
+    save_png(fig, out, footer=footer)  # footer: the provenance line of the results drawn
 
 
 def plot_token_matrices(res: dict, out: str | os.PathLike, title: str = "", footer: str = "") -> None:
     """SSCL Fig. 5: one token-by-token cosine heatmap per model, side by side, one colour scale."""
-    plt = _plt()
+    plt = pyplot()
     models = res["models"]
     n = len(models)
     width = max(len(m["tokens"]) for m in models.values())
@@ -157,12 +146,12 @@ def plot_token_matrices(res: dict, out: str | os.PathLike, title: str = "", foot
         ax.set_title(f"{label}\n(layer {m['layer']}{extra})", fontsize=9)
     fig.colorbar(im, ax=list(axes[0]), shrink=0.8, label="cosine similarity")
     fig.suptitle(title or "Token representation cosine similarity (SSCL Fig. 5)")
-    _save(fig, out, footer)
+    save_png(fig, out, footer=footer)  # footer: the provenance line of the results drawn
 
 
 def plot_topk_negatives(res: dict, out: str | os.PathLike, model_label: str = "", footer: str = "") -> None:
     """GS-InfoNCE Fig. 1: the i-th largest negative-pair cosine (mean over repeats) vs batch size."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     sizes = [int(n) for n in res["batch_sizes"]]
     tops = np.array([res["batch_sizes"][str(n)]["topk_mean"] for n in sizes])
@@ -179,13 +168,13 @@ def plot_topk_negatives(res: dict, out: str | os.PathLike, model_label: str = ""
     ax.set_title(f"Top-{tops.shape[1]} in-batch negative similarities" + (f"\n({model_label}, {res['repeats']} batches each)" if model_label else ""))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    _save(fig, out, footer)
+    save_png(fig, out, footer=footer)  # footer: the provenance line of the results drawn
 
 
 def plot_teacher_logits(res: dict, out: str | os.PathLike, title: str = "", footer: str = "") -> None:
     """DistillCSE Fig. 1: descending-sorted 1st-order values and 2nd-order logits, training batches
     vs STS-B dev (teacher 1), against relative rank."""
-    plt = _plt()
+    plt = pyplot()
     t = res["teachers"][0]
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
     for ax, key, ylabel, name in ((a1, "first_order", r"$\frac{1}{D}\sum_d h_{i,d}$ (l2-normalized embedding)", "1st order: embedding mean"),
@@ -203,23 +192,20 @@ def plot_teacher_logits(res: dict, out: str | os.PathLike, title: str = "", foot
         ax.legend(fontsize=8)
     fig.suptitle(title or f"Sharpness of teacher logits (DistillCSE Fig. 1), batch size {res['batch_size']}")
     fig.tight_layout()
-    _save(fig, out, footer)
+    save_png(fig, out, footer=footer)  # footer: the provenance line of the results drawn
 
 
 def embed_dim_table(models: dict[str, dict], out_md: str | os.PathLike, out_csv: str | os.PathLike | None = None,
                     footer: str = "") -> None:
     """SSCL Table 5 layout: model, dimension, avg STS (one row per projection)."""
-    from ..io import write_csv
-
     rows = []
     for name, res in models.items():
         for key, p in sorted(res["projected"].items(), key=lambda kv: (kv[1]["method"], kv[1]["dim"])):
             rows.append([name, p["dim"], f"linear ({p['method']})", p["avg"]])
         own = "linear head trained with the model (training.projection_dim)" if res.get("trained_projection") else "none (model output)"
         rows.append([name, res["full_dim"], own, res["full"]["avg"]])
-    fmt = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
-    lines = ["| Model | Dimension | Projection | Avg. STS |", "|---|---:|---|---:|"]
-    lines += [f"| {r[0]} | {r[1]} | {r[2]} | {fmt(r[3])} |" for r in rows]
+    lines = Table(["Model", "Dimension", "Projection", "Avg. STS"], "lrlr",
+                  [[str(r[0]), str(r[1]), r[2], fmt(r[3])] for r in rows]).markdown()
     note = ("\nAvg. STS = mean Spearman x100 over STS12-16, STS-B, SICK-R (test sets). "
             "random = Gaussian N(0, 1/dim) map; pca = top principal directions of the evaluation sentences' embeddings "
             "(post-hoc references). SSCL's own projection is trained jointly: runs with training.projection_dim.\n")

@@ -30,14 +30,15 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import ConfigError, DataError
+from . import MTEB_DEFAULT_TASKS, MTEB_STS_TASKS
 
 log = logging.getLogger(__name__)
 
 # The tasks of MTEB(eng, v2) are taken as that benchmark defines them (STS17: its en-en subset,
 # STS22.v2: en, test splits only); other names as mteb registers them.
 BENCHMARK = "MTEB(eng, v2)"
-STS_TASKS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICK-R", "BIOSSES", "STS17", "STS22.v2"]
-DEFAULT_TASKS = STS_TASKS + ["Banking77Classification", "AmazonCounterfactualClassification", "ArguAna", "SciFact"]
+STS_TASKS = MTEB_STS_TASKS
+DEFAULT_TASKS = MTEB_DEFAULT_TASKS
 SUMMARY = "mteb.json"
 PROTOCOL = "MTEB protocol"
 

@@ -27,6 +27,7 @@ from scipy.stats import spearmanr
 from ..errors import ConfigError, DataError
 from ..io import read_utf8
 from ..provenance import record_data
+from . import STS_TASKS
 
 log = logging.getLogger(__name__)
 
@@ -37,9 +38,7 @@ STS_SUBSETS = {
     "STS15": ["answers-forums", "answers-students", "belief", "headlines", "images"],
     "STS16": ["answer-answer", "headlines", "plagiarism", "postediting", "question-question"],
 }
-TEST_TASKS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]
-TABLE_NAMES = {"STS12": "STS12", "STS13": "STS13", "STS14": "STS14", "STS15": "STS15",
-               "STS16": "STS16", "STSBenchmark": "STS-B", "SICKRelatedness": "SICK-R"}
+TEST_TASKS = STS_TASKS
 
 
 @dataclass

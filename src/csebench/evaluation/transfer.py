@@ -63,13 +63,13 @@ from torch import nn
 
 from ..errors import ConfigError, DataError
 from ..provenance import record_data
+from . import TRANSFER_TASKS
 
 log = logging.getLogger(__name__)
 
 EncodeFn = Callable[[list[str]], torch.Tensor]
 
-TASKS = ["MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC"]
-TABLE_NAMES = {"MR": "MR", "CR": "CR", "SUBJ": "SUBJ", "MPQA": "MPQA", "SST2": "SST", "TREC": "TREC", "MRPC": "MRPC"}
+TASKS = TRANSFER_TASKS
 BINARY_FILES = {  # task: (folder, label-1 file, label-0 file)
     "MR": ("MR", "rt-polarity.pos", "rt-polarity.neg"),
     "CR": ("CR", "custrev.pos", "custrev.neg"),

@@ -18,7 +18,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..config import ConfigError, _suggest, from_dict
+from ..errors import ConfigError
+from ..schema import _suggest, from_dict
 from .base import ObjectiveTerm, StepContext, settings_as_dict
 from .contrastive import info_nce
 

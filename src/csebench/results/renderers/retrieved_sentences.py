@@ -1,28 +1,26 @@
-"""IS-CSE renderers beyond the generic ones: Table 9 (retrieved sentences, qualitative)."""
+"""IS-CSE Table 9 (retrieved sentences, qualitative): our kNN retrievals beside the paper's two
+printed examples."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from ...io import write_csv, write_text
-from ..core import Context
-from . import renderer
+from ..context import Context, Renderer
 
 
 def _neighbours_md(ctx: Context) -> list[str]:
     ref = ctx.ref(ctx.item.layout["run"])
-    return [f"{ctx.results}/{ref.suite}/analysis/{ref.run}/seed{s}/neighbours.md" for s in ctx.seeds(ref)[:1]]
+    return [f for s in ctx.seeds(ref)[:1] for f in ctx.files("analysis:neighbours_md", ref, s)]
 
 
-@renderer("retrieved_sentences", _neighbours_md)
 def render_retrieved(ctx: Context) -> list:
-    """Our kNN retrievals from a buffer of corpus sentences beside the paper's two printed examples
-    (a qualitative table: there is nothing to subtract)."""
+    """A qualitative table: there is nothing to subtract."""
     it = ctx.item
     src = _neighbours_md(ctx)
     ours = Path(src[0]).read_text(encoding="utf-8") if src and Path(src[0]).is_file() else "not yet run\n"
     ours = "\n".join(("#" + ln) if ln.startswith("#") else ln for ln in ours.splitlines())  # nest its headings
-    lines = [f"# {ctx.published_paper_short} {it.number}: {it.title}", "", it.shows, "", ctx.scale_note, "",
+    lines = [f"# {ctx.paper_short} {it.number}: {it.title}", "", it.shows, "", ctx.scale_note, "",
              "## Published examples", "", "| | Query sentence | Retrieved sentences (top 3) |", "|---|---|---|"]
     rows = []
     for i, ex in enumerate(it.layout.get("published") or [], 1):
@@ -36,3 +34,6 @@ def render_retrieved(ctx: Context) -> list:
     write_text(tex, "% qualitative table: see the Markdown file\n% " + ctx.provenance + "\n" + "\n".join(
         f"% {r[0]} {r[1]}.{r[3]}: {r[4]}" for r in rows) + "\n")
     return [ctx.path("md"), ctx.path("csv"), tex]
+
+
+RENDERER = Renderer(_neighbours_md, render_retrieved)

@@ -19,33 +19,15 @@ from pathlib import Path
 import numpy as np
 
 from ...io import atomic_path, save_png, write_csv, write_text
-from ...report import read_curve
-from .. import metrics as M
-from ..core import Context, fmt, mean_std, rel
-from . import renderer
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _placeholder(png: Path) -> None:
-    """The figure of an item whose runs do not exist yet."""
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(5, 3))
-    ax.text(0.5, 0.5, "not yet run", ha="center", va="center", color="grey")
-    ax.set_axis_off()
-    save_png(fig, png)
+from ..context import Context, Renderer
+from ..plotting import legend_or_empty, placeholder, plot_curve, pyplot
+from ..runs import RunRef, dig, mean_std, read_json_cached, run_path
+from ..tables import Table, csv_number, delta, fmt, rel
 
 
 def _header(ctx: Context) -> list[str]:
     it = ctx.item
-    return [f"# {ctx.published_paper_short} {it.number}: {it.title}", "", it.shows, "", f"Metric: {it.metric}.", "",
+    return [f"# {ctx.paper_short} {it.number}: {it.title}", "", it.shows, "", f"Metric: {it.metric}.", "",
             ctx.scale_note, "", f"![{it.number}]({ctx.path('png').name})", ""]
 
 
@@ -65,15 +47,8 @@ def _finish_md(ctx: Context, lines: list[str]) -> None:
     write_text(ctx.path("md"), "\n".join(lines).rstrip() + "\n")
 
 
-def _legend_or_empty(ax) -> None:
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=8)
-    else:
-        ax.text(0.5, 0.5, "not yet run", transform=ax.transAxes, ha="center", va="center", color="grey")
-
-
 def _title(ctx: Context) -> str:
-    return f"{ctx.published_paper_short} {ctx.item.number}" + (" (demo scale)" if ctx.scale == "demo" else "")
+    return f"{ctx.paper_short} {ctx.item.number}" + (" (demo scale)" if ctx.scale == "demo" else "")
 
 
 def _write_figure(ctx: Context, fig, header: list[str], rows: list[list], digits: int = 2) -> list:
@@ -81,8 +56,8 @@ def _write_figure(ctx: Context, fig, header: list[str], rows: list[list], digits
     if fig is not None:
         save_png(fig, ctx.path("png"), footer=ctx.provenance)
     write_csv(ctx.path("csv"), header + ["provenance"], [r + [ctx.provenance] for r in rows])
-    md = _header(ctx) + ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    md += ["| " + " | ".join(fmt(c, digits) if isinstance(c, float) else str(c) for c in r) + " |" for r in rows] + [""]
+    table = Table(header, "l" * len(header), [[fmt(c, digits) if isinstance(c, float) else str(c) for c in r] for r in rows])
+    md = _header(ctx) + table.markdown() + [""]
     _finish_md(ctx, md)
     return [ctx.path("png"), ctx.path("md"), ctx.path("csv")]
 
@@ -105,15 +80,14 @@ def _sweep_points(ctx: Context, compute: bool = True):
 
 def sweep_inputs(ctx: Context) -> list[str]:
     return [f for _, pts in _sweep_points(ctx, compute=False) for p in pts if p["run"]
-            for s in ctx.seeds(p["run"]) for f in M.files_for(ctx.item.layout["metric"], ctx.results, p["run"], s)]
+            for s in ctx.seeds(p["run"]) for f in ctx.files(ctx.item.layout["metric"], p["run"], s)]
 
 
-@renderer("sweep", sweep_inputs)
 def render_sweep(ctx: Context) -> list:
     lay = ctx.item.layout
     data = _sweep_points(ctx)
     source = f", from {lay['published_from']}" if lay.get("published_from") else ""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     colors = plt.get_cmap("tab10")
     rows = []
@@ -132,16 +106,15 @@ def render_sweep(ctx: Context) -> list:
                     label=f"{series['label']} (published{source})")
         for p, m in zip(pts, means):
             sd = mean_std(p["values"])[1]
-            rows.append([series["label"], p["label"], str(p["run"] or ""), len(p["values"]), "" if m is None else round(m, 4),
-                         "" if sd is None else round(sd, 4), "" if p["published"] is None else p["published"],
-                         "" if (m is None or p["published"] is None) else round(m - p["published"], 4)])
+            rows.append([series["label"], p["label"], str(p["run"] or ""), len(p["values"]), csv_number(m), csv_number(sd),
+                         "" if p["published"] is None else p["published"], csv_number(delta(m, p["published"]))])
         if lay.get("categorical"):
             ax.set_xticks(pos, [p["label"] for p in pts])
     ax.set(xlabel=lay.get("x_label", ""), ylabel=lay.get("y_label", ctx.item.metric))
     if lay.get("log_x"):
         ax.set_xscale("symlog", linthresh=0.5)
     ax.grid(alpha=0.3)
-    _legend_or_empty(ax)
+    legend_or_empty(ax)
     ax.set_title(_title(ctx))
     published = f"published (from {lay['published_from']})" if lay.get("published_from") else "published"
     return _write_figure(ctx, fig, ["series", "x", "run", "seeds", "ours_mean", "ours_std", published, "delta"], rows)
@@ -149,9 +122,9 @@ def render_sweep(ctx: Context) -> list:
 
 # ---------------------------------------------------------------------------------------- curves
 
-def _curve_files(ctx: Context, ref: M.RunRef) -> list[tuple[int, str, str]]:
-    return [(s, f"{ctx.results}/{ref.suite}/runs/{ref.run}/seed{s}/train_curve.csv",
-             f"{ctx.results}/{ref.suite}/runs/{ref.run}/seed{s}/dev_curve.csv") for s in ctx.seeds(ref)]
+def _curve_files(ctx: Context, ref: RunRef) -> list[tuple[int, str, str]]:
+    dirs = [(s, run_path(ctx.params, ctx.results, ref, s)) for s in ctx.seeds(ref)]
+    return [(s, f"{d}/train_curve.csv", f"{d}/dev_curve.csv") for s, d in dirs]
 
 
 def curves_inputs(ctx: Context) -> list[str]:
@@ -159,11 +132,10 @@ def curves_inputs(ctx: Context) -> list[str]:
     return [f for r in refs if r for _, a, b in _curve_files(ctx, r) for f in (a, b)]
 
 
-@renderer("curves", curves_inputs)
 def render_curves(ctx: Context) -> list:
     lay = ctx.item.layout
     panels = lay.get("panels", ["loss", "stsb_dev"])
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4))
     axes = np.atleast_1d(axes)
     colors = plt.get_cmap("tab10")
@@ -175,22 +147,20 @@ def render_curves(ctx: Context) -> list:
                 f = train_f if panel == "loss" else dev_f
                 if not Path(f).is_file():
                     continue
-                c = read_curve(f)
-                y = c.get(lay.get("loss_column", "loss") if panel == "loss" else "stsb_dev")
-                if y is None or "step" not in c:
-                    continue
-                ax.plot(c["step"], y, color=colors(i), alpha=1.0 if k == 0 else 0.45, lw=1.4,
-                        linestyle=series.get("linestyle", "-"), marker="o" if panel != "loss" else None, ms=3,
-                        label=series["label"] if k == 0 else None)
-                if panel != "loss" and len(y):
+                drawn = plot_curve(ax, f, lay.get("loss_column", "loss") if panel == "loss" else "stsb_dev",
+                                   color=colors(i), alpha=1.0 if k == 0 else 0.45, lw=1.4,
+                                   linestyle=series.get("linestyle", "-"), marker="o" if panel != "loss" else None, ms=3,
+                                   label=series["label"] if k == 0 else None)
+                if drawn is not None and panel != "loss" and len(drawn[1]):
+                    steps, y = drawn
                     best = int(np.nanargmax(y))
-                    rows.append([series["label"], str(ref), seed, int(c["step"][best]), round(float(y[best]), 4),
+                    rows.append([series["label"], str(ref), seed, int(steps[best]), round(float(y[best]), 4),
                                  round(float(y[-1]), 4)])
     titles = {"loss": "training loss", "stsb_dev": "STS-B dev Spearman × 100"}
     for ax, panel in zip(axes, panels):
         ax.set(xlabel="training step", ylabel=lay.get("loss_label", titles["loss"]) if panel == "loss" else titles[panel])
         ax.grid(alpha=0.3)
-        _legend_or_empty(ax)
+        legend_or_empty(ax)
     fig.suptitle(_title(ctx))
     fig.tight_layout()
     return _write_figure(ctx, fig, ["series", "run", "seed", "best_step", "best_stsb_dev", "last_stsb_dev"], rows)
@@ -200,15 +170,14 @@ def render_curves(ctx: Context) -> list:
 
 def seeds_inputs(ctx: Context) -> list[str]:
     refs = [r for s in ctx.item.layout["series"] if (r := ctx.ref(s["run"]))]
-    return [f for r in refs for seed in ctx.seeds(r) for f in M.files_for("sts:Avg", ctx.results, r, seed)]
+    return [f for r in refs for seed in ctx.seeds(r) for f in ctx.files("sts:Avg", r, seed)]
 
 
-@renderer("seeds", seeds_inputs)
 def render_seeds(ctx: Context) -> list:
     """Per task, the spread of each method's scores over its seeds (box + one dot per seed)."""
     lay = ctx.item.layout
     tasks = lay.get("tasks", ["STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R", "Avg"])
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(max(7, 1.3 * len(tasks)), 4.2))
     colors = plt.get_cmap("tab10")
     n = len(lay["series"])
@@ -225,13 +194,12 @@ def render_seeds(ctx: Context) -> list:
                 ax.scatter([pos] * len(vals), vals, s=9, color=colors(i), zorder=3,
                            label=series["label"] if t == 0 else None)
             m, sd = mean_std(vals)
-            rows.append([series["label"], str(ref), task, len(vals), "" if m is None else round(m, 4),
-                         "" if sd is None else round(sd, 4), "" if not vals else round(min(vals), 4),
-                         "" if not vals else round(max(vals), 4)])
+            rows.append([series["label"], str(ref), task, len(vals), csv_number(m), csv_number(sd),
+                         "" if not vals else round(min(vals), 4), "" if not vals else round(max(vals), 4)])
     ax.set_xticks(range(len(tasks)), tasks)
     ax.set_ylabel("Spearman × 100")
     ax.grid(alpha=0.3, axis="y")
-    _legend_or_empty(ax)
+    legend_or_empty(ax)
     ax.set_title(_title(ctx))
     return _write_figure(ctx, fig, ["method", "run", "task", "seeds", "mean", "std", "min", "max"], rows)
 
@@ -252,7 +220,6 @@ def analysis_inputs(ctx: Context) -> list[str]:
     return [fig, *data]
 
 
-@renderer("analysis", analysis_inputs)
 def render_analysis(ctx: Context) -> list:
     fig, data = _analysis_files(ctx)
     png = ctx.path("png")
@@ -260,7 +227,7 @@ def render_analysis(ctx: Context) -> list:
         with atomic_path(png) as tmp:
             shutil.copyfile(fig, tmp)
     else:
-        _placeholder(png)
+        placeholder(png)
     lines = _header(ctx)
     lines += [f"Drawn by the `{ctx.item.layout.get('analysis', 'analysis')}` analysis (docs/analyses.md); "
               f"source: `{rel(fig, ctx.out_dir)}`" + (", data: " + ", ".join(f"`{rel(d, ctx.out_dir)}`" for d in data) if data else "") + ".", ""]
@@ -270,7 +237,7 @@ def render_analysis(ctx: Context) -> list:
         rows = []
         for v in values:
             path = f"{ctx.results}/{ctx.suite()}/{v['file']}"
-            got = M.dig(M.read_json_cached(path) or {}, v["path"])
+            got = dig(read_json_cached(path) or {}, v["path"])
             ours = fmt(float(got), v.get("digits", 4)) if isinstance(got, (int, float)) else "not yet run"
             lines.append(f"| {v['label']} | {ours} | {fmt(v.get('published'))} |")
             rows.append([v["label"], "" if not isinstance(got, (int, float)) else got, v.get("published", "")])
@@ -287,7 +254,7 @@ def render_analysis(ctx: Context) -> list:
 MODEL_ANALYSES = {"align_uniform", "cosine_dist", "layers", "token_matrix"}
 
 
-def _model_analysis_files(ctx: Context) -> list[tuple[str, M.RunRef, str]]:
+def _model_analysis_files(ctx: Context) -> list[tuple[str, RunRef, str]]:
     """(label, run, analysis JSON of its first seed) per series whose run exists at this scale."""
     name = ctx.item.layout["analysis"]
     out = []
@@ -302,31 +269,30 @@ def _model_analysis_files(ctx: Context) -> list[tuple[str, M.RunRef, str]]:
 def model_analysis_inputs(ctx: Context) -> list[str]:
     files = [f for _, _, f in _model_analysis_files(ctx)]
     if ctx.item.layout["analysis"] == "align_uniform":  # colour = average STS
-        files += [f"{ctx.results}/{r.suite}/runs/{r.run}/seed{ctx.seeds(r)[0]}/sts.json" for _, r, _ in _model_analysis_files(ctx)]
+        files += [f for _, r, _ in _model_analysis_files(ctx) for f in ctx.files("sts:Avg", r, ctx.seeds(r)[0])]
     return files
 
 
-@renderer("model_analysis", model_analysis_inputs)
 def render_model_analysis(ctx: Context) -> list:
     """A per-model analysis of several runs in one figure, drawn by csebench.analysis.plots (the same
     functions as `csebench analyze-figure`), with the plotted summary numbers beside it."""
     from ...analysis import plots
 
     name = ctx.item.layout["analysis"]
-    models = {label: M.read_json_cached(f) for label, _, f in _model_analysis_files(ctx)}
+    models = {label: read_json_cached(f) for label, _, f in _model_analysis_files(ctx)}
     models = {k: v for k, v in models.items() if v is not None}
     title = _title(ctx)
     png = ctx.path("png")
     rows = []
     if not models:
-        _placeholder(png)
+        placeholder(png)
     elif name == "align_uniform":
         points = []
         for label, ref, f in _model_analysis_files(ctx):
             res = models.get(label)
             if res is None:
                 continue
-            sts = M.value("sts:Avg", ctx.results, ref, ctx.seeds(ref)[0])
+            sts = ctx.value("sts:Avg", ref, ctx.seeds(ref)[0])
             points.append({"label": label, "alignment": res["alignment"], "uniformity": res["uniformity"], "sts_avg": sts})
             rows.append([label, str(ref), round(res["alignment"], 4), round(res["uniformity"], 4), "" if sts is None else round(sts, 2)])
         plots.plot_align_uniform(points, png, title=title, footer=ctx.provenance)
@@ -359,3 +325,10 @@ def _summary(name: str, res: dict) -> list[float]:
         off = m[~np.eye(len(m), dtype=bool)]
         return [float(off.mean()) if off.size else float("nan")]
     return []
+
+
+SWEEP = Renderer(sweep_inputs, render_sweep)
+CURVES = Renderer(curves_inputs, render_curves)
+SEEDS = Renderer(seeds_inputs, render_seeds)
+ANALYSIS = Renderer(analysis_inputs, render_analysis)
+MODEL_ANALYSIS = Renderer(model_analysis_inputs, render_model_analysis)

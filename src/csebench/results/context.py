@@ -1,4 +1,5 @@
-"""What a renderer gets: the item, params, where results live, the scale, and cell values.
+"""What a renderer gets (a Context: the item, params, where results live, the scale, cell values and
+the provenance footer) and what a renderer is (inputs + render).
 
 Scale ``paper`` reads the suites the registry names; scale ``demo`` maps them through the item's
 ``demo:`` section (``suites: {paper suite: demo suite}`` and/or ``runs: {"suite/run": "suite/run"}``)
@@ -7,19 +8,25 @@ so the same layout is drawn from CPU-sized runs, marked as demo scale.
 
 from __future__ import annotations
 
-import math
-import os
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-
-import numpy as np
+from typing import Callable
 
 from ..errors import ConfigError
 from . import metrics as M
-from .registry import Item
+from .registry import Item, load_registry
+from .runs import RunRef, parse_run, read_json_cached
 
 SCALES = ("paper", "demo")
+
+
+@dataclass(frozen=True)
+class Renderer:
+    """A kind of table or figure: ``inputs(ctx)`` lists the result files it reads (Snakemake inputs),
+    ``render(ctx)`` writes the item's files and returns their paths."""
+    inputs: Callable[["Context"], list[str]]
+    render: Callable[["Context"], list[Path]]
 
 
 @dataclass
@@ -29,31 +36,31 @@ class Context:
     results: str = "results"
     scale: str = "paper"
     out_dir: Path = Path("results/papers")
-    published: dict = field(default_factory=dict)
+    renderer: Renderer | None = None  # set by csebench.results.render: its inputs are the footer's files
+    links: list[str] = field(default_factory=list)  # a suite README's extra links (analysis figures, tables)
+    n_boot: int = 1000  # paired bootstrap resamples of a suite table's significance test
 
     @property
-    def published_paper_short(self) -> str:
-        from .registry import load_registry
-
+    def paper_short(self) -> str:
         return (load_registry().papers.get(self.item.paper) or {}).get("short", self.item.paper)
 
     @property
     def default_suite(self) -> str:
         return self.item.suites[0]
 
-    def ref(self, spec: str) -> M.RunRef | None:
+    def ref(self, spec: str) -> RunRef | None:
         """A run reference of the layout, mapped to this scale; None where params.yaml has no such run
         (a demo-scale table shows only the rows the demo trains)."""
-        ref = M.parse_run(spec, self.default_suite)
+        ref = parse_run(spec, self.default_suite)
         if self.scale == "paper":  # a run left out of params.yaml (a trimmed suite) draws as n/a
             return ref if self.has_run(ref) else None
         demo = self.item.demo or {}
         runs = demo.get("runs") or {}
         suites = demo.get("suites") or {}
         if str(ref) in runs:
-            ref = M.parse_run(runs[str(ref)], self.default_suite)
+            ref = parse_run(runs[str(ref)], self.default_suite)
         elif ref.suite in suites:
-            ref = M.RunRef(suites[ref.suite], ref.run)
+            ref = RunRef(suites[ref.suite], ref.run)
         else:
             return None
         return ref if self.has_run(ref) else None
@@ -63,7 +70,7 @@ class Context:
         name = name or self.default_suite
         return name if self.scale == "paper" else ((self.item.demo or {}).get("suites") or {}).get(name, name)
 
-    def has_run(self, ref: M.RunRef) -> bool:
+    def has_run(self, ref: RunRef) -> bool:
         from ..config import find_run
 
         try:
@@ -72,15 +79,21 @@ class Context:
             return False
         return True
 
-    def seeds(self, ref: M.RunRef) -> list[int]:
+    def seeds(self, ref: RunRef) -> list[int]:
         return M.seeds_of(self.params, ref)
 
-    def values(self, metric: str, ref: M.RunRef) -> tuple[list[float], list[int]]:
+    def files(self, metric: str, ref: RunRef, seed: int) -> list[str]:
+        return M.files_for(metric, self.results, ref, seed, self.params)
+
+    def value(self, metric: str, ref: RunRef, seed: int):
+        return M.value(metric, self.results, ref, seed, self.params)
+
+    def values(self, metric: str, ref: RunRef) -> tuple[list[float], list[int]]:
         """The metric over the run's seeds that have it: (values, seeds)."""
         vals, seeds = [], []
         per_run = M.kind_of(metric) in ("run_analysis", "suite_analysis")  # one value, whatever the seeds
         for s in self.seeds(ref)[:1] if per_run else self.seeds(ref):
-            v = M.value(metric, self.results, ref, s, self.params)
+            v = self.value(metric, ref, s)
             if v is not None:
                 vals.append(v)
                 seeds.append(s)
@@ -93,10 +106,10 @@ class Context:
     def provenance(self) -> str:
         """The footer line of the item: the provenance of every result file it reads that exists."""
         from ..provenance import blocks_of, result_json, summary_line
-        from .renderers import get
 
-        files = dict.fromkeys(j for f in get(self.item.renderer).inputs(self) if (j := result_json(f)) is not None)
-        return summary_line([b for f in files for b in blocks_of(M.read_json_cached(str(f)))])
+        inputs = self.renderer.inputs(self) if self.renderer else []
+        files = dict.fromkeys(j for f in inputs if (j := result_json(f)) is not None)
+        return summary_line([b for f in files for b in blocks_of(read_json_cached(str(f)))])
 
     @property
     def scale_note(self) -> str:
@@ -111,36 +124,3 @@ class Context:
         out = list((demo.get("suites") or {}).values())
         out += [v.split("/", 1)[0] for v in (demo.get("runs") or {}).values()]
         return out
-
-
-def mean_std(vals: list[float]) -> tuple[float | None, float | None]:
-    if not vals:
-        return None, None
-    return float(np.mean(vals)), (float(np.std(vals, ddof=1)) if len(vals) > 1 else None)
-
-
-def input_files(item: Item, params: dict, results: str = "results", scale: str = "paper") -> list[str]:
-    """Every file the item's renderer reads (Snakemake inputs), in a stable order."""
-    from .renderers import get
-
-    ctx = Context(item, params, results, scale)
-    files = get(item.renderer).inputs(ctx)
-    return list(dict.fromkeys(files))
-
-
-def fmt(x, nd: int = 2, signed: bool = False) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "–"
-    if isinstance(x, str):
-        return x
-    if isinstance(x, bool):
-        return str(x)
-    if isinstance(x, int) and not signed:
-        return str(x)
-    if isinstance(x, float) and x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e5):
-        return f"{x:+.2e}" if signed else f"{x:.2e}"
-    return f"{x:+.{nd}f}" if signed else f"{x:.{nd}f}"
-
-
-def rel(path: str | os.PathLike, start: str | os.PathLike) -> str:
-    return Path(os.path.relpath(path, start)).as_posix()

@@ -1,4 +1,5 @@
-"""`csebench reproduce ...` and `csebench plan`: thin wrappers over csebench.reproduce and csebench.plan."""
+"""`csebench results ...`: render items (paper tables and figures, suite reports), list them, write
+docs/reproduction.md and the front page. Thin wrappers over csebench.results."""
 
 from __future__ import annotations
 
@@ -17,12 +18,14 @@ def _params(args) -> dict:
 
 def cmd_render(args) -> None:
     from ..io import staged_outputs
-    from . import render_item
+    from .render import render_item
 
+    params = _params(args)
     for item in args.item:
         with staged_outputs():  # an item's files appear together, or (error, Ctrl-C) not at all
-            written = render_item(item, _params(args), args.results, args.scale, args.out_dir)
-        log.info("%s (%s scale): %s", item, args.scale, ", ".join(map(str, written)))
+            written = render_item(item, params, args.results, args.scale, args.out_dir, links=args.link, n_boot=args.n_boot)
+        scale = "" if item.startswith("suite/") else f" ({args.scale} scale)"  # a suite's report has one scale
+        log.info("%s%s: %s", item, scale, ", ".join(map(str, written)))
 
 
 def cmd_docs(args) -> None:
@@ -33,7 +36,7 @@ def cmd_docs(args) -> None:
     if args.check:
         current = Path(args.out).read_text(encoding="utf-8") if Path(args.out).is_file() else ""
         if current != text:
-            print(f"{args.out} is stale: run `csebench reproduce docs`", file=sys.stderr)
+            print(f"{args.out} is stale: run `csebench results docs`", file=sys.stderr)
             raise SystemExit(1)
         return
     write_text(args.out, text)
@@ -49,43 +52,31 @@ def cmd_front_page(args) -> None:
 
 
 def cmd_list(args) -> None:
-    from . import item_outputs, output_root
     from .registry import load_registry
+    from .render import item_outputs
 
-    reg = load_registry()
-    for it in reg.items:
+    for it in load_registry().items:
         if args.suite and args.suite not in it.suites:
             continue
-        target = item_outputs(it, output_root(args.results))[0] if it.rebuilt else ""
+        target = item_outputs(it, args.results)[0] if it.rebuilt else ""
         print(f"{it.id:<28} {it.status:<15} {','.join(it.suites):<40} {target}")
 
 
-def cmd_plan(args) -> None:
-    from ..plan import plan, render_plan
-
-    params = _params(args)
-    suites = args.suites or suites_of_default(params)
-    print(render_plan(plan(params, suites)))
-
-
-def suites_of_default(params: dict) -> list[str]:
-    """The default target's suites: SimCSE's main table (`paper`) and every suite the registry reads."""
-    from .registry import load_registry
-
-    suites = ["paper"] + [s for s in load_registry().suites() if s != "paper"]
-    return [s for s in suites if s in (params.get("suites") or {})]
-
-
 def add_parsers(sub, common) -> None:
-    from . import SCALES
+    from ..argtypes import positive_int
+    from .context import SCALES
 
-    rp = sub.add_parser("reproduce", help="the papers' tables and figures (registry, renderers, pages)")
-    rsub = rp.add_subparsers(dest="reproduce_command", required=True)
-    sp = common(rsub.add_parser("render", help="write one or more registry items"))
-    sp.add_argument("--item", nargs="+", required=True, help="item id(s), e.g. is-cse/table-4 (see `reproduce list`)")
+    rp = sub.add_parser("results", help="tables, figures and pages: paper items, suite reports, the front page")
+    rsub = rp.add_subparsers(dest="results_command", required=True)
+    sp = common(rsub.add_parser("render", help="write one or more items"))
+    sp.add_argument("--item", nargs="+", required=True,
+                    help="item id(s): a paper item, e.g. is-cse/table-4 (see `results list`), or suite/<suite> (its report)")
     sp.add_argument("--scale", default="paper", choices=SCALES)
     sp.add_argument("--results", default="results", help="results root (default: results)")
-    sp.add_argument("--out-dir", default=None, help="default: results/papers/<paper> (demo: results/demo/papers/<paper>)")
+    sp.add_argument("--out-dir", default=None,
+                    help="default: results/papers/<paper> (demo: results/demo/papers/<paper>); a suite's: results/<suite>")
+    sp.add_argument("--link", nargs="*", default=[], help="a suite README's other files to link (analysis figures and tables)")
+    sp.add_argument("--n-boot", type=positive_int, default=1000, help="a suite table's paired bootstrap resamples (default: 1000)")
     sp.set_defaults(func=cmd_render)
     sp = rsub.add_parser("docs", help="write docs/reproduction.md from the registry")
     sp.add_argument("--out", default="docs/reproduction.md")
@@ -99,6 +90,3 @@ def add_parsers(sub, common) -> None:
     sp.add_argument("--suite", default=None)
     sp.add_argument("--results", default="results")
     sp.set_defaults(func=cmd_list)
-    sp = common(sub.add_parser("plan", help="suites, jobs, training runs and GPU-hours before anything runs"))
-    sp.add_argument("--suites", nargs="+", default=None, help="default: every suite of the default target")
-    sp.set_defaults(func=cmd_plan)

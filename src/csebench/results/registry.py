@@ -1,14 +1,19 @@
-"""The reproduction registry: every table and figure of the four papers (and SimCSE's main table).
+"""The items: every table and figure of the four papers (and SimCSE's main table), and one
+suite-level item per suite of params.yaml (its report: tables, figures, README).
 
-Data, not code: ``resources/reproduction/<paper>.yaml`` lists each paper's items. An item names what
-it shows, its metric, its status (``rebuilt`` | ``not-applicable`` | ``not-rebuilt`` with a reason),
-the suites whose runs it reads, the renderer that draws it (``csebench.reproduce.renderers``), the
-layout (rows, columns, which run and metric fills each cell) and the published values, each with its
-row and column named. ``docs/reproduction.md`` is generated from it.
+Paper items are data, not code: ``resources/reproduction/<paper>.yaml`` lists each paper's items. An
+item names what it shows, its metric, its status (``rebuilt`` | ``not-applicable`` | ``not-rebuilt``
+with a reason), the suites whose runs it reads, the renderer that draws it (csebench.results.render),
+the layout (rows, columns, which run and metric fills each cell) and the published values, each with
+its row and column named: the one source of published values (csebench.results.published).
+``docs/reproduction.md`` is generated from it.
 
 Cells: a cell's run is the row's ``run`` (or ``runs[i]``), else the column's ``run``; its metric is
 the row's ``metrics[i]``, the row's ``metric``, the column's ``metric``, else the block's. Runs are
-``suite/run`` or a bare run name of the item's first suite. Metrics: see ``csebench.reproduce.metrics``.
+``suite/run`` or a bare run name of the item's first suite. Metrics: see ``csebench.results.metrics``.
+
+Suite items (``suite/<name>``) are not listed in the YAML: every suite has one, drawn by the
+``suite`` renderer.
 """
 
 from __future__ import annotations
@@ -17,22 +22,23 @@ import importlib.resources
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from ..config import load_yaml_text
 from ..errors import ConfigError
+from ..schema import load_yaml_text
 
 STATUSES = ("rebuilt", "not-applicable", "not-rebuilt")
 KINDS = ("table", "figure")
-PAPER_FILES = ("simcse", "is-cse", "gs-infonce", "sscl", "distillcse")
+PAPER_FILES = ("simcse", "is-cse", "gs-infonce", "sscl", "distillcse")  # in this order; other files after them
 ITEM_KEYS = {"id", "paper", "number", "kind", "title", "shows", "metric", "status", "reason", "renderer", "suites",
              "layout", "published_text", "notes", "demo", "figure"}
+SUITE = "suite"  # the "paper" of suite-level items: suite/<name>
 
 
 @dataclass
 class Item:
-    id: str                      # "<paper>/<slug>", e.g. "is-cse/table-4"
+    id: str                      # "<paper>/<slug>", e.g. "is-cse/table-4"; "suite/<name>" for a suite's report
     paper: str
     number: str                  # as printed: "Table 4", "Figure 3a"
-    kind: str                    # table | figure
+    kind: str                    # table | figure | suite
     title: str
     shows: str
     metric: str
@@ -67,17 +73,41 @@ class Item:
         return self.renderer == "grid" and bool(metrics) and all(str(m).startswith("config:") for m in metrics)
 
 
+def cell_run(row: dict, column: dict, j: int) -> str | None:
+    """The run of a grid cell (column ``j``): the row's ``runs[j]``, else the row's ``run``, else the column's."""
+    runs = row.get("runs")
+    return runs[j] if runs is not None else row.get("run", column.get("run"))
+
+
+def cell_metric(block: dict, row: dict, column: dict, j: int) -> str | None:
+    """The metric of a grid cell: the row's ``metrics[j]``, ``metric``, the column's, else the block's."""
+    metrics = row.get("metrics")
+    return metrics[j] if metrics is not None else row.get("metric") or column.get("metric") or block.get("metric")
+
+
+def suite_item(suite: str) -> Item:
+    """The report of one suite: its STS and transfer tables, figures and README."""
+    return Item(id=f"{SUITE}/{suite}", paper=SUITE, number=f"suite {suite}", kind=SUITE, title=f"suite `{suite}`",
+                shows="every run of the suite: STS and transfer tables with the published rows bound to its runs, "
+                      "training curves, the STS average figure and a README index",
+                metric="STS test Spearman × 100 and SentEval transfer accuracy", status="rebuilt", renderer="suite",
+                suites=[suite])
+
+
 @dataclass
 class Registry:
     papers: dict[str, dict]
     items: list[Item]
 
     def item(self, item_id: str) -> Item:
+        if item_id.startswith(f"{SUITE}/"):
+            return suite_item(item_id.split("/", 1)[1])
         for it in self.items:
             if it.id == item_id:
                 return it
         close = [i.id for i in self.items if i.id.split("/")[0] == item_id.split("/")[0]]
-        raise ConfigError(f"unknown reproduction item '{item_id}'" + (f" (items of that paper: {', '.join(close)})" if close else ""))
+        which = f"of that paper: {', '.join(close)}" if close else "`csebench results list` lists them"
+        raise ConfigError(f"unknown item '{item_id}': give a paper item ({which}) or suite/<suite>")
 
     def by_paper(self) -> dict[str, list[Item]]:
         out: dict[str, list[Item]] = {p: [] for p in self.papers}
@@ -103,6 +133,12 @@ class Registry:
         count["configuration"] = sum(it.rebuilt and it.configuration for it in self.items)
         count["measured"] = count["rebuilt"] - count["configuration"]
         return count
+
+
+def default_suites(params: dict) -> list[str]:
+    """The default target's suites: SimCSE's main table (`paper`) and every suite the registry reads."""
+    suites = ["paper"] + [s for s in load_registry().suites() if s != "paper"]
+    return [s for s in suites if s in (params.get("suites") or {})]
 
 
 def _parse_item(raw: dict, paper: str, where: str) -> Item:
@@ -131,6 +167,8 @@ def _parse_item(raw: dict, paper: str, where: str) -> Item:
 def parse_registry(docs: dict[str, dict]) -> Registry:
     papers, items, ids = {}, [], set()
     for name, doc in docs.items():
+        if name == SUITE:
+            raise ConfigError(f"reproduction/{name}.yaml: '{SUITE}' names the suite-level items; rename the paper")
         papers[name] = doc.get("paper") or {}
         for i, raw in enumerate(doc.get("items") or []):
             it = _parse_item(raw, name, f"reproduction/{name}.yaml, item {i + 1}")
@@ -141,10 +179,16 @@ def parse_registry(docs: dict[str, dict]) -> Registry:
     return Registry(papers, items)
 
 
+def read_registry(root) -> Registry:
+    """The registry files of a folder: PAPER_FILES in their order, then any other ``*.yaml`` (sorted)."""
+    others = sorted(f.name[:-5] for f in root.iterdir() if f.name.endswith(".yaml") and f.name[:-5] not in PAPER_FILES)
+    docs = {}
+    for name in (*PAPER_FILES, *others):  # a new paper or study: one more file
+        f = root.joinpath(f"{name}.yaml")
+        docs[name] = (load_yaml_text(f.read_text(encoding="utf-8"), f"resources/reproduction/{name}.yaml") or {}) if f.is_file() else {}
+    return parse_registry(docs)
+
+
 @lru_cache(maxsize=1)
 def load_registry() -> Registry:
-    root = importlib.resources.files("csebench").joinpath("resources/reproduction")
-    docs = {}
-    for name in PAPER_FILES:
-        docs[name] = load_yaml_text(root.joinpath(f"{name}.yaml").read_text(encoding="utf-8"), f"resources/reproduction/{name}.yaml") or {}
-    return parse_registry(docs)
+    return read_registry(importlib.resources.files("csebench").joinpath("resources/reproduction"))

@@ -1,0 +1,78 @@
+"""Render an item: find its renderer (imported on first use, by name: no module of the package
+imports a renderer), build its Context, list its inputs or write its files.
+
+    render_item(item_id, params, ...)   write one item's files
+    input_files(item, params, ...)      the result files it reads (Snakemake inputs)
+    item_outputs(item, results, scale)  the files it writes
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from pathlib import Path
+
+from ..errors import ConfigError
+from .context import SCALES, Context, Renderer
+from .registry import SUITE, Item, load_registry
+
+# A renderer named N is the RENDERER of the module renderers/N.py (grid, suite, retrieved_sentences):
+# adding a kind of table or figure is that one file (docs/results.md). The figures module holds several:
+RENDERERS = {
+    "sweep": "csebench.results.renderers.figures:SWEEP",
+    "curves": "csebench.results.renderers.figures:CURVES",
+    "seeds": "csebench.results.renderers.figures:SEEDS",
+    "analysis": "csebench.results.renderers.figures:ANALYSIS",
+    "model_analysis": "csebench.results.renderers.figures:MODEL_ANALYSIS",
+}
+RENDERER_PACKAGE = "csebench.results.renderers"
+TABLE_EXTS = ("md", "csv", "tex")
+FIGURE_EXTS = ("png", "md", "csv")
+SUITE_FILES = [*(f"tables/{k}.{e}" for k in ("sts", "transfer") for e in TABLE_EXTS),
+               "figures/training_curves.png", "figures/sts_avg.png", "README.md"]
+
+
+def get(name: str | None) -> Renderer:
+    module, obj = RENDERERS.get(name, f"{RENDERER_PACKAGE}.{name}:RENDERER").split(":")
+    if name not in RENDERERS and not (isinstance(name, str) and name.isidentifier() and importlib.util.find_spec(module)):
+        raise ConfigError(f"unknown renderer '{name}' (a module {RENDERER_PACKAGE}.<name> defining RENDERER, "
+                          f"or one of {', '.join(sorted(RENDERERS))})")
+    return getattr(importlib.import_module(module), obj)
+
+
+def output_root(results: str = "results", scale: str = "paper") -> str:
+    """results/papers (paper scale) or results/demo/papers (demo scale)."""
+    return f"{results}/papers" if scale == "paper" else f"{results}/{scale}/papers"
+
+
+def out_dir(item: Item, results: str = "results", scale: str = "paper") -> str:
+    """The folder an item writes into: the suite's for a suite item, else its paper's."""
+    return f"{results}/{item.slug}" if item.paper == SUITE else f"{output_root(results, scale)}/{item.paper}"
+
+
+def item_outputs(item: Item, results: str = "results", scale: str = "paper") -> list[str]:
+    """The files an item writes, its DAG target first (a suite's README last: it links the others)."""
+    root = out_dir(item, results, scale)
+    if item.paper == SUITE:
+        return [f"{root}/{f}" for f in SUITE_FILES]
+    return [f"{root}/{item.slug}.{e}" for e in (TABLE_EXTS if item.kind == "table" else FIGURE_EXTS)]
+
+
+def context(item: Item, params: dict, results: str = "results", scale: str = "paper",
+            out: str | Path | None = None, **kw) -> Context:
+    if scale not in SCALES:
+        raise ValueError(f"scale '{scale}' (valid: {', '.join(SCALES)})")
+    return Context(item, params, results, scale, Path(out or out_dir(item, results, scale)), get(item.renderer), **kw)
+
+
+def input_files(item: Item, params: dict, results: str = "results", scale: str = "paper") -> list[str]:
+    """Every file the item's renderer reads (Snakemake inputs), in a stable order."""
+    ctx = context(item, params, results, scale)
+    return list(dict.fromkeys(ctx.renderer.inputs(ctx)))
+
+
+def render_item(item_id: str, params: dict, results: str = "results", scale: str = "paper",
+                out: str | Path | None = None, **kw) -> list[Path]:
+    item = load_registry().item(item_id)
+    ctx = context(item, params, results, scale, out, **kw)
+    return ctx.renderer.render(ctx)

@@ -1,0 +1,196 @@
+"""The result files of a run, read once: one RunResult per evaluation file (sts.json, transfer.json,
+probing.json), the run path, training curves, and the mean ± std over seeds that every table prints.
+
+A run is named ``suite/run`` (RunRef); its files live in ``csebench.paths.run_dir`` (the one run path,
+shared with the Snakemake rules).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from ..evaluation import PRINTED, STS_TASKS, TRANSFER_TASKS
+from ..paths import run_dir
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of evaluation file and the table it makes."""
+    name: str                 # "sts" | "transfer" | "probing"
+    tasks: list[str]          # the keys of its "tasks" whose mean is the average ([] = no fixed set)
+    columns: list[str]        # printed column names of the suite table, without the average
+    title: str
+    unit: str
+
+
+KINDS = {
+    "sts": Kind("sts", STS_TASKS, [PRINTED.get(t, t) for t in STS_TASKS], "STS test sets",
+                "Spearman correlation x 100, \"all\" setting"),
+    "transfer": Kind("transfer", TRANSFER_TASKS, TRANSFER_TASKS, "SentEval transfer tasks", "classification accuracy (%)"),
+    "probing": Kind("probing", [], [], "SentEval probing tasks", "accuracy (%)"),
+}
+
+
+def task_key(kind: str, name: str) -> str:
+    """A task as the result file names it, from its printed name (STS-B -> STSBenchmark, SST -> SST2)."""
+    keys = {PRINTED.get(t, t): t for t in KINDS[kind].tasks}
+    return keys.get(name, name)
+
+
+@dataclass(frozen=True)
+class RunRef:
+    suite: str
+    run: str
+
+    def __str__(self) -> str:
+        return f"{self.suite}/{self.run}"
+
+
+def parse_run(ref: str, default_suite: str) -> RunRef:
+    """``suite/run``, or a bare run name of ``default_suite``."""
+    if "/" in ref:
+        suite, run = ref.split("/", 1)
+        return RunRef(suite, run)
+    return RunRef(default_suite, ref)
+
+
+def run_path(params: dict | None, results: str, ref: RunRef, seed: int) -> str:
+    return run_dir(params, ref.suite, ref.run, seed, results)
+
+
+# --------------------------------------------------------------------------------------- reading
+
+@lru_cache(maxsize=4096)
+def _json(path: str, stamp: tuple[int, int]):
+    from ..io import read_json
+
+    return read_json(path)
+
+
+def read_json_cached(path: str | os.PathLike):
+    """A result JSON, read once per version (renderers ask for the same file many times); None if absent."""
+    if not os.path.isfile(path):
+        return None
+    st = os.stat(path)
+    return _json(str(path), (st.st_mtime_ns, st.st_size))
+
+
+def dig(obj, path: str):
+    """``a.b.0.c`` into nested dicts/lists; None where absent."""
+    for part in path.split(".") if path else []:
+        if isinstance(obj, list):
+            try:
+                obj = obj[int(part)]
+            except (ValueError, IndexError):
+                return None
+        elif isinstance(obj, dict):
+            if part not in obj:
+                return None
+            obj = obj[part]
+        else:
+            return None
+    return obj
+
+
+def number(x) -> float | None:
+    """A finite-or-infinite float, None for anything else (null, NaN, true/false, text)."""
+    if isinstance(x, bool) or x is None:
+        return None
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(v) else v
+
+
+@dataclass
+class RunResult:
+    """One evaluation file of one run and seed: its scores, the run's identity and its provenance."""
+    path: Path
+    kind: str
+    tasks: dict
+    avg: float | None          # the average over all the kind's tasks only, never a subset's
+    info: dict                 # suite, name, seed, method, backbone (+ labels), from run_info then train.json
+    protocol: str = "full"
+    warning: str | None = None
+    provenance: list = field(default_factory=list)  # the blocks of this file and of the run's train.json
+
+    @classmethod
+    def from_disk(cls, path: str | os.PathLike, kind: str) -> RunResult | None:
+        from ..provenance import blocks_of
+
+        path = Path(path)
+        res = read_json_cached(path)
+        if res is None:
+            return None
+        train = read_json_cached(path.parent / "train.json") or {}
+        info = dict(res.get("run_info", {}))
+        for key in ("method", "backbone", "seed", "suite", "name"):
+            if info.get(key) is None and train.get(key) is not None:
+                info[key] = train[key]
+        tasks = res.get("tasks") or {}
+        wanted = KINDS[kind].tasks
+        complete = all(t in tasks for t in wanted)
+        avg = res.get("avg") if complete else None
+        if avg is None and complete and wanted:
+            avg = float(np.mean([tasks[t] for t in wanted]))
+        return cls(path, kind, tasks, number(avg), info, res.get("protocol", "full"), res.get("warning"),
+                   blocks_of(res) + (blocks_of(train) if train else []))
+
+    def score(self, task: str) -> float | None:
+        """A task by its key or printed name ("Avg" = the average)."""
+        if task == "Avg":
+            return self.avg
+        return number(self.tasks.get(task_key(self.kind, task)))
+
+    @property
+    def pairs_path(self) -> str | None:
+        """The per-pair similarities beside an STS result (`eval-sts --pairs-out`), for the paired bootstrap."""
+        pairs = self.path.with_name("sts_pairs.npz")
+        return str(pairs) if self.kind == "sts" and pairs.is_file() else None
+
+
+def seed_of_folder(path: Path) -> int | None:
+    m = re.fullmatch(r"seed(\d+)", path.name)
+    return int(m.group(1)) if m else None
+
+
+def read_curve(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """A training or dev curve CSV as columns (unparseable cells NaN)."""
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    if not rows:
+        return {}
+    header, data = rows[0], rows[1:]
+    cols: dict[str, np.ndarray] = {}
+    for i, name in enumerate(header):
+        vals = []
+        for r in data:
+            try:
+                vals.append(float(r[i]))
+            except (ValueError, IndexError):
+                vals.append(float("nan"))
+        cols[name] = np.asarray(vals)
+    return cols
+
+
+def mean_std(values):
+    """Mean and sample standard deviation (ddof 1) over seeds: of a list (floats; std None with fewer
+    than 2 values, both None with none) or of a seeds x columns array with NaN where missing (per
+    column; std None with fewer than 2 seeds)."""
+    a = np.asarray(values, dtype=float)
+    if a.ndim == 1:
+        if not len(a):
+            return None, None
+        return float(np.mean(a)), (float(np.std(a, ddof=1)) if len(a) > 1 else None)
+    with np.errstate(all="ignore"):
+        mean = np.nanmean(a, axis=0) if len(a) else np.array([])
+        return mean, (np.nanstd(a, axis=0, ddof=1) if len(a) > 1 else None)

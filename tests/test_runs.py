@@ -1,0 +1,309 @@
+"""Issue 25: a run is its resolved configuration, not the suite asking for it; each distinct run is
+trained, embedded and evaluated once, and every suite listing it sees it under its own names."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from csebench import workflow as wf
+from csebench.config import load_params, resolve_run
+from csebench.errors import ConfigError, DataError
+from runhelpers import ROOT, write_config
+from test_bad_input import assert_fails, run_cli
+
+P = load_params(ROOT / "params.yaml")
+TINY = {"max_steps": 4, "eval_steps": 2, "batch_size": 16, "learning_rate": 1.0e-4, "log_steps": 2, "checkpoint_steps": 4}
+
+
+def _two_suites(**b_runs) -> dict:
+    """Suites a and b on the ci data: a's simcse is b's `copy` (another name and label, the same run)."""
+    params = copy.deepcopy(P)
+    runs_b = [{"name": "copy", "backbone": "tiny", "method": "simcse", "label": "Another label"},
+              {"name": "hotter", "backbone": "tiny", "method": "simcse", "training": {"temperature": 0.1}}]
+    params["suites"]["a"] = {"data": "ci", "seeds": [1], "training": TINY,
+                             "runs": [{"name": "simcse", "backbone": "tiny", "method": "simcse"}]}
+    params["suites"]["b"] = {"data": "ci", "seeds": [1], "training": dict(TINY), "runs": b_runs.get("runs", runs_b)}
+    return params
+
+
+def test_a_run_is_its_configuration_not_its_names(monkeypatch):
+    params = _two_suites()
+    key = lambda p, s, r: wf.Runs(p).key(s, r)  # noqa: E731
+    assert key(params, "a", "simcse") == key(params, "b", "copy")  # other suite, name, label: the same run
+    assert key(params, "a", "simcse") != key(params, "b", "hotter")
+    assert resolve_run(params, "a", "simcse", 1).fingerprint() == resolve_run(params, "b", "copy", 1).fingerprint()
+    assert resolve_run(params, "a", "simcse", 1).fingerprint() != resolve_run(params, "a", "simcse", 2).fingerprint()
+    runs = wf.Runs(params)
+    assert runs.folder("a", "simcse", 1) == runs.folder("b", "copy", 1) == f"results/runs/{runs.key('a', 'simcse')}/seed1"
+    # one suite's override reaching the run makes it a run of its own
+    changed = copy.deepcopy(params)
+    changed["suites"]["b"]["training"]["learning_rate"] = 2.0e-4
+    assert key(changed, "b", "copy") != key(params, "b", "copy") and key(changed, "a", "simcse") == key(params, "a", "simcse")
+    # another data source (corpus sample) is another run; the shared folder's place on this machine is not
+    other = copy.deepcopy(params)
+    other["data"]["ci2"] = copy.deepcopy(other["data"]["ci"])
+    other["suites"]["b"]["data"] = "ci2"
+    assert key(other, "b", "copy") == key(params, "a", "simcse")  # the same source under another name
+    other["data"]["ci2"]["corpus"]["sample"] = 128
+    assert key(other, "b", "copy") != key(params, "a", "simcse")
+    here = key(params, "a", "simcse")
+    monkeypatch.setenv("CSEBENCH_SHARED", "/elsewhere/shared")
+    assert resolve_run(params, "a", "simcse", 1).data.corpus.path.startswith("/elsewhere/shared/")
+    assert key(params, "a", "simcse") == here
+    # evaluation only is not the trained run; the evaluation settings are a folder of the run, not another run
+    untrained = _two_suites(runs=[{"name": "copy", "backbone": "tiny", "method": "simcse", "train": False}])
+    assert key(untrained, "b", "copy") != key(untrained, "a", "simcse")
+    capped = copy.deepcopy(params)
+    capped["suites"]["b"]["evaluation"] = {"max_sts_pairs": 100}
+    r = wf.Runs(capped)
+    assert r.key("b", "copy") == r.key("a", "simcse") and r.eval_folder("b", "copy", 1) != r.eval_folder("a", "simcse", 1)
+    assert r.eval_folder("a", "simcse", 1).endswith("/seed1/eval-fp32")
+    assert re.search(r"/seed1/eval-fp32-capped-[0-9a-f]{8}$", r.eval_folder("b", "copy", 1))
+
+
+def test_students_are_the_same_run_when_their_teachers_are():
+    params = _two_suites()
+    distill = {"distillation": {"teachers": {"run": "simcse", "seeds": [1, 2]}}}
+    params["suites"]["a"]["runs"].append({"name": "student", "backbone": "tiny", "method": "distillcse", "objectives": distill})
+    params["suites"]["b"]["runs"].append({"name": "pupil", "backbone": "tiny", "method": "distillcse",
+                                          "objectives": {"distillation": {"teachers": {"run": "copy", "seeds": [1, 2]}}}})
+    params["suites"]["b"]["runs"].append({"name": "other-pupil", "backbone": "tiny", "method": "distillcse",
+                                          "objectives": {"distillation": {"teachers": {"run": "hotter", "seeds": [1, 2]}}}})
+    runs = wf.Runs(params)
+    assert runs.key("a", "student") == runs.key("b", "pupil")  # teachers named differently, the same teachers
+    assert runs.key("a", "student") != runs.key("b", "other-pupil")  # same names elsewhere would not do: keys
+    assert wf.teacher_cache(params, "b", "copy", 2) == f"{runs.folder('a', 'simcse', 2)}/teacher/embeddings.npy"
+    assert runs.same_run_as("b", "copy", 2) == "a/simcse"  # teacher seeds count as listed
+    # a teacher changed in one suite changes its students there
+    params["suites"]["b"]["training"]["temperature"] = 0.07
+    assert wf.Runs(params).key("b", "pupil") != wf.Runs(params).key("a", "student")
+
+
+def test_same_run_as_names_the_first_suite_listing_it():
+    runs = wf.runs_of(P)
+    assert wf.same_run_as(P, "ablation-iscse-buffer", "buffer-1024", 42) == "paper-iscse/bert-base-iscse"
+    assert wf.same_run_as(P, "paper-iscse", "bert-base-iscse", 42) is None
+    assert wf.same_run_as(P, "paper-sscl-depth", "simcse-12", 42) == "paper/bert-base-simcse"
+    assert wf.same_run_as(P, "ablation-distillcse-lambda", "simcse", 1) == "paper-distillcse/bert-base-simcse"
+    # DistillCSE students named by their teachers' keys: vanilla distillation from seed 1 is one run
+    assert wf.same_run_as(P, "ablation-distillcse-lambda", "lambda-1.0", 42) == "paper-distillcse/bert-base-vanilla-distill"
+    assert wf.same_run_as(P, "ablation-iscse-buffer", "buffer-256", 42) is None
+    assert runs.first(runs.key("ablation-iscse-k", "k-16"), 42) == ("paper-iscse", "bert-base-iscse")
+    with pytest.raises(ConfigError, match="no run of params.yaml has the key 0123456789abcdef"):
+        runs.first("0123456789abcdef", 42)
+
+
+def test_plan_prints_runs_requested_and_trained_and_the_saved_gpu_hours():
+    from csebench.plan import distinct, plan, render_plan
+
+    plans = plan(P, ["paper", "paper-sscl-depth", "paper-iscse", "ablation-iscse-buffer"])
+    once = distinct(plans)
+    assert sum(p.training_runs for p in plans) == 4 + 2 + 4 + 6
+    assert once.training_runs == 16 - 2  # simcse-12 is paper's BERT-base SimCSE; buffer-1024 is paper-iscse's
+    alone = sum(p.gpu_hours(989e12) for p in plans)
+    assert 0 < once.gpu_hours(989e12) < alone
+    text = render_plan(plans)
+    m = re.search(r"Runs requested (\d+), trained (\d+).*GPU-hours of the distinct runs ([\d.]+), saved ([\d.]+) of the ([\d.]+)", text)
+    assert m and (m[1], m[2]) == ("16", "14"), text
+    assert float(m[3]) == pytest.approx(once.gpu_hours(989e12), abs=0.05)
+    assert float(m[4]) == pytest.approx(alone - once.gpu_hours(989e12), abs=0.1) and float(m[4]) > 0
+    assert re.search(r"^total: 4 suites\s+16\s+\d+\s+[\d.]+$", text, re.M)  # the rows still count each suite alone
+
+
+# ----------------------------------------------------------------------------- a suite's view of a run
+
+
+def _fake_run(folder: Path, info: dict) -> None:
+    ev = folder / "eval-fp32"
+    (folder / "model").mkdir(parents=True)
+    (folder / "model" / "config.json").write_text("{}")
+    (folder / "train.json").write_text(json.dumps({"run": "simcse/seed1", "suite": "a", "method": "simcse", "backbone": "tiny",
+                                                   "seed": 1, "stsb_dev_best": 50.0}))
+    (folder / "train_curve.csv").write_text("step,loss\n1,2.0\n")
+    (ev / "analysis").mkdir(parents=True)
+    (ev / "sts.json").write_text(json.dumps({"avg": 60.0, "tasks": {"STS12": 60.0}, "run_info": info}))
+    (ev / "sts_pairs.npz").write_bytes(b"pairs")
+    (ev / "analysis" / "neighbours.json").write_text(json.dumps({"analysis": "neighbours", "label": "k s1", "items": []}))
+    (ev / "analysis" / "neighbours.md").write_text("## Retrieved neighbours (k s1)\n\nkeep (k s1) here\n")
+
+
+def test_view_run_relabels_the_results_and_links_the_rest(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    params = _two_suites()
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    folder = Path(wf.Runs(params).folder("b", "copy", 1))
+    _fake_run(folder, {"suite": "a", "name": "simcse", "seed": 1, "method": "simcse", "method_label": "SimCSE",
+                       "backbone": "tiny", "backbone_label": "tiny random BERT"})
+    view = Path("results/b/runs/copy/seed1")
+    base = ["view-run", "--suite", "b", "--run", "copy", "--seed", "1"]
+    assert run_cli(capsys, [*base, "--from", str(folder), "--out", str(view), "train.json", "train_curve.csv", "model"])[0] == 0
+    assert run_cli(capsys, [*base, "--first", "a/simcse", "--from", str(folder / "eval-fp32"), "--out", str(view),
+                            "sts.json", "sts_pairs.npz"])[0] == 0
+    analysis = Path("results/b/analysis/copy/seed1")
+    assert run_cli(capsys, [*base, "--from", str(folder / "eval-fp32/analysis"), "--out", str(analysis),
+                            "neighbours.json", "neighbours.md"])[0] == 0
+    sts = json.loads((view / "sts.json").read_text())
+    assert sts["run_info"] == {"suite": "b", "name": "copy", "seed": 1, "method": "simcse", "method_label": "Another label",
+                               "backbone": "tiny", "backbone_label": "tiny random BERT"}
+    assert sts["avg"] == 60.0 and sts["same_run_as"] == "a/simcse" and sts["run_folder"] == folder.as_posix()
+    train = json.loads((view / "train.json").read_text())
+    assert (train["run"], train["suite"], train["same_run_as"], train["stsb_dev_best"]) == ("copy/seed1", "b", "a/simcse", 50.0)
+    for name in ("model", "train_curve.csv", "sts_pairs.npz"):  # relative links into the run's folder
+        assert (view / name).is_symlink() and not os.path.isabs(os.readlink(view / name))
+    assert (view / "model" / "config.json").is_file() and (view / "sts_pairs.npz").read_bytes() == b"pairs"
+    assert json.loads((analysis / "neighbours.json").read_text())["label"] == "copy s1"
+    assert (analysis / "neighbours.md").read_text() == "## Retrieved neighbours (copy s1)\n\nkeep (k s1) here\n"
+    # the first suite's own view says it is no other's
+    assert run_cli(capsys, ["view-run", "--suite", "a", "--run", "simcse", "--seed", "1", "--from", str(folder / "eval-fp32"),
+                            "--out", "results/a/runs/simcse/seed1", "sts.json"])[0] == 0
+    assert json.loads(Path("results/a/runs/simcse/seed1/sts.json").read_text())["same_run_as"] is None
+    # again (the run retrained): replaced, no temporaries left
+    assert run_cli(capsys, [*base, "--from", str(folder), "--out", str(view), "train.json", "train_curve.csv", "model"])[0] == 0
+    assert sorted(p.name for p in view.iterdir()) == ["model", "sts.json", "sts_pairs.npz", "train.json", "train_curve.csv"]
+
+
+def test_view_refuses_a_run_folder_of_the_old_layout_and_train_refuses_a_view(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    params = _two_suites()
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    folder = Path(wf.Runs(params).folder("b", "copy", 1))
+    _fake_run(folder, {})
+    old = Path("results/b/runs/copy/seed1")
+    (old / "model").mkdir(parents=True)
+    argv = ["view-run", "--suite", "b", "--run", "copy", "--seed", "1", "--from", str(folder), "--out", str(old)]
+    assert_fails(capsys, [*argv, "model"], f"{old}/model is a folder, not a link into the run's folder {folder}: a run trained "
+                 "there by a csebench before runs were shared (docs/runs.md, \"Upgrading\"); move it away or delete it")
+    (old / "model").rmdir()
+    assert run_cli(capsys, [*argv, "train.json", "model"])[0] == 0
+    assert_fails(capsys, [*argv, "dev_curve.csv"], f"{folder}/dev_curve.csv not found")
+    assert_fails(capsys, ["train", "--suite", "b", "--run", "copy", "--seed", "1", "--corpus", "c.txt", "--senteval", "se",
+                          "--out", str(old), "--force"],
+                 f"{old} is a suite's view of the run in {folder.as_posix()}: train there (--out {folder.as_posix()}), "
+                 "or let Snakemake do it (docs/runs.md)")
+    new = "results/a/runs/simcse/seed1"  # the view's place, before any view is there
+    assert_fails(capsys, ["train", "--suite", "a", "--run", "simcse", "--seed", "1", "--corpus", "c.txt", "--senteval", "se",
+                          "--out", new], f"{new} is a suite's view of the run in {folder.as_posix()}: train there")
+    assert not Path(new).exists()
+    assert_fails(capsys, ["show-config", "--seed", "1"], "name the run: --suite SUITE --run RUN (or --key KEY")
+    assert_fails(capsys, ["show-config", "--seed", "1", "--key", "0123456789abcdef"], "no run of params.yaml has the key 0123456789abcdef")
+    assert_fails(capsys, ["show-config", "--seed", "1", "--key", "0123456789abcdef", "--suite", "b"], "give either --key or --suite and --run")
+
+
+def test_show_config_by_key_names_the_first_suite_and_prints_the_key(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    params = _two_suites()
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    key = wf.Runs(params).key("b", "copy")
+    capsys.readouterr()
+    from csebench.cli import main
+
+    assert main(["show-config", "--key", key, "--seed", "1"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["suite"], shown["name"], shown["key"]) == ("a", "simcse", key)
+    assert main(["runs", "--suites", "a", "b"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(rf"^b/copy seed 1\s+results/runs/{key}/seed1  same run as a/simcse$", out, re.M), out
+    assert "3 runs listed, 2 distinct" in out
+
+
+def test_teacher_cycles_and_a_suite_named_runs_are_refused(tmp_path, capsys):
+    over = write_config(tmp_path / "over.yaml", {"suites": {"ci": {"runs": [
+        {"name": "x", "backbone": "tiny", "method": "distillcse", "objectives": {"distillation": {"teachers": {"run": "y"}}}},
+        {"name": "y", "backbone": "tiny", "method": "distillcse", "objectives": {"distillation": {"teachers": {"run": "x"}}}}]}}})
+    assert_fails(capsys, ["show-config", "--config", str(over), "--suite", "ci", "--run", "x", "--seed", "1"],
+                 "suites.ci: the DistillCSE teachers go round in a circle (x -> y -> x); a teacher must be a run that "
+                 "does not distil from its student")
+    # its own other seeds (teacher caches given by hand) are no circle: the teacher is named "self" in its key
+    own = write_config(tmp_path / "own.yaml", {"methods": {"simcse": {"objectives": {"distillation": {"teachers": {"run": "simcse", "seeds": [2]}}}}}})
+    cfg = resolve_run(load_params(ROOT / "params.yaml", [own]), "ci", "simcse", 1)
+    assert cfg.teacher_keys == {"simcse": "self"} and cfg.identity()["objectives"]["distillation"]["teachers"] == [{"run": "self", "seeds": [2]}]
+    over = write_config(tmp_path / "runs.yaml", {"suites": {"runs": {"data": "ci", "runs": [{"name": "s", "backbone": "tiny", "method": "simcse"}]}}})
+    assert_fails(capsys, ["show-config", "--config", str(over), "--suite", "runs", "--run", "s", "--seed", "1"],
+                 "suites.runs: the name 'runs' is taken by the runs' own folders (results/runs/); rename the suite")
+
+
+def test_a_teacher_cache_is_checked_by_the_teacher_key(tmp_path):
+    from csebench.teachers import TeacherBank, save_teacher_cache
+
+    import numpy as np
+
+    cache = tmp_path / "embeddings.npy"
+    meta = {"format": 1, "model": "m", "rows": 2, "dim": 2, "dtype": "float32", "normalized": True, "max_seq_length": 32,
+            "tokenizer": "t", "corpus": "c", "corpus_sha256": "h",
+            "teacher_run": {"suite": "a", "name": "simcse", "seed": 1, "key": "aaaaaaaaaaaaaaaa"}}
+    save_teacher_cache(cache, np.eye(2, dtype=np.float32), meta)
+    TeacherBank([cache], expected_runs=[("b", "copy", 1, "aaaaaaaaaaaaaaaa")])  # another suite's name for the same run
+    with pytest.raises(DataError, match=r"belongs to run a/simcse/seed1 \(key aaaaaaaaaaaaaaaa\), expected teacher 1 to be "
+                                        r"b/copy/seed1 \(key bbbbbbbbbbbbbbbb\)"):
+        TeacherBank([cache], expected_runs=[("b", "copy", 1, "bbbbbbbbbbbbbbbb")])
+    with pytest.raises(DataError, match="expected teacher 1 to be b/copy/seed2"):
+        TeacherBank([cache], expected_runs=[("b", "copy", 2, "aaaaaaaaaaaaaaaa")])
+
+
+# ----------------------------------------------------------------------------- the DAG
+
+
+def _project_with_two_suites(proj: Path) -> Path:
+    from test_pipeline import _copy_project
+
+    _copy_project(proj)
+    params = yaml.safe_load((proj / "params.yaml").read_text())
+    two = _two_suites()
+    params["suites"].update(a=two["suites"]["a"], b=two["suites"]["b"])
+    (proj / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    return proj
+
+
+def test_snakemake_plans_a_run_two_suites_share_once(tmp_path):
+    from test_pipeline import BIN, _env
+
+    proj = _project_with_two_suites(tmp_path / "proj")
+    proc = subprocess.run([str(BIN / "snakemake"), "-n", "--quiet", "rules", "--config", "suites=[a,b]", "reproduce=none"],
+                          cwd=proj, env=_env(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    counts = dict(re.findall(r"^(\w+)\s+(\d+)$", proc.stdout + proc.stderr, re.M))
+    assert (counts["train"], counts["embed"], counts["eval_sts"], counts["eval_transfer"]) == ("2", "2", "2", "2")
+    assert (counts["view_trained"], counts["view_evaluated"], counts["report"]) == ("3", "3", "2")
+    assert counts["model_card"] == "2"  # one card per run, in its own folder: every view shows it
+    assert "Runs requested 3, trained 2" in proc.stderr
+
+
+@pytest.mark.slow
+def test_two_suites_sharing_a_run_train_it_once(tmp_path, shared_dir):
+    from test_pipeline import BIN, _env
+
+    proj = _project_with_two_suites(tmp_path / "proj")
+    cmd = [str(BIN / "snakemake"), "--cores", "2", "--profile", "workflow/profiles/default", "--config", "suites=[a,b]",
+           "reproduce=none", "plan=false"]
+    proc = subprocess.run(cmd, cwd=proj, env=_env(shared_dir), capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert len(re.findall(r"^(?:local)?rule train:", proc.stdout + proc.stderr, re.M)) == 2
+    params = load_params(proj / "params.yaml")
+    runs = wf.Runs(params)
+    assert sorted(p.name for p in (proj / "results/runs").iterdir()) == sorted({runs.key("a", "simcse"), runs.key("b", "hotter")})
+    shared = proj / runs.folder("a", "simcse", 1)
+    for view in ("results/a/runs/simcse/seed1", "results/b/runs/copy/seed1"):
+        assert (proj / view / "model").resolve() == (shared / "model").resolve()
+        assert (proj / view / "model" / "README.md").read_text() == (shared / "model_card.md").read_text()
+    b_sts = json.loads((proj / "results/b/runs/copy/seed1/sts.json").read_text())
+    a_sts = json.loads((proj / "results/a/runs/simcse/seed1/sts.json").read_text())
+    assert (b_sts["run_info"]["name"], b_sts["same_run_as"], a_sts["same_run_as"]) == ("copy", "a/simcse", None)
+    assert b_sts["tasks"] == a_sts["tasks"]
+    table = (proj / "results/b/tables/sts.md").read_text()
+    assert "copy" in table and "hotter" in table and "| simcse |" not in table
+    # changing b's override of the shared run makes it b's own: one more training, a's untouched
+    params_yaml = yaml.safe_load((proj / "params.yaml").read_text())
+    params_yaml["suites"]["b"]["runs"][0]["training"] = {"learning_rate": 2.0e-4}
+    (proj / "params.yaml").write_text(yaml.safe_dump(params_yaml, sort_keys=False))
+    again = subprocess.run([*cmd, "-n", "--quiet", "rules"], cwd=proj, env=_env(shared_dir), capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    counts = dict(re.findall(r"^(\w+)\s+(\d+)$", again.stdout + again.stderr, re.M))
+    assert counts["train"] == "1" and counts["model_card"] == "1" and "report" in counts

@@ -1,0 +1,108 @@
+# Every table, figure and page (csebench.results): one `csebench results render` per registry item.
+#   report            a suite's item (suite/<suite>): results/{suite}/tables/{sts,transfer}.{md,csv,tex},
+#                     figures/{sts_avg,training_curves}.png and README.md, linking the suite's analyses
+#   reproduce_table   a paper table: {root}/{paper}/table-N.{md,csv,tex}
+#   reproduce_figure  a paper figure: {root}/{paper}/figure-N.{png,md,csv}
+#   front_page        results/README.md: every paper item, linked when built, else its suites' cost
+# root = results/papers (paper scale) or results/demo/papers (demo scale, items with a `demo:` section).
+# Which paper items a run builds: config `reproduce:` = paper (every rebuilt item), demo, or none.
+# Each item's inputs are the result files its renderer reads (csebench.results.render.input_files);
+# a suite's analysis figures and tables come from analysis.smk's `analysis_targets(suite)`, looked up
+# lazily (any include order).
+
+import re
+
+from csebench.results import render as _render
+from csebench.results.context import SCALES as _SCALES
+from csebench.results.registry import load_registry as _load_registry
+
+REGISTRY = _load_registry()
+REPRODUCE = config.get("reproduce", "none")
+ROOTS = {_render.output_root(RESULTS, s): s for s in _SCALES}
+
+
+def reproduce_items(scale):
+    if scale != REPRODUCE:
+        return []
+    return [it for it in REGISTRY.items if it.rebuilt and (scale == "paper" or it.demo)]
+
+
+def reproduce_targets():
+    return [_render.item_outputs(it, RESULTS, REPRODUCE)[0] for it in reproduce_items(REPRODUCE)] if REPRODUCE in ROOTS.values() else []
+
+
+def _item_inputs(w):
+    return _render.input_files(REGISTRY.item(f"{w.paper}/{w.item}"), PARAMS, RESULTS, ROOTS[w.root])
+
+
+def suite_links(w):
+    fn = globals().get("analysis_targets")
+    return [p for p in (fn(w.suite) if fn else []) if p.endswith((".png", ".md"))]
+
+
+_ROOT_RE = "|".join(re.escape(r) for r in ROOTS)
+RENDER = "csebench results render --results {RESULTS}"
+
+
+rule report:
+    input:
+        lambda w: _render.input_files(REGISTRY.item(f"suite/{w.suite}"), PARAMS, RESULTS),
+        links=suite_links,
+    output:
+        [f"{RESULTS}/{{suite}}/{f}" for f in _render.SUITE_FILES],
+    params:
+        links=lambda w, input: f"--link {' '.join(input.links)}" if input.links else "",
+    log:
+        f"{RESULTS}/{{suite}}/logs/report.log",
+    shell:
+        RENDER + " --item suite/{wildcards.suite} {params.links} 2> {log}"
+
+
+rule reproduce_table:
+    input:
+        _item_inputs,
+    output:
+        md="{root}/{paper}/{item}.md",
+        csv="{root}/{paper}/{item}.csv",
+        tex="{root}/{paper}/{item}.tex",
+    wildcard_constraints:
+        root=_ROOT_RE,
+        paper=r"[a-z-]+",
+        item=r"table-[A-Za-z0-9.()-]+",
+    params:
+        scale=lambda w: ROOTS[w.root],
+    log:
+        "{root}/logs/{paper}.{item}.log",
+    shell:
+        RENDER + " --item {wildcards.paper}/{wildcards.item} --scale {params.scale} --out-dir {wildcards.root}/{wildcards.paper} 2> {log}"
+
+
+rule reproduce_figure:
+    input:
+        _item_inputs,
+    output:
+        png="{root}/{paper}/{item}.png",
+        md="{root}/{paper}/{item}.md",
+        csv="{root}/{paper}/{item}.csv",
+    wildcard_constraints:
+        root=_ROOT_RE,
+        paper=r"[a-z-]+",
+        item=r"figure-[A-Za-z0-9.()-]+",
+    params:
+        scale=lambda w: ROOTS[w.root],
+    log:
+        "{root}/logs/{paper}.{item}.log",
+    shell:
+        RENDER + " --item {wildcards.paper}/{wildcards.item} --scale {params.scale} --out-dir {wildcards.root}/{wildcards.paper} 2> {log}"
+
+
+rule front_page:
+    input:
+        papers=lambda w: reproduce_targets(),
+        suites=[f"{RESULTS}/{suite}/README.md" for suite in SUITES],
+    output:
+        f"{RESULTS}/README.md",
+    log:
+        f"{RESULTS}/logs/front_page.log",
+    shell:
+        "csebench results front-page --results {RESULTS} --out {output} 2> {log}"
