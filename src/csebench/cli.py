@@ -369,10 +369,17 @@ def cmd_push(args) -> None:
         logging.getLogger("csebench").info("pushed %d files from %s to https://huggingface.co/%s", len(files), folder, args.repo_id)
 
 
+def cmd_suite_metrics(args) -> None:
+    from .io import write_json
+    from .results.tidy import suite_metrics
+
+    write_json(args.out, suite_metrics(_params(args), args.suite, args.results))
+
+
 def cmd_dvc_yaml(args) -> None:
     from .dvcgen import main_dvc_yaml
 
-    rc = main_dvc_yaml(args.params, args.out, args.check, args.suites)
+    rc = main_dvc_yaml(args.params, args.out, args.check)
     if rc:
         raise SystemExit(rc)
 
@@ -563,8 +570,13 @@ def build_parser() -> argparse.ArgumentParser:
                     help="write the card and list the files that would be uploaded; no network access")
     sp.set_defaults(func=cmd_push)
 
-    sp = common(sub.add_parser("dvc-yaml", help="generate dvc.yaml from the Snakemake DAG"))
-    sp.add_argument("--suites", nargs="+", help="default: params.yaml dvc.suites")
+    sp = common(sub.add_parser("suite-metrics", help="a suite's tidy metrics.json (run -> seed -> metric): DVC's metrics"))
+    sp.add_argument("--suite", required=True)
+    sp.add_argument("--results", default="results", help="results folder (default: results)")
+    sp.add_argument("--out", required=True, help="output file, RESULTS/SUITE/metrics.json")
+    sp.set_defaults(func=cmd_suite_metrics)
+
+    sp = common(sub.add_parser("dvc-yaml", help="generate dvc.yaml: a stage per suite and per paper item (docs/dvc.md)"))
     sp.add_argument("--out", default="dvc.yaml", help="output file, '-' for stdout")
     sp.add_argument("--check", action="store_true", help="exit 1 if the file is out of date")
     sp.set_defaults(func=cmd_dvc_yaml)

@@ -1,141 +1,123 @@
-"""Generate dvc.yaml from the Snakemake DAG, so DVC and Snakemake describe one pipeline.
+"""Generate dvc.yaml: a stage per suite and per paper item over the Snakemake DAG (docs/dvc.md).
 
-Snakemake is the engine. Each Snakemake job of a suite becomes one DVC stage whose command asks
-Snakemake for exactly that job's outputs; the stage declares the job's inputs as deps, its
-outputs as outs/metrics/plots, and the params.yaml keys the job reads (DVC then knows when a
-hyperparameter change invalidates it, and `dvc metrics diff` / `dvc plots diff` compare runs).
-The job list comes from a forced Snakemake dry run, so the two DAGs cannot drift apart
-silently: tests regenerate and compare.
+Snakemake is the engine; DVC sees the pipeline at the grain a person reads it. A suite's stage
+asks Snakemake for the suite (its runs, views, tables, analyses, model cards, metrics.json):
+Snakemake's own job-level incrementality decides what reruns inside it, so the suite's folder is a
+`persist` output. A paper item's stage asks Snakemake for that table or figure and depends on the
+folders of the suites it reads. The suites with a config of their own (config/demo.yaml,
+config/ci.yaml) are stages named after it that run exactly that config, as `make demo` does.
+Each distinct run is trained once in results/runs/<key>, whichever suites list it (docs/runs.md):
+that shared store is one DVC-tracked folder (runs.dvc), not an output of any one suite's stage.
 """
 
 from __future__ import annotations
 
-import re
-import subprocess
 import sys
-from collections import OrderedDict
 from pathlib import Path
 
 import yaml
 
-from .config import find_run, load_params
+from .config import list_suites, load_params
+from .paths import results_root
 from .schema import read_yaml
-from .errors import CsebenchError
-from .workflow import runs_of
 
-METRIC_FILES = ("train.json", "sts.json", "transfer.json")
-RUN_PATH = re.compile(r"(?P<results>[^/]+)/(?P<suite>[^/]+)/(?:runs|analysis)/(?P<run>[^/]+)/seed(?P<seed>\d+)/")
-# a run's own folder (docs/runs.md): its jobs belong to every suite listing it, one stage for all
-KEY_PATH = re.compile(r"(?P<results>[^/]+)/runs/(?P<key>[0-9a-f]{16})/seed(?P<seed>\d+)/(?:(?P<ev>eval-[^/]+)/)?")
-SNAKEMAKE_CMD = "snakemake --cores all --resources gpu=1 --rerun-triggers mtime --quiet all {config} --"
+SNAKEMAKE = "snakemake --cores all --resources gpu=1 --quiet"
+CODE = ["Snakefile", "workflow", "src/csebench"]
+# what a suite's results depend on besides its own `suites.<name>`: any run may take its backbone,
+# method and defaults from these sections (the run's key, docs/runs.md, tells Snakemake which changed)
+SHARED_PARAMS = ["training", "backbones", "methods"]
 
 
-def suite_config_args(suite: str, cwd: str | Path = ".") -> list[str]:
-    """Snakemake config selecting a suite: config/<suite>.yaml when it builds just that suite (it may
-    also choose analyses and demo-scale paper items), else the suite alone, without the paper items
-    of the default config (config/paper.yaml builds every registry suite)."""
-    path = Path(cwd) / "config" / f"{suite}.yaml"
-    if path.is_file() and (read_yaml(path) or {}).get("suites") == [suite]:
-        return ["--configfile", f"config/{suite}.yaml", "--config", "progress=false"]
-    return ["--config", f"suites=[{suite}]", "reproduce=none", "progress=false"]
+def config_stages(params: dict, cwd: str | Path = ".") -> dict[str, dict]:
+    """config/<suite>.yaml files that build just their suite: {suite: {config, suites}} where suites
+    are the suite and those its demo-scale paper items read (the demo reads demo-iscse-beta)."""
+    from .results import render
+    from .results.registry import load_registry
 
-
-def snakemake_jobs(suite: str, snakemake: str = "snakemake", cwd: str | Path = ".") -> list[dict]:
-    """Jobs of one suite's DAG, upstream first: [{rule, outputs, inputs}], read from the job list of
-    a forced dry run (it names every job's inputs and outputs, with or without earlier results)."""
-    cmd = [snakemake, "-n", "--forceall", "--cores", "1", *suite_config_args(suite, cwd)]
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise CsebenchError(f"snakemake could not build the DAG of suite '{suite}':\n{proc.stderr[-2000:]}")
-    jobs: list[dict] = []
-    job: dict | None = None
-    for line in (proc.stdout + "\n" + proc.stderr).splitlines():
-        m = re.match(r"^(?:local)?rule (\w+):$", line)
-        if m:
-            job = {"rule": m[1], "inputs": [], "outputs": []}
-            if m[1] != "all":
-                jobs.append(job)
+    out = {}
+    for suite in list_suites(params):
+        path = Path(cwd) / "config" / f"{suite}.yaml"
+        cfg = read_yaml(path) if path.is_file() else None
+        if not cfg or cfg.get("suites") != [suite]:
             continue
-        m = re.match(r"^    (input|output): (.*)$", line)
-        if job is not None and m:
-            job[m[1] + "s"] = sorted(p.strip() for p in m[2].split(", ") if p.strip())
-    # the front page (results/README.md) indexes every suite: Snakemake rewrites it, DVC tracks none
-    return [j for j in jobs if j["outputs"] and j["rule"] != "front_page"]
+        read = [suite]
+        if cfg.get("reproduce") == "demo":
+            for item in load_registry().items:
+                if item.rebuilt and item.demo:
+                    read += _suites_of(render.input_files(item, params, results_root(params), "demo"), params)
+        out[suite] = {"config": f"config/{suite}.yaml", "suites": list(dict.fromkeys(read))}
+    return out
 
 
-def _stage_name(suite: str | None, rule: str, outputs: list[str]) -> str:
-    m, k = RUN_PATH.search(outputs[0]), KEY_PATH.match(outputs[0])
-    if k:  # run-<key>-s<seed>-<rule>[-<ev>]
-        return re.sub(r"[^A-Za-z0-9_-]", "_", "-".join(p for p in ("run", k["key"], f"s{k['seed']}", rule, k["ev"]) if p))
-    if m:
-        tail = f"{m['run']}-s{m['seed']}"
-    elif rule.startswith("reproduce_"):  # .../papers/<paper>/<item>.<ext>
-        tail = "-".join(Path(outputs[0]).with_suffix("").parts[-2:])
-    elif suite is None:  # data stages are shared across suites
-        tail = Path(outputs[0]).parts[1]
-    else:
-        tail = ""
-    name = "-".join(p for p in (suite, rule, tail) if p)
-    return re.sub(r"[^A-Za-z0-9_-]", "_", name)
+def _suites_of(files: list[str], params: dict) -> list[str]:
+    """The suite folders (results/<suite>) that files lie in."""
+    root = results_root(params).rstrip("/") + "/"
+    suites = set(list_suites(params))
+    return sorted({f[len(root):].split("/")[0] for f in files if f.startswith(root)} & suites)
 
 
-def _params_for(params: dict, suite: str, rule: str, outputs: list[str]) -> list[str]:
-    if rule.startswith("prepare_"):
-        return [f"data.{Path(outputs[0]).parts[1]}"]
-    m, k = RUN_PATH.search(outputs[0]), KEY_PATH.match(outputs[0])
-    name = None
-    if k:  # a run's own job: the params of the first suite and run that list it (which name it)
-        suite, name = runs_of(params).first(k["key"], int(k["seed"]))
-    elif m:  # a job of another suite that this one reads (e.g. the demo's demo-iscse-beta sweep)
-        suite, name = m["suite"], m["run"]
-    keys = [f"suites.{suite}"]
-    if name:
-        run = find_run(params, suite, name)
-        keys += ["training", f"backbones.{run['backbone']}", f"methods.{run['method']}"]
-    return keys
+def paper_items(params: dict) -> list[tuple[str, object, list[str]]]:
+    """(stage name, item, suites it reads) for every rebuilt paper item at paper scale."""
+    from .results import render
+    from .results.registry import load_registry
+
+    out = []
+    for item in load_registry().items:
+        if item.rebuilt:
+            files = render.input_files(item, params, results_root(params), "paper")
+            out.append((item.id.replace("/", "-"), item, _suites_of(files, params)))
+    return out
 
 
-def build_dvc_yaml(suites: list[str], params_path: str = "params.yaml", cwd: str | Path = ".") -> dict:
-    params = load_params(Path(cwd) / params_path)
-    stages: "OrderedDict[str, dict]" = OrderedDict()
-    seen_outputs: set[str] = set()
-    for suite in suites:
-        for job in snakemake_jobs(suite, cwd=cwd):
-            # data stages, and a run's own jobs (every suite listing the run has them): one stage each
-            data = job["rule"].startswith("prepare_")
-            shared = data or KEY_PATH.match(job["outputs"][0]) is not None
-            name = _stage_name(None if shared else suite, job["rule"], job["outputs"])
-            if job["rule"].startswith(("analysis", "view_analysis")):  # several jobs per run: name the output
-                first = Path(job["outputs"][0]).name
-                name = re.sub(r"[^A-Za-z0-9_-]", "_", f"{name}-{first if job['rule'] == 'view_analysis' else first.split('.')[0]}")
-            if shared and name in stages:
-                continue
-            if name in stages:
-                raise CsebenchError(f"two Snakemake jobs map to DVC stage name {name}")
-            if any(o in seen_outputs for o in job["outputs"]):
-                raise CsebenchError(f"stage {name}: output produced by two stages: {job['outputs']}")
-            seen_outputs.update(job["outputs"])
-            outs, metrics = [], []
-            for o in job["outputs"]:
-                base = Path(o).name
-                if base in METRIC_FILES:
-                    metrics.append(o)
-                else:  # curves are outs; the top-level plots: section draws them per suite
-                    outs.append(o)
-            cmd = SNAKEMAKE_CMD.format(config=" ".join(suite_config_args(suite, cwd)))
-            stage = {"cmd": f"{cmd} {' '.join(job['outputs'])}",
-                     "deps": job["inputs"] + (["src/csebench"] if not data else []),
-                     "params": _params_for(params, suite, job["rule"], job["outputs"])}
-            if outs:
-                stage["outs"] = outs
-            if metrics:
-                stage["metrics"] = metrics
-            stages[name] = stage
-    plots = [entry for suite in suites for entry in dvc_plots_spec_for_suite(params, suite)]
-    # Snakemake lists jobs of one DAG level in no fixed order; DVC orders stages by deps/outs itself,
-    # so sort by name for a reproducible file (data stages first).
-    ordered = sorted(stages, key=lambda n: (not n.startswith("prepare_"), n))
-    return {"stages": {n: stages[n] for n in ordered}, "plots": plots}
+def _suite_params(suite: str, data: str) -> list[str]:
+    return [f"suites.{suite}", f"data.{data}", *SHARED_PARAMS]
+
+
+def build_dvc_yaml(params: dict, cwd: str | Path = ".") -> dict:
+    from .results import render
+
+    results = results_root(params)
+    configs = config_stages(params, cwd)
+    own = {s for c in configs.values() for s in c["suites"]}
+    suites = [s for s in list_suites(params) if s not in own]
+    stages: dict[str, dict] = {}
+    for name, c in configs.items():  # make demo's command (front page aside: the front-page stage's)
+        stages[name] = {
+            "cmd": f"{SNAKEMAKE} --configfile {c['config']} --config front_page=false",
+            "deps": [*CODE, c["config"]],
+            "params": list(dict.fromkeys(p for s in c["suites"] for p in _suite_params(s, params["suites"][s]["data"]))),
+            "outs": [{f"{results}/{s}": {"persist": True}} for s in c["suites"]],
+        }
+    stages["suite"] = {
+        "foreach": {s: {"data": params["suites"][s]["data"]} for s in suites},
+        "do": {
+            "cmd": f"{SNAKEMAKE} --config 'suites=[${{key}}]' reproduce=none front_page=false",
+            "deps": CODE,
+            "params": _suite_params("${key}", "${item.data}"),
+            "outs": [{f"{results}/${{key}}": {"persist": True}}],
+        },
+    }
+    item_outs = []
+    for name, item, read in paper_items(params):
+        outs = render.item_outputs(item, results, "paper")
+        item_outs.append(outs[0])
+        stages[name] = {
+            "cmd": f"{SNAKEMAKE} --config reproduce=paper plan=false -- {outs[0]}",
+            "deps": [*CODE, *(f"{results}/{s}" for s in read)],
+            "outs": outs,
+        }
+        if not read:  # a configuration table: params.yaml itself
+            stages[name]["params"] = list(SHARED_PARAMS)
+    stages["front-page"] = {
+        "cmd": f"{SNAKEMAKE} --config reproduce=paper plan=false -- {results}/README.md",
+        "deps": ["src/csebench", *(f"{results}/{s}" for s in suites), *item_outs],
+        "outs": [f"{results}/README.md"],
+    }
+    all_suites = [s for c in configs.values() for s in c["suites"]] + suites
+    return {"stages": stages,
+            "metrics": [f"{results}/{s}/metrics.json" for s in all_suites],
+            "plots": [entry for s in configs for entry in dvc_plots_spec_for_suite(params, s)]
+            + [{f"{results}/{s}/figures/training_curves.png": {}} for s in suites]}
 
 
 def dvc_plots_spec(run_dirs: list[str], suite: str, figures: list[str] | None = None,
@@ -160,7 +142,6 @@ def dvc_plots_spec(run_dirs: list[str], suite: str, figures: list[str] | None = 
 
 def dvc_plots_spec_for_suite(params: dict, suite: str) -> list[dict]:
     from . import workflow as wf
-    from .paths import results_root
 
     jobs = wf.jobs(params, suite)
     return dvc_plots_spec([wf.run_dir(params, suite, run, seed) for run, seed in jobs], suite,
@@ -168,23 +149,45 @@ def dvc_plots_spec_for_suite(params: dict, suite: str) -> list[dict]:
                           [wf.run_dir(params, suite, run, seed) for run, seed in jobs if wf.trains(params, suite, run)])
 
 
-def render(suites: list[str], cwd: str | Path = ".") -> str:
-    header = ("# GENERATED by `csebench dvc-yaml` from the Snakemake DAG: do not edit by hand.\n"
-              f"# Suites: {', '.join(suites)} (params.yaml dvc.suites). Every stage calls Snakemake for its\n"
-              "# job's outputs; `dvc repro` runs them all, `dvc repro <stage>` one and its upstream.\n")
-    return header + yaml.safe_dump(build_dvc_yaml(suites, cwd=cwd), sort_keys=False, width=200)
+HEADER = """\
+# GENERATED by `csebench dvc-yaml` from params.yaml and the paper-item registry: do not edit by hand.
+# Design and why: docs/dvc.md. Snakemake is the engine; each stage asks it for one suite or one item.
+#   dvc repro                  every suite, every paper item, the front page (what `snakemake` builds)
+#   dvc repro demo             the offline CPU demo (config/demo.yaml, as `make demo`); ci: config/ci.yaml
+#   dvc repro suite@<suite>    one suite of params.yaml;  dvc repro <paper>-<item>: one table or figure
+# Every run is trained once in results/runs/<key> (docs/runs.md): DVC tracks that store in runs.dvc.
+"""
 
 
-def main_dvc_yaml(params_path: str, out: str | None, check: bool, suites: list[str] | None) -> int:
+def render(params: dict, cwd: str | Path = ".") -> str:
+    spec = build_dvc_yaml(params, cwd)
+    parts = [HEADER]
+    for key in ("stages", "metrics", "plots"):  # a blank line between stages: one screen each
+        text = yaml.safe_dump({key: spec[key]}, sort_keys=False, width=120, default_flow_style=None)
+        if key == "stages":
+            lines = text.splitlines(keepends=True)
+            text = "".join(("\n" + ln) if ln.startswith("  ") and not ln.startswith("   ") and i > 1 else ln
+                           for i, ln in enumerate(lines))
+        parts.append(text)
+    return "\n".join(parts)
+
+
+STORE_TEXT = """\
+# The run store (docs/runs.md, docs/dvc.md): every distinct run, trained once, whichever suites list it.
+# The suite stages of dvc.yaml write into it; `dvc commit runs.dvc` records it, `dvc push` shares it.
+outs:
+- path: results/runs
+  persist: true
+"""
+
+
+def main_dvc_yaml(params_path: str, out: str | None, check: bool) -> int:
     params = load_params(params_path)
-    suites = suites or list((params.get("dvc") or {}).get("suites") or [])
-    if not suites:
-        raise CsebenchError("no suites for dvc.yaml: set dvc.suites in params.yaml or pass --suites")
-    text = render(suites)
+    text = render(params)
+    target = Path(out or "dvc.yaml")
     if check:
-        current = Path(out or "dvc.yaml").read_text(encoding="utf-8") if Path(out or "dvc.yaml").is_file() else ""
-        if current != text:
-            print("dvc.yaml is out of date with the Snakemake DAG / params.yaml: run `csebench dvc-yaml`", file=sys.stderr)
+        if not target.is_file() or target.read_text(encoding="utf-8") != text:
+            print("dvc.yaml is out of date with params.yaml / the registry: run `csebench dvc-yaml`", file=sys.stderr)
             return 1
         return 0
     from .io import write_text
@@ -192,5 +195,5 @@ def main_dvc_yaml(params_path: str, out: str | None, check: bool, suites: list[s
     if out == "-":
         sys.stdout.write(text)
     else:
-        write_text(out or "dvc.yaml", text)
+        write_text(target, text)
     return 0

@@ -1,0 +1,29 @@
+"""A suite's tidy metrics file, results/<suite>/metrics.json: the only DVC metrics (dvc.yaml).
+
+run -> seed -> a few numbers, plus "mean" over the seeds, so `dvc metrics show`, `dvc metrics diff`
+and `dvc exp show` print one readable column per run and metric instead of every key of every
+result file. Curves stay `dvc plots` (dvc.yaml's plots:).
+"""
+
+from __future__ import annotations
+
+from ..workflow import evaluated_jobs, jobs
+from .metrics import value
+from .runs import RunRef, mean_std
+
+# name in metrics.json -> csebench.results.metrics name; a run without a file simply lacks the key
+METRICS = {"stsb_dev": "stsb_dev", "sts_avg": "sts:Avg", "transfer_avg": "transfer:Avg"}
+
+
+def suite_metrics(params: dict, suite: str, results: str = "results") -> dict:
+    evaluated = set(evaluated_jobs(params, suite))
+    out: dict[str, dict] = {}
+    for run, seed in jobs(params, suite):
+        names = METRICS if (run, seed) in evaluated else {"stsb_dev": "stsb_dev"}  # training only: its dev score
+        row = {k: value(m, results, RunRef(suite, run), seed, params) for k, m in names.items()}
+        out.setdefault(run, {})[f"seed{seed}"] = {k: round(v, 4) for k, v in row.items() if v is not None}
+    for run, seeds in out.items():
+        keys = dict.fromkeys(k for s in seeds.values() for k in s)
+        if len(seeds) > 1:  # one seed: its numbers are the run's
+            seeds["mean"] = {k: round(mean_std([s[k] for s in seeds.values() if k in s])[0], 4) for k in keys}
+    return out

@@ -1,0 +1,68 @@
+"""dvc.yaml (docs/dvc.md): a stage per suite and per paper item, which cannot drift from the Snakemake DAG."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from csebench.config import list_suites, load_params
+from csebench.dvcgen import paper_items
+from csebench.results import render
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+ENV = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PATH=f"{BIN}:{os.environ['PATH']}")
+
+
+def _dvc() -> dict:
+    return yaml.safe_load((ROOT / "dvc.yaml").read_text())
+
+
+def _outs(stage: dict) -> list[str]:
+    return [o if isinstance(o, str) else next(iter(o)) for o in stage.get("outs", [])]
+
+
+def test_every_suite_and_paper_item_has_one_stage():
+    params = load_params(ROOT / "params.yaml")
+    spec = _dvc()
+    stages = spec["stages"]
+    built = [o.removeprefix("results/") for n, s in stages.items() if "foreach" not in s for o in _outs(s)]
+    built += list(stages["suite"]["foreach"])
+    suites = list_suites(params)
+    assert sorted(b for b in built if b in suites) == sorted(suites)  # each suite exactly once
+    assert sorted(spec["metrics"]) == sorted(f"results/{s}/metrics.json" for s in suites)  # the only DVC metrics
+    items = paper_items(params)
+    assert len(items) >= 40
+    for name, item, read in items:
+        stage = stages[name]
+        assert _outs(stage) == render.item_outputs(item, "results", "paper")
+        assert stage["cmd"].endswith(f"-- {_outs(stage)[0]}")
+        # what its renderer reads (Snakemake's inputs of the item) lies in the suites it depends on
+        deps = [d.removeprefix("results/") for d in stage["deps"] if d.startswith("results/")]
+        assert sorted(deps) == read and set(read) <= set(suites)
+        for f in render.input_files(item, params, "results", "paper"):
+            assert f.split("/")[1] in deps, (name, f)
+    assert _outs(stages["front-page"]) == ["results/README.md"]
+
+
+def _planned_outputs(args: list[str]) -> set[str]:
+    proc = subprocess.run([str(BIN / "snakemake"), "-n", "--forceall", "--cores", "1", *args],
+                          cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return {p.strip() for m in re.finditer(r"^    output: (.*)$", proc.stdout + proc.stderr, re.M) for p in m[1].split(", ")}
+
+
+def test_snakemake_writes_only_inside_the_stage_outs():
+    # the demo stage's command, as Snakemake plans it: every file lies in a declared out, the run
+    # store (runs.dvc) or the prepared data; and each suite it builds is one of its outs
+    stage = _dvc()["stages"]["demo"]
+    cmd = stage["cmd"].split()
+    planned = _planned_outputs(cmd[cmd.index("--configfile"):])
+    outs = _outs(stage)
+    stray = {p for p in planned if not any(p.startswith(o + "/") for o in [*outs, "results/runs", "data"])}
+    assert not stray, f"written outside the demo stage's outs: {sorted(stray)[:5]}"
+    assert {p.split("/")[1] for p in planned if p.startswith("results/") and not p.startswith("results/runs/")} == \
+        {o.removeprefix("results/") for o in outs}

@@ -1,0 +1,20 @@
+# A suite's tidy metrics, results/{suite}/metrics.json (csebench.results.tidy): run -> seed -> STS-B dev,
+# STS and transfer averages, plus the mean over seeds. These files are DVC's only metrics (dvc.yaml,
+# docs/dvc.md), so `dvc metrics show/diff` and `dvc exp show` print one column per run and metric.
+# Include after transfer.smk.
+
+METRICS_HAS_TRANSFER = any(r.name == "eval_transfer" for r in workflow.rules)
+
+
+rule suite_metrics:
+    input:
+        lambda w: run_dirs(w.suite, "train.json"),
+        lambda w: run_dirs(w.suite, "sts.json", evaluated=True),
+        lambda w: run_dirs(w.suite, "transfer.json", evaluated=True) if METRICS_HAS_TRANSFER else [],
+    output:
+        f"{RESULTS}/{{suite}}/metrics.json",
+    threads: 1  # reads JSON
+    log:
+        f"{RESULTS}/{{suite}}/logs/metrics.log",
+    shell:
+        "csebench suite-metrics --suite {wildcards.suite} --results {RESULTS} --out {output} 2> {log}"
