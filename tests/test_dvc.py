@@ -66,3 +66,28 @@ def test_snakemake_writes_only_inside_the_stage_outs():
     assert not stray, f"written outside the demo stage's outs: {sorted(stray)[:5]}"
     assert {p.split("/")[1] for p in planned if p.startswith("results/") and not p.startswith("results/runs/")} == \
         {o.removeprefix("results/") for o in outs}
+
+
+def test_suite_metrics_is_tidy(tmp_path):
+    """metrics.json: run -> seed -> STS-B dev, STS and transfer averages, and the mean over seeds."""
+    import copy
+    import json
+
+    from csebench.evaluation import STS_TASKS, TRANSFER_TASKS
+    from csebench.results.tidy import suite_metrics
+
+    params = copy.deepcopy(load_params(ROOT / "params.yaml"))
+    params["suites"]["ci"]["seeds"] = [1, 2]
+    for run, base in (("simcse", 70.0), ("backbone", 50.0), ("distillcse", 60.0)):
+        for seed in (1, 2):
+            d = tmp_path / "ci" / "runs" / run / f"seed{seed}"
+            d.mkdir(parents=True)
+            (d / "train.json").write_text(json.dumps({"stsb_dev_best": base + seed}))
+            if run != "distillcse":  # not evaluated yet: its train.json alone
+                (d / "sts.json").write_text(json.dumps({"tasks": {t: base + seed for t in STS_TASKS}}))
+                (d / "transfer.json").write_text(json.dumps({"tasks": {t: base for t in TRANSFER_TASKS}}))
+    m = suite_metrics(params, "ci", str(tmp_path))
+    assert m["simcse"] == {"seed1": {"stsb_dev": 71.0, "sts_avg": 71.0, "transfer_avg": 70.0},
+                           "seed2": {"stsb_dev": 72.0, "sts_avg": 72.0, "transfer_avg": 70.0},
+                           "mean": {"stsb_dev": 71.5, "sts_avg": 71.5, "transfer_avg": 70.0}}
+    assert m["distillcse"]["mean"] == {"stsb_dev": 61.5}
