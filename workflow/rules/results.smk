@@ -4,7 +4,8 @@
 #   reproduce_table   a paper table: {root}/{paper}/table-N.{md,csv,tex}
 #   reproduce_figure  a paper figure: {root}/{paper}/figure-N.{png,md,csv}
 #   front_page        results/README.md: every paper item, linked when built, else its suites' cost
-# root = results/papers (paper scale) or results/demo/papers (demo scale, items with a `demo:` section).
+# root = results/papers (paper scale) or results/demo/papers (demo scale, items with a `demo:` section;
+# `reproduce: demo` builds those without `make_demo: false`, the others are built when asked for by name).
 # Which paper items a run builds: config `reproduce:` = paper (every rebuilt item), demo, or none.
 # Each item's inputs are the result files its renderer reads (csebench.results.render.input_files);
 # a suite's analysis figures and tables come from analysis.smk's `analysis_targets(suite)`, looked up
@@ -24,7 +25,7 @@ ROOTS = {_render.output_root(RESULTS, s): s for s in _SCALES}
 def reproduce_items(scale):
     if scale != REPRODUCE:
         return []
-    return [it for it in REGISTRY.items if it.rebuilt and (scale == "paper" or it.demo)]
+    return [it for it in REGISTRY.items if it.rebuilt and (scale == "paper" or it.in_make_demo)]
 
 
 def reproduce_targets():

@@ -46,6 +46,15 @@ def coverage_line(reg: Registry) -> str:
             f"**{c['not-applicable']} not applicable** (no measurement), each with its reason: {c['total']} listed.")
 
 
+STUDY_NOTE = "beyond the papers: a study of csebench's own, not a paper item (no published values, not in the coverage)"
+
+
+def _demo_text(it: Item, results: str = "results") -> str:
+    if it.in_make_demo:
+        return " (demo scale in `make demo`)"
+    return f" (demo scale: `{item_outputs(it, results, 'demo')[0]}`, built when asked for, not in `make demo`)" if it.demo else ""
+
+
 def reproduction_md(reg: Registry | None = None) -> str:
     reg = reg or load_registry()
     out = ["# Reproduction: every table and figure of the four papers", "",
@@ -61,6 +70,8 @@ def reproduction_md(reg: Registry | None = None) -> str:
     for paper, items in reg.by_paper().items():
         meta = reg.papers.get(paper) or {}
         out += [f"## {meta.get('short', paper)}: {meta.get('title', '')}", ""]
+        if reg.is_study(paper):
+            out += [f"**{STUDY_NOTE[0].upper() + STUDY_NOTE[1:]}.**", ""]
         if meta.get("source"):
             out += [meta["source"], ""]
         table = Table(["item", "shows", "metric", "suites", "DAG target", "published values", "status"], "lllllll")
@@ -68,8 +79,7 @@ def reproduction_md(reg: Registry | None = None) -> str:
             target = f"`{item_outputs(it)[0]}`" if it.rebuilt else "–"
             suites = ", ".join(f"`{s}`" for s in it.suites) or "–"
             status = STATUS_TEXT[it.status] + (f": {it.reason}" if it.reason else "")
-            demo = " (demo scale in `make demo`)" if it.demo else ""
-            table.rows.append([f"{it.number}{demo}", it.title, it.metric, suites, target, _published_summary(it), status])
+            table.rows.append([f"{it.number}{_demo_text(it)}", it.title, it.metric, suites, target, _published_summary(it), status])
         out += table.markdown() + [""]
     return "\n".join(out).rstrip() + "\n"
 
@@ -109,7 +119,8 @@ def front_page(results: str = "results", params: dict | None = None, reg: Regist
             else:
                 cell = "not yet run: " + ", ".join(f"`{s}`" + (f" ({c} GPU-h)" if (c := cost(s)) else "") for s in it.suites)
             table.rows.append([it.number, it.title, cell, links(demo_files) if Path(demo_files[0]).is_file() else ""])
-        out += [f"## {meta.get('short', paper)}", ""] + table.markdown() + [""]
+        study = f" ({STUDY_NOTE})" if reg.is_study(paper) else ""
+        out += [f"## {meta.get('short', paper)}{study}", ""] + table.markdown() + [""]
     suites = sorted(p.name for p in Path(results).iterdir() if (p / "README.md").is_file()) if Path(results).is_dir() else []
     if suites:
         out += ["## Suites built", ""] + [f"- {link(f'{results}/{s}/README.md', s, base)}" for s in suites] + [""]

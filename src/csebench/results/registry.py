@@ -12,6 +12,10 @@ Cells: a cell's run is the row's ``run`` (or ``runs[i]``), else the column's ``r
 the row's ``metrics[i]``, the row's ``metric``, the column's ``metric``, else the block's. Runs are
 ``suite/run`` or a bare run name of the item's first suite. Metrics: see ``csebench.results.metrics``.
 
+Studies beyond the papers (e.g. ``combinations.yaml``) are registry files whose ``paper:`` says
+``study: true``: their items are drawn like a paper's but have no published values, are labelled as
+csebench's own study wherever they are listed, and are not counted in the papers' coverage.
+
 Suite items (``suite/<name>``) are not listed in the YAML: every suite has one, drawn by the
 ``suite`` renderer.
 """
@@ -49,7 +53,7 @@ class Item:
     layout: dict = field(default_factory=dict)
     published_text: list[dict] = field(default_factory=list)  # values quoted from the paper's text
     notes: list[str] = field(default_factory=list)
-    demo: dict | None = None     # {suites: {paper suite: demo suite}, runs: {"suite/run": "suite/run"}}
+    demo: dict | None = None     # {suites: {paper suite: demo suite}, runs: {"suite/run": "suite/run"}, make_demo: bool}
     figure: dict = field(default_factory=dict)
 
     @property
@@ -63,6 +67,12 @@ class Item:
     def blocks(self) -> list[dict]:
         lay = self.layout or {}
         return lay.get("blocks") or ([lay] if lay.get("rows") or lay.get("columns") else [])
+
+    @property
+    def in_make_demo(self) -> bool:
+        """Drawn at demo scale by `make demo` (config `reproduce: demo`): an item with a ``demo:`` section,
+        unless it says ``make_demo: false`` (a demo scale that is built only on request)."""
+        return bool(self.demo) and self.demo.get("make_demo", True) is not False
 
     @property
     def configuration(self) -> bool:
@@ -123,14 +133,24 @@ class Registry:
                     seen.setdefault(s, None)
         return list(seen)
 
+    def is_study(self, paper: str) -> bool:
+        """A study of csebench's own (``paper: {study: true}``), not a paper's items."""
+        return bool((self.papers.get(paper) or {}).get("study"))
+
+    @property
+    def paper_items(self) -> list[Item]:
+        return [it for it in self.items if not self.is_study(it.paper)]
+
     def coverage(self) -> dict[str, int]:
-        """Items per status, and the rebuilt ones split into measured items and configuration tables."""
+        """The papers' items per status (studies left out), and the rebuilt ones split into measured
+        items and configuration tables."""
         count = {s: 0 for s in STATUSES}
-        for it in self.items:
+        items = self.paper_items
+        for it in items:
             count[it.status] += 1
-        count["total"] = len(self.items)
+        count["total"] = len(items)
         count["applicable"] = count["total"] - count["not-applicable"]
-        count["configuration"] = sum(it.rebuilt and it.configuration for it in self.items)
+        count["configuration"] = sum(it.rebuilt and it.configuration for it in items)
         count["measured"] = count["rebuilt"] - count["configuration"]
         return count
 
