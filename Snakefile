@@ -40,6 +40,7 @@ include: "workflow/rules/teachers.smk"
 include: "workflow/rules/embed.smk"
 include: "workflow/rules/sts.smk"
 include: "workflow/rules/transfer.smk"
+include: "workflow/rules/card.smk"  # after transfer.smk
 include: "workflow/rules/probing.smk"
 include: "workflow/rules/mteb.smk"
 include: "workflow/rules/analysis.smk"
@@ -50,6 +51,7 @@ include: "workflow/rules/views.smk"  # each suite's folders of its runs, which a
 rule all:
     input:
         [f"{RESULTS}/{suite}/tables/sts.md" for suite in SUITES],
+        [c for suite in SUITES for c in card_targets(suite)],  # a model card in every run's model/ (card.smk)
         [t for suite in SUITES for t in analysis_targets(suite)],  # config `analyses:` (workflow/rules/analysis.smk)
         [t for suite in SUITES for t in mteb_targets(suite)],  # a suite's `mteb:` (workflow/rules/mteb.smk)
         reproduce_targets(),  # config `reproduce:` (workflow/rules/results.smk)

@@ -41,6 +41,26 @@ def write_mini_senteval(root: Path, pairs: int = 48) -> Path:
     return root
 
 
+def write_small_shared(dst: Path, lines: int = 40) -> Path:
+    """$CSEBENCH_SHARED for a fast DAG: the first lines of every STS file of the shared SentEval (input and
+    gold files cut alike), a synthetic transfer set, 300 corpus sentences."""
+    from test_transfer import make_senteval
+
+    src = SHARED / "senteval" / "downstream"
+    for f in (src / "STS").rglob("*"):
+        if f.is_file():
+            out = dst / "senteval" / "downstream" / f.relative_to(src)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(b"".join(f.read_bytes().splitlines(keepends=True)[:lines]))
+    for name in ("SICK_trial.txt", "SICK_test_annotated.txt"):
+        out = dst / "senteval" / "downstream" / "SICK" / name
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(b"".join((src / "SICK" / name).read_bytes().splitlines(keepends=True)[: lines + 1]))
+    make_senteval(dst / "senteval" / "downstream")
+    write_corpus(dst / "corpus" / "demo-sentences.txt", 300)
+    return dst
+
+
 def write_config(path: Path, overrides: dict) -> Path:
     path.write_text(yaml.safe_dump(overrides), encoding="utf-8")
     return path

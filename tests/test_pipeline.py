@@ -60,6 +60,7 @@ def test_every_suite_dry_runs_offline():
     params = load_params(ROOT / "params.yaml")
     runs = wf.Runs(params)
     assert int(counts["train"]) == len(runs.listed) < sum(len(v) for v in runs.listed.values())
+    assert int(counts["model_card"]) == len(runs.listed)  # one card per run, whichever suites list it
     assert int(counts["view_trained"]) >= sum(len(wf.jobs(params, s)) for s in suites)  # every suite sees its runs
     assert int(counts["report"]) == len(suites)
 

@@ -272,6 +272,7 @@ def test_snakemake_plans_a_run_two_suites_share_once(tmp_path):
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", proc.stdout + proc.stderr, re.M))
     assert (counts["train"], counts["embed"], counts["eval_sts"], counts["eval_transfer"]) == ("2", "2", "2", "2")
     assert (counts["view_trained"], counts["view_evaluated"], counts["report"]) == ("3", "3", "2")
+    assert counts["model_card"] == "2"  # one card per run, in its own folder: every view shows it
     assert "Runs requested 3, trained 2" in proc.stderr
 
 
@@ -291,6 +292,7 @@ def test_two_suites_sharing_a_run_train_it_once(tmp_path, shared_dir):
     shared = proj / runs.folder("a", "simcse", 1)
     for view in ("results/a/runs/simcse/seed1", "results/b/runs/copy/seed1"):
         assert (proj / view / "model").resolve() == (shared / "model").resolve()
+        assert (proj / view / "model" / "README.md").read_text() == (shared / "model_card.md").read_text()
     b_sts = json.loads((proj / "results/b/runs/copy/seed1/sts.json").read_text())
     a_sts = json.loads((proj / "results/a/runs/simcse/seed1/sts.json").read_text())
     assert (b_sts["run_info"]["name"], b_sts["same_run_as"], a_sts["same_run_as"]) == ("copy", "a/simcse", None)
@@ -304,4 +306,4 @@ def test_two_suites_sharing_a_run_train_it_once(tmp_path, shared_dir):
     again = subprocess.run([*cmd, "-n", "--quiet", "rules"], cwd=proj, env=_env(shared_dir), capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", again.stdout + again.stderr, re.M))
-    assert counts["train"] == "1" and "report" in counts
+    assert counts["train"] == "1" and counts["model_card"] == "1" and "report" in counts

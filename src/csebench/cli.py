@@ -11,6 +11,8 @@
     csebench eval-probing     --model DIR/model --probing data/wiki1m/probing --out DIR/probing.json
     csebench eval-mteb        --model DIR/model --tasks STS12 STSBenchmark --out DIR/mteb
     csebench results render   --item suite/demo is-cse/table-4   (a suite's report, a paper table)
+    csebench model-card       --run results/demo/runs/simcse/seed42
+    csebench push             --run results/demo/runs/simcse/seed42 --repo-id ORG/NAME [--public] [--dry-run]
     csebench show-config      --suite demo --run minilm-simcse --seed 42
 """
 
@@ -141,7 +143,7 @@ def cmd_train(args) -> None:
         if not cfg.train:  # an evaluation-only run: the backbone itself is the model, no corpus is read
             from .evalonly import write_untrained_run
 
-            summary = write_untrained_run(cfg, args.senteval, args.out)
+            summary = write_untrained_run(cfg, args.senteval, args.out, cfg.dev_file)
         else:
             if not args.corpus:
                 raise ConfigError(f"train: --corpus is required for run {args.suite}/{args.run} "
@@ -151,7 +153,7 @@ def cmd_train(args) -> None:
             distributed.init_from_env()
             try:
                 trainer = Trainer(cfg, args.corpus, args.senteval, args.out, cache_dir=args.cache_dir,
-                                  show_progress=not args.no_progress, teacher_cache=args.teacher_cache)
+                                  show_progress=not args.no_progress, teacher_cache=args.teacher_cache, dev_file=cfg.dev_file)
                 summary = trainer.run()
             finally:
                 distributed.shutdown()
@@ -170,12 +172,15 @@ def _eval_encode_fn(args):
 def cmd_embed(args) -> None:
     from .data import senteval_root
     from .embeddings import evaluation_sentences, model_encoder, model_fingerprint, write_embeddings
+    from .evaluation.sts import load_extra_sets
     from .provenance import autocast_name, collect
 
     t0 = time.perf_counter()
+    extra = load_extra_sets(args.sts_pairs, args.max_sts_pairs, args.senteval_seed)
     sentences = evaluation_sentences(senteval_root(args.senteval), transfer=not args.no_transfer,
                                      max_train_sentences=args.max_train_sentences, seed=args.senteval_seed,
-                                     max_sts_pairs=args.max_sts_pairs, max_test_sentences=args.max_test_sentences)
+                                     max_sts_pairs=args.max_sts_pairs, max_test_sentences=args.max_test_sentences,
+                                     extra_sets=extra)
     log = logging.getLogger("csebench")
     log.info("encoding %d distinct evaluation sentences (%s precision)", len(sentences), args.precision)
     emb = model_encoder(args.model, args.pooler, args.batch_size, args.precision, progress=not args.no_progress)(sentences)
@@ -193,15 +198,16 @@ def cmd_embed(args) -> None:
 
 def cmd_eval_sts(args) -> None:
     from .data import senteval_root
-    from .evaluation.sts import evaluate_sts
+    from .evaluation.sts import evaluate_sts, load_extra_sets
     from .io import write_json
     from .provenance import for_evaluation
 
     run_info = _run_info(args)  # first: a mistake in --config or --suite stops before minutes of encoding
+    extra = load_extra_sets(args.sts_pairs, args.max_sts_pairs, args.senteval_seed)  # a bad file too
     encode = _eval_encode_fn(args)
     t0 = time.perf_counter()
     res = evaluate_sts(encode, senteval_root(args.senteval), keep_pairs=bool(args.pairs_out),
-                       max_pairs=args.max_sts_pairs, seed=args.senteval_seed)
+                       max_pairs=args.max_sts_pairs, seed=args.senteval_seed, extra=extra)
     if args.pairs_out:
         from .evaluation.sts import save_pairs
 
@@ -211,8 +217,9 @@ def cmd_eval_sts(args) -> None:
     res["run_info"] = run_info
     res["provenance"] = for_evaluation(args.precision, [getattr(encode, "table", None)])
     write_json(args.out, res, undefined_ok=True)
-    logging.getLogger("csebench").info("STS avg %.2f: %s", res.get("avg", float("nan")),
-                                       ", ".join(f"{k} {v:.2f}" for k, v in res["tasks"].items()))
+    logging.getLogger("csebench").info("STS avg %.2f: %s%s", res.get("avg", float("nan")),
+                                       ", ".join(f"{k} {v:.2f}" for k, v in res["tasks"].items()),
+                                       "".join(f"; {k} {v['spearman']:.2f} (own set)" for k, v in (res.get("extra_sets") or {}).items()))
 
 
 def cmd_eval_transfer(args) -> None:
@@ -342,6 +349,26 @@ def cmd_view_run(args) -> None:
     write_view(run_info(params, args.suite, args.run, args.seed), first, args.source, args.out, args.names)
 
 
+def cmd_model_card(args) -> None:
+    from .modelcard import write_card
+
+    path = write_card(args.run)
+    logging.getLogger("csebench").info("model card: %s (and %s)", path, os.path.join(args.run, "model_card.md"))
+
+
+def cmd_push(args) -> None:
+    from .push import push
+
+    files = push(args.run, args.repo_id, public=args.public, dry_run=args.dry_run)
+    folder = os.path.join(args.run, "model")
+    if args.dry_run:
+        print(f"would upload {len(files)} files from {folder} to {args.repo_id} "
+              f"({'public' if args.public else 'private'}); the card is {os.path.join(folder, 'README.md')}:")
+        print("\n".join(f"  {f}" for f in files))
+    else:
+        logging.getLogger("csebench").info("pushed %d files from %s to https://huggingface.co/%s", len(files), folder, args.repo_id)
+
+
 def cmd_dvc_yaml(args) -> None:
     from .dvcgen import main_dvc_yaml
 
@@ -455,6 +482,9 @@ def build_parser() -> argparse.ArgumentParser:
     def sts_cap_option(sp):  # embed and eval-sts must agree on the pairs (the table holds what eval-sts scores)
         sp.add_argument("--max-sts-pairs", type=int, default=None,
                         help="CPU demo only: score each STS task on a seeded subset of about N pairs (recorded as protocol=capped)")
+        sp.add_argument("--sts-pairs", nargs="+", default=[], metavar="[NAME=]FILE",
+                        help="your own STS sets, .tsv or .csv with columns sentence1, sentence2, score[, split]: their test "
+                             "rows (all rows without a split column) are scored beside the 7 tasks, never in their average")
 
     sp = common(sub.add_parser("embed", help="encode every evaluation sentence of a model once (STS, transfer, analyses)"))
     sp.add_argument("--model", required=True, help="saved model folder (or HF id / local encoder)")
@@ -520,6 +550,18 @@ def build_parser() -> argparse.ArgumentParser:
     run_key_option(sp)
     sp.add_argument("--no-progress", action="store_true")
     sp.set_defaults(func=cmd_eval_mteb)
+
+    sp = sub.add_parser("model-card", help="write a run's model card: RUN/model_card.md and RUN/model/README.md")
+    sp.add_argument("--run", required=True, help="a finished run folder, RESULTS/SUITE/runs/RUN/seedN")
+    sp.set_defaults(func=cmd_model_card)
+
+    sp = sub.add_parser("push", help="upload a run's model/ folder with its model card to the Hugging Face hub")
+    sp.add_argument("--run", required=True, help="a finished run folder, RESULTS/SUITE/runs/RUN/seedN")
+    sp.add_argument("--repo-id", required=True, help="hub model repo, ORG/NAME (created if missing)")
+    sp.add_argument("--public", action="store_true", help="create the repo public (default: private)")
+    sp.add_argument("--dry-run", action="store_true",
+                    help="write the card and list the files that would be uploaded; no network access")
+    sp.set_defaults(func=cmd_push)
 
     sp = common(sub.add_parser("dvc-yaml", help="generate dvc.yaml from the Snakemake DAG"))
     sp.add_argument("--suites", nargs="+", help="default: params.yaml dvc.suites")

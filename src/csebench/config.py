@@ -72,6 +72,7 @@ class TrainingConfig:
     projection_head: str = "linear"  # linear (SSCL Table 5's "simply linear projection head") | linear_tanh (released code)
     num_layers: int | None = None  # SSCL Table 1 "SimCSE (10)": keep only the first N transformer layers (None: all)
     dev_max_pairs: int | None = None  # CPU demo only: STS-B dev scored on a seeded subset of about N pairs (None: all 1500)
+    dev_set: str | None = None  # checkpoint selection on your own STS data (data.<source>.sts_pairs NAME); None: STS-B dev
 
     def validate(self, where: str) -> None:
         positive = ["temperature", "learning_rate", "epochs", "eval_steps", "log_steps",
@@ -175,6 +176,7 @@ class RunConfig:
     paths: dict[str, str]
     train: bool = True  # false: an evaluation-only run, its model the untrained backbone (csebench.evalonly)
     teacher_keys: dict[str, str] = field(default_factory=dict)  # DistillCSE: teacher run name -> its key()
+    dev_file: str | None = None  # the file of training.dev_set (data.<source>.sts_pairs), None without one
 
     @property
     def run_id(self) -> str:
@@ -193,17 +195,20 @@ class RunConfig:
         """What the run computes, without what only names it: the suite, run, method, backbone and
         data names and the labels are left out (two suites listing the same run train it once,
         docs/runs.md); a data source is kept as params.yaml writes it ({shared} unexpanded, so the
-        shared folder's place on this machine does not change the run); teachers are named by their
-        own keys, not by their run names in the suite. seed=False: what the run's seeds share."""
+        shared folder's place on this machine does not change the run); so is the file of your own dev
+        set (training.dev_set), not the set's name; teachers are named by their own keys, not by their
+        run names in the suite. seed=False: what the run's seeds share."""
         d = self.to_dict()
-        for name in ("paths", "suite", "name", "method", "method_label", "backbone_name", "data_name", "teacher_keys"):
+        for name in ("paths", "suite", "name", "method", "method_label", "backbone_name", "data_name", "teacher_keys",
+                     "dev_file"):
             d.pop(name)
         d["backbone"].pop("label")
-        shared = self.paths.get("shared")
         for source in d["data"].values():
-            if shared and source.get("path") and str(source["path"]).startswith(shared):
-                source["path"] = "{shared}" + str(source["path"])[len(shared):]
-        for later in ("num_layers", "dev_max_pairs"):  # added later: unset, they leave existing keys as they were
+            if source.get("path"):
+                source["path"] = self._as_written(source["path"])
+        if self.training.dev_set is not None:  # your own dev set is its file, whatever the data source calls it
+            d["training"]["dev_set"] = self._as_written(self.dev_file)
+        for later in ("num_layers", "dev_max_pairs", "dev_set"):  # added later: unset, they leave existing keys as they were
             if d["training"].get(later) is None:
                 d["training"].pop(later, None)
         if d["training"].get("projection_dim") is None:  # no projection, no head to describe
@@ -219,6 +224,12 @@ class RunConfig:
         if not seed:
             d.pop("seed")
         return d
+
+    def _as_written(self, path: str) -> str:
+        """A data file's path as params.yaml writes it: {shared} unexpanded, so the shared folder's place
+        on this machine does not change the run."""
+        shared = self.paths.get("shared")
+        return "{shared}" + path[len(shared):] if shared and str(path).startswith(shared) else path
 
     def key(self) -> str:
         """The run's key: the hash of its identity without the seed. Its seeds train in
@@ -383,9 +394,12 @@ def find_run(params: dict, suite: str, run_name: str) -> dict:
     return runs[run_name]
 
 
+DATA_KEYS = ["corpus", "senteval", "probing", "sts_pairs"]
+
+
 def data_config(params: dict, data_name: str) -> DataConfig:
     spec = _section(params, "data", data_name, "data source")
-    check_keys(f"data.{data_name}", spec, ["corpus", "senteval", "probing"])
+    check_keys(f"data.{data_name}", spec, DATA_KEYS)
     corpus = from_dict(SourceConfig, spec.get("corpus"), f"data.{data_name}.corpus")
     senteval = from_dict(SourceConfig, spec.get("senteval"), f"data.{data_name}.senteval")
     corpus.path = expand_path(corpus.path, params)
@@ -396,13 +410,31 @@ def data_config(params: dict, data_name: str) -> DataConfig:
 def probing_source(params: dict, data_name: str) -> ProbingSourceConfig:
     """``data.<name>.probing`` (kept out of DataConfig, so run fingerprints do not depend on it)."""
     spec = _section(params, "data", data_name, "data source")
-    check_keys(f"data.{data_name}", spec, ["corpus", "senteval", "probing"])
+    check_keys(f"data.{data_name}", spec, DATA_KEYS)
     if not spec.get("probing"):
         raise ConfigError(f"data.{data_name} has no 'probing' source: add probing: {{url: {SENTEVAL_PROBING_URL}}} "
                           f"or probing: {{path: FOLDER}} (a folder with SentEval's data/probing files)")
     src = from_dict(ProbingSourceConfig, spec["probing"], f"data.{data_name}.probing")
     src.path = expand_path(src.path, params)
     return src
+
+
+def sts_pairs_file(params: dict, data_name: str, name: str, where: str, expand: bool = True) -> str:
+    """The file of ``data.<data_name>.sts_pairs.<name>``, your own STS set (a TSV or CSV of sentence1,
+    sentence2, score and an optional split column; evaluation/sts.py reads it). Kept out of DataConfig,
+    like the probing source: adding a set retrains nothing; a run that selects on one (training.dev_set)
+    has that file's path in its key, not the set's name (RunConfig.identity); a suite that scores them
+    has the files in its evaluation folder's name (workflow.eval_name). ``where`` names the key that asked;
+    expand=False: the path as params.yaml writes it ({shared} unexpanded)."""
+    sets = _section(params, "data", data_name, "data source").get("sts_pairs") or {}
+    if name not in sets:
+        hint = _suggest(str(name), list(sets)) if sets else f" (it has none: add data.{data_name}.sts_pairs: {{{name}: {{path: FILE}}}})"
+        raise ConfigError(f"{where}: data source '{data_name}' has no STS set '{name}' in data.{data_name}.sts_pairs{hint}")
+    spec = sets[name] or {}
+    check_keys(f"data.{data_name}.sts_pairs.{name}", spec, ["path"])
+    if not spec.get("path"):
+        raise ConfigError(f"data.{data_name}.sts_pairs.{name}: give 'path', a TSV or CSV file (sentence1, sentence2, score[, split])")
+    return expand_path(str(spec["path"]), params) if expand else str(spec["path"])
 
 
 def backbone_config(params: dict, name: str) -> BackboneConfig:
@@ -488,6 +520,9 @@ def resolve_run(params: dict, suite: str, run_name: str, seed: int, _students: t
     data_name = suite_spec.get("data")
     if not data_name:
         raise ConfigError(f"suites.{suite}: missing 'data'")
+    dev_file = None  # a dev set that is not there fails now, not after the first training steps
+    if training.dev_set is not None:
+        dev_file = sts_pairs_file(params, data_name, training.dev_set, f"training (suite {suite}, run {run_name}).dev_set")
     paths = {"data": "data", "results": "results"}
     paths.update({k: v for k, v in (params.get("paths") or {}).items() if k in ("data", "results")})
     paths["shared"] = shared_dir(params)
@@ -497,6 +532,7 @@ def resolve_run(params: dict, suite: str, run_name: str, seed: int, _students: t
         backbone_name=run["backbone"], backbone=backbone, data_name=data_name,
         data=data_config(params, data_name), training=training, objectives=objectives, paths=paths,
         train=run["train"], teacher_keys=_teacher_keys(params, suite, run_name, run["train"], objectives, _students),
+        dev_file=dev_file,
     )
 
 

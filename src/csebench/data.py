@@ -24,7 +24,7 @@ import numpy as np
 
 from .config import ProbingSourceConfig, SourceConfig
 from .errors import DataError
-from .io import atomic_path, write_text
+from .io import atomic_path, read_utf8, write_text
 from .provenance import file_sha256, record_corpus
 from .tokens import TokenizedCorpus
 
@@ -63,14 +63,7 @@ def read_corpus(path: str | os.PathLike) -> list[str]:
     p = Path(path)
     if not p.is_file():
         raise DataError(f"corpus file not found: {p}")
-    raw = p.read_bytes()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise DataError(f"corpus {p} is not UTF-8: invalid byte at line {line} (byte offset {exc.start}); re-encode it as UTF-8") from None
-    if text.startswith("\ufeff"):
-        text = text[1:]
+    text = read_utf8(p, "corpus ")
     bad = _CONTROL_LINE.search(text)
     if bad:
         chars = ", ".join(sorted({f"U+{ord(c):04X}" for c in bad.group() if not c.isspace()}))

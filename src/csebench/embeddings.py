@@ -37,7 +37,7 @@ from .io import atomic_path, dumps_json, load_npz
 log = logging.getLogger("csebench.embeddings")
 EncodeFn = Callable[[list[str]], torch.Tensor]
 _FINGERPRINTS: dict[tuple, str] = {}
-SKIP = {"training_config.json", "train.json", "sts.json", "transfer.json"}
+SKIP = {"training_config.json", "train.json", "sts.json", "transfer.json", "README.md"}  # README.md: the model card
 
 
 def model_folder(model: str | os.PathLike) -> Path:
@@ -96,15 +96,18 @@ def sentence_key(s: str) -> bytes:
 
 def evaluation_sentences(senteval_root: str | os.PathLike, transfer: bool = True,
                          max_train_sentences: int | None = None, seed: int = 1111,
-                         max_sts_pairs: int | None = None, max_test_sentences: int | None = None) -> list[str]:
+                         max_sts_pairs: int | None = None, max_test_sentences: int | None = None,
+                         extra_sets: dict | None = None) -> list[str]:
     """Every distinct sentence of the 7 STS test tasks as `eval-sts` scores them (same pair cap, same
-    seed), of STS-B dev and test in full (the analyses), plus, with ``transfer``, of the transfer
-    tasks as `eval-transfer` would see them (same cap, same seed)."""
+    seed), of STS-B dev and test in full (the analyses), of your own STS sets (``extra_sets``, as
+    evaluation.sts.load_extra_sets read them), plus, with ``transfer``, of the transfer tasks as
+    `eval-transfer` would see them (same cap, same seed)."""
     from .evaluation.sts import load_stsb, load_test_tasks
     from .evaluation.transfer import TASKS, prepared_tasks, task_sentences
 
     root = Path(senteval_root)
-    sets = [*load_test_tasks(root, max_pairs=max_sts_pairs, seed=seed).values(), load_stsb(root, "dev"), load_stsb(root, "test")]
+    sets = [*load_test_tasks(root, max_pairs=max_sts_pairs, seed=seed).values(), load_stsb(root, "dev"), load_stsb(root, "test"),
+            *(extra_sets or {}).values()]
     out = {s for ps in sets for s in (*ps.sent1, *ps.sent2)}
     if transfer:
         out |= set(task_sentences(prepared_tasks(root, TASKS, max_train_sentences, seed, max_test_sentences=max_test_sentences)))

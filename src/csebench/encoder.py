@@ -234,18 +234,34 @@ class SentenceEncoder(nn.Module):
     def save(self, out_dir: str | os.PathLike) -> None:
         """Save atomically in Hugging Face format + sentence-transformers module files."""
         with atomic_path(out_dir, is_dir=True) as tmp:
-            self.backbone.save_pretrained(tmp, safe_serialization=True)
+            state = {**self.backbone.state_dict(), **self.pooler_weights()}
+            self.backbone.save_pretrained(tmp, safe_serialization=True, state_dict=state)
             self.tokenizer.save_pretrained(tmp)
+            head = None
             if self.head is not None:
                 from safetensors.torch import save_file
 
-                save_file({k: v.detach().cpu().contiguous() for k, v in self.head.state_dict().items()}, str(tmp / HEAD_FILE))
+                head = {k: v.detach().cpu().contiguous() for k, v in self.head.state_dict().items()}
+                save_file(head, str(tmp / HEAD_FILE))
             eval_pooler = "cls_before_pooler" if self.pooler == "cls" else self.pooler
             meta = {"pooler": self.pooler, "eval_pooler": eval_pooler}
             if self.projection_dim:  # load_encoder applies the head at evaluation
                 meta.update(projection_dim=self.projection_dim, projection_head=self.projection_head)
             (tmp / ENCODER_META).write_text(dumps_json(meta) + "\n")
-            write_sentence_transformers_files(tmp, self.hidden_size, eval_pooler)
+            projection = (head, self.projection_head == "linear_tanh") if self.projection_dim else None
+            write_sentence_transformers_files(tmp, self.hidden_size, eval_pooler, projection)
+
+    def pooler_weights(self) -> dict[str, torch.Tensor]:
+        """The pooler the saved folder holds, so that it loads with no weight missing. With the cls pooler,
+        the trained MLP head (dense + tanh over [CLS], BertPooler's very shape), as in SimCSE's released
+        checkpoints (its simcse_to_huggingface.py renames mlp.* to pooler.*): ``pooler_output`` is then the
+        training head, not a random layer. Otherwise the backbone's own pretrained pooler, untouched."""
+        weights = dict(getattr(self.backbone, "pooler_weights", None) or {})
+        w = weights.get("pooler.dense.weight")
+        head = self.head if self.pooler == "cls" and not self.projection_dim else None
+        if head is not None and head.tanh and w is not None and w.shape == head.dense.weight.shape:
+            weights.update({"pooler.dense.weight": head.dense.weight, "pooler.dense.bias": head.dense.bias})
+        return {k: v.detach().cpu().contiguous() for k, v in weights.items()}
 
 
 CPU_ENCODE_BATCH, GPU_ENCODE_BATCH = 64, 128
@@ -303,16 +319,32 @@ class _null:
         return False
 
 
-def write_sentence_transformers_files(folder: Path, dim: int, eval_pooler: str) -> None:
+def write_sentence_transformers_files(folder: Path, dim: int, eval_pooler: str,
+                                      projection: tuple[dict, bool] | None = None) -> None:
     """modules.json + Pooling config so SentenceTransformer(folder) embeds like our evaluator.
 
     sentence-transformers has no first-last or top-2 average; those fall back to mean pooling
-    (noted in the config), cls/avg match exactly."""
+    (the model card says so), cls/avg match exactly. ``projection`` (the SSCL Table 5 head's
+    weights, tanh or not) adds a Dense module, which our evaluator applies too."""
     mode = {"cls_before_pooler": "cls", "avg": "mean"}.get(eval_pooler, "mean")
-    (folder / "modules.json").write_text(dumps_json([
+    modules = [
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
         {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-    ], indent=2) + "\n")
+    ]
+    if projection is not None:
+        from safetensors.torch import save_file
+
+        weights, tanh = projection
+        out_dim, in_dim = weights["dense.weight"].shape
+        modules.append({"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"})
+        (folder / "2_Dense").mkdir(exist_ok=True)
+        (folder / "2_Dense" / "config.json").write_text(dumps_json({
+            "in_features": in_dim, "out_features": out_dim, "bias": True,
+            "activation_function": "torch.nn.modules.activation.Tanh" if tanh else "torch.nn.modules.linear.Identity",
+        }, indent=2) + "\n")
+        save_file({"linear.weight": weights["dense.weight"], "linear.bias": weights["dense.bias"]},
+                  str(folder / "2_Dense" / "model.safetensors"))
+    (folder / "modules.json").write_text(dumps_json(modules, indent=2) + "\n")
     (folder / "sentence_bert_config.json").write_text(dumps_json({"max_seq_length": 512, "do_lower_case": False}, indent=None) + "\n")
     (folder / "1_Pooling").mkdir(exist_ok=True)
     (folder / "1_Pooling" / "config.json").write_text(dumps_json({
@@ -334,18 +366,35 @@ def build_backbone(backbone: BackboneConfig, tokenizer, seed: int = 0, dropout: 
         cfg.update(backbone.random_config)
         if dropout is not None:
             cfg.update(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
-        return BertModel(BertConfig(**cfg), add_pooling_layer=False)
+        model = BertModel(BertConfig(**cfg), add_pooling_layer=False)
+        # a random BERT's pooler, drawn from its own generator: the global RNG (the head, dropout) moves as before
+        h, g = model.config.hidden_size, torch.Generator().manual_seed(seed)
+        model.pooler_weights = {"pooler.dense.weight": torch.randn(h, h, generator=g) * model.config.initializer_range,
+                                "pooler.dense.bias": torch.zeros(h)}
+        return model
     path = resolve_model_path(backbone.model)
     kwargs = {}
     if dropout is not None:
         kwargs.update(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
     try:
         config = AutoConfig.from_pretrained(path, **kwargs)
-        return AutoModel.from_pretrained(path, config=config, add_pooling_layer=False)
-    except TypeError:  # encoders without a pooling layer argument
-        return AutoModel.from_pretrained(path, config=config)
+        with torch.random.fork_rng(devices=[]):  # a pooler the checkpoint lacks is drawn without moving the caller's RNG
+            return detach_pooler(AutoModel.from_pretrained(path, config=config))
     except OSError as exc:
         raise ConfigError(f"cannot load backbone '{backbone.model}': {_one_line(exc)}") from None
+
+
+def detach_pooler(model: nn.Module) -> nn.Module:
+    """Take the backbone's own pooler (BERT's and RoBERTa's dense + tanh over [CLS]) out of the module and
+    keep its weights as ``model.pooler_weights``. csebench never trains or runs it, so state dicts,
+    checkpoints, DDP and fingerprints stay as they were; SentenceEncoder.save writes it back, because a
+    folder saved without it makes AutoModel and SentenceTransformer draw a random pooler (and say so)."""
+    pooler = getattr(model, "pooler", None)
+    model.pooler_weights = {}
+    if isinstance(pooler, nn.Module):
+        model.pooler_weights = {f"pooler.{k}": v.detach().cpu().clone() for k, v in pooler.state_dict().items()}
+        model.pooler = None
+    return model
 
 
 def truncate_layers(backbone: nn.Module, num_layers: int) -> nn.Module:

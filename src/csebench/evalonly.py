@@ -25,9 +25,10 @@ from .io import dumps_json, replace_dir, staged_outputs, write_csv, write_json
 log = logging.getLogger(__name__)
 
 
-def write_untrained_run(cfg: RunConfig, senteval_dir: str | os.PathLike, out_dir: str | os.PathLike) -> dict:
+def write_untrained_run(cfg: RunConfig, senteval_dir: str | os.PathLike, out_dir: str | os.PathLike,
+                        dev_file: str | os.PathLike | None = None) -> dict:
     """Write an evaluation-only run's outputs; train.json last (it marks the run complete)."""
-    from .trainer import DevEvaluator, dev_summary, pick_device, set_seed
+    from .trainer import DevEvaluator, pick_device, set_seed
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -37,14 +38,12 @@ def write_untrained_run(cfg: RunConfig, senteval_dir: str | os.PathLike, out_dir
                             projection_head=t.projection_head, what=f"backbones.{cfg.backbone_name}.model")
     device = pick_device()
     encoder.to(device)
-    dev = DevEvaluator(senteval_dir, t.eval_batch_size, t.eval_precision, t.dev_max_pairs)
+    dev = DevEvaluator.for_run(cfg, senteval_dir, dev_file)
     stsb = dev(encoder)
     summary = {"run": cfg.run_id, "suite": cfg.suite, "method": cfg.method, "backbone": cfg.backbone_name,
-               "seed": cfg.seed, "trained": False, "steps": 0, "best_step": 0, "stsb_dev_best": round(stsb, 4) if math.isfinite(stsb) else None,
-               **dev_summary(stsb, dev.sickr(encoder))}
+               "seed": cfg.seed, "trained": False, "steps": 0, "best_step": 0, **dev.scores(stsb, dev.sickr(encoder))}
     if t.dev_max_pairs is not None:  # the CPU demo's subset, as in a trained run's train.json
-        summary.update(stsb_dev_pairs=len(dev.pairs.scores), sickr_dev_pairs=len(dev.sickr_pairs.scores),
-                       stsb_dev_protocol="capped")
+        summary.update(dev.capped())
     # what scored it (no training: no corpus, no training precision)
     summary["provenance"] = provenance.collect(device, 1, t.eval_precision, provenance.autocast_name(t.eval_precision, device))
     # as the trainer writes its outputs: the model folder complete first, then the set renamed into place
@@ -56,7 +55,7 @@ def write_untrained_run(cfg: RunConfig, senteval_dir: str | os.PathLike, out_dir
         (partial / "training_config.json").write_text(dumps_json(cfg.record(), default=str) + "\n")
         with staged_outputs(marker=out / "train.json"):
             write_csv(out / "train_curve.csv", ["step"], [])  # no training: no loss to draw
-            write_csv(out / "dev_curve.csv", ["step", "stsb_dev"], [[0, round(stsb, 4) if math.isfinite(stsb) else ""]])
+            write_csv(out / "dev_curve.csv", ["step", dev.column], [[0, round(stsb, 4) if math.isfinite(stsb) else ""]])
             replace_dir(partial, out / "model")
             write_json(out / "train.json", summary)
     finally:

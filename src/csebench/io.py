@@ -146,6 +146,19 @@ def write_text(path: str | os.PathLike, text: str) -> None:
         tmp.write_text(text, encoding="utf-8")
 
 
+def read_utf8(path: Path, what: str = "") -> str:
+    """A text file that must be UTF-8, its byte-order mark dropped; else one line naming ``what`` (e.g.
+    "corpus "), the file and the line of the first bad byte."""
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise DataError(f"{what}{path} is not UTF-8: invalid byte at line {line} (byte offset {exc.start}); "
+                        "re-encode it as UTF-8") from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
 def non_finite_keys(obj: Any, where: str = "") -> list[str]:
     """Dotted paths of the NaN and infinite floats in ``obj`` (nested dicts, lists, tuples)."""
     if isinstance(obj, float):

@@ -43,8 +43,8 @@ EVAL_TOKENS = 20.0        # evaluation sentences are longer than the training on
 class SuitePlan:
     """What one suite costs built alone. ``units`` holds its work by what the work is of, so that
     suites sharing runs (docs/runs.md) are counted once in a total (``distinct``):
-    ("train", key, seed), ("teacher", key, seed), ("eval", key, seed, ev), ("probing", key, seed, ev)
-    -> (other FLOPs, training FLOPs at small batches, at large batches)."""
+    ("train", key, seed), ("teacher", key, seed), ("eval", key, seed, ev), ("probing", key, seed, ev),
+    ("card", key, seed) -> (other FLOPs, training FLOPs at small batches, at large batches)."""
 
     suite: str
     data: str
@@ -77,8 +77,9 @@ class SuitePlan:
         return _hours(self.units.values(), peak, small_mfu, large_mfu)
 
 
-# train: 1 job; eval: embed, eval_sts, eval_transfer; a teacher cache: 1 (probing is asked for by items only)
-JOBS_PER_UNIT = {"train": 1, "eval": 3, "teacher": 1, "probing": 0}
+# train: 1 job; eval: embed, eval_sts, eval_transfer; a teacher cache: 1; the model card: 1 (probing is asked
+# for by items only)
+JOBS_PER_UNIT = {"train": 1, "eval": 3, "teacher": 1, "probing": 0, "card": 1}
 
 
 def _unit_jobs(units) -> int:
@@ -185,7 +186,8 @@ def suite_plan(params: dict, suite: str, n_items: int = 0, probing: bool = False
                 units[("probing", key, seed, ev)] = (2 * n * PROBING_SENTENCES * EVAL_TOKENS, 0.0, 0.0)
         if (run, seed) in teachers:  # the teacher cache of the corpus
             units[("teacher", key, seed)] = (2 * n * corpus * mean_tokens(t.max_seq_length), 0.0, 0.0)
-    # train + embed + eval_sts + eval_transfer per distinct run (train only for `evaluate: false`), a teacher
+        units[("card", key, seed)] = (0.0, 0.0, 0.0)  # its model card (card.smk), no GPU
+    # train + embed + eval_sts + eval_transfer + model_card per distinct run (train and card for `evaluate: false`), a teacher
     # cache per teacher, the suite report, its items (the views of runs, local jobs of a second, not counted);
     # eval_mteb per evaluated run where the suite asks for MTEB (in the suite's own view of the run)
     mteb = len(wf.evaluated_jobs(params, suite)) if wf.suite_mteb_tasks(params, suite) is not None else 0
@@ -234,7 +236,7 @@ def render_plan(plans: list[SuitePlan], root: str | Path = ".") -> str:
     tokens = (f"Training tokens per sentence: the expected longest of its batch (dynamic padding, capped at "
               f"max_seq_length, one process): {padded_tokens(64, 32):.1f} at batch 64 and cap 32, where the mean "
               f"sentence has {mean_tokens(32):.1f}; sentence lengths (BERT WordPiece) of {source}")
-    lines.append(f"GPU-hours: {basis}. {tokens}. Jobs: train, embed, eval_sts, eval_transfer per run, teacher "
+    lines.append(f"GPU-hours: {basis}. {tokens}. Jobs: train, embed, eval_sts, eval_transfer, model_card per run, teacher "
                  "caches, the suite report and the paper tables/figures it feeds (analyses and the suites' views of "
                  "runs not counted); eval_mteb per run of a suite with an `mteb:` section (its GPU time not "
                  "estimated); the rows count each suite built alone.")

@@ -29,7 +29,7 @@ from .config import RunConfig
 from .data import load_tokenized_corpus, senteval_root
 from .encoder import SentenceEncoder, build_encoder, check_max_seq_length, pool
 from .errors import TrainingError
-from .evaluation.sts import cap_pairs, load_sickr, load_stsb, spearman100, sts_pair_similarities
+from .evaluation.sts import PairSet, cap_pairs, load_sickr, load_stsb, load_sts_pairs, spearman100, sts_pair_similarities
 from .io import atomic_path, dumps_json, replace_dir, staged_outputs, write_csv, write_json
 from .loader import BatchLoader
 from .objectives import Objective
@@ -104,16 +104,36 @@ def data_order(n: int, batch_size: int, seed: int, epoch: int, world_size: int =
 class DevEvaluator:
     """STS-B dev Spearman for model selection (SimCSE's metric_for_best_model=stsb_spearman), and SICK-R
     dev (SentEval's SICK_trial.txt, 500 pairs) for the selected checkpoint: SimCSE's trainer, which
-    IS-CSE's forks, reports eval_avg_sts = the mean of the two (IS-CSE Table 4's "Avg. STS development")."""
+    IS-CSE's forks, reports eval_avg_sts = the mean of the two (IS-CSE Table 4's "Avg. STS development").
+    With ``dev_pairs`` (training.dev_set: the dev rows of your own STS data) checkpoints are selected on
+    that set instead, named ``dev_name``; no SentEval file is read and no SICK-R dev is scored."""
 
     def __init__(self, senteval_dir: str | os.PathLike, batch_size: int, precision: str = "auto",
-                 max_pairs: int | None = None):
+                 max_pairs: int | None = None, dev_pairs: PairSet | None = None, dev_name: str | None = None):
         # max_pairs (training.dev_max_pairs, CPU demo only): the seeded subset eval-sts's cap would draw
-        root = senteval_root(senteval_dir)
-        self.pairs = cap_pairs(load_stsb(root, "dev"), max_pairs)
-        self.sickr_pairs = cap_pairs(load_sickr(root, "dev"), max_pairs)
+        self.name = dev_name
+        if dev_pairs is None:
+            root = senteval_root(senteval_dir)
+            self.pairs = cap_pairs(load_stsb(root, "dev"), max_pairs)
+            self.sickr_pairs = cap_pairs(load_sickr(root, "dev"), max_pairs)
+        else:
+            self.pairs, self.sickr_pairs = cap_pairs(dev_pairs, max_pairs), None
         self.batch_size = batch_size
         self.precision = precision
+
+    @classmethod
+    def for_run(cls, cfg: RunConfig, senteval_dir: str | os.PathLike, dev_file: str | os.PathLike | None = None):
+        """The run's development set: STS-B dev, or the file of its training.dev_set."""
+        t = cfg.training
+        if t.dev_set and dev_file is None:
+            raise TrainingError(f"training.dev_set is '{t.dev_set}' for {cfg.run_id}: pass its file (data.{cfg.data_name}.sts_pairs)")
+        pairs = load_sts_pairs(dev_file, "dev") if t.dev_set else None
+        return cls(senteval_dir, t.eval_batch_size, t.eval_precision, t.dev_max_pairs, pairs, t.dev_set)
+
+    @property
+    def column(self) -> str:
+        """dev_curve.csv's score column."""
+        return "stsb_dev" if self.name is None else "dev_spearman"
 
     def _spearman(self, encoder: SentenceEncoder, pairs) -> float:
         sims = sts_pair_similarities(lambda s: encoder.encode(s, batch_size=self.batch_size, precision=self.precision),
@@ -124,7 +144,21 @@ class DevEvaluator:
         return self._spearman(encoder, self.pairs)
 
     def sickr(self, encoder: SentenceEncoder) -> float:
-        return self._spearman(encoder, self.sickr_pairs)
+        return self._spearman(encoder, self.sickr_pairs) if self.sickr_pairs is not None else math.nan
+
+    def scores(self, best: float, sickr: float) -> dict:
+        """train.json's development scores of the selected checkpoint (null where not finite)."""
+        score = round(best, 4) if math.isfinite(best) else None
+        if self.name is not None:
+            return {"dev_set": self.name, "dev_best": score, "dev_pairs": len(self.pairs.scores)}
+        return {"stsb_dev_best": score, **dev_summary(best, sickr)}
+
+    def capped(self) -> dict:
+        """train.json's note of the CPU demo's subsets (training.dev_max_pairs): not the papers' dev scores."""
+        if self.name is not None:
+            return {"dev_protocol": "capped"}
+        return {"stsb_dev_pairs": len(self.pairs.scores), "sickr_dev_pairs": len(self.sickr_pairs.scores),
+                "stsb_dev_protocol": "capped"}
 
 
 def dev_summary(stsb: float, sickr: float) -> dict:
@@ -162,7 +196,8 @@ def _set_rng_state(s: dict) -> None:
 class Trainer:
     def __init__(self, cfg: RunConfig, corpus_path: str | os.PathLike, senteval_dir: str | os.PathLike,
                  out_dir: str | os.PathLike, cache_dir: str | os.PathLike | None = None,
-                 show_progress: bool = True, teacher_cache: list[str] | None = None):
+                 show_progress: bool = True, teacher_cache: list[str] | None = None,
+                 dev_file: str | os.PathLike | None = None):
         self.cfg = cfg
         self.t = cfg.training
         self.out_dir = Path(out_dir)
@@ -228,7 +263,7 @@ class Trainer:
                 self.encoder, device_ids=[self.device.index] if self.device.type == "cuda" else None)
         self.forward_model = torch.compile(self.model) if self.t.compile else self.model
         # every rank reads the dev data, so a malformed file stops all ranks (none waits in a collective)
-        self.dev = DevEvaluator(senteval_dir, self.t.eval_batch_size, self.t.eval_precision, self.t.dev_max_pairs)
+        self.dev = DevEvaluator.for_run(cfg, senteval_dir, dev_file)
         self.state = TrainState()
         self.train_rows: list[list] = []
         self.dev_rows: list[list] = []
@@ -496,9 +531,9 @@ class Trainer:
                 if self.state.step % self.t.eval_steps == 0 or self.state.step == self.total_steps:
                     last_dev = self.evaluate_and_keep_best()
                     if self.rank == 0:
-                        log.info("%s step %d/%d loss %.4f stsb_dev %.2f (best %.2f @ %d)", self.cfg.run_id,
-                                 self.state.step, self.total_steps, logs["loss"], last_dev, self.state.best_dev,
-                                 self.state.best_step)
+                        log.info("%s step %d/%d loss %.4f %s %.2f (best %.2f @ %d)", self.cfg.run_id,
+                                 self.state.step, self.total_steps, logs["loss"], self.dev.column, last_dev,
+                                 self.state.best_dev, self.state.best_step)
                 if logs is not None:
                     bar.set_postfix(loss=f"{logs['loss']:.4f}", dev=f"{last_dev:.2f}", refresh=False)
                 bar.update(1)
@@ -523,14 +558,12 @@ class Trainer:
             "backbone": self.cfg.backbone_name, "seed": self.cfg.seed,
             "steps": self.state.step, "best_step": self.state.best_step,
             # null when no dev score was ever finite (JSON has no -Infinity)
-            "stsb_dev_best": round(self.state.best_dev, 4) if math.isfinite(self.state.best_dev) else None,
-            **dev_summary(self.state.best_dev, self.state.best_sickr_dev),
+            **self.dev.scores(self.state.best_dev, self.state.best_sickr_dev),
             "corpus_sentences": len(self.tokens), "batch_size": self.t.batch_size,
             "effective_batch_sizes": self.effective_batch_sizes, "world_size": self.world, "device": self.device.type,
         }
         if self.t.dev_max_pairs is not None:  # the CPU demo's subset: not the papers' STS-B dev score
-            summary.update(stsb_dev_pairs=len(self.dev.pairs.scores), sickr_dev_pairs=len(self.dev.sickr_pairs.scores),
-                           stsb_dev_protocol="capped")
+            summary.update(self.dev.capped())
         timing = {"train_seconds": round(elapsed, 1), "steps_this_attempt": steps_this_run,
                   "resumed_from_step": resumed_from}
         # no time, host or path in it: the same seed in the same environment still gives the same bytes
@@ -556,7 +589,7 @@ class Trainer:
         (partial / "training_config.json").write_text(dumps_json(self.cfg.record(), default=str) + "\n")
         with staged_outputs(marker=self.out_dir / "train.json"):
             write_csv(self.out_dir / "train_curve.csv", ["step"] + self.log_keys, self.train_rows)
-            write_csv(self.out_dir / "dev_curve.csv", ["step", "stsb_dev"], self.dev_rows)
+            write_csv(self.out_dir / "dev_curve.csv", ["step", self.dev.column], self.dev_rows)
             replace_dir(partial, self.out_dir / "model")
             write_json(self.out_dir / "train_timing.json", timing)
             write_json(self.out_dir / "train.json", summary)  # written last: marks the run complete

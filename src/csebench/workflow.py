@@ -5,6 +5,7 @@ Path scheme (outputs only, under paths.data / paths.results; docs/runs.md):
   data/{data}/senteval/ROOT                           pointer to the SentEval downstream/ folder
   results/runs/{key}/seed{seed}/                      ONE run, trained once whichever suites list it (Runs):
       train.json, model/, train_curve.csv, dev_curve.csv     training
+      model_card.md                                   its model card, also model/README.md (card.smk)
       teacher/embeddings.npy                          its frozen-teacher corpus embeddings (DistillCSE)
       {ev}/embeddings.npz, sts.json, sts_pairs.npz, transfer.json, probing.json, analysis/{name}.json
                                                       evaluated under the settings named {ev} (eval_name)
@@ -16,7 +17,8 @@ Path scheme (outputs only, under paths.data / paths.results; docs/runs.md):
 
 from __future__ import annotations
 
-from .config import EVAL_PRECISIONS, digest, find_run, list_suites, load_params, resolve_run, suite_runs, suite_seeds
+from .config import (EVAL_PRECISIONS, digest, expand_path, find_run, list_suites, load_params, resolve_run,
+                     sts_pairs_file, suite_runs, suite_seeds)
 from .paths import results_root as results_dir, run_dir
 from .schema import schema_path
 
@@ -59,13 +61,15 @@ def evaluated_jobs(params: dict, suite: str) -> list[tuple[str, int]]:
     return [(r, s) for r, s in jobs(params, suite) if r in evaluated]
 
 
-EVALUATION_KEYS = {"precision": EVAL_PRECISIONS, "max_sts_pairs": int}
+EVALUATION_KEYS = {"precision": EVAL_PRECISIONS, "max_sts_pairs": int, "sts_pairs": list}
 
 
 def suite_evaluation(params: dict, suite: str) -> dict:
     """A suite's `evaluation:` settings: precision (fp32 default: SentEval's numbers; "fast" = bf16
     where the hardware has it, see encoder.eval_autocast_dtype), the STS pair cap (CPU demo only:
-    each STS task scored on a seeded subset) and the transfer training-set cap."""
+    each STS task scored on a seeded subset), the transfer training-set cap, and your own STS test
+    sets (`sts_pairs: [NAME, ...]` of data.<source>.sts_pairs) as NAME -> the file's path as
+    params.yaml writes it (eval_name hashes it; sts_sets expands it)."""
     from .errors import ConfigError
 
     spec = params["suites"][suite]
@@ -74,7 +78,10 @@ def suite_evaluation(params: dict, suite: str) -> dict:
         if key not in EVALUATION_KEYS:
             raise ConfigError(f"suites.{suite}.evaluation: unknown key '{key}' (valid: {', '.join(EVALUATION_KEYS)})")
         allowed = EVALUATION_KEYS[key]
-        if allowed is int:
+        if allowed is list:  # names of the data source's own STS sets (their files are checked where they are read)
+            if not isinstance(value, list):
+                raise ConfigError(f"suites.{suite}.evaluation.{key}: give a list of names of data.{spec['data']}.sts_pairs, got {value!r}")
+        elif allowed is int:
             if isinstance(value, bool) or not isinstance(value, int) or value < 2:
                 raise ConfigError(f"suites.{suite}.evaluation.{key}: give a whole number of at least 2, got {value!r}")
         elif value not in allowed:
@@ -86,7 +93,19 @@ def suite_evaluation(params: dict, suite: str) -> dict:
     cap, test_cap = transfer.get("max_train_sentences"), transfer.get("max_test_sentences")
     return {"precision": ev.get("precision", "fp32"), "max_train_sentences": int(cap) if cap else None,
             "max_test_sentences": int(test_cap) if test_cap else None,
-            "max_sts_pairs": ev.get("max_sts_pairs")}
+            "max_sts_pairs": ev.get("max_sts_pairs"),
+            "sts_pairs": {name: sts_pairs_file(params, spec["data"], name, f"suites.{suite}.evaluation.sts_pairs", expand=False)
+                          for name in ev.get("sts_pairs") or []}}
+
+
+def sts_sets(params: dict, settings: dict) -> dict[str, str]:
+    """The own STS test sets of evaluation settings (suite_evaluation): NAME -> file on this machine."""
+    return {name: expand_path(path, params) for name, path in settings["sts_pairs"].items()}
+
+
+def dev_set_file(params: dict, suite: str, run: str, seed: int) -> str | None:
+    """The file of the run's `training.dev_set` (checkpoint selection on your own STS data), else None."""
+    return resolve_run(params, suite, run, int(seed)).dev_file
 
 
 def suite_mteb_tasks(params: dict, suite: str) -> list[str] | None:
@@ -102,9 +121,13 @@ def suite_mteb_tasks(params: dict, suite: str) -> list[str] | None:
 
 def eval_name(settings: dict) -> str:
     """The folder name of a suite's evaluation settings (suite_evaluation) inside a run's folder:
-    eval-fp32 for the papers' protocol; a capped evaluation adds a hash of its caps."""
-    caps = {k: v for k, v in settings.items() if k != "precision" and v is not None}
-    return f"eval-{settings['precision']}" + (f"-capped-{digest(caps, 8)}" if caps else "")
+    eval-fp32 for the papers' protocol; a capped evaluation adds a hash of its caps, one that scores
+    your own STS sets a hash of their names and files (the names key sts.json's extra_sets). Without
+    caps or own sets the name is what it was before either existed."""
+    caps = {k: v for k, v in settings.items() if k not in ("precision", "sts_pairs") and v is not None}
+    own = settings.get("sts_pairs")
+    return (f"eval-{settings['precision']}" + (f"-capped-{digest(caps, 8)}" if caps else "")
+            + (f"-sts-{digest(own, 8)}" if own else ""))
 
 
 class Runs:
@@ -121,6 +144,7 @@ class Runs:
         self.results = results_dir(params)
         self._keys: dict[tuple[str, str], str] = {}
         self._listed: dict[tuple[str, int], list[tuple[str, str]]] | None = None
+        self._evaluated: dict[str, set[tuple[str, int]]] = {}
 
     def key(self, suite: str, run: str) -> str:
         if (suite, run) not in self._keys:
@@ -153,6 +177,17 @@ class Runs:
         if not listed:
             raise ConfigError(f"no run of params.yaml has the key {key}: params.yaml changed since this folder was "
                               "planned (`csebench runs` lists the runs and their folders)")
+        return listed[0]
+
+    def card_source(self, key: str, seed: int) -> tuple[str, str]:
+        """The (suite, run) whose view the run's one model card is made from (card.smk): the first of
+        params.yaml that evaluates it, so the card holds results; else the first that lists it."""
+        listed = self.listed.get((key, int(seed))) or [self.first(key, seed)]
+        for suite, run in listed:
+            if suite not in self._evaluated:
+                self._evaluated[suite] = set(evaluated_jobs(self.params, suite))
+            if (run, int(seed)) in self._evaluated[suite]:
+                return suite, run
         return listed[0]
 
     def same_run_as(self, suite: str, run: str, seed: int) -> str | None:

@@ -2,7 +2,8 @@
 # tasks after the suite's cap): eval_sts, eval_transfer and the STS-based analyses look sentences up
 # in this table instead of running the model again. `evaluation: {precision: ...}` in a suite sets
 # the precision (fp32 by default). A run is evaluated once per set of evaluation settings, in
-# results/runs/{key}/seed{seed}/{ev} ({ev} names the settings: csebench.workflow.eval_name).
+# results/runs/{key}/seed{seed}/{ev} ({ev} names the settings: csebench.workflow.eval_name); your own
+# STS test sets (`evaluation: {sts_pairs: [...]}`) are such a setting, encoded here too.
 
 
 def eval_settings(w):  # a run's job: the settings its {ev} folder names; a suite's job: the suite's
@@ -21,6 +22,15 @@ def sts_cap(w):  # `evaluation: {max_sts_pairs: N}` (CPU demo only): embed and e
     return f"--max-sts-pairs {cap}" if cap else ""
 
 
+def sts_pairs_of(w):  # `evaluation: {sts_pairs: [NAME, ...]}`: your own STS test sets, part of the settings {ev} names
+    return list(wf.sts_sets(PARAMS, eval_settings(w)).values())
+
+
+def sts_pairs_args(w):  # embed and eval_sts read the same sets
+    sets = wf.sts_sets(PARAMS, eval_settings(w))
+    return f"--sts-pairs {' '.join(f'{name}={path}' for name, path in sets.items())}" if sets else ""
+
+
 def embeddings_of(w):
     return f"{RESULTS}/runs/{w.key}/seed{w.seed}/{w.ev}/embeddings.npz"
 
@@ -29,10 +39,11 @@ rule embed:
     input:
         summary=f"{RUN}/train.json",
         senteval=senteval_of,
+        sts_pairs=sts_pairs_of,
     output:
         f"{EVAL}/embeddings.npz",
     params:
-        cap=lambda w: f"{transfer_cap(w)} {sts_cap(w)}".strip(),
+        cap=lambda w: " ".join(a for a in (transfer_cap(w), sts_cap(w), sts_pairs_args(w)) if a),
         precision=lambda w: eval_settings(w)["precision"],
     threads: config.get("threads", 4)
     resources:

@@ -1,14 +1,16 @@
-# STS12-16 (all), STS-B test, SICK-R test per run, from its embeddings table (embed.smk).
+# STS12-16 (all), STS-B test, SICK-R test per run, from its embeddings table (embed.smk); and the
+# suite's own STS sets (`evaluation: {sts_pairs: [...]}`, part of the settings {ev} names), beside them.
 rule eval_sts:
     input:
         summary=f"{RUN}/train.json",
         senteval=senteval_of,
         embeddings=embeddings_of,
+        sts_pairs=sts_pairs_of,
     output:
         sts=f"{EVAL}/sts.json",
         pairs=f"{EVAL}/sts_pairs.npz",  # per-pair cosines: paired bootstrap in report
     params:
-        cap=sts_cap,
+        cap=lambda w: " ".join(a for a in (sts_cap(w), sts_pairs_args(w)) if a),  # your own STS sets too (embed.smk)
     threads: 1  # looks embeddings up
     log:
         f"{EVAL}/logs/eval_sts.log",

@@ -12,11 +12,16 @@ def train_corpus_of(w):  # an evaluation-only run (`train: false`) reads no corp
     return corpus_of(w) if wf.trains(PARAMS, suite, run) else []
 
 
+def dev_set_of(w):  # `training.dev_set`: checkpoints selected on your own STS data (csebench reads the file from params)
+    return [f for f in [wf.dev_set_file(PARAMS, *first_listed(w), int(w.seed))] if f]
+
+
 rule train:  # with `train: false` it writes the untrained backbone as model/ (csebench.evalonly)
     input:
         corpus=train_corpus_of,
         senteval=senteval_of,
         teachers=teacher_caches_of,
+        dev_set=dev_set_of,
     output:
         summary=f"{RUN}/train.json",
         model=directory(f"{RUN}/model"),

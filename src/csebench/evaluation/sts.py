@@ -12,6 +12,8 @@ all their subsets (SimCSE's "all" setting); the average is over the 7 test tasks
 
 from __future__ import annotations
 
+import csv
+import io
 import logging
 import os
 from dataclasses import dataclass
@@ -23,6 +25,7 @@ import torch
 from scipy.stats import spearmanr
 
 from ..errors import ConfigError, DataError
+from ..io import read_utf8
 from ..provenance import record_data
 from . import STS_TASKS
 
@@ -138,6 +141,90 @@ def load_task(root: str | os.PathLike, task: str) -> PairSet:
     raise DataError(f"unknown STS task '{task}' (valid: {', '.join(TEST_TASKS + ['STSBenchmark-dev'])})")
 
 
+# ----------------------------------------------------------------------------- your own STS data (sts_pairs)
+
+PAIR_COLUMNS = ("sentence1", "sentence2", "score")
+SPLITS = {"train": "train", "dev": "dev", "validation": "dev", "test": "test"}  # split column value -> role
+
+
+def _pairs_text(path: Path) -> str:
+    if not path.is_file():
+        raise DataError(f"STS pairs file not found: {path}")
+    text = read_utf8(path)
+    if not text.strip():
+        raise DataError(f"{path} is empty: expected a header line (sentence1, sentence2, score[, split]) and one sentence pair per line")
+    return text
+
+
+def load_sts_pairs(path: str | os.PathLike, split: str | None = None) -> PairSet:
+    """Your own STS set: a .tsv (tab-separated, no quoting: quotes are text) or .csv (comma-separated, CSV
+    quoting) whose header names the columns sentence1, sentence2, score and optionally split (train, dev or
+    validation, test; other columns are ignored). ``split`` ("dev" or "test") keeps the rows of that split,
+    all rows when the file has no split column. Checked as SentEval's files are: every row has the header's
+    number of fields, scores are finite numbers, sentences are not empty; errors name the file and line."""
+    path = Path(path)
+    delimiter = {".tsv": "\t", ".tab": "\t", ".csv": ","}.get(path.suffix.lower())
+    if delimiter is None:
+        raise DataError(f"{path}: name an STS pairs file .tsv (tab-separated) or .csv (comma-separated)")
+    kind = "tab-separated" if delimiter == "\t" else "comma-separated"
+    reader = csv.reader(io.StringIO(_pairs_text(path), newline=""), delimiter=delimiter,
+                        quoting=csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL)
+    header = [h.strip().lower() for h in next(reader)]
+    missing = [c for c in PAIR_COLUMNS if c not in header]
+    if missing or len(set(header)) != len(header):
+        what = f"lacks {', '.join(missing)}" if missing else "names a column twice"
+        raise DataError(f"{path}:1: the header {what} (found: {', '.join(header)}); the first line names the "
+                        f"{kind} columns sentence1, sentence2, score and optionally split")
+    col = {c: header.index(c) for c in (*PAIR_COLUMNS, "split") if c in header}
+    s1, s2, scores, groups = [], [], [], []
+    for fields in reader:
+        line = reader.line_num
+        if not any(f.strip() for f in fields):
+            continue  # a blank line (a trailing newline, a spacer)
+        if len(fields) != len(header):
+            raise DataError(f"{path}:{line}: expected {len(header)} {kind} fields ({', '.join(header)}), found {len(fields)}")
+        a, b = _join(fields[col["sentence1"]]), _join(fields[col["sentence2"]])
+        if not a or not b:
+            raise DataError(f"{path}:{line}: {'sentence1' if not a else 'sentence2'} is empty")
+        role = SPLITS.get(fields[col["split"]].strip().lower()) if "split" in col else "all"
+        if role is None:
+            raise DataError(f"{path}:{line}: split {fields[col['split']].strip()!r} is not one of {', '.join(SPLITS)}")
+        s1.append(a)
+        s2.append(b)
+        scores.append(_score(fields[col["score"]], path, line))
+        groups.append(role)
+    if not scores:
+        raise DataError(f"{path} has no sentence pairs (only a header)")
+    record_data(path)
+    keep = [i for i, g in enumerate(groups) if split is None or g in (split, "all")]
+    if not keep:
+        raise DataError(f"{path} has no rows with split {split} (its splits: {', '.join(sorted(set(groups)))})")
+    gold = np.asarray(scores)[keep]
+    if len(keep) < 2 or np.ptp(gold) == 0:
+        raise DataError(f"{path}: {len(keep)} {split or 'all'} pair(s), all scored {gold[0]:g}: a Spearman correlation "
+                        "needs at least 2 pairs with different scores")
+    return PairSet([s1[i] for i in keep], [s2[i] for i in keep], gold, [groups[i] for i in keep])
+
+
+def sts_pairs_spec(spec: str) -> tuple[str, Path]:
+    """``NAME=FILE`` or ``FILE`` (named by its stem): a --sts-pairs argument."""
+    name, sep, file = spec.partition("=")
+    if not sep or "/" in name or os.sep in name:
+        return Path(spec).stem, Path(spec)
+    return name, Path(file)
+
+
+def load_extra_sets(specs: list[str] | None, max_pairs: int | None = None, seed: int = 1111) -> dict[str, PairSet]:
+    """The test rows of your own STS sets (--sts-pairs), each capped as the 7 tasks are (cap_pairs)."""
+    sets: dict[str, PairSet] = {}
+    for spec in specs or []:
+        name, path = sts_pairs_spec(spec)
+        if name in sets:
+            raise DataError(f"--sts-pairs: two sets named '{name}': name them NAME=FILE")
+        sets[name] = cap_pairs(load_sts_pairs(path, "test"), max_pairs, seed)
+    return sets
+
+
 def cosine_rows(a: torch.Tensor, b: torch.Tensor) -> np.ndarray:
     a = a.double()
     b = b.double()
@@ -182,7 +269,7 @@ def capped_sts_warning(max_pairs: int) -> str:
 
 def evaluate_sts(encode: EncodeFn, root: str | os.PathLike, tasks: list[str] | None = None,
                  pairsets: dict[str, PairSet] | None = None, keep_pairs: bool = False,
-                 max_pairs: int | None = None, seed: int = 1111) -> dict:
+                 max_pairs: int | None = None, seed: int = 1111, extra: dict[str, PairSet] | None = None) -> dict:
     """Spearman x100 per task (+ per-subset for STS12-16) and the average of the 7 test tasks.
 
     ``encode`` maps a list of sentences to an (n, d) tensor. All tasks' sentences are pooled
@@ -191,17 +278,22 @@ def evaluate_sts(encode: EncodeFn, root: str | os.PathLike, tasks: list[str] | N
     (numpy arrays, not JSON; see ``save_pairs``) for paired significance tests.
     ``max_pairs`` (CPU demo only) scores each task on a seeded subset (cap_pairs); the result is then
     marked ``"protocol": "capped"`` with a warning.
+    ``extra`` (your own STS sets, load_extra_sets) are scored under ``extra_sets``, beside the tasks:
+    never in ``tasks``, the average or the per-pair file.
     """
     tasks = tasks or TEST_TASKS
     sets = pairsets or load_test_tasks(root, tasks, max_pairs, seed)
-    everything = sorted({s for ps in sets.values() for s in (*ps.sent1, *ps.sent2)})
+    extra = extra or {}
+    everything = sorted({s for ps in (*sets.values(), *extra.values()) for s in (*ps.sent1, *ps.sent2)})
     emb = encode(everything)
     row = {s: i for i, s in enumerate(everything)}
+
+    def cosines(ps: PairSet) -> np.ndarray:
+        return cosine_rows(emb[torch.as_tensor([row[s] for s in ps.sent1])], emb[torch.as_tensor([row[s] for s in ps.sent2])])
+
     results: dict = {"tasks": {}, "subsets": {}, "n_pairs": {}}
     for task, ps in sets.items():
-        e1 = emb[torch.as_tensor([row[s] for s in ps.sent1])]
-        e2 = emb[torch.as_tensor([row[s] for s in ps.sent2])]
-        sims = cosine_rows(e1, e2)
+        sims = cosines(ps)
         results["tasks"][task] = spearman100(sims, ps.scores)
         results["n_pairs"][task] = len(ps.scores)
         if keep_pairs:
@@ -209,6 +301,9 @@ def evaluate_sts(encode: EncodeFn, root: str | os.PathLike, tasks: list[str] | N
         if task in STS_SUBSETS:
             groups = np.asarray(ps.groups)
             results["subsets"][task] = {g: spearman100(sims[groups == g], ps.scores[groups == g]) for g in STS_SUBSETS[task]}
+    if extra:
+        results["extra_sets"] = {name: {"spearman": spearman100(cosines(ps), ps.scores), "n_pairs": len(ps.scores),
+                                        "split": "test" if "test" in ps.groups else "all"} for name, ps in extra.items()}
     test = [t for t in TEST_TASKS if t in results["tasks"]]
     if len(test) == len(TEST_TASKS):
         results["avg"] = float(np.mean([results["tasks"][t] for t in TEST_TASKS]))

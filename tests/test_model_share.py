@@ -1,0 +1,344 @@
+"""Issue 22 part 3: saved models load cleanly, carry a model card, and `csebench push` uploads them."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+from csebench.config import BackboneConfig
+from csebench.encoder import build_encoder
+
+SENTS = ["a sentence", "another longer sentence here"]
+
+LOAD = textwrap.dedent("""
+    import sys, torch
+    from safetensors.torch import load_file
+    from transformers import AutoModel
+    from sentence_transformers import SentenceTransformer
+    folder = sys.argv[1]
+    SENTS = sys.argv[3:]
+    model, info = AutoModel.from_pretrained(folder, output_loading_info=True)
+    print("INFO", sorted((k, sorted(v)) for k, v in info.items() if k != "error_msgs"))
+    st = SentenceTransformer(folder, device="cpu")
+    torch.save({"st": torch.as_tensor(st.encode(SENTS)), "pooler": model.pooler.dense.weight.detach()}, sys.argv[2])
+""")
+
+
+def _load_like_a_user(folder, tmp_path) -> tuple[str, dict]:
+    """AutoModel and SentenceTransformer in a fresh interpreter at the libraries' default verbosity, as a
+    user runs them (the CLI silences transformers' load reports in its own process): everything printed."""
+    script = tmp_path / "load.py"
+    script.write_text(LOAD)
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TRANSFORMERS_VERBOSITY="warning")
+    proc = subprocess.run([sys.executable, str(script), str(folder), str(tmp_path / "out.pt"), *SENTS], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout + proc.stderr, torch.load(tmp_path / "out.pt")
+
+
+@pytest.mark.parametrize("backbone, pooler, projection", [("packaged:minilm", "cls", None), ("random", "avg", 8)])
+def test_saved_model_loads_without_missing_or_unexpected_weights(tmp_path, backbone, pooler, projection):
+    torch.manual_seed(0)
+    enc = build_encoder(BackboneConfig(model=backbone, pooler=pooler), projection_dim=projection)
+    enc.save(tmp_path / "model")
+    printed, out = _load_like_a_user(tmp_path / "model", tmp_path)
+    assert "INFO [('mismatched_keys', []), ('missing_keys', []), ('unexpected_keys', [])]" in printed, printed
+    for word in ("MISSING", "UNEXPECTED", "newly initialized", "not initialized", "not used"):
+        assert word not in printed, printed
+    # SentenceTransformer gives the evaluated embedding (with the projection head: its Dense module)
+    assert torch.allclose(out["st"], enc.encode(SENTS), atol=1e-4)
+    if pooler == "cls":  # pooler_output is the trained MLP head, as in SimCSE's released checkpoints
+        assert torch.equal(out["pooler"], enc.head.dense.weight.detach())
+    else:  # the backbone's own pooler (a random BERT's: drawn from the seed)
+        assert torch.equal(out["pooler"], enc.backbone.pooler_weights["pooler.dense.weight"])
+
+
+def test_the_kept_pooler_changes_neither_the_encoder_state_nor_the_rng(tokenizer):
+    from csebench.encoder import build_backbone
+
+    torch.manual_seed(3)
+    before = torch.get_rng_state()
+    model = build_backbone(BackboneConfig(model="packaged:minilm"), tokenizer)
+    assert torch.equal(before, torch.get_rng_state())
+    assert model.pooler is None and not any(k.startswith("pooler.") for k in model.state_dict())
+    assert set(model.pooler_weights) == {"pooler.dense.weight", "pooler.dense.bias"}
+
+
+# ----------------------------------------------------------------------------- the card, through Snakemake
+
+@pytest.fixture(scope="module")
+def small_shared(tmp_path_factory, shared_dir):
+    from runhelpers import write_small_shared
+
+    return write_small_shared(tmp_path_factory.mktemp("shared"))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, small_shared):
+    """Finished ci runs, made in process: SimCSE with sts.json and transfer.json (SST-2 only), the untrained
+    backbone with sts.json."""
+    from csebench.cli import main
+
+    tmp = tmp_path_factory.mktemp("runs")
+    se, corpus = small_shared / "senteval", small_shared / "corpus" / "demo-sentences.txt"
+    out = {}
+    for name in ("simcse", "backbone"):
+        run = tmp / name / "seed1"
+        common = ["--suite", "ci", "--run", name, "--seed", "1"]
+        assert main(["train", *common, "--corpus", str(corpus), "--senteval", str(se), "--out", str(run),
+                     "--cache-dir", str(tmp / "cache"), "--no-progress"]) == 0
+        evals = [("eval-sts", [])] + [("eval-transfer", ["--tasks", "SST2"])] * (name == "simcse")  # one task: fast
+        for cmd, extra in evals:
+            assert main([cmd, "--model", str(run / "model"), "--senteval", str(se), *common, "--out",
+                         str(run / f"{cmd[5:]}.json"), "--no-progress", *extra]) == 0
+        assert main(["model-card", "--run", str(run)]) == 0
+        out[name] = run
+    return out
+
+
+def test_card_holds_the_runs_results_settings_and_loading(runs):
+    import json
+
+    from huggingface_hub import ModelCard
+
+    run = runs["simcse"]
+    assert (run / "model" / "README.md").read_text() == (run / "model_card.md").read_text()
+    card = ModelCard.load(run / "model" / "README.md")  # the hub's own parser reads the metadata block
+    sts = json.loads((run / "sts.json").read_text())
+    data = card.data
+    assert data.library_name == "sentence-transformers" and data.pipeline_tag == "sentence-similarity"
+    assert {"sentence-transformers", "csebench", "simcse"} <= set(data.tags)
+    scores = {r.dataset_config: r.metric_value for r in data.eval_results}
+    assert scores == {t: round(v, 2) for t, v in sts["tasks"].items()}
+    text = card.text
+    training = json.loads((run / "model" / "training_config.json").read_text())["training"]
+    for key in training:  # every resolved hyperparameter
+        assert f"`training.{key}`" in text
+    for needle in ("## Results", "### STS (SentEval)", "### Transfer (SentEval)", f"{sts['avg']:.2f}",
+                   "SentenceTransformer(", "AutoModel.from_pretrained(", "out.last_hidden_state[:, 0]",
+                   "`pooler_output` is the MLP head", "## Provenance", "git ", "@inproceedings{gao2021simcse"):
+        assert needle in text, needle
+    untrained = (runs["backbone"] / "model" / "README.md").read_text()
+    assert "**not trained**" in untrained and "@inproceedings" not in untrained and "unsupervised" not in untrained
+
+
+def test_card_cites_each_term_and_reads_mteb_results(runs, tmp_path):
+    import json
+    import shutil
+
+    from csebench.modelcard import render_card
+
+    run = tmp_path / "run"
+    shutil.copytree(runs["simcse"], run)
+    cfg = json.loads((run / "model" / "training_config.json").read_text())
+    cfg["objectives"] = {"gaussian_negatives": {"num_negatives": 192}, "distillation": {"p": 0.1}}
+    (run / "model" / "training_config.json").write_text(json.dumps(cfg))
+    (run / "mteb" / "model" / "rev").mkdir(parents=True)
+    (run / "mteb" / "model" / "rev" / "STS12.json").write_text(json.dumps(
+        {"task_name": "STS12", "scores": {"test": [{"main_score": 0.6123, "hf_subset": "default"}]}}))
+    text = render_card(run, repo_id="org/name")
+    for key in ("gao2021simcse", "wu2022smoothed", "xu2023distillcse", "- gs-infonce", "- distillcse",
+                "`objectives.gaussian_negatives.num_negatives` | `192`", "| STS12 | test | default | 61.23 |",
+                'SentenceTransformer("org/name")', "name: name"):
+        assert key in text, key
+    assert "is-cse" not in text and "he2023instance" not in text
+
+
+def test_push_dry_run_writes_the_card_and_lists_the_folder(runs, capsys, monkeypatch):
+    from csebench.cli import main
+
+    run = runs["simcse"]
+    (run / "model" / ".README.md.x.tmp").write_text("an interrupted write")  # hidden: never uploaded
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # a dry run needs no network
+    assert main(["push", "--run", str(run), "--repo-id", "org/tiny-simcse", "--dry-run"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    files = sorted(p.relative_to(run / "model").as_posix() for p in (run / "model").rglob("*")
+                   if p.is_file() and not p.name.startswith("."))
+    assert [line.strip() for line in out[1:]] == files and {"README.md", "model.safetensors"} <= set(files)
+    assert "(private)" in out[0]
+    assert 'SentenceTransformer("org/tiny-simcse")' in (run / "model" / "README.md").read_text()
+    assert 'SentenceTransformer("org/tiny-simcse")' not in (run / "model_card.md").read_text()
+
+
+def test_push_offline_or_without_token_or_network_is_one_line(runs, monkeypatch, capsys):
+    from csebench.cli import main
+
+    run = str(runs["simcse"])
+    argv = ["push", "--run", run, "--repo-id", "org/tiny-simcse"]
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("csebench push: error: offline") and "\n" not in err
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setattr("huggingface_hub.get_token", lambda: None)
+    assert main(argv) == 2
+    assert "no Hugging Face token" in capsys.readouterr().err
+    monkeypatch.setattr("huggingface_hub.get_token", lambda: "hf_x")
+
+    def no_network(self, *a, **k):
+        raise OSError("[Errno -2] Name or service not known")
+
+    monkeypatch.setattr("huggingface_hub.HfApi.create_repo", no_network)
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "could not reach the Hugging Face hub" in err and "\n" not in err
+    assert main(["push", "--run", run, "--repo-id", "not a repo!", "--dry-run"]) == 2
+    assert "is not a hub repo id (ORG/NAME or NAME)" in capsys.readouterr().err
+
+    from types import SimpleNamespace
+
+    from huggingface_hub.errors import HfHubHTTPError
+
+    def forbidden(self, *a, **k):
+        raise HfHubHTTPError("403 Forbidden", response=SimpleNamespace(status_code=403, headers={}, request=None))
+
+    monkeypatch.setattr("huggingface_hub.HfApi.create_repo", forbidden)
+    assert main(argv) == 2
+    assert "the Hugging Face token cannot write to org/tiny-simcse (HTTP 403)" in capsys.readouterr().err
+    assert main(["model-card", "--run", str(ci_dir := runs["simcse"].parent)]) == 2
+    assert f"{ci_dir} has no train.json: not a finished csebench run folder" in capsys.readouterr().err
+
+
+def test_push_creates_a_private_repo_and_uploads_the_model_folder(runs, monkeypatch):
+    from csebench.cli import main
+
+    calls = []
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setattr("huggingface_hub.get_token", lambda: "hf_x")
+    monkeypatch.setattr("huggingface_hub.HfApi.create_repo", lambda self, repo_id, **k: calls.append(("create", repo_id, k)))
+    monkeypatch.setattr("huggingface_hub.HfApi.upload_folder", lambda self, **k: calls.append(("upload", k)))
+    run = runs["simcse"]
+    assert main(["push", "--run", str(run), "--repo-id", "org/tiny-simcse"]) == 0
+    assert calls[0] == ("create", "org/tiny-simcse", {"private": True, "repo_type": "model", "exist_ok": True})
+    assert calls[1][1]["folder_path"] == str(run / "model") and calls[1][1]["repo_id"] == "org/tiny-simcse"
+    assert main(["push", "--run", str(run), "--repo-id", "org/tiny-simcse", "--public"]) == 0
+    assert calls[2][2]["private"] is False
+
+
+@pytest.mark.slow
+def test_snakemake_makes_the_cards_and_a_second_run_plans_nothing(tmp_path, small_shared):
+    """The model_card rule writes model/README.md after the train rule's model/ output is done: nothing reruns.
+    One card per run, in its own folder; the suite's view shows it through its model/ link."""
+    from csebench.config import load_params
+    from csebench.workflow import run_folder
+    from test_pipeline import BIN, _copy_project
+
+    proj = _copy_project(tmp_path / "proj")
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", CSEBENCH_SHARED=str(small_shared),
+               PATH=f"{BIN}:{os.environ['PATH']}", CSEBENCH_DATA_CHECK="0")
+    run = run_folder(load_params(proj / "params.yaml"), "ci", "simcse", 1)
+    card = f"{run}/model_card.md"
+
+    def snakemake(*args):
+        return subprocess.run([str(BIN / "snakemake"), "--cores", "2", "--configfile", "config/ci.yaml", "--config",
+                               "plan=false", *args, "--", card], cwd=proj, env=env, capture_output=True, text=True, timeout=900)
+
+    proc = snakemake()
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    view = proj / "results/ci/runs/simcse/seed1"
+    assert (view / "model" / "README.md").read_text() == (proj / card).read_text()
+    assert "suite `ci`, run `simcse`" in (proj / card).read_text() and "### STS (SentEval)" in (proj / card).read_text()
+    for folder in (view, proj / run, None):  # after push --dry-run rewrote the README from the view, the run, then not
+        again = snakemake("-n")
+        assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr, again.stdout + again.stderr
+        if folder is not None:
+            subprocess.run([sys.executable, "-m", "csebench", "push", "--run", str(folder), "--repo-id", "org/x", "--dry-run"],
+                           env=env, check=True, capture_output=True)
+            assert 'SentenceTransformer("org/x")' in (view / "model" / "README.md").read_text()
+
+
+def test_the_card_leaves_the_weights_fingerprint_alone(runs, tmp_path):
+    """eval-sts and the analyses check their embeddings table against the model folder's fingerprint:
+    a card written after `csebench embed` must not make the table look like another model's."""
+    import shutil
+
+    from csebench.embeddings import model_fingerprint
+
+    model = tmp_path / "model"
+    shutil.copytree(runs["simcse"] / "model", model)
+    before = model_fingerprint(model)
+    (model / "README.md").write_text("another card")
+    assert model_fingerprint(model) == before
+
+
+def test_card_waits_for_the_mteb_results_where_the_suite_asks_for_them(tmp_path):
+    """A suite with `mteb:` (mteb.smk): the run's model_card job reads the suite's VIEW/mteb/ after eval_mteb
+    has written it."""
+    from csebench.config import load_params
+    from csebench.workflow import run_folder
+    from runhelpers import PARAMS
+    from test_pipeline import BIN
+
+    over = tmp_path / "over.yaml"
+    over.write_text("suites:\n  ci:\n    mteb: {}\n")
+    card = f"{run_folder(load_params(PARAMS, [over]), 'ci', 'simcse', 1)}/model_card.md"
+    proc = subprocess.run([str(BIN / "snakemake"), "-n", "--forceall", "--configfile", "config/ci.yaml", "--config", "plan=false",
+                           f"params_overrides=[{over}]", "--", card], cwd=Path(__file__).resolve().parents[1],
+                          env=dict(os.environ, HF_HUB_OFFLINE="1"), capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    job = out[out.index("rule model_card:"):]
+    assert "results/ci/runs/simcse/seed1/mteb/mteb.json" in job.split("output:")[0]
+
+
+def test_one_card_per_run_from_a_view_or_the_runs_own_folder(runs, tmp_path, capsys, monkeypatch):
+    """A run trained once for several suites has one model/, so one card: made from a suite's view (that
+    suite's names and results) it lands in the run's own folder and shows in every view; made from the
+    run's own folder it reports the papers' evaluation folder (eval-fp32). push takes either."""
+    import json
+    import shutil
+
+    from csebench.cli import main
+    from csebench.runviews import write_view
+
+    run = tmp_path / "results" / "runs" / "0123456789abcdef" / "seed1"
+    run.mkdir(parents=True)
+    for name in ("train.json", "model"):
+        (shutil.copytree if name == "model" else shutil.copy)(runs["simcse"] / name, run / name)
+    sts = json.loads((runs["simcse"] / "sts.json").read_text())
+    for ev, avg in (("eval-fp32", 11.0), ("eval-fast-capped-00000000", 22.0)):
+        (run / ev).mkdir()
+        (run / ev / "sts.json").write_text(json.dumps({**sts, "avg": avg}))
+    info = {"suite": "other", "name": "same", "seed": 1, "method": "simcse", "method_label": "SimCSE (again)",
+            "backbone": "minilm", "backbone_label": "MiniLM"}
+    views = [tmp_path / "results" / s / "runs" / "same" / "seed1" for s in ("other", "third")]
+    for view, suite in zip(views, ("other", "third")):
+        write_view({**info, "suite": suite}, "ci/simcse", run, view, ["train.json", "model"])
+        write_view({**info, "suite": suite}, "ci/simcse", run / "eval-fp32", view, ["sts.json"])
+    assert main(["model-card", "--run", str(views[0])]) == 0
+    text = (run / "model_card.md").read_text()
+    assert not (views[0] / "model_card.md").exists()
+    assert all((v / "model" / "README.md").read_text() == text for v in views)
+    assert "**SimCSE (again)**" in text and "(suite `other`, run `same`, seed 1)" in text
+    assert "the same run as `ci/simcse`" in text and "`runs/" in text
+    assert main(["model-card", "--run", str(run)]) == 0  # the run's own folder: its train.json's names, eval-fp32
+    text = (run / "model_card.md").read_text()
+    assert "| 11.00 |" in text and "22.00" not in text and "(suite `ci`, run `simcse`" in text
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for folder in (views[1], run):
+        assert main(["push", "--run", str(folder), "--repo-id", "org/same", "--dry-run"]) == 0
+        assert "README.md" in capsys.readouterr().out
+        assert 'SentenceTransformer("org/same")' in (views[0] / "model" / "README.md").read_text()
+
+
+def test_a_runs_card_comes_from_the_first_suite_that_evaluates_it(tmp_path):
+    """Runs.card_source: the first suite of params.yaml listing the run and evaluating it (its results
+    in the card); a run no suite evaluates, from the first that lists it."""
+    from csebench.config import load_params
+    from csebench.workflow import Runs
+    from runhelpers import PARAMS, write_config
+
+    simcse = {"name": "simcse", "backbone": "minilm", "method": "simcse"}
+    suite = {"data": "ci", "seeds": [1], "training": {"max_steps": 4}}
+    over = write_config(tmp_path / "over.yaml", {"suites": {
+        "a": {**suite, "runs": [{**simcse, "evaluate": False}, {**simcse, "name": "alone", "evaluate": False,
+                                                                "training": {"max_steps": 5}}]},
+        "b": {**suite, "runs": [{**simcse, "name": "copy"}]}}})
+    runs = Runs(load_params(PARAMS, [over]))
+    assert runs.key("a", "simcse") == runs.key("b", "copy") and runs.first(runs.key("a", "simcse"), 1) == ("a", "simcse")
+    assert runs.card_source(runs.key("a", "simcse"), 1) == ("b", "copy")
+    assert runs.card_source(runs.key("a", "alone"), 1) == ("a", "alone")
