@@ -317,7 +317,7 @@ def test_tables_say_when_scores_come_from_capped_evaluation_sets(tmp_path):
 
 
 @pytest.mark.parametrize("item,line", [
-    ("table-4", "csebench results: error: unknown item 'table-4': give a paper item (`csebench results list` lists them) or suite/<suite>"),
+    ("table-4", "csebench results: error: unknown item 'table-4': give a paper item (`csebench results list` lists them), suite/<suite> or mteb/<suite>"),
     ("is-cse/table-42", "csebench results: error: unknown item 'is-cse/table-42': give a paper item (of that paper: is-cse/table-1, "),
     ("suite/paper-iscs", "csebench results: error: unknown suite 'paper-iscs' (did you mean 'paper-iscse'?)"),
 ])

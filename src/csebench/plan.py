@@ -189,8 +189,8 @@ def suite_plan(params: dict, suite: str, n_items: int = 0, probing: bool = False
         units[("card", key, seed)] = (0.0, 0.0, 0.0)  # its model card (card.smk), no GPU
     # train + embed + eval_sts + eval_transfer + model_card per distinct run (train and card for `evaluate: false`), a teacher
     # cache per teacher, the suite report, its items (the views of runs, local jobs of a second, not counted);
-    # eval_mteb per evaluated run where the suite asks for MTEB (in the suite's own view of the run)
-    mteb = len(wf.evaluated_jobs(params, suite)) if wf.suite_mteb_tasks(params, suite) is not None else 0
+    # eval_mteb per evaluated run where the suite asks for MTEB (in the suite's own view of the run), and its MTEB table
+    mteb = len(wf.evaluated_jobs(params, suite)) + 1 if wf.suite_mteb_tasks(params, suite) is not None else 0
     jobs = _unit_jobs(units) + 1 + n_items + mteb
     return SuitePlan(suite, data, len(runs) - len(evaluation_only), len(teachers), jobs, sorted(set(unknown)), units, trained)
 
@@ -238,6 +238,6 @@ def render_plan(plans: list[SuitePlan], root: str | Path = ".") -> str:
               f"sentence has {mean_tokens(32):.1f}; sentence lengths (BERT WordPiece) of {source}")
     lines.append(f"GPU-hours: {basis}. {tokens}. Jobs: train, embed, eval_sts, eval_transfer, model_card per run, teacher "
                  "caches, the suite report and the paper tables/figures it feeds (analyses and the suites' views of "
-                 "runs not counted); eval_mteb per run of a suite with an `mteb:` section (its GPU time not "
+                 "runs not counted); eval_mteb per run of a suite with an `mteb:` section and its MTEB table (GPU time not "
                  "estimated); the rows count each suite built alone.")
     return "\n".join(lines)

@@ -3,6 +3,8 @@
 #                     figures/{sts_avg,training_curves}.png and README.md, linking the suite's analyses
 #   reproduce_table   a paper table: {root}/{paper}/table-N.{md,csv,tex}
 #   reproduce_figure  a paper figure: {root}/{paper}/figure-N.{png,md,csv}
+#   mteb_table        a suite's MTEB table (suites with an `mteb:` section): results/{suite}/tables/mteb.{md,csv,tex},
+#                     labelled "MTEB protocol", linked from the suite's README (so the report rule asks for it)
 #   front_page        results/README.md: every paper item, linked when built, else its suites' cost
 # root = results/papers (paper scale) or results/demo/papers (demo scale, items with a `demo:` section;
 # `reproduce: demo` builds those without `make_demo: false`, the others are built when asked for by name).
@@ -38,7 +40,8 @@ def _item_inputs(w):
 
 def suite_links(w):
     fn = globals().get("analysis_targets")
-    return [p for p in (fn(w.suite) if fn else []) if p.endswith((".png", ".md"))]
+    mteb = [] if wf.suite_mteb_tasks(PARAMS, w.suite) is None else [f"{RESULTS}/{w.suite}/tables/mteb.md"]
+    return [p for p in (fn(w.suite) if fn else []) if p.endswith((".png", ".md"))] + mteb
 
 
 _ROOT_RE = "|".join(re.escape(r) for r in ROOTS)
@@ -57,6 +60,19 @@ rule report:
         f"{RESULTS}/{{suite}}/logs/report.log",
     shell:
         RENDER + " --item suite/{wildcards.suite} {params.links} 2> {log}"
+
+
+rule mteb_table:
+    input:
+        lambda w: _render.input_files(REGISTRY.item(f"mteb/{w.suite}"), PARAMS, RESULTS),
+    output:
+        [f"{RESULTS}/{{suite}}/tables/mteb.{e}" for e in _render.TABLE_EXTS],
+    wildcard_constraints:
+        suite=r"[^/]+",
+    log:
+        f"{RESULTS}/{{suite}}/logs/mteb_table.log",
+    shell:
+        RENDER + " --item mteb/{wildcards.suite} 2> {log}"
 
 
 rule reproduce_table:

@@ -141,7 +141,8 @@ def suite_readme(path: str | os.PathLike, suite: str, tables: dict, figures: lis
     for kind, files in tables.values():
         if files:
             out.append(f"- {kind.title} ({kind.unit}): " + " · ".join(link(f, names.get(f.suffix, f.suffix.lstrip(".").upper()), base) for f in files))
-    out += [f"- {t.stem.replace('_', ' ')}: {link(t, t.name, base)}" for t in extra_tables or []] + [""]
+    titles = {"mteb": "MTEB tasks (MTEB protocol, not SentEval's \"all\" setting)"}
+    out += [f"- {titles.get(t.stem, t.stem.replace('_', ' '))}: {link(t, t.name, base)}" for t in extra_tables or []] + [""]
     if glance:
         table = Table(["Backbone", "Run", "Seeds", "Avg. (ours)", "Published Avg.", "p (vs baseline)"], "llrrlr", glance)
         out += ["## STS average at a glance", ""] + table.markdown() + [""]

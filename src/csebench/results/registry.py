@@ -17,7 +17,7 @@ Studies beyond the papers (e.g. ``combinations.yaml``) are registry files whose 
 csebench's own study wherever they are listed, and are not counted in the papers' coverage.
 
 Suite items (``suite/<name>``) are not listed in the YAML: every suite has one, drawn by the
-``suite`` renderer.
+``suite`` renderer; a suite with an ``mteb:`` section also has ``mteb/<name>``, its MTEB table.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ PAPER_FILES = ("simcse", "is-cse", "gs-infonce", "sscl", "distillcse")  # in thi
 ITEM_KEYS = {"id", "paper", "number", "kind", "title", "shows", "metric", "status", "reason", "renderer", "suites",
              "layout", "published_text", "notes", "demo", "figure"}
 SUITE = "suite"  # the "paper" of suite-level items: suite/<name>
+MTEB = "mteb"  # a suite's MTEB table: mteb/<name> (results/<name>/tables/mteb.{md,csv,tex})
 
 
 @dataclass
@@ -104,6 +105,16 @@ def suite_item(suite: str) -> Item:
                 suites=[suite])
 
 
+def mteb_item(suite: str) -> Item:
+    """The MTEB scores of one suite's runs (its ``mteb:`` section), under MTEB's own protocol."""
+    return Item(id=f"{MTEB}/{suite}", paper=MTEB, number=f"suite {suite}, MTEB", kind="table",
+                title=f"suite `{suite}` on MTEB (MTEB protocol)",
+                shows="every evaluated run of the suite on its MTEB tasks (csebench eval-mteb: mteb's own evaluation loop)",
+                metric="each task's MTEB main score × 100 (STS: cosine Spearman per split as MTEB defines it, not "
+                       "SentEval's \"all\" setting; classification: accuracy; retrieval: nDCG@10)",
+                status="rebuilt", renderer="mteb", suites=[suite])
+
+
 @dataclass
 class Registry:
     papers: dict[str, dict]
@@ -112,12 +123,14 @@ class Registry:
     def item(self, item_id: str) -> Item:
         if item_id.startswith(f"{SUITE}/"):
             return suite_item(item_id.split("/", 1)[1])
+        if item_id.startswith(f"{MTEB}/"):
+            return mteb_item(item_id.split("/", 1)[1])
         for it in self.items:
             if it.id == item_id:
                 return it
         close = [i.id for i in self.items if i.id.split("/")[0] == item_id.split("/")[0]]
         which = f"of that paper: {', '.join(close)}" if close else "`csebench results list` lists them"
-        raise ConfigError(f"unknown item '{item_id}': give a paper item ({which}) or suite/<suite>")
+        raise ConfigError(f"unknown item '{item_id}': give a paper item ({which}), suite/<suite> or mteb/<suite>")
 
     def by_paper(self) -> dict[str, list[Item]]:
         out: dict[str, list[Item]] = {p: [] for p in self.papers}
@@ -187,8 +200,8 @@ def _parse_item(raw: dict, paper: str, where: str) -> Item:
 def parse_registry(docs: dict[str, dict]) -> Registry:
     papers, items, ids = {}, [], set()
     for name, doc in docs.items():
-        if name == SUITE:
-            raise ConfigError(f"reproduction/{name}.yaml: '{SUITE}' names the suite-level items; rename the paper")
+        if name in (SUITE, MTEB):
+            raise ConfigError(f"reproduction/{name}.yaml: '{name}' names suite-level items; rename the paper")
         papers[name] = doc.get("paper") or {}
         for i, raw in enumerate(doc.get("items") or []):
             it = _parse_item(raw, name, f"reproduction/{name}.yaml, item {i + 1}")
