@@ -397,6 +397,32 @@ def test_front_page_links_built_items_and_costs_the_rest(tmp_path):
     assert "Coverage:" in page
 
 
+def test_front_page_costs_a_suite_given_what_is_built(tmp_path):
+    """A run already on disk (ablation-iscse-k/k-16 is paper-iscse's IS-CSE run, trained and evaluated)
+    is not counted again in the suites that list it: Table 5's cost drops by that run's GPU-hours."""
+    from csebench import workflow as wf
+    from csebench.plan import GPU_PEAKS, suite_plan
+    from csebench.results.pages import front_page
+
+    def table5(page: str) -> float:
+        line = next(ln for ln in page.splitlines() if ln.startswith("| Table 5 |") and "neighbo" in ln.lower())
+        return float(re.search(r"`ablation-iscse-k` \(([\d.]+) GPU-h\)", line)[1])
+
+    results = tmp_path / "results"
+    alone = table5(front_page(str(results), PARAMS))
+    folder = results / "runs" / wf.Runs(PARAMS).key("ablation-iscse-k", "k-16") / "seed42"
+    for f in ("train.json", "eval-fp32/sts.json"):
+        (folder / f).parent.mkdir(parents=True, exist_ok=True)
+        (folder / f).write_text("{}")
+    page = front_page(str(results), PARAMS)
+    plan = suite_plan(PARAMS, "ablation-iscse-k")
+    key = wf.Runs(PARAMS).key("ablation-iscse-k", "k-16")
+    shared = plan.gpu_hours(GPU_PEAKS["H100"]) - plan.gpu_hours(GPU_PEAKS["H100"], done={("train", key, 42), ("eval", key, 42, "eval-fp32")})
+    assert alone == pytest.approx(plan.gpu_hours(GPU_PEAKS["H100"]), abs=0.06) and shared > 0.1
+    assert table5(page) == pytest.approx(alone - shared, abs=0.06)
+    assert re.search(r"Everything not yet run: \d+ suites, [\d.]+ GPU-hours", page)
+
+
 def test_plan_counts_runs_and_gpu_hours():
     from csebench.plan import plan, render_plan
 
