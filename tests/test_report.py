@@ -349,3 +349,22 @@ def test_a_row_whose_run_is_another_suites_says_so(tmp_path):
     cells = {r["column"]: r["same_run_as"] for r in csv.DictReader(open(tmp_path / "paper" / "table-1.csv"))}
     assert cells == {"SimCSE (10)": "", "SimCSE (12)": note, "Ours": ""}
     assert f"paper-sscl-depth/simcse-12: {note}." in (tmp_path / "paper" / "table-1.tex").read_text()
+
+
+@pytest.mark.parametrize("item,first", [
+    ("is-cse/table-1", "IS-CSE Table 1 (paper scale): Main STS results"),
+    ("combinations/table-1", "Combinations (a study beyond the papers) Table 1"),
+    ("suite/ci", "suite \\`ci\\`"),
+])
+def test_report_captions_come_from_the_registry_and_are_valid_rst(item, first):
+    """The Snakemake report's caption of an item (issue 21 part 5): title, what it shows, the metric, ours
+    beside the published values (none for a study), the notes; plain text in RST (docutils warns of nothing)."""
+    from docutils.core import publish_parts
+
+    it = REG.item(item)
+    text = REG.caption(it)
+    assert text.startswith(f"**{first}") and "Metric: " in text
+    assert ("no published values" in text) == (item.startswith("combinations/"))
+    html = publish_parts(text, writer="html", settings_overrides={"report_level": 1, "halt_level": 5})["body"]
+    assert "system-message" not in html and "<strong>" in html
+    assert REG.category(it) == {"is-cse": "IS-CSE", "combinations": "Combinations (a study beyond the papers)", "suite": "Suites"}[it.paper]

@@ -23,6 +23,7 @@ Suite items (``suite/<name>``) are not listed in the YAML: every suite has one, 
 from __future__ import annotations
 
 import importlib.resources
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -82,6 +83,11 @@ class Item:
                    [b.get("metric"), *(c.get("metric") for c in b.get("columns") or []),
                     *(m for r in b.get("rows") or [] for m in [r.get("metric"), *(r.get("metrics") or [])])] if m]
         return self.renderer == "grid" and bool(metrics) and all(str(m).startswith("config:") for m in metrics)
+
+
+def _rst(text: str) -> str:
+    """Plain text in reStructuredText: inline markup characters escaped, so a caption reads as written."""
+    return re.sub(r"([\\`*_|])", r"\\\1", " ".join(str(text).split()))
 
 
 def cell_run(row: dict, column: dict, j: int) -> str | None:
@@ -145,6 +151,29 @@ class Registry:
                 for s in it.suites:
                     seen.setdefault(s, None)
         return list(seen)
+
+    def category(self, item: Item) -> str:
+        """The item's group in the Snakemake report: its paper's short name, a study marked as one."""
+        if item.paper in (SUITE, MTEB):
+            return "Suites"
+        short = (self.papers.get(item.paper) or {}).get("short", item.paper)
+        return f"{short} (a study beyond the papers)" if self.is_study(item.paper) else short
+
+    def caption(self, item: Item, scale: str = "paper") -> str:
+        """The item's caption in the Snakemake report (reStructuredText): what it shows, the metric,
+        how ours stands beside the published values, the registry's notes."""
+        if item.paper in (SUITE, MTEB):
+            published = ("Ours: mean ± std over the seeds present"
+                         + (", beside the published rows bound to each run (Δ = ours − published)." if item.paper == SUITE
+                            else "; MTEB protocol, never beside SentEval's numbers."))
+            head = item.title
+        else:
+            published = ("A study of csebench's own: no paper prints these numbers, no published values." if self.is_study(item.paper)
+                         else "Ours (mean ± std over the seeds present) beside the published value as printed, "
+                              "Δ = ours − published" + ("." if item.kind == "table" else "; the numbers in the .md and .csv beside it."))
+            head = f"{self.category(item)} {item.number} ({scale} scale): {item.title}"
+        lines = [f"**{_rst(head)}**", "", _rst(item.shows), "", f"Metric: {_rst(item.metric.rstrip('.'))}.", "", _rst(published), ""]
+        return "\n".join(lines + [f"- {_rst(n)}" for n in item.notes]) + "\n"
 
     def is_study(self, paper: str) -> bool:
         """A study of csebench's own (``paper: {study: true}``), not a paper's items."""
