@@ -316,6 +316,111 @@ def test_grid_names_a_missing_result_and_a_missing_baseline(tmp_path):
         combination_grid(load_params(PARAMS, [config]), "ci", tmp_path)
 
 
+# ------------------------------------------------------------- the registry item: table and figure
+
+def _write_grid(results, seeds=(42, 43, 44)):
+    rng = np.random.default_rng(2)
+    level = {"simcse": 76.0, "gs-infonce": 76.5, "iscse": 76.8, "sscl": 77.0, "distillcse": 77.5, "gs-infonce+iscse": 77.0,
+             "gs-infonce+sscl": 77.4, "gs-infonce+distillcse": 77.2, "iscse+sscl": 76.9, "iscse+distillcse": 78.0,
+             "sscl+distillcse": 77.9, "all-four": 78.3}
+    for run, base in level.items():
+        for seed in seeds:
+            write_sts(results, "combinations", run, seed, base + rng.normal(0, 0.5, 7))
+
+
+def test_the_combinations_item_renders_the_grid_as_a_table_and_a_matrix(tmp_path):
+    """Issue 22 part 1: a registry item of its own (not a paper's), drawn from csebench.combinations'
+    numbers: one row per combination with the gains and their tests, and the pairwise-gain matrix."""
+    import csv
+
+    from csebench.combinations import combination_grid, pairwise_gains
+    from csebench.results.registry import load_registry
+    from csebench.results.render import render_item
+
+    reg = load_registry()
+    assert reg.is_study("combinations") and not reg.is_study("is-cse")
+    assert all(it.paper != "combinations" for it in reg.paper_items)  # not in the papers' coverage
+    table, figure = reg.item("combinations/table-1"), reg.item("combinations/figure-1")
+    assert table.suites == figure.suites == ["combinations"] and not table.in_make_demo and table.demo
+    params, results = load_params(PARAMS), tmp_path / "results"
+    _write_grid(results)
+    rows = {r.run: r for r in combination_grid(params, "combinations", results)}
+    render_item("combinations/table-1", params, str(results), "paper", tmp_path / "out")
+    md = (tmp_path / "out" / "table-1.md").read_text()
+    assert "not a paper" in md.lower() or "beyond the papers" in md
+    row = rows["iscse+sscl"]
+    line = next(ln for ln in md.splitlines() if ln.startswith(f"| **{row.label}** |"))
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[1] == "3" and cells[9] == f"{row.mean[-1]:.2f} ± {row.std[-1]:.2f}"
+    assert cells[10] == f"{row.mean[-1] - rows['simcse'].mean[-1]:+.2f}" and cells[11].endswith("(t)")
+    assert cells[12] == f"{row.mean[-1] - rows[row.best_single].mean[-1]:+.2f} (vs {row.best_single})"
+    assert next(ln for ln in md.splitlines() if ln.startswith("| **SimCSE** |")).endswith("| – | – | – | – |")
+    got = {r["run"]: r for r in csv.DictReader(open(tmp_path / "out" / "table-1.csv"))}
+    assert len(got) == 12 and float(got["iscse+sscl"]["p_vs_simcse"]) == pytest.approx(row.vs_simcse.p_value, rel=1e-4)
+    assert got["iscse+sscl"]["test_vs_better_single"] == "paired t-test (3 seeds)" and got["iscse+sscl"]["terms"] == "instance_smoothing layer_negatives"
+    assert "\\toprule" in (tmp_path / "out" / "table-1.tex").read_text()
+
+    render_item("combinations/figure-1", params, str(results), "paper", tmp_path / "out")
+    assert (tmp_path / "out" / "figure-1.png").stat().st_size > 5000
+    terms, gains = pairwise_gains(list(rows.values()))
+    cells = {(r["term_a"], r["term_b"]): r for r in csv.DictReader(open(tmp_path / "out" / "figure-1.csv"))}
+    assert len(cells) == 10  # 4 terms alone and 6 pairs
+    i, j = terms.index("instance_smoothing"), terms.index("layer_negatives")
+    assert cells["IS-CSE", "SSCL-SimCSE"]["run"] == "iscse+sscl"
+    assert float(cells["IS-CSE", "SSCL-SimCSE"]["gain_vs_simcse"]) == pytest.approx(gains[i, j], abs=1e-4)
+
+
+def test_the_combinations_item_before_its_runs(tmp_path):
+    """Not yet run (or SimCSE not yet evaluated): the item still writes its files and says so; runs
+    evaluated so far are shown, the others named."""
+    from csebench.results.render import render_item
+
+    params = load_params(PARAMS)
+    render_item("combinations/figure-1", params, str(tmp_path / "empty"), "paper", tmp_path / "out")
+    assert "Not yet run: nothing to compare" in (tmp_path / "out" / "figure-1.md").read_text()
+    write_sts(tmp_path / "r", "combinations", "simcse", 42, [70.0] * 7)
+    write_sts(tmp_path / "r", "combinations", "sscl", 42, [71.0] * 7)
+    render_item("combinations/table-1", params, str(tmp_path / "r"), "paper", tmp_path / "out")
+    md = (tmp_path / "out" / "table-1.md").read_text()
+    assert "| **SSCL-SimCSE** | 1 | 71.00 |" in md and "`combinations/iscse`" in md and "`combinations/sscl`" not in md
+
+
+@pytest.mark.slow
+def test_the_combinations_items_from_tiny_model_runs(tmp_path, shared_dir):
+    """The demo-scale table and figure from tiny random-BERT runs of demo-combinations (4 steps each, STS
+    capped at 200 pairs a task): four of its six runs trained and evaluated, drawn, the other two named."""
+    from csebench import cli
+    from csebench.combinations import combination_grid
+    from csebench.results.render import render_item
+    from runhelpers import write_corpus, write_mini_senteval
+
+    write_corpus(tmp_path / "corpus.txt", n=64)
+    write_mini_senteval(tmp_path / "se", pairs=16)
+    training = {"max_steps": 4, "eval_steps": 4, "batch_size": 8, "learning_rate": 1.0e-4, "log_steps": 2}
+    runs = load_params(PARAMS)["suites"]["demo-combinations"]["runs"]
+    over = write_config(tmp_path / "over.yaml", {"suites": {"demo-combinations": {
+        "training": training, "runs": [{**r, "backbone": "tiny"} for r in runs]}}})
+    params, results = load_params(PARAMS, [over]), tmp_path / "results"
+    for run in ("simcse", "gs-infonce", "sscl", "gs-infonce+sscl"):
+        model, out = tmp_path / "runs" / run, results / "demo-combinations" / "runs" / run / "seed42"
+        common = ["--config", str(over), "--suite", "demo-combinations", "--run", run, "--seed", "42", "--no-progress"]
+        assert cli.main(["train", *common, "--corpus", str(tmp_path / "corpus.txt"), "--senteval", str(tmp_path / "se"),
+                         "--out", str(model), "--cache-dir", str(tmp_path / "cache")]) == 0
+        assert cli.main(["eval-sts", *common, "--model", str(model / "model"), "--senteval", str(shared_dir / "senteval"),
+                         "--max-sts-pairs", "200", "--out", str(out / "sts.json"), "--pairs-out", str(out / "sts_pairs.npz")]) == 0
+    rows = combination_grid(params, "demo-combinations", results, missing_ok=True)
+    assert [r.run for r in rows] == ["simcse", "gs-infonce", "sscl", "gs-infonce+sscl"]
+    assert rows[-1].vs_simcse.test.startswith("paired bootstrap") and rows[-1].best_single in ("gs-infonce", "sscl")
+    for item in ("combinations/table-1", "combinations/figure-1"):
+        render_item(item, params, str(results), "demo", tmp_path / "out", n_boot=200)
+    md = (tmp_path / "out" / "table-1.md").read_text()
+    for r in rows:
+        assert f"| **{r.label}** | 1 | " in md and f" {r.mean[-1]:.2f} |" in md
+    assert "Demo scale" in md and "Not yet run: `demo-combinations/iscse`, `demo-combinations/iscse+sscl`." in md
+    assert (tmp_path / "out" / "figure-1.png").stat().st_size > 5000
+    assert "| **GS-InfoNCE** | " in (tmp_path / "out" / "figure-1.md").read_text()
+
+
 @pytest.mark.slow
 def test_a_composed_method_trains_with_every_term_on(tmp_path):
     """The trainer runs a composed method as any other: each term's loss part and logs in the curve,

@@ -260,9 +260,6 @@ def test_every_paper_scale_suite_feeds_a_registry_item():
     """Issue 20 point 14: no suite trains runs that no table or figure reads (the removed
     ablation-distillcse-rounds / -components retrained paper-distillcse's runs)."""
     used = set(_reg().suites(rebuilt_only=False))
-    # beyond the papers (issue 22): the combination study's table and figure come with the reporting
-    # package; csebench.combinations computes their numbers (tests/test_combinations.py)
-    used |= {"combinations"}
     idle = [s for s, spec in P["suites"].items() if spec.get("data") == "wiki1m" and s not in used]
     assert idle == []
     assert "ablation-distillcse-rounds" not in P["suites"] and "ablation-distillcse-components" not in P["suites"]

@@ -127,6 +127,60 @@ def test_mteb_rows_of_a_suite(mteb_run, tmp_path):
         mteb_rows(load_params(PARAMS, [config]), "ci", tmp_path)
 
 
+def write_mteb_results(results, suite, run, seed, scores):
+    """What `csebench eval-mteb` leaves in a run's mteb/ folder, for ``scores`` {task: (type, metric, score x100)}:
+    each task's result file (MTEB's TaskResult layout: main scores per split) and the mteb.json summary."""
+    from csebench.io import write_json
+
+    out = results / suite / "runs" / run / f"seed{seed}" / "mteb"
+    for task, (_, _, score) in scores.items():
+        write_json(out / f"{task}.json", {"task_name": task, "scores": {"test": [{"main_score": score / 100, "hf_subset": "default"}]}})
+    write_json(out / "mteb.json", {"protocol": "MTEB protocol", "tasks": {
+        t: {"type": kind, "main_score": metric, "score": score} for t, (kind, metric, score) in scores.items()}})
+
+
+def test_the_mteb_table_of_a_suite_from_result_files(tmp_path, capsys):
+    """Issue 22 part 2: the suite-level item mteb/<suite>, labelled "MTEB protocol" (not SentEval's "all"
+    setting), one row per run, each task's main score as mean ± std over seeds; runs not yet scored named."""
+    import csv
+
+    from csebench.results.render import item_outputs, render_item
+    from csebench.results.registry import load_registry
+
+    config = write_config(tmp_path / "over.yaml", {"suites": {"ci": {"seeds": [1, 2], "mteb": {"tasks": ["STS12", "Banking77Classification"]}}}})
+    params, results = load_params(PARAMS, [config]), tmp_path / "results"
+    for seed, (sts, cls) in {1: (70.0, 80.0), 2: (72.0, 81.0)}.items():
+        write_mteb_results(results, "ci", "simcse", seed, {"STS12": ("STS", "cosine_spearman", sts),
+                                                           "Banking77Classification": ("Classification", "accuracy", cls)})
+    item = load_registry().item("mteb/ci")
+    written = render_item("mteb/ci", params, str(results))
+    assert [str(p) for p in written] == item_outputs(item, str(results)) == [f"{results}/ci/tables/mteb.{e}" for e in ("md", "csv", "tex")]
+    md = (results / "ci" / "tables" / "mteb.md").read_text()
+    assert md.startswith("# MTEB protocol: suite `ci`") and "not in SentEval's \"all\" setting" in md
+    assert "| Run | Method | Seeds | STS12 | Banking77Classification |" in md
+    assert "| simcse | SimCSE | 2 | 71.00 ± 1.41 | 80.50 ± 0.71 |" in md
+    assert "| STS12 | STS | cosine_spearman |" in md
+    assert "Not yet run on MTEB: `distillcse/seed1`, `distillcse/seed2`, `backbone/seed1`, `backbone/seed2`." in md
+    rows = list(csv.DictReader(open(results / "ci" / "tables" / "mteb.csv")))
+    assert [(r["run"], r["task"], r["seeds"], r["protocol"]) for r in rows] == [
+        ("simcse", "STS12", "2", "MTEB protocol"), ("simcse", "Banking77Classification", "2", "MTEB protocol")]
+    assert float(rows[0]["mean"]) == 71.0 and float(rows[1]["std"]) == pytest.approx(0.7071, abs=1e-4)
+    assert "MTEB protocol" in (results / "ci" / "tables" / "mteb.tex").read_text()
+    # a suite that does not run MTEB has no such table: one line, exit 2
+    assert main(["results", "render", "--item", "mteb/demo", "--results", str(results)]) == 2
+    assert "suites.demo has no mteb: section" in capsys.readouterr().err
+
+
+def test_the_mteb_table_from_the_real_loop(mteb_run, tmp_path):
+    from csebench.results.render import render_item
+
+    config = write_config(tmp_path / "over.yaml", {"suites": {"ci": {
+        "runs": [{"name": "simcse", "backbone": "tiny", "method": "simcse"}], "mteb": {"tasks": ["STS12"]}}}})
+    render_item("mteb/ci", load_params(PARAMS, [config]), str(mteb_run["results"]), out=tmp_path)
+    score = json.loads((mteb_run["out"] / "mteb.json").read_text())["tasks"]["CsebenchLocalSTS"]["score"]
+    assert f"| simcse | SimCSE | 1 | {score:.2f} |" in (tmp_path / "mteb.md").read_text()
+
+
 def test_a_missing_dataset_offline_is_one_line(tmp_path, monkeypatch, capsys):
     import datasets
 
@@ -192,7 +246,7 @@ def test_an_mteb_suite_adds_one_eval_mteb_job_per_evaluated_run(tmp_path):
     config = write_config(tmp_path / "over.yaml", {"suites": {"ci": {"mteb": {"tasks": ["STS12", "SciFact"]}}}})
     params = load_params(PARAMS, [config])
     evaluated = len(wf.evaluated_jobs(params, "ci"))
-    assert suite_plan(params, "ci").jobs == suite_plan(load_params(PARAMS), "ci").jobs + evaluated
+    assert suite_plan(params, "ci").jobs == suite_plan(load_params(PARAMS), "ci").jobs + evaluated + 1  # + the MTEB table
     proc = subprocess.run([str(Path(sys.executable).parent / "snakemake"), "-n", "-p", "--forceall", "--config", "suites=[ci]", "reproduce=none", "plan=false",
                            f"params_overrides=[{config}]"], cwd=ROOT, capture_output=True, text=True, timeout=600,
                           env=dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}"))
@@ -201,3 +255,4 @@ def test_an_mteb_suite_adds_one_eval_mteb_job_per_evaluated_run(tmp_path):
     assert len(commands) == evaluated
     assert any("--tasks STS12 SciFact --precision fp32 --suite ci --run simcse --seed 1 --out $(dirname "
                "results/ci/runs/simcse/seed1/mteb/mteb.json)" in c for c in commands), commands
+    assert "--item mteb/ci" in proc.stdout + proc.stderr  # the suite's MTEB table, asked for by its README

@@ -83,6 +83,13 @@ def test_ci_suite_end_to_end_through_snakemake(tmp_path, shared_dir):
     again = subprocess.run([str(BIN / "snakemake"), "-n", "--cores", "2", "--configfile", "config/ci.yaml"],
                            cwd=proj, env=_env(shared_dir), capture_output=True, text=True, timeout=300)
     assert "Nothing to be done" in again.stdout + again.stderr
+    # issue 21 part 5: one self-contained page of what is built, captioned from the registry
+    report = subprocess.run([str(BIN / "snakemake"), "--cores", "1", "--configfile", "config/ci.yaml", "--report", "results/report.html"],
+                            cwd=proj, env=_env(shared_dir), capture_output=True, text=True, timeout=300)
+    assert report.returncode == 0, report.stderr[-3000:]
+    html = (proj / "results/report.html").read_text()
+    for name in ("sts.md", "transfer.md", "sts_avg.png", "training_curves.png", "Suites", "every run of the suite"):
+        assert name in html, name
 
 
 def test_dvc_lock_is_not_git_ignored():

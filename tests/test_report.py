@@ -317,7 +317,7 @@ def test_tables_say_when_scores_come_from_capped_evaluation_sets(tmp_path):
 
 
 @pytest.mark.parametrize("item,line", [
-    ("table-4", "csebench results: error: unknown item 'table-4': give a paper item (`csebench results list` lists them) or suite/<suite>"),
+    ("table-4", "csebench results: error: unknown item 'table-4': give a paper item (`csebench results list` lists them), suite/<suite> or mteb/<suite>"),
     ("is-cse/table-42", "csebench results: error: unknown item 'is-cse/table-42': give a paper item (of that paper: is-cse/table-1, "),
     ("suite/paper-iscs", "csebench results: error: unknown suite 'paper-iscs' (did you mean 'paper-iscse'?)"),
 ])
@@ -326,3 +326,45 @@ def test_an_unknown_item_is_one_line_and_exit_2(tmp_path, capsys, item, line):
     err = capsys.readouterr().err
     assert rc == 2 and err.startswith(line) and err.count("\n") == 1 and "Traceback" not in err
     assert not any(tmp_path.iterdir())
+
+
+def test_a_row_whose_run_is_another_suites_says_so(tmp_path):
+    """Issue 25: paper-sscl-depth/simcse-12 is paper/bert-base-simcse's run (its view's sts.json says
+    same_run_as): the suite table's row and the paper item's cells say so in md, csv and tex; simcse-10 does not."""
+    results = tmp_path / "results"
+    for name, base, same in (("simcse-10", 70.0, None), ("simcse-12", 72.0, "paper/bert-base-simcse")):
+        d = write_run(results, "paper-sscl-depth", name, 42, "simcse", "bert-base", sts_scores(base))
+        sts = json.loads((d / "sts.json").read_text())
+        (d / "sts.json").write_text(json.dumps({**sts, "same_run_as": same}))
+    note = "same run as paper/bert-base-simcse"
+    tables = render_suite(results, PARAMS, "paper-sscl-depth", n_boot=10) / "tables"
+    assert f"| simcse-12 ({note}) |" in (tables / "sts.md").read_text() and "| simcse-10 |" in (tables / "sts.md").read_text()
+    rows = {r["run"]: r["same_run_as"] for r in csv.DictReader(open(tables / "sts.csv")) if r["kind"] == "ours"}
+    assert rows == {"simcse-10": "", "simcse-12": note}
+    assert f"(ours, n=1; {note})" in (tables / "sts.tex").read_text()
+    assert "same run" not in (tables / "transfer.md").read_text()  # no transfer results: no row to mark
+    render_item("sscl/table-1", PARAMS, str(results), out=tmp_path / "paper")
+    md = (tmp_path / "paper" / "table-1.md").read_text()
+    assert f"`paper-sscl-depth/simcse-12`: {note} (trained once, docs/runs.md)." in md and "simcse-10`:" not in md
+    cells = {r["column"]: r["same_run_as"] for r in csv.DictReader(open(tmp_path / "paper" / "table-1.csv"))}
+    assert cells == {"SimCSE (10)": "", "SimCSE (12)": note, "Ours": ""}
+    assert f"paper-sscl-depth/simcse-12: {note}." in (tmp_path / "paper" / "table-1.tex").read_text()
+
+
+@pytest.mark.parametrize("item,first", [
+    ("is-cse/table-1", "IS-CSE Table 1 (paper scale): Main STS results"),
+    ("combinations/table-1", "Combinations (a study beyond the papers) Table 1"),
+    ("suite/ci", "suite \\`ci\\`"),
+])
+def test_report_captions_come_from_the_registry_and_are_valid_rst(item, first):
+    """The Snakemake report's caption of an item (issue 21 part 5): title, what it shows, the metric, ours
+    beside the published values (none for a study), the notes; plain text in RST (docutils warns of nothing)."""
+    from docutils.core import publish_parts
+
+    it = REG.item(item)
+    text = REG.caption(it)
+    assert text.startswith(f"**{first}") and "Metric: " in text
+    assert ("no published values" in text) == (item.startswith("combinations/"))
+    html = publish_parts(text, writer="html", settings_overrides={"report_level": 1, "halt_level": 5})["body"]
+    assert "system-message" not in html and "<strong>" in html
+    assert REG.category(it) == {"is-cse": "IS-CSE", "combinations": "Combinations (a study beyond the papers)", "suite": "Suites"}[it.paper]

@@ -30,6 +30,7 @@ EXPECTED = {  # every table and figure of the four papers (issue 10) and SimCSE'
     "gs-infonce": ["table-1", "table-2", "table-3", "figure-1", "figure-2"],
     "sscl": [f"table-{i}" for i in range(1, 8)] + ["figure-1", "figure-2", "figure-3a", "figure-3b", "figure-4", "figure-5", "figure-6"],
     "distillcse": [f"table-{i}" for i in range(1, 10)] + ["figure-1", "figure-2"],
+    "combinations": ["table-1", "figure-1"],  # beyond the papers: csebench's own study (issue 22)
 }
 
 
@@ -396,6 +397,32 @@ def test_front_page_links_built_items_and_costs_the_rest(tmp_path):
     assert "Coverage:" in page
 
 
+def test_front_page_costs_a_suite_given_what_is_built(tmp_path):
+    """A run already on disk (ablation-iscse-k/k-16 is paper-iscse's IS-CSE run, trained and evaluated)
+    is not counted again in the suites that list it: Table 5's cost drops by that run's GPU-hours."""
+    from csebench import workflow as wf
+    from csebench.plan import GPU_PEAKS, suite_plan
+    from csebench.results.pages import front_page
+
+    def table5(page: str) -> float:
+        line = next(ln for ln in page.splitlines() if ln.startswith("| Table 5 |") and "neighbo" in ln.lower())
+        return float(re.search(r"`ablation-iscse-k` \(([\d.]+) GPU-h\)", line)[1])
+
+    results = tmp_path / "results"
+    alone = table5(front_page(str(results), PARAMS))
+    folder = results / "runs" / wf.Runs(PARAMS).key("ablation-iscse-k", "k-16") / "seed42"
+    for f in ("train.json", "eval-fp32/sts.json"):
+        (folder / f).parent.mkdir(parents=True, exist_ok=True)
+        (folder / f).write_text("{}")
+    page = front_page(str(results), PARAMS)
+    plan = suite_plan(PARAMS, "ablation-iscse-k")
+    key = wf.Runs(PARAMS).key("ablation-iscse-k", "k-16")
+    shared = plan.gpu_hours(GPU_PEAKS["H100"]) - plan.gpu_hours(GPU_PEAKS["H100"], done={("train", key, 42), ("eval", key, 42, "eval-fp32")})
+    assert alone == pytest.approx(plan.gpu_hours(GPU_PEAKS["H100"]), abs=0.06) and shared > 0.1
+    assert table5(page) == pytest.approx(alone - shared, abs=0.06)
+    assert re.search(r"Everything not yet run: \d+ suites, [\d.]+ GPU-hours", page)
+
+
 def test_plan_counts_runs_and_gpu_hours():
     from csebench.plan import plan, render_plan
 
@@ -515,7 +542,7 @@ def test_a_new_study_or_renderer_is_one_file(tmp_path, monkeypatch):
         "  - {id: extra/table-1, number: Table 1, kind: table, title: t, shows: s, metric: m, status: rebuilt,"
         " renderer: seedavg, suites: [t], layout: {run: a}}\n", encoding="utf-8")
     reg = read_registry(root)
-    assert list(reg.papers) == [*PAPER_FILES, "extra"] and reg.items[-1].id == "extra/table-1"
+    assert list(reg.papers) == [*PAPER_FILES, "combinations", "extra"] and reg.items[-1].id == "extra/table-1"
     example = (ROOT / "docs" / "results.md").read_text(encoding="utf-8").split("```python\n")[1].split("```")[0]
     (tmp_path / "mods").mkdir()
     (tmp_path / "mods" / "seedavg.py").write_text(example, encoding="utf-8")

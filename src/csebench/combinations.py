@@ -107,9 +107,11 @@ def paired_test(row: CombinationRow, base: CombinationRow, n_boot: int = 1000) -
 
 
 def combination_grid(params: dict, suite: str, results: str | os.PathLike | None = None,
-                     n_boot: int = 1000) -> list[CombinationRow]:
+                     n_boot: int = 1000, missing_ok: bool = False) -> list[CombinationRow]:
     """Every trained, evaluated run of ``suite`` with its scores, gains and tests (SimCSE first, then by
-    number of terms). ``results``: the results root (default: params' paths.results)."""
+    number of terms). ``results``: the results root (default: params' paths.results). ``missing_ok``
+    (a report drawn before every run is evaluated): the seeds without an sts.json are left out, and
+    no row at all while SimCSE has none (nothing to compare with)."""
     from . import workflow as wf
     from .config import find_run, method_label
 
@@ -119,11 +121,18 @@ def combination_grid(params: dict, suite: str, results: str | os.PathLike | None
     for run, terms in run_terms(params, suite).items():
         seeds = [s for r, s in wf.evaluated_jobs(params, suite) if r == run]
         dirs = [Path(wf.run_dir(params, suite, run, s)) for s in seeds]
+        if missing_ok:  # the seeds evaluated so far
+            kept = [(s, d) for s, d in zip(seeds, dirs) if (d / "sts.json").is_file()]
+            if not kept:
+                continue
+            seeds, dirs = [s for s, _ in kept], [d for _, d in kept]
         spec = find_run(params, suite, run)
         rows.append(CombinationRow(run, spec.get("label") or method_label(params, spec["method"]), terms, seeds,
                                    np.stack([read_scores(d / "sts.json") for d in dirs]),
                                    {s: str(d / "sts_pairs.npz") for s, d in zip(seeds, dirs) if (d / "sts_pairs.npz").is_file()}))
     baselines = [r for r in rows if not r.terms]
+    if missing_ok and not baselines:
+        return []
     if len(baselines) != 1:
         found = ", ".join(r.run for r in baselines) or "none"
         raise DataError(f"suite {suite}: the combination grid needs exactly one trained run without objective terms "

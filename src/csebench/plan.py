@@ -71,10 +71,11 @@ class SuitePlan:
     def total_flops(self) -> float:
         return self.flops + self.flops_small + self.flops_large
 
-    def gpu_hours(self, peak: float, small_mfu: float = SMALL_BATCH_MFU, large_mfu: float = LARGE_BATCH_MFU) -> float:
+    def gpu_hours(self, peak: float, small_mfu: float = SMALL_BATCH_MFU, large_mfu: float = LARGE_BATCH_MFU,
+                  done: set | frozenset = frozenset()) -> float:
         """Hours on a GPU of bf16 peak ``peak``: training at the given MFUs (assumed unless measured),
-        evaluation and teacher caches at ASSUMED_MFU."""
-        return _hours(self.units.values(), peak, small_mfu, large_mfu)
+        evaluation and teacher caches at ASSUMED_MFU; ``done``: units already built, not counted."""
+        return _hours([v for k, v in self.units.items() if k not in done], peak, small_mfu, large_mfu)
 
 
 # train: 1 job; eval: embed, eval_sts, eval_transfer; a teacher cache: 1; the model card: 1 (probing is asked
@@ -88,6 +89,20 @@ def _unit_jobs(units) -> int:
 
 def _hours(units, peak: float, small_mfu: float, large_mfu: float) -> float:
     return sum(u[0] / ASSUMED_MFU + u[1] / small_mfu + u[2] / large_mfu for u in units) / peak / 3600.0
+
+
+def built_units(plans: list[SuitePlan], results: str | Path = "results") -> set[tuple]:
+    """The units of these plans whose outputs are on disk already: a run's train.json, its teacher
+    cache, its evaluation's sts.json, its model card (in the run's own folder, docs/runs.md)."""
+    done = set()
+    for p in plans:
+        for k in p.units:
+            folder = Path(results) / "runs" / k[1] / f"seed{k[2]}"
+            marker = {"train": "train.json", "teacher": "teacher/embeddings.npy", "card": "model_card.md",
+                      "eval": f"{k[-1]}/sts.json", "probing": f"{k[-1]}/probing.json"}[k[0]]
+            if (folder / marker).is_file():
+                done.add(k)
+    return done
 
 
 def distinct(plans: list[SuitePlan]) -> SuitePlan:
@@ -189,8 +204,8 @@ def suite_plan(params: dict, suite: str, n_items: int = 0, probing: bool = False
         units[("card", key, seed)] = (0.0, 0.0, 0.0)  # its model card (card.smk), no GPU
     # train + embed + eval_sts + eval_transfer + model_card per distinct run (train and card for `evaluate: false`), a teacher
     # cache per teacher, the suite report, its items (the views of runs, local jobs of a second, not counted);
-    # eval_mteb per evaluated run where the suite asks for MTEB (in the suite's own view of the run)
-    mteb = len(wf.evaluated_jobs(params, suite)) if wf.suite_mteb_tasks(params, suite) is not None else 0
+    # eval_mteb per evaluated run where the suite asks for MTEB (in the suite's own view of the run), and its MTEB table
+    mteb = len(wf.evaluated_jobs(params, suite)) + 1 if wf.suite_mteb_tasks(params, suite) is not None else 0
     jobs = _unit_jobs(units) + 1 + n_items + mteb
     return SuitePlan(suite, data, len(runs) - len(evaluation_only), len(teachers), jobs, sorted(set(unknown)), units, trained)
 
@@ -238,6 +253,6 @@ def render_plan(plans: list[SuitePlan], root: str | Path = ".") -> str:
               f"sentence has {mean_tokens(32):.1f}; sentence lengths (BERT WordPiece) of {source}")
     lines.append(f"GPU-hours: {basis}. {tokens}. Jobs: train, embed, eval_sts, eval_transfer, model_card per run, teacher "
                  "caches, the suite report and the paper tables/figures it feeds (analyses and the suites' views of "
-                 "runs not counted); eval_mteb per run of a suite with an `mteb:` section (its GPU time not "
+                 "runs not counted); eval_mteb per run of a suite with an `mteb:` section and its MTEB table (GPU time not "
                  "estimated); the rows count each suite built alone.")
     return "\n".join(lines)

@@ -169,10 +169,11 @@ def read_task_result(path: str | os.PathLike) -> float:
     return 100 * float(np.mean(scores))
 
 
-def mteb_rows(params: dict, suite: str, results: str | os.PathLike | None = None) -> list[dict]:
+def mteb_rows(params: dict, suite: str, results: str | os.PathLike | None = None, missing_ok: bool = False) -> list[dict]:
     """One row per (run, seed, task) of a suite's MTEB results: run, label, seed, task, type, metric
     and score (the task's main score x100), for the per-suite "MTEB protocol" table. Reads the
-    result files only (no mteb install needed); ``results``: the results root (default paths.results)."""
+    result files only (no mteb install needed); ``results``: the results root (default paths.results);
+    ``missing_ok``: a run and seed not yet evaluated on MTEB is left out instead of refused."""
     from .. import workflow as wf
     from ..config import find_run, method_label
     from ..io import read_json
@@ -185,6 +186,8 @@ def mteb_rows(params: dict, suite: str, results: str | os.PathLike | None = None
     for run, seed in wf.evaluated_jobs(params, suite):
         folder = Path(wf.run_dir(params, suite, run, seed)) / "mteb"
         if not (folder / SUMMARY).is_file():
+            if missing_ok:
+                continue
             raise DataError(f"MTEB result not found: {folder / SUMMARY} (run `snakemake {folder / SUMMARY}`)")
         spec = find_run(params, suite, run)
         label = spec.get("label") or method_label(params, spec["method"])

@@ -24,7 +24,7 @@ def cmd_render(args) -> None:
     for item in args.item:
         with staged_outputs():  # an item's files appear together, or (error, Ctrl-C) not at all
             written = render_item(item, params, args.results, args.scale, args.out_dir, links=args.link, n_boot=args.n_boot)
-        scale = "" if item.startswith("suite/") else f" ({args.scale} scale)"  # a suite's report has one scale
+        scale = "" if item.startswith(("suite/", "mteb/")) else f" ({args.scale} scale)"  # a suite's items have one scale
         log.info("%s%s: %s", item, scale, ", ".join(map(str, written)))
 
 
@@ -70,7 +70,8 @@ def add_parsers(sub, common) -> None:
     rsub = rp.add_subparsers(dest="results_command", required=True)
     sp = common(rsub.add_parser("render", help="write one or more items"))
     sp.add_argument("--item", nargs="+", required=True,
-                    help="item id(s): a paper item, e.g. is-cse/table-4 (see `results list`), or suite/<suite> (its report)")
+                    help="item id(s): a paper item, e.g. is-cse/table-4 (see `results list`), suite/<suite> (its report) "
+                         "or mteb/<suite> (its MTEB table)")
     sp.add_argument("--scale", default="paper", choices=SCALES)
     sp.add_argument("--results", default="results", help="results root (default: results)")
     sp.add_argument("--out-dir", default=None,

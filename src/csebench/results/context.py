@@ -16,7 +16,7 @@ from typing import Callable
 from ..errors import ConfigError
 from . import metrics as M
 from .registry import Item, load_registry
-from .runs import RunRef, parse_run, read_json_cached
+from .runs import RunRef, parse_run, read_json_cached, same_run_text
 
 SCALES = ("paper", "demo")
 
@@ -99,6 +99,17 @@ class Context:
                 seeds.append(s)
         return vals, seeds
 
+    def same_run(self, metric: str, ref: RunRef) -> str:
+        """"same run as S/R" where the suite's view of ``ref`` shows another suite's run (the views'
+        ``same_run_as``, docs/runs.md), read from the metric's result files that exist; "" otherwise."""
+        by_seed = {}
+        for s in self.seeds(ref):
+            files = [f for f in self.files(metric, ref, s) if f.endswith(".json")]
+            data = read_json_cached(files[0]) if files else None
+            if isinstance(data, dict):
+                by_seed[s] = data.get("same_run_as")
+        return same_run_text(by_seed, list(by_seed))
+
     def path(self, ext: str) -> Path:
         return self.out_dir / f"{self.item.slug}.{ext}"
 
@@ -114,9 +125,11 @@ class Context:
     @property
     def scale_note(self) -> str:
         if self.scale == "demo":
+            theirs = ("the layout is the paper-scale study's, whose numbers these are not comparable to" if
+                      load_registry().is_study(self.item.paper) else
+                      "the layout and published values are the paper's, our numbers are not comparable to them")
             return ("**Demo scale**: CPU-sized runs (packaged MiniLM, a few training steps, capped evaluation sets where the suite says so: STS pairs, STS-B dev during training, transfer splits; see `params.yaml` suite "
-                    f"{', '.join(sorted(set(self.demo_suites())))}); the layout and published values are the paper's, "
-                    "our numbers are not comparable to them.")
+                    f"{', '.join(sorted(set(self.demo_suites())))}); {theirs}.")
         return f"Paper scale: suites {', '.join(f'`{s}`' for s in self.item.suites)} (`params.yaml`)."
 
     def demo_suites(self) -> list[str]:

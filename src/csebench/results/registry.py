@@ -12,13 +12,18 @@ Cells: a cell's run is the row's ``run`` (or ``runs[i]``), else the column's ``r
 the row's ``metrics[i]``, the row's ``metric``, the column's ``metric``, else the block's. Runs are
 ``suite/run`` or a bare run name of the item's first suite. Metrics: see ``csebench.results.metrics``.
 
+Studies beyond the papers (e.g. ``combinations.yaml``) are registry files whose ``paper:`` says
+``study: true``: their items are drawn like a paper's but have no published values, are labelled as
+csebench's own study wherever they are listed, and are not counted in the papers' coverage.
+
 Suite items (``suite/<name>``) are not listed in the YAML: every suite has one, drawn by the
-``suite`` renderer.
+``suite`` renderer; a suite with an ``mteb:`` section also has ``mteb/<name>``, its MTEB table.
 """
 
 from __future__ import annotations
 
 import importlib.resources
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -31,6 +36,7 @@ PAPER_FILES = ("simcse", "is-cse", "gs-infonce", "sscl", "distillcse")  # in thi
 ITEM_KEYS = {"id", "paper", "number", "kind", "title", "shows", "metric", "status", "reason", "renderer", "suites",
              "layout", "published_text", "notes", "demo", "figure"}
 SUITE = "suite"  # the "paper" of suite-level items: suite/<name>
+MTEB = "mteb"  # a suite's MTEB table: mteb/<name> (results/<name>/tables/mteb.{md,csv,tex})
 
 
 @dataclass
@@ -49,7 +55,7 @@ class Item:
     layout: dict = field(default_factory=dict)
     published_text: list[dict] = field(default_factory=list)  # values quoted from the paper's text
     notes: list[str] = field(default_factory=list)
-    demo: dict | None = None     # {suites: {paper suite: demo suite}, runs: {"suite/run": "suite/run"}}
+    demo: dict | None = None     # {suites: {paper suite: demo suite}, runs: {"suite/run": "suite/run"}, make_demo: bool}
     figure: dict = field(default_factory=dict)
 
     @property
@@ -65,12 +71,23 @@ class Item:
         return lay.get("blocks") or ([lay] if lay.get("rows") or lay.get("columns") else [])
 
     @property
+    def in_make_demo(self) -> bool:
+        """Drawn at demo scale by `make demo` (config `reproduce: demo`): an item with a ``demo:`` section,
+        unless it says ``make_demo: false`` (a demo scale that is built only on request)."""
+        return bool(self.demo) and self.demo.get("make_demo", True) is not False
+
+    @property
     def configuration(self) -> bool:
         """A table that only echoes hyperparameters (every cell a ``config:`` metric): no run measures it."""
         metrics = [m for b in self.blocks() for m in
                    [b.get("metric"), *(c.get("metric") for c in b.get("columns") or []),
                     *(m for r in b.get("rows") or [] for m in [r.get("metric"), *(r.get("metrics") or [])])] if m]
         return self.renderer == "grid" and bool(metrics) and all(str(m).startswith("config:") for m in metrics)
+
+
+def _rst(text: str) -> str:
+    """Plain text in reStructuredText: inline markup characters escaped, so a caption reads as written."""
+    return re.sub(r"([\\`*_|])", r"\\\1", " ".join(str(text).split()))
 
 
 def cell_run(row: dict, column: dict, j: int) -> str | None:
@@ -94,6 +111,16 @@ def suite_item(suite: str) -> Item:
                 suites=[suite])
 
 
+def mteb_item(suite: str) -> Item:
+    """The MTEB scores of one suite's runs (its ``mteb:`` section), under MTEB's own protocol."""
+    return Item(id=f"{MTEB}/{suite}", paper=MTEB, number=f"suite {suite}, MTEB", kind="table",
+                title=f"suite `{suite}` on MTEB (MTEB protocol)",
+                shows="every evaluated run of the suite on its MTEB tasks (csebench eval-mteb: mteb's own evaluation loop)",
+                metric="each task's MTEB main score × 100 (STS: cosine Spearman per split as MTEB defines it, not "
+                       "SentEval's \"all\" setting; classification: accuracy; retrieval: nDCG@10)",
+                status="rebuilt", renderer="mteb", suites=[suite])
+
+
 @dataclass
 class Registry:
     papers: dict[str, dict]
@@ -102,12 +129,14 @@ class Registry:
     def item(self, item_id: str) -> Item:
         if item_id.startswith(f"{SUITE}/"):
             return suite_item(item_id.split("/", 1)[1])
+        if item_id.startswith(f"{MTEB}/"):
+            return mteb_item(item_id.split("/", 1)[1])
         for it in self.items:
             if it.id == item_id:
                 return it
         close = [i.id for i in self.items if i.id.split("/")[0] == item_id.split("/")[0]]
         which = f"of that paper: {', '.join(close)}" if close else "`csebench results list` lists them"
-        raise ConfigError(f"unknown item '{item_id}': give a paper item ({which}) or suite/<suite>")
+        raise ConfigError(f"unknown item '{item_id}': give a paper item ({which}), suite/<suite> or mteb/<suite>")
 
     def by_paper(self) -> dict[str, list[Item]]:
         out: dict[str, list[Item]] = {p: [] for p in self.papers}
@@ -123,14 +152,47 @@ class Registry:
                     seen.setdefault(s, None)
         return list(seen)
 
+    def category(self, item: Item) -> str:
+        """The item's group in the Snakemake report: its paper's short name, a study marked as one."""
+        if item.paper in (SUITE, MTEB):
+            return "Suites"
+        short = (self.papers.get(item.paper) or {}).get("short", item.paper)
+        return f"{short} (a study beyond the papers)" if self.is_study(item.paper) else short
+
+    def caption(self, item: Item, scale: str = "paper") -> str:
+        """The item's caption in the Snakemake report (reStructuredText): what it shows, the metric,
+        how ours stands beside the published values, the registry's notes."""
+        if item.paper in (SUITE, MTEB):
+            published = ("Ours: mean ± std over the seeds present"
+                         + (", beside the published rows bound to each run (Δ = ours − published)." if item.paper == SUITE
+                            else "; MTEB protocol, never beside SentEval's numbers."))
+            head = item.title
+        else:
+            published = ("A study of csebench's own: no paper prints these numbers, no published values." if self.is_study(item.paper)
+                         else "Ours (mean ± std over the seeds present) beside the published value as printed, "
+                              "Δ = ours − published" + ("." if item.kind == "table" else "; the numbers in the .md and .csv beside it."))
+            head = f"{self.category(item)} {item.number} ({scale} scale): {item.title}"
+        lines = [f"**{_rst(head)}**", "", _rst(item.shows), "", f"Metric: {_rst(item.metric.rstrip('.'))}.", "", _rst(published), ""]
+        return "\n".join(lines + [f"- {_rst(n)}" for n in item.notes]) + "\n"
+
+    def is_study(self, paper: str) -> bool:
+        """A study of csebench's own (``paper: {study: true}``), not a paper's items."""
+        return bool((self.papers.get(paper) or {}).get("study"))
+
+    @property
+    def paper_items(self) -> list[Item]:
+        return [it for it in self.items if not self.is_study(it.paper)]
+
     def coverage(self) -> dict[str, int]:
-        """Items per status, and the rebuilt ones split into measured items and configuration tables."""
+        """The papers' items per status (studies left out), and the rebuilt ones split into measured
+        items and configuration tables."""
         count = {s: 0 for s in STATUSES}
-        for it in self.items:
+        items = self.paper_items
+        for it in items:
             count[it.status] += 1
-        count["total"] = len(self.items)
+        count["total"] = len(items)
         count["applicable"] = count["total"] - count["not-applicable"]
-        count["configuration"] = sum(it.rebuilt and it.configuration for it in self.items)
+        count["configuration"] = sum(it.rebuilt and it.configuration for it in items)
         count["measured"] = count["rebuilt"] - count["configuration"]
         return count
 
@@ -167,8 +229,8 @@ def _parse_item(raw: dict, paper: str, where: str) -> Item:
 def parse_registry(docs: dict[str, dict]) -> Registry:
     papers, items, ids = {}, [], set()
     for name, doc in docs.items():
-        if name == SUITE:
-            raise ConfigError(f"reproduction/{name}.yaml: '{SUITE}' names the suite-level items; rename the paper")
+        if name in (SUITE, MTEB):
+            raise ConfigError(f"reproduction/{name}.yaml: '{name}' names suite-level items; rename the paper")
         papers[name] = doc.get("paper") or {}
         for i, raw in enumerate(doc.get("items") or []):
             it = _parse_item(raw, name, f"reproduction/{name}.yaml, item {i + 1}")

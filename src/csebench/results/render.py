@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from .context import SCALES, Context, Renderer
-from .registry import SUITE, Item, load_registry
+from .registry import MTEB, SUITE, Item, load_registry
 
 # A renderer named N is the RENDERER of the module renderers/N.py (grid, suite, retrieved_sentences):
 # adding a kind of table or figure is that one file (docs/results.md). The figures module holds several:
@@ -46,8 +46,11 @@ def output_root(results: str = "results", scale: str = "paper") -> str:
 
 
 def out_dir(item: Item, results: str = "results", scale: str = "paper") -> str:
-    """The folder an item writes into: the suite's for a suite item, else its paper's."""
-    return f"{results}/{item.slug}" if item.paper == SUITE else f"{output_root(results, scale)}/{item.paper}"
+    """The folder an item writes into: the suite's for a suite item (its tables/ for the MTEB table),
+    else its paper's."""
+    if item.paper in (SUITE, MTEB):
+        return f"{results}/{item.slug}" + ("/tables" if item.paper == MTEB else "")
+    return f"{output_root(results, scale)}/{item.paper}"
 
 
 def item_outputs(item: Item, results: str = "results", scale: str = "paper") -> list[str]:
@@ -55,6 +58,8 @@ def item_outputs(item: Item, results: str = "results", scale: str = "paper") -> 
     root = out_dir(item, results, scale)
     if item.paper == SUITE:
         return [f"{root}/{f}" for f in SUITE_FILES]
+    if item.paper == MTEB:
+        return [f"{root}/mteb.{e}" for e in TABLE_EXTS]
     return [f"{root}/{item.slug}.{e}" for e in (TABLE_EXTS if item.kind == "table" else FIGURE_EXTS)]
 
 

@@ -122,6 +122,7 @@ class RunResult:
     protocol: str = "full"
     warning: str | None = None
     provenance: list = field(default_factory=list)  # the blocks of this file and of the run's train.json
+    same_run_as: str | None = None  # "suite/run" where a suite's view shows another suite's run (docs/runs.md)
 
     @classmethod
     def from_disk(cls, path: str | os.PathLike, kind: str) -> RunResult | None:
@@ -143,7 +144,7 @@ class RunResult:
         if avg is None and complete and wanted:
             avg = float(np.mean([tasks[t] for t in wanted]))
         return cls(path, kind, tasks, number(avg), info, res.get("protocol", "full"), res.get("warning"),
-                   blocks_of(res) + (blocks_of(train) if train else []))
+                   blocks_of(res) + (blocks_of(train) if train else []), res.get("same_run_as"))
 
     def score(self, task: str) -> float | None:
         """A task by its key or printed name ("Avg" = the average)."""
@@ -156,6 +157,18 @@ class RunResult:
         """The per-pair similarities beside an STS result (`eval-sts --pairs-out`), for the paired bootstrap."""
         pairs = self.path.with_name("sts_pairs.npz")
         return str(pairs) if self.kind == "sts" and pairs.is_file() else None
+
+
+def same_run_text(by_seed: dict[int, str | None], seeds: list[int]) -> str:
+    """The note of a row whose run is another suite's (``by_seed``: seed -> "suite/run" or None, from
+    the views' ``same_run_as``): "same run as S/R", with the seeds named where only some are; "" for none."""
+    groups: dict[str, list[int]] = {}
+    for s in seeds:
+        if by_seed.get(s):
+            groups.setdefault(by_seed[s], []).append(s)
+    if len(groups) == 1 and len(next(iter(groups.values()))) == len(seeds):
+        return f"same run as {next(iter(groups))}"
+    return "; ".join(f"seed{'s' if len(v) > 1 else ''} {', '.join(map(str, v))}: same run as {k}" for k, v in groups.items())
 
 
 def seed_of_folder(path: Path) -> int | None:

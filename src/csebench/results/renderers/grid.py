@@ -32,6 +32,7 @@ class Cell:
     values: list = field(default_factory=list)
     seeds: list = field(default_factory=list)
     missing_reason: str = ""
+    same_run: str = ""  # "same run as S/R" where the cell's run is another suite's (docs/runs.md)
     digits: int = 2  # decimals printed (row, column or block `digits`; the paper's precision)
 
     @property
@@ -87,6 +88,7 @@ def block_cells(ctx: Context, block: dict, compute: bool = True) -> list[list[Ce
                     cell.missing_reason = f"no {ctx.scale}-scale run" if ctx.scale != "paper" else "not a run of params.yaml"
                 elif compute:
                     cell.values, cell.seeds = ctx.values(metric, cell.run)
+                    cell.same_run = ctx.same_run(metric, cell.run)
                     if scale != 1 and not cell.config:
                         cell.values = [v * scale for v in cell.values]
             cells.append(cell)
@@ -145,6 +147,11 @@ def block_table(block: dict, cells: list[list[Cell]], latex: bool = False) -> Ta
     return t
 
 
+def shared_runs(blocks) -> dict[str, str]:
+    """{"suite/run": "same run as S/R"} of the cells whose run is another suite's, in table order."""
+    return {str(c.run): c.same_run for _, cells in blocks for r in cells for c in r if c.same_run}
+
+
 def render_markdown(ctx: Context, blocks: list[tuple[dict, list[list[Cell]]]]) -> str:
     it = ctx.item
     out = [f"# {ctx.paper_short} {it.number}: {it.title}", "", it.shows, "", f"Metric: {it.metric}.", "",
@@ -158,6 +165,7 @@ def render_markdown(ctx: Context, blocks: list[tuple[dict, list[list[Cell]]]]) -
     missing = sorted({str(c.run) for _, cells in blocks for r in cells for c in r if c.run and c.mean is None})
     if missing:
         out += ["Not yet run: " + ", ".join(f"`{m}`" for m in missing) + ".", ""]
+    out += [f"`{run}`: {note} (trained once, docs/runs.md)." for run, note in shared_runs(blocks).items()]
     out += [ctx.provenance, ""]
     for n in it.notes:
         out += [f"- {n}"]
@@ -166,7 +174,7 @@ def render_markdown(ctx: Context, blocks: list[tuple[dict, list[list[Cell]]]]) -
 
 def csv_rows(ctx: Context, blocks) -> tuple[list[str], list[list]]:
     header = ["item", "scale", "block", "row", "column", "run", "metric", "seeds", "ours_mean", "ours_std", "published", "delta",
-              "provenance"]  # a column, not a footer row: CSV readers see a table and nothing else
+              "same_run_as", "provenance"]  # a column, not a footer row: CSV readers see a table and nothing else
     rows = []
     for b, (block, cells) in enumerate(blocks):
         names = [c["name"] for c in block.get("columns") or []]
@@ -175,7 +183,7 @@ def csv_rows(ctx: Context, blocks) -> tuple[list[str], list[list]]:
             for name, c in zip(names, rc):
                 rows.append([ctx.item.id, ctx.scale, b + 1, label, name, str(c.run or ""), c.metric or "",
                              " ".join(map(str, c.seeds)), "" if c.mean is None else c.mean, csv_number(c.std),
-                             "" if c.published is None else c.published, csv_number(c.delta), ctx.provenance])
+                             "" if c.published is None else c.published, csv_number(c.delta), c.same_run, ctx.provenance])
     return header, rows
 
 
@@ -186,7 +194,8 @@ def render_latex(ctx: Context, blocks) -> str:
     for block, cells in blocks:
         lines += block_table(block, cells, latex=True).latex() + [r"\par\medskip"]
     cap = (f"{ctx.paper_short} {it.number} ({ctx.scale} scale): {it.title}. {it.metric}. Ours: mean ± std over seeds; "
-           f"published as printed; Δ = ours − published.{mixed_note(ctx.provenance)}")
+           f"published as printed; Δ = ours − published."
+           + "".join(f" {run}: {note}." for run, note in shared_runs(blocks).items()) + mixed_note(ctx.provenance))
     lines += [r"\caption{" + latex_escape(cap) + "}", r"\label{tab:" + it.id.replace("/", "-") + "}", r"\end{table}"]
     return "\n".join(lines) + "\n"
 

@@ -24,7 +24,7 @@ from ..plotting import plot_curve, pyplot
 from ..published import Published, for_run
 from ..context import Context, Renderer
 from ..plotting import placeholder
-from ..runs import KINDS, RunRef, RunResult, mean_std, run_path, seed_of_folder
+from ..runs import KINDS, RunRef, RunResult, mean_std, run_path, same_run_text, seed_of_folder
 from ..tables import DASH, Table, csv_number, delta, fmt, fmt_p, latex_escape, ours_text
 
 log = logging.getLogger(__name__)
@@ -67,6 +67,7 @@ class Row:
     published: list[Published] = field(default_factory=list)
     test: TestResult | None = None
     is_baseline: bool = False
+    same_run: str = ""  # "same run as S/R" where the suite's view shows another suite's run (docs/runs.md)
 
     @property
     def mean(self) -> np.ndarray:
@@ -92,10 +93,11 @@ def group_rows(records: list[RunResult], kind: str = "sts", suite: str = "") -> 
     for (backbone, name), runs in groups.items():
         runs = sorted(runs, key=lambda r: r.info["seed"])
         per_seed = np.array([[_nan(r.score(t)) for t in k.tasks] + [_nan(r.avg)] for r in runs], dtype=float)
-        first = runs[0].info
+        first, seeds = runs[0].info, [r.info["seed"] for r in runs]
         rows.append(Row(backbone, first.get("backbone_label") or backbone, first["method"],
-                        first.get("method_label") or first["method"], name, [r.info["seed"] for r in runs], per_seed, runs,
-                        for_run(kind, first.get("suite") or suite, name)))
+                        first.get("method_label") or first["method"], name, seeds, per_seed, runs,
+                        for_run(kind, first.get("suite") or suite, name),
+                        same_run=same_run_text({r.info["seed"]: r.same_run_as for r in runs}, seeds)))
     rows.sort(key=lambda r: (backbone_order.index(r.backbone), r.method != BASELINE_METHOD,
                              r.run != BASELINE_METHOD))
     return rows
@@ -196,7 +198,8 @@ def render_markdown(rows: list[Row], kind: str, suite: str, notes: list[str] | N
     for kind_, row, pub, values in _lines(rows):
         if kind_ == "ours":
             std = row.std.tolist() if row.std is not None else [None] * len(values)
-            t.rows.append([f"**{row.backbone_label}**", f"**{row.method_label}**", row.run, str(len(row.seeds)),
+            run = row.run + (f" ({row.same_run})" if row.same_run else "")
+            t.rows.append([f"**{row.backbone_label}**", f"**{row.method_label}**", run, str(len(row.seeds)),
                            *(ours_text(m, s) for m, s in zip(values, std)), *test_cells(row)])
         elif kind_ == "published":
             source, label, note = _pub_source(pub)
@@ -211,6 +214,8 @@ def render_markdown(rows: list[Row], kind: str, suite: str, notes: list[str] | N
             f"p: two-sided paired test of the average against SimCSE on the same backbone "
             f"(per-seed paired t-test with ≥ 2 common seeds, else a paired bootstrap over STS sentence pairs).\n\n"
             + "".join(f"**Demo scale:** {n}.\n\n" for n in notes or [])
+            + ("A run \"same run as S/R\" is suite S's run R: trained and evaluated once, shown here under this "
+               "suite's name (docs/runs.md).\n\n" if any(r.same_run for r in rows) else "")
             + f"{body}\n\n{provenance_line(rows)}\n")
 
 
@@ -218,7 +223,7 @@ def render_csv_rows(rows: list[Row], kind: str, suite: str) -> tuple[list[str], 
     k = KINDS[kind]
     cols = [*k.columns, "Avg."]
     header = ["suite", "backbone", "method", "run", "kind", "source", "seeds", *cols, *[f"{c} std" for c in cols],
-              "p_vs_simcse", "test", "published_row", "note", "provenance"]
+              "p_vs_simcse", "test", "published_row", "note", "same_run_as", "provenance"]
     footer = provenance_line(rows)  # a column, not a footer row: CSV readers see a table and nothing else
     out = []
     for kind_, r, pub, values in _lines(rows):
@@ -230,7 +235,7 @@ def render_csv_rows(rows: list[Row], kind: str, suite: str) -> tuple[list[str], 
         p = f"{r.test.p_value:.6g}" if ours and r.test is not None and r.test.p_value is not None else ""
         test = r.test.test if (ours and r.test is not None) else ("baseline" if ours and r.is_baseline else "")
         out.append([suite, r.backbone, r.method, r.run, kind_, source, len(r.seeds) if ours else "",
-                    *map(csv_number, values), *map(csv_number, stds), p, test, label, note, footer])
+                    *map(csv_number, values), *map(csv_number, stds), p, test, label, note, r.same_run if ours else "", footer])
     return header, out
 
 
@@ -250,7 +255,8 @@ def render_latex(rows: list[Row], kind: str, suite: str) -> str:
             p = latex_escape(test_cells(row)[0]).replace("<", "$<$")
             if row.test is not None and row.test.p_value is not None:  # which test: t = paired t-test, b = paired bootstrap
                 p += "$^{t}$" if row.test.test.startswith("paired t-test") else "$^{b}$"
-            t.rows.append([latex_escape(row.backbone_label), latex_escape(method) + f" (ours, n={len(row.seeds)})", *cells, p])
+            ours = f" (ours, n={len(row.seeds)}" + (f"; {row.same_run})" if row.same_run else ")")
+            t.rows.append([latex_escape(row.backbone_label), latex_escape(method + ours), *cells, p])
         elif kind_ == "published":
             t.rows.append(["", r"\quad\textit{" + latex_escape(_pub_source(pub)[0]) + "}", *(latex_escape(fmt(v)) for v in values), ""])
         else:
