@@ -43,7 +43,7 @@ def config_stages(params: dict, cwd: str | Path = ".") -> dict[str, dict]:
         read = [suite]
         if cfg.get("reproduce") == "demo":
             for item in load_registry().items:
-                if item.rebuilt and item.demo:
+                if item.rebuilt and item.in_make_demo:  # as results.smk: make_demo: false stays out
                     read += _suites_of(render.input_files(item, params, results_root(params), "demo"), params)
         out[suite] = {"config": f"config/{suite}.yaml", "suites": list(dict.fromkeys(read))}
     return out
