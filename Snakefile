@@ -53,7 +53,7 @@ rule all:
     input:
         [f"{RESULTS}/{suite}/tables/sts.md" for suite in SUITES],
         [f"{RESULTS}/{suite}/metrics.json" for suite in SUITES],  # DVC's metrics (metrics.smk)
-        [c for suite in SUITES for c in card_targets(suite)],  # a model card in every run's model/ (card.smk)
+        [c for suite in dict.fromkeys([*SUITES, *reproduce_suites()]) for c in card_targets(suite)],  # a model card in every run's model/ (card.smk)
         [t for suite in SUITES for t in analysis_targets(suite)],  # config `analyses:` (workflow/rules/analysis.smk)
         [t for suite in SUITES for t in mteb_targets(suite)],  # a suite's `mteb:` (workflow/rules/mteb.smk)
         reproduce_targets(),  # config `reproduce:` (workflow/rules/results.smk)

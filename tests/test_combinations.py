@@ -341,7 +341,7 @@ def test_the_combinations_item_renders_the_grid_as_a_table_and_a_matrix(tmp_path
     assert reg.is_study("combinations") and not reg.is_study("is-cse")
     assert all(it.paper != "combinations" for it in reg.paper_items)  # not in the papers' coverage
     table, figure = reg.item("combinations/table-1"), reg.item("combinations/figure-1")
-    assert table.suites == figure.suites == ["combinations"] and not table.in_make_demo and table.demo
+    assert table.suites == figure.suites == ["combinations"] and table.in_make_demo and table.demo
     params, results = load_params(PARAMS), tmp_path / "results"
     _write_grid(results)
     rows = {r.run: r for r in combination_grid(params, "combinations", results)}

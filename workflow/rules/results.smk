@@ -37,6 +37,15 @@ def reproduce_targets():
     return [_render.item_outputs(it, RESULTS, REPRODUCE)[0] for it in reproduce_items(REPRODUCE)] if REPRODUCE in ROOTS.values() else []
 
 
+def reproduce_suites():
+    """The suites whose result folders the paper items being built read (the demo's: demo-iscse-beta,
+    demo-combinations): their models get cards as the configured suites' do (Snakefile's rule all)."""
+    if REPRODUCE not in ROOTS.values():
+        return []
+    files = [f for it in reproduce_items(REPRODUCE) for f in _render.input_files(it, PARAMS, RESULTS, REPRODUCE)]
+    return sorted({f[len(RESULTS) + 1:].split("/")[0] for f in files if f.startswith(f"{RESULTS}/")} & set(PARAMS["suites"]))
+
+
 def _item_inputs(w):
     return _render.input_files(REGISTRY.item(f"{w.paper}/{w.item}"), PARAMS, RESULTS, ROOTS[w.root])
 
