@@ -408,6 +408,14 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--key", help="instead of --suite/--run: the run's key (its folder results/runs/KEY), named "
                                       "by the first suite and run of params.yaml that list it")
 
+    def evaluated_run_options(sp, seed_help=None):
+        """The run a result is booked to (its run_info), for the eval commands."""
+        sp.add_argument("--suite")
+        sp.add_argument("--run")
+        sp.add_argument("--seed", type=int, default=0, help=seed_help)
+        run_key_option(sp)
+        sp.add_argument("--no-progress", action="store_true")
+
     sp = common(sub.add_parser("prepare-corpus", help="write the (sampled) training corpus"))
     sp.add_argument("--data", required=True, help="data source name in params.yaml")
     sp.add_argument("--out", required=True)
@@ -480,11 +488,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--max-test-sentences", type=int, default=None,
                         help="CPU demo only: subsample each held-out dev/test split to about N items (recorded as protocol=capped)")
         sp.add_argument("--senteval-seed", type=int, default=1111, help="SentEval's classifier seed (default: 1111)")
-        sp.add_argument("--suite")
-        sp.add_argument("--run")
-        sp.add_argument("--seed", type=int, default=0, help="run seed (names the run; see --senteval-seed)")
-        run_key_option(sp)
-        sp.add_argument("--no-progress", action="store_true")
+        evaluated_run_options(sp, "run seed (names the run; see --senteval-seed)")
 
     def sts_cap_option(sp):  # embed and eval-sts must agree on the pairs (the table holds what eval-sts scores)
         sp.add_argument("--max-sts-pairs", type=int, default=None,
@@ -517,11 +521,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="also write per-pair cosine and gold scores (.npz) for the paired bootstrap of the suite tables (`results render --item suite/SUITE`)")
     sts_cap_option(sp)
     sp.add_argument("--senteval-seed", type=int, default=1111, help="seed of the --max-sts-pairs subsets (default: 1111)")
-    sp.add_argument("--suite")
-    sp.add_argument("--run")
-    sp.add_argument("--seed", type=int, default=0)
-    run_key_option(sp)
-    sp.add_argument("--no-progress", action="store_true")
+    evaluated_run_options(sp)
     sp.set_defaults(func=cmd_eval_sts)
 
     sp = eval_encoding(common(sub.add_parser("eval-transfer", help="SentEval transfer tasks MR CR SUBJ MPQA SST2 TREC MRPC (accuracy x100)")))
@@ -551,11 +551,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "AmazonCounterfactualClassification, ArguAna, SciFact)")
     sp.add_argument("--download-only", action="store_true",
                     help="fetch the tasks' datasets into the Hugging Face datasets cache (needs network) and stop")
-    sp.add_argument("--suite")
-    sp.add_argument("--run")
-    sp.add_argument("--seed", type=int, default=0)
-    run_key_option(sp)
-    sp.add_argument("--no-progress", action="store_true")
+    evaluated_run_options(sp)
     sp.set_defaults(func=cmd_eval_mteb)
 
     sp = sub.add_parser("model-card", help="write a run's model card: RUN/model_card.md and RUN/model/README.md")
