@@ -1,11 +1,13 @@
 """dvc.yaml (docs/dvc.md): a stage per suite and per paper item, which cannot drift from the Snakemake DAG."""
 
+import difflib
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from csebench.config import list_suites, load_params
@@ -91,3 +93,44 @@ def test_suite_metrics_is_tidy(tmp_path):
                            "seed2": {"stsb_dev": 72.0, "sts_avg": 72.0, "transfer_avg": 70.0},
                            "mean": {"stsb_dev": 71.5, "sts_avg": 71.5, "transfer_avg": 70.0}}
     assert m["distillcse"]["mean"] == {"stsb_dev": 61.5}
+
+
+# ----------------------------------------------------------------------------- `dvc exp run -S` and params.yaml
+
+
+def _set_param(tmp_path, override: str) -> tuple[list[str], list[str]]:
+    """params.yaml's lines before and after DVC's own rewrite for `dvc exp run -S override`
+    (dvc.utils.hydra.apply_overrides: what `exp run` calls on the params file before it runs)."""
+    from dvc.utils.hydra import apply_overrides
+
+    copy = tmp_path / "params.yaml"
+    copy.write_bytes((ROOT / "params.yaml").read_bytes())
+    apply_overrides(copy, [override])
+    return (ROOT / "params.yaml").read_text().splitlines(keepends=True), copy.read_text().splitlines(keepends=True)
+
+
+@pytest.mark.parametrize("override,old,new", [
+    ("suites.demo.training.learning_rate=1e-4", "      learning_rate: 3.0e-5\n", "      learning_rate: 0.0001\n"),
+    ("suites.ci.runs.simcse.method=gs_infonce", "      simcse: {backbone: tiny, method: simcse}\n",
+     "      simcse: {backbone: tiny, method: gs_infonce}\n"),
+    ("suites.paper-distillcse.runs.bert-base-simcse.seeds=1-4",
+     "      bert-base-simcse: {backbone: bert-base, method: simcse, seeds: 1-16}\n",
+     "      bert-base-simcse: {backbone: bert-base, method: simcse, seeds: 1-4}\n"),
+], ids=["suite-training", "run", "seed-range"])
+def test_dvc_exp_set_param_changes_one_line_of_params_yaml(tmp_path, override, old, new):
+    before, after = _set_param(tmp_path, override)
+    changed = [i for i, (a, b) in enumerate(zip(before, after)) if a != b]
+    assert len(after) == len(before) and len(changed) == 1, "".join(difflib.unified_diff(before, after, n=0))
+    assert (before[changed[0]], after[changed[0]]) == (old, new)
+
+
+def test_params_yaml_is_in_the_form_dvc_writes_back(tmp_path):
+    """Any `-S` rewrites the whole file (every list and scalar re-emitted by ruamel at 80 columns):
+    a hand edit that DVC would reformat (a long {...} line, a flow list outside {...}, a comment after
+    a list) fails here, before an experiment turns it into a diff of hundreds of lines."""
+    before, after = _set_param(tmp_path, "training.batch_size=64")  # the value it has: nothing may change
+    assert after == before, "params.yaml is not in the form `dvc exp run -S` writes back (see its header):\n" + \
+        "".join(difflib.unified_diff(before, after, "params.yaml", "as DVC writes it", n=1))
+    anchors = [e for e in yaml.parse((ROOT / "params.yaml").read_text())
+               if getattr(e, "anchor", None) or isinstance(e, yaml.AliasEvent)]
+    assert not anchors, "an anchor in params.yaml: `-S` on one of its uses would change every use"
