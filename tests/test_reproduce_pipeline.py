@@ -48,8 +48,8 @@ def _tiny_suites(params_path: Path, suites: dict[str, list[str]]) -> None:
     for name, keep in suites.items():
         spec = params["suites"][name]
         spec.update(data="ci", seeds=[1], training=TINY_TRAINING)
-        spec["runs"] = [r for r in spec["runs"] if r["name"] in keep]
-        for run in spec["runs"]:
+        spec["runs"] = {name: run for name, run in spec["runs"].items() if name in keep}  # params.yaml keys runs by name
+        for run in spec["runs"].values():
             run["backbone"] = "tiny"
             smooth = run.setdefault("objectives", {}).setdefault("instance_smoothing", {})
             smooth.update(buffer_size=48, clusters=4)

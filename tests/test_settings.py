@@ -157,8 +157,15 @@ def cli_main(argv):
 
 @pytest.mark.parametrize("text,message", [
     ("suites:\n  ci:\n    training: [1, 2]\n", "suites.ci.training: expected a mapping, got [1, 2]"),
-    ("suites:\n  ci:\n    runs: simcse\n", "suites.ci.runs: expected a list, got 'simcse'"),
-    ("suites:\n  ci:\n    seeds: abc\n", "suites.ci.seeds: expected a list, got 'abc'"),
+    ("suites:\n  ci:\n    runs: simcse\n", "suites.ci.runs: expected a list or a mapping, got 'simcse'"),
+    ("suites:\n  ci:\n    seeds: abc\n", "suites.ci.seeds: expected a list of seeds or a range first-last (e.g. 1-16), got 'abc'"),
+    ("suites:\n  ci:\n    seeds: 5-3\n", "suites.ci.seeds: expected a list of seeds or a range first-last (e.g. 1-16), got '5-3'"),
+    ("suites:\n  ci:\n    runs: {x: {backbone: tiny, method: distillcse, objectives: {distillation: {teachers: "
+     "{run: simcse, seeds: 1..2}}}}}\n", "suites.ci.runs.x.objectives.distillation.teachers.seeds: expected a list of "
+     "seeds or a range first-last (e.g. 1-16), got '1..2'"),
+    ("suites:\n  ci:\n    runs: {x: {backbone: tiny}}\n", "suites.ci.runs.x: missing 'method'"),
+    ("suites:\n  ci:\n    runs: {x: {name: y, backbone: tiny, method: simcse}}\n",
+     "suites.ci.runs.x: the key names the run; drop 'name'"),
     ("suites:\n  ci:\n    seeds: [1, abc]\n", "suites.ci.seeds[1]: expected a whole number, got 'abc'"),
     ("suites:\n  ci:\n    runs: [{name: x, backbone: tiny}]\n", "suites.ci.runs[0]: missing 'method'"),
     ("suites:\n  ci:\n    evaluation: {precision: fp64}\n",
@@ -171,6 +178,28 @@ def test_malformed_sections_are_one_line_naming_the_key(inputs, text, message):
     with pytest.raises(ConfigError) as exc:
         load_params(PARAMS, [cfg])
     assert str(exc.value) == f"{cfg}: {message}"
+
+
+def test_runs_keyed_by_name_and_seed_ranges_are_the_lists_they_stand_for(inputs):
+    """params.yaml's short forms (so `dvc exp run -S` rewrites one line, docs/dvc.md) read as the
+    long ones: same runs, same keys; an override's runs still replace the suite's whole list."""
+    from csebench.config import resolve_run
+
+    long = _override(inputs, "suites:\n  ci:\n    seeds: [1, 2, 3]\n    runs:\n"
+                             "    - {name: s, backbone: tiny, method: simcse, seeds: [4, 5]}\n"
+                             "    - {name: d, backbone: tiny, method: distillcse,\n"
+                             "       objectives: {distillation: {teachers: {run: s, seeds: [4, 5]}}}}\n", "long.yaml")
+    short = _override(inputs, "suites:\n  ci:\n    seeds: 1-3\n    runs:\n"
+                              "      s: {backbone: tiny, method: simcse, seeds: 4-5}\n"
+                              "      d:\n        backbone: tiny\n        method: distillcse\n"
+                              "        objectives: {distillation: {teachers: {run: s, seeds: 4-5}}}\n", "short.yaml")
+    a, b = load_params(PARAMS, [long]), load_params(PARAMS, [short])
+    assert b["suites"]["ci"] == a["suites"]["ci"]
+    assert b["suites"]["ci"]["seeds"] == [1, 2, 3] and [r["name"] for r in b["suites"]["ci"]["runs"]] == ["s", "d"]
+    assert resolve_run(b, "ci", "d", 1).key() == resolve_run(a, "ci", "d", 1).key()
+    assert [r["name"] for r in load_params(PARAMS)["suites"]["ci"]["runs"]] == ["simcse", "distillcse", "backbone"]
+    one = _override(inputs, "suites:\n  ci:\n    runs:\n      s: {backbone: tiny, method: simcse}\n", "one.yaml")
+    assert [r["name"] for r in load_params(PARAMS, [one])["suites"]["ci"]["runs"]] == ["s"]  # not merged by name
 
 
 @pytest.mark.parametrize("config,message", [

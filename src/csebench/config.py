@@ -288,7 +288,45 @@ def _read_params_file(p: Path) -> dict:
     data = _read_yaml(p)
     check_keys(str(p), data, TOP_KEYS)
     validate(data, "params", str(p))
+    data = _expand_compact_forms(p, data)
     _check_training_sections(p, data)
+    return data
+
+
+SEED_RANGE = re.compile(r"(\d+)-(\d+)")
+
+
+def _expand_compact_forms(p: Path, data: dict) -> dict:
+    """params.yaml's compact forms, as the code reads them: a suite's ``runs`` keyed by run name
+    becomes the list of runs with their names, and every ``seeds: A-B`` the list A..B. params.yaml
+    writes them so that its lines stay within the 80 columns `dvc exp run -S` rewraps at
+    (docs/dvc.md); each file is expanded on its own, so an override's ``runs`` still replaces the
+    suite's whole list."""
+
+    def expand(node, where: str):
+        if isinstance(node, dict):
+            inner = {k: f"{where}.{k}" if where else str(k) for k in node}
+            return {k: seeds(v, inner[k]) if k == "seeds" else expand(v, inner[k]) for k, v in node.items()}
+        if isinstance(node, list):
+            return [expand(x, f"{where}[{i}]") for i, x in enumerate(node)]
+        return node
+
+    def seeds(value, where: str):
+        if not isinstance(value, str):
+            return expand(value, where)
+        m = SEED_RANGE.fullmatch(value)
+        if not m or int(m[1]) > int(m[2]):
+            raise ConfigError(f"{p}: {where}: expected a list of seeds or a range first-last (e.g. 1-16), got {value!r}")
+        return list(range(int(m[1]), int(m[2]) + 1))
+
+    data = expand(data, "")
+    for name, suite in (data.get("suites") or {}).items():
+        runs = suite.get("runs") if isinstance(suite, dict) else None
+        if isinstance(runs, dict):
+            for run_name, run in runs.items():
+                if "name" in run:
+                    raise ConfigError(f"{p}: suites.{name}.runs.{run_name}: the key names the run; drop 'name'")
+            suite["runs"] = [{"name": run_name, **run} for run_name, run in runs.items()]
     return data
 
 

@@ -61,6 +61,8 @@ def _message(error) -> str:
         return f"{value!r} is not one of {', '.join(map(str, error.validator_value))}"
     if kind == "minimum":
         return f"must be at least {error.validator_value}, got {value!r}"
+    if kind == "pattern" and "description" in schema:
+        return f"expected {schema['description']}, got {value!r}"
     if kind == "minItems":
         return f"must list at least {error.validator_value}, got {value!r}"
     return re.sub(r"\s+", " ", error.message)
