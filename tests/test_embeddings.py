@@ -118,12 +118,13 @@ def test_evaluators_from_the_table_match_direct_encoding(tiny_encoder, tmp_path,
     enc = tiny_encoder("avg")
     enc.save(tmp_path / "model")
     se = shared_dir / "senteval"
-    cap = ["--max-train-sentences", "200"]
-    _cli("embed", "--model", tmp_path / "model", "--senteval", se, *cap, "--out", tmp_path / "emb.npz", "--no-progress")
+    # capped sets (the demo's options): the table must cover exactly what the capped evaluators read
+    cap, sts_cap = ["--max-train-sentences", "200", "--max-test-sentences", "200"], ["--max-sts-pairs", "300"]
+    _cli("embed", "--model", tmp_path / "model", "--senteval", se, *cap, *sts_cap, "--out", tmp_path / "emb.npz", "--no-progress")
     meta = EmbeddingTable(tmp_path / "emb.npz").meta
     assert meta["precision"] == "fp32" and meta["model_fingerprint"] == model_fingerprint(tmp_path / "model")
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary left behind
-    for name, extra in (("eval-sts", []), ("eval-transfer", cap)):
+    for name, extra in (("eval-sts", sts_cap), ("eval-transfer", cap)):
         for tag, emb in (("direct", []), ("table", ["--embeddings", tmp_path / "emb.npz"])):
             _cli(name, "--model", tmp_path / "model", "--senteval", se, *extra, *emb, "--no-progress",
                  "--out", tmp_path / f"{name}-{tag}.json")
@@ -134,8 +135,8 @@ def test_evaluators_from_the_table_match_direct_encoding(tiny_encoder, tmp_path,
             tol = 1e-3 if name == "eval-sts" else 0.5  # fp32 batch neighbours; a classifier may flip a test item
             assert abs(table["tasks"][task] - value) <= tol, (name, task, value, table["tasks"][task])
     _cli("analyze", "align-uniform", "--model", tmp_path / "model", "--senteval", se, "--embeddings", tmp_path / "emb.npz",
-         "--out", tmp_path / "au.json")
-    _cli("analyze", "align-uniform", "--model", tmp_path / "model", "--senteval", se, "--out", tmp_path / "au-direct.json")
+         *sts_cap, "--out", tmp_path / "au.json")
+    _cli("analyze", "align-uniform", "--model", tmp_path / "model", "--senteval", se, *sts_cap, "--out", tmp_path / "au-direct.json")
     au, au_direct = (json.loads((tmp_path / f).read_text()) for f in ("au.json", "au-direct.json"))
     assert au["alignment"] == pytest.approx(au_direct["alignment"], rel=1e-4)
     assert au["uniformity"] == pytest.approx(au_direct["uniformity"], rel=1e-4)

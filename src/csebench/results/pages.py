@@ -55,6 +55,11 @@ def _demo_text(it: Item, results: str = "results") -> str:
     return f" (demo scale: `{item_outputs(it, results, 'demo')[0]}`, built when asked for, not in `make demo`)" if it.demo else ""
 
 
+def _papers(reg: Registry) -> list[tuple[str, list, dict]]:
+    """(paper, its items, its registry header) in the registry's order."""
+    return [(paper, items, reg.papers.get(paper) or {}) for paper, items in reg.by_paper().items()]
+
+
 def reproduction_md(reg: Registry | None = None) -> str:
     reg = reg or load_registry()
     out = ["# Reproduction: every table and figure of the four papers", "",
@@ -67,8 +72,7 @@ def reproduction_md(reg: Registry | None = None) -> str:
            "Each table is written as Markdown, CSV and LaTeX; each figure as PNG with a Markdown/CSV "
            "companion holding the plotted numbers. Ours (mean ± std over seeds) stands beside the "
            "published value and Δ = ours − published. The front page of built results is `results/README.md`.", ""]
-    for paper, items in reg.by_paper().items():
-        meta = reg.papers.get(paper) or {}
+    for paper, items, meta in _papers(reg):
         out += [f"## {meta.get('short', paper)}: {meta.get('title', '')}", ""]
         if reg.is_study(paper):
             out += [f"**{STUDY_NOTE[0].upper() + STUDY_NOTE[1:]}.**", ""]
@@ -113,8 +117,7 @@ def front_page(results: str = "results", params: dict | None = None, reg: Regist
            "builds one), else the suites that build them and their estimated GPU-hours (H100, `csebench plan`) "
            "given what is built: a run whose outputs are on disk, whichever suite built it, is not counted again "
            "(each distinct run is trained once, docs/runs.md).", ""]
-    for paper, items in reg.by_paper().items():
-        meta = reg.papers.get(paper) or {}
+    for paper, items, meta in _papers(reg):
         table = Table(["item", "what", "paper scale", "demo scale"], "llll")
         for it in items:
             if not it.rebuilt:
