@@ -342,3 +342,26 @@ def test_a_runs_card_comes_from_the_first_suite_that_evaluates_it(tmp_path):
     assert runs.key("a", "simcse") == runs.key("b", "copy") and runs.first(runs.key("a", "simcse"), 1) == ("a", "simcse")
     assert runs.card_source(runs.key("a", "simcse"), 1) == ("b", "copy")
     assert runs.card_source(runs.key("a", "alone"), 1) == ("a", "alone")
+
+
+def test_the_demo_carries_a_card_for_every_model_and_evaluates_nothing_more_for_it():
+    """make demo's DAG: a card for every model it trains, those of the suites only its paper items read
+    included (demo-iscse-beta, demo-combinations); a card waits for no evaluation the items do not read
+    (demo-iscse-beta's runs are trained only: IS-CSE Table 7 reads their train.json)."""
+    import re
+
+    from csebench import workflow as wf
+    from csebench.config import load_params
+    from runhelpers import PARAMS
+    from test_pipeline import BIN
+
+    proc = subprocess.run([str(BIN / "snakemake"), "-n", "--forceall", "--quiet", "rules", "--configfile", "config/demo.yaml",
+                           "--config", "plan=false"], cwd=Path(__file__).resolve().parents[1],
+                          env=dict(os.environ, HF_HUB_OFFLINE="1"), capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    counts = dict(re.findall(r"^(\w+)\s+(\d+)$", out, re.M))
+    params = load_params(PARAMS)
+    runs = wf.Runs(params)
+    evaluated = {runs.key(s, r) for s in ("demo", "demo-combinations") for r, _ in wf.evaluated_jobs(params, s)}
+    assert int(counts["model_card"]) == int(counts["train"]) and int(counts["embed"]) == len(evaluated)

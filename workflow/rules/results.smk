@@ -37,12 +37,20 @@ def reproduce_targets():
     return [_render.item_outputs(it, RESULTS, REPRODUCE)[0] for it in reproduce_items(REPRODUCE)] if REPRODUCE in ROOTS.values() else []
 
 
+_REPRODUCE_FILES = []
+
+
+def reproduce_files():
+    """Every result file the paper items being built read (computed once)."""
+    if not _REPRODUCE_FILES and REPRODUCE in ROOTS.values():
+        _REPRODUCE_FILES.append({f for it in reproduce_items(REPRODUCE) for f in _render.input_files(it, PARAMS, RESULTS, REPRODUCE)})
+    return _REPRODUCE_FILES[0] if _REPRODUCE_FILES else set()
+
+
 def reproduce_suites():
     """The suites whose result folders the paper items being built read (the demo's: demo-iscse-beta,
     demo-combinations): their models get cards as the configured suites' do (Snakefile's rule all)."""
-    if REPRODUCE not in ROOTS.values():
-        return []
-    files = [f for it in reproduce_items(REPRODUCE) for f in _render.input_files(it, PARAMS, RESULTS, REPRODUCE)]
+    files = reproduce_files()
     return sorted({f[len(RESULTS) + 1:].split("/")[0] for f in files if f.startswith(f"{RESULTS}/")} & set(PARAMS["suites"]))
 
 
