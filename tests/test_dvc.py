@@ -190,7 +190,7 @@ def test_queued_sweep_gives_two_experiments_with_their_metrics(tmp_path, shared_
     env = _env(shared_dir)
     proj = _exp_repo(tmp_path / "proj", env)
     _sh(["dvc", "exp", "run", "--queue", "-S", "suites.exp.training.learning_rate=1e-4,3e-4", "suite@exp"], proj, env)
-    _sh(["dvc", "exp", "run", "--run-all"], proj, env)
+    _sh(["dvc", "exp", "run", "--run-all", "-j", "2"], proj, env)
     shown = json.loads(_sh(["dvc", "exp", "show", "--json"], proj, env))
     revs = [r for row in shown for e in row.get("experiments") or [] for r in e["revs"]]
     lr = {r["rev"]: r["data"]["params"]["params.yaml"]["data"]["suites"]["exp"]["training"]["learning_rate"] for r in revs}

@@ -62,8 +62,9 @@ def _copy_project(dst: Path) -> Path:
 @pytest.mark.slow
 def test_ci_suite_end_to_end_through_snakemake(tmp_path, shared_dir):
     proj = _copy_project(tmp_path / "proj")
+    # two one-thread jobs at a time, as make demo runs on 2 cores (tiny models: mostly Python start-up)
     proc = subprocess.run([str(BIN / "snakemake"), "--cores", "2", "--configfile", "config/ci.yaml",
-                           "--profile", "workflow/profiles/default"],
+                           "--profile", "workflow/profiles/default", "--resources", "gpu=2", "--config", "threads=1"],
                           cwd=proj, env=_env(shared_dir), capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
     table = (proj / "results/ci/tables/sts.md").read_text()
