@@ -235,7 +235,7 @@ def test_snakemake_makes_the_cards_and_a_second_run_plans_nothing(tmp_path, smal
 
     def snakemake(*args):
         return subprocess.run([str(BIN / "snakemake"), "--cores", "2", "--configfile", "config/ci.yaml", "--config",
-                               "plan=false", *args, "--", card], cwd=proj, env=env, capture_output=True, text=True, timeout=900)
+                               "plan=false", "threads=1", *args, "--", card], cwd=proj, env=env, capture_output=True, text=True, timeout=900)
 
     proc = snakemake()
     assert proc.returncode == 0, proc.stderr[-4000:]

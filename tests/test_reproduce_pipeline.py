@@ -65,7 +65,7 @@ def test_three_paper_tables_end_to_end(tmp_path, shared_dir):
     suites = list(runs)
     targets = [f"results/papers/is-cse/table-{n}.md" for n in (3, 5, 7)]
     proc = subprocess.run([str(BIN / "snakemake"), "--cores", "2", "--profile", "workflow/profiles/default",
-                           "--config", "plan=false", "--", *targets],
+                           "--resources", "gpu=2", "--config", "plan=false", "threads=1", "--", *targets],  # as make demo
                           cwd=proj, env=_env(shared_dir), capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
     params = load_params(proj / "params.yaml")

@@ -283,8 +283,9 @@ def test_two_suites_sharing_a_run_train_it_once(tmp_path, shared_dir):
     from test_pipeline import BIN, _env
 
     proj = _project_with_two_suites(tmp_path / "proj")
-    cmd = [str(BIN / "snakemake"), "--cores", "2", "--profile", "workflow/profiles/default", "--config", "suites=[a,b]",
-           "reproduce=none", "plan=false"]
+    # two one-thread jobs at a time, as make demo runs on 2 cores
+    cmd = [str(BIN / "snakemake"), "--cores", "2", "--profile", "workflow/profiles/default", "--resources", "gpu=2",
+           "--config", "suites=[a,b]", "reproduce=none", "plan=false", "threads=1"]
     proc = subprocess.run(cmd, cwd=proj, env=_env(shared_dir), capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert len(re.findall(r"^(?:local)?rule train:", proc.stdout + proc.stderr, re.M)) == 2
