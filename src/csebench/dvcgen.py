@@ -44,16 +44,9 @@ def config_stages(params: dict, cwd: str | Path = ".") -> dict[str, dict]:
         if cfg.get("reproduce") == "demo":
             for item in load_registry().items:
                 if item.rebuilt and item.in_make_demo:  # as results.smk: make_demo: false stays out
-                    read += _suites_of(render.input_files(item, params, results_root(params), "demo"), params)
+                    read += render.suites_of(render.input_files(item, params, results_root(params), "demo"), params)
         out[suite] = {"config": f"config/{suite}.yaml", "suites": list(dict.fromkeys(read))}
     return out
-
-
-def _suites_of(files: list[str], params: dict) -> list[str]:
-    """The suite folders (results/<suite>) that files lie in."""
-    root = results_root(params).rstrip("/") + "/"
-    suites = set(list_suites(params))
-    return sorted({f[len(root):].split("/")[0] for f in files if f.startswith(root)} & suites)
 
 
 def paper_items(params: dict) -> list[tuple[str, object, list[str]]]:
@@ -65,7 +58,7 @@ def paper_items(params: dict) -> list[tuple[str, object, list[str]]]:
     for item in load_registry().items:
         if item.rebuilt:
             files = render.input_files(item, params, results_root(params), "paper")
-            out.append((item.id.replace("/", "-"), item, _suites_of(files, params)))
+            out.append((item.id.replace("/", "-"), item, render.suites_of(files, params)))
     return out
 
 

@@ -16,6 +16,7 @@
 # a suite's analysis figures and tables come from analysis.smk's `analysis_targets(suite)`, looked up
 # lazily (any include order).
 
+import functools
 import re
 
 from csebench.results import render as _render
@@ -37,21 +38,18 @@ def reproduce_targets():
     return [_render.item_outputs(it, RESULTS, REPRODUCE)[0] for it in reproduce_items(REPRODUCE)] if REPRODUCE in ROOTS.values() else []
 
 
-_REPRODUCE_FILES = []
-
-
+@functools.cache
 def reproduce_files():
-    """Every result file the paper items being built read (computed once)."""
-    if not _REPRODUCE_FILES and REPRODUCE in ROOTS.values():
-        _REPRODUCE_FILES.append({f for it in reproduce_items(REPRODUCE) for f in _render.input_files(it, PARAMS, RESULTS, REPRODUCE)})
-    return _REPRODUCE_FILES[0] if _REPRODUCE_FILES else set()
+    """Every result file the paper items being built read (computed once: card.smk asks per job)."""
+    if REPRODUCE not in ROOTS.values():
+        return frozenset()
+    return frozenset(f for it in reproduce_items(REPRODUCE) for f in _render.input_files(it, PARAMS, RESULTS, REPRODUCE))
 
 
 def reproduce_suites():
     """The suites whose result folders the paper items being built read (the demo's: demo-iscse-beta,
     demo-combinations): their models get cards as the configured suites' do (Snakefile's rule all)."""
-    files = reproduce_files()
-    return sorted({f[len(RESULTS) + 1:].split("/")[0] for f in files if f.startswith(f"{RESULTS}/")} & set(PARAMS["suites"]))
+    return _render.suites_of(sorted(reproduce_files()), PARAMS)
 
 
 def _item_inputs(w):

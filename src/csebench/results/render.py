@@ -13,6 +13,7 @@ import importlib.util
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..paths import results_root
 from .context import SCALES, Context, Renderer
 from .registry import MTEB, SUITE, Item, load_registry
 
@@ -74,6 +75,12 @@ def input_files(item: Item, params: dict, results: str = "results", scale: str =
     """Every file the item's renderer reads (Snakemake inputs), in a stable order."""
     ctx = context(item, params, results, scale)
     return list(dict.fromkeys(ctx.renderer.inputs(ctx)))
+
+
+def suites_of(files: list[str], params: dict) -> list[str]:
+    """The suites whose folders (results/<suite>) the files lie in: what an item's inputs read."""
+    root = results_root(params).rstrip("/") + "/"
+    return sorted({f[len(root):].split("/")[0] for f in files if f.startswith(root)} & set(params.get("suites") or {}))
 
 
 def render_item(item_id: str, params: dict, results: str = "results", scale: str = "paper",
