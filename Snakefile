@@ -10,6 +10,7 @@
 import sys
 
 from csebench import workflow as wf
+from csebench.paths import key_dir
 from csebench.results.registry import default_suites
 
 configfile: "config/paper.yaml"
@@ -26,7 +27,7 @@ PROGRESS = "" if config.get("progress", True) else "--no-progress"
 # Every run of params.yaml by identity (docs/runs.md): a run listed by several suites is trained,
 # embedded and evaluated once, in its own folder; the suites' folders are views of it (views.smk).
 RUNS = wf.Runs(PARAMS)
-RUN = f"{RESULTS}/runs/{{key}}/seed{{seed}}"  # a run's folder: training, its teacher cache
+RUN = key_dir(RESULTS, "{key}", "{seed}")  # a run's folder: training, its teacher cache
 EVAL = f"{RUN}/{{ev}}"  # the run evaluated under one suite's evaluation settings (csebench.workflow.eval_name)
 
 if workflow.is_main_process and config.get("plan", True):  # what this will cost, before anything runs

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .paths import key_dir
+
 # parameter counts (total, of which token/position embeddings) of the paper backbones, from their configs
 BACKBONE_PARAMS = {"bert-base-uncased": (109.5e6, 23.8e6), "bert-large-uncased": (335.1e6, 31.8e6),
                    "roberta-base": (124.6e6, 39.0e6), "roberta-large": (355.4e6, 52.5e6)}
@@ -97,7 +99,7 @@ def built_units(plans: list[SuitePlan], results: str | Path = "results") -> set[
     done = set()
     for p in plans:
         for k in p.units:
-            folder = Path(results) / "runs" / k[1] / f"seed{k[2]}"
+            folder = Path(key_dir(str(results), k[1], k[2]))
             marker = {"train": "train.json", "teacher": "teacher/embeddings.npy", "card": "model_card.md",
                       "eval": f"{k[-1]}/sts.json", "probing": f"{k[-1]}/probing.json"}[k[0]]
             if (folder / marker).is_file():

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from .config import (EVAL_PRECISIONS, digest, expand_path, find_run, list_suites, load_params, resolve_run,
                      sts_pairs_file, suite_runs, suite_seeds)
-from .paths import results_root as results_dir, run_dir
+from .paths import key_dir, results_root as results_dir, run_dir
 from .schema import schema_path
 
 __all__ = ["load_params", "jobs", "evaluated_jobs", "suite_data", "run_dir", "teacher_jobs",
@@ -153,7 +153,7 @@ class Runs:
 
     def folder(self, suite: str, run: str, seed: int) -> str:
         """Where the run is trained (model/, train.json, curves, its teacher cache)."""
-        return f"{self.results}/runs/{self.key(suite, run)}/seed{int(seed)}"
+        return key_dir(self.results, self.key(suite, run), int(seed))
 
     def eval_folder(self, suite: str, run: str, seed: int) -> str:
         """Where it is evaluated under the suite's evaluation settings (embeddings, STS, transfer, analyses)."""

@@ -32,7 +32,7 @@ def sts_pairs_args(w):  # embed and eval_sts read the same sets
 
 
 def embeddings_of(w):
-    return f"{RESULTS}/runs/{w.key}/seed{w.seed}/{w.ev}/embeddings.npz"
+    return f"{key_dir(RESULTS, w.key, w.seed)}/{w.ev}/embeddings.npz"
 
 
 rule embed:
