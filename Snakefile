@@ -27,6 +27,16 @@ PROGRESS = "" if config.get("progress", True) else "--no-progress"
 # Every run of params.yaml by identity (docs/runs.md): a run listed by several suites is trained,
 # embedded and evaluated once, in its own folder; the suites' folders are views of it (views.smk).
 RUNS = wf.Runs(PARAMS)
+
+if workflow.is_main_process:  # results a DVC checkout or a copy wrote anew count as built (docs/dvc.md)
+    wf.restore_times(RESULTS)
+    wf.record_times(RESULTS)
+
+onsuccess:
+    wf.record_times(RESULTS)
+
+onerror:  # what did finish is recorded too
+    wf.record_times(RESULTS)
 RUN = key_dir(RESULTS, "{key}", "{seed}")  # a run's folder: training, its teacher cache
 EVAL = f"{RUN}/{{ev}}"  # the run evaluated under one suite's evaluation settings (csebench.workflow.eval_name)
 

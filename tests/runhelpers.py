@@ -119,3 +119,50 @@ def random_step_context(b=4, n=None, d=8, step=0, total=10, offset=0, tau=0.05, 
     z2 = torch.randn(n, d, generator=g, requires_grad=True)
     return StepContext(z1=z1, z2=z2, temperature=tau, step=step, total_steps=total,
                        indices=torch.arange(b), all_indices=torch.arange(n), positive_offset=offset)
+
+
+# ----------------------------------------------------------------------------- the README's layout
+BIN = Path(sys.executable).parent
+
+
+def user_env() -> dict:
+    """The environment of a user who followed the README: the venv activated (`. .venv/bin/activate`),
+    offline as CI is (HF_HUB_OFFLINE=1, .ci/run), and no CSEBENCH_* variable, which the README never sets."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CSEBENCH_")}
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PATH=f"{BIN}:{os.environ['PATH']}",
+               VIRTUAL_ENV=str(BIN.parent))
+    return env
+
+
+def readme_checkout(base: Path, name: str = "proj") -> Path:
+    """A copy of the project at base/<name> with the shared data beside it at base/shared, as the
+    README lays them out (`../shared`); the tracked and untracked-but-not-ignored files only."""
+    import shutil
+
+    base.mkdir(parents=True, exist_ok=True)
+    if not (base / "shared").exists():
+        (base / "shared").symlink_to(SHARED.resolve(), target_is_directory=True)
+    dst = base / name
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
+                           text=True, check=True).stdout.split()
+    for f in files:
+        if (ROOT / f).is_file():
+            (dst / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / f, dst / f)
+    return dst
+
+
+def readme_block(heading: str, doc: Path = ROOT / "README.md") -> list[str]:
+    """The commands of the first fenced code block after the line containing ``heading``, one per
+    line, without comments (a line of its own that is a comment is kept as a marker, '#...')."""
+    lines = doc.read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if heading in line)
+    begin = next(i for i in range(start, len(lines)) if lines[i].startswith("```"))
+    end = next(i for i in range(begin + 1, len(lines)) if lines[i].startswith("```"))
+    out = []
+    for line in lines[begin + 1:end]:
+        if line.lstrip().startswith("#"):
+            out.append(line.strip())
+        elif line.strip():
+            out.append(line.split("  #")[0].rstrip())
+    return out

@@ -12,8 +12,9 @@ import pytest
 import yaml
 
 from csebench.config import list_suites, load_params
-from csebench.dvcgen import paper_items
+from csebench.dvcgen import group_record, paper_items
 from csebench.results import render
+from runhelpers import readme_block, readme_checkout, user_env
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -41,14 +42,15 @@ def test_every_suite_and_paper_item_has_one_stage():
     assert len(items) >= 40
     for name, item, read in items:
         stage = stages[name]
-        assert _outs(stage) == render.item_outputs(item, "results", "paper")
+        # the item's files, and the record of their build times (csebench.stamps)
+        assert _outs(stage) == [*render.item_outputs(item, "results", "paper"), group_record(_outs(stage)[0])]
         assert stage["cmd"].endswith(f"-- {_outs(stage)[0]}")
         # what its renderer reads (Snakemake's inputs of the item) lies in the suites it depends on
         deps = [d.removeprefix("results/") for d in stage["deps"] if d.startswith("results/")]
         assert sorted(deps) == read and set(read) <= set(suites)
         for f in render.input_files(item, params, "results", "paper"):
             assert f.split("/")[1] in deps, (name, f)
-    assert _outs(stages["front-page"]) == ["results/README.md"]
+    assert _outs(stages["front-page"]) == ["results/README.md", "results/.README.csebench-times.json"]
 
 
 def _planned_outputs(args: list[str]) -> set[str]:
@@ -139,7 +141,9 @@ def test_params_yaml_is_in_the_form_dvc_writes_back(tmp_path):
 
 # ----------------------------------------------------------------------------- experiments, sweeps, remotes
 
-# A suite of one tiny run (2 steps, STS capped, transfer capped): its stage builds in ~30 s on 2 cores.
+# A suite of one tiny run (2 steps, STS capped, transfer capped), and a config of its own so that it is
+# a stage like ci (csebench.dvcgen.config_stages): the README's commands for ci, with ci read as exp,
+# run as typed. Its stage builds in ~30 s on 2 cores; the ci suite takes minutes.
 EXP_SUITE = """\
   exp:
     description: one tiny run for the DVC tests
@@ -159,40 +163,55 @@ EXP_SUITE = """\
     runs:
       simcse: {backbone: tiny, method: simcse}
 """
-EXP_CONFIG = ["--config", "suites=[exp]", "reproduce=none", "front_page=false"]  # the suite@exp stage's Snakemake call
+EXP_CONFIG = "suites: [exp]\nprogress: false\nreproduce: none\nanalyses: []\n"
 GIT_ID = {"GIT_AUTHOR_NAME": "test", "GIT_AUTHOR_EMAIL": "test@example.org", "GIT_COMMITTER_NAME": "test",
           "GIT_COMMITTER_EMAIL": "test@example.org"}
 
 
-def _sh(args: list[str], cwd: Path, env: dict, timeout: int = 600) -> str:
-    proc = subprocess.run(args, cwd=cwd, env={**env, **GIT_ID}, capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, f"{' '.join(args)}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
-    return proc.stdout + proc.stderr
+def _sh(cmd: str | list[str], cwd: Path, env: dict, timeout: int = 600, ok: bool = True) -> str:
+    proc = subprocess.run(cmd, cwd=cwd, env={**env, **GIT_ID}, capture_output=True, text=True, timeout=timeout,
+                          shell=isinstance(cmd, str))
+    out = proc.stdout + proc.stderr
+    assert (proc.returncode == 0) == ok, f"{cmd} (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return out
 
 
-def _exp_repo(proj: Path, env: dict) -> Path:
-    """The project as a git repository whose params.yaml has the suite `exp`, and dvc.yaml its stage suite@exp."""
-    from test_pipeline import _copy_project
-
-    _copy_project(proj)
+def _exp_repo(base: Path, env: dict) -> Path:
+    """The project as the README lays it out (base/proj, base/shared), a git repository whose
+    params.yaml has the suite `exp`, config/exp.yaml builds it, and dvc.yaml has its stage `exp`."""
+    proj = readme_checkout(base)
     with open(proj / "params.yaml", "a", encoding="utf-8") as f:  # suites: is params.yaml's last section
         f.write(EXP_SUITE)
+    (proj / "config/exp.yaml").write_text(EXP_CONFIG)
     _sh(["csebench", "dvc-yaml"], proj, env)
     for cmd in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "project"]):
         _sh(cmd, proj, env)
     return proj
 
 
-@pytest.mark.slow
-def test_queued_sweep_gives_two_experiments_with_their_metrics(tmp_path, shared_dir):
-    from test_pipeline import _env
+def _as_exp(cmd: str) -> str:
+    return re.sub(r"\bci\b", "exp", cmd)
 
-    env = _env(shared_dir)
-    proj = _exp_repo(tmp_path / "proj", env)
-    _sh(["dvc", "exp", "run", "--queue", "-S", "suites.exp.training.learning_rate=1e-4,3e-4", "suite@exp"], proj, env)
-    _sh(["dvc", "exp", "run", "--run-all", "-j", "2"], proj, env)
+
+@pytest.mark.slow
+def test_readmes_queued_sweep_gives_two_experiments_with_their_metrics(tmp_path):
+    env = user_env()
+    proj = _exp_repo(tmp_path, env)
+    block = [_as_exp(c) for c in readme_block("Experiments and sweeps") if "--queue" in c or "--run-all" in c]
+    assert len(block) == 2, block  # the README's queue and run commands, as typed
+    _sh(block[0], proj, env)
+    # a third experiment that fails (a negative learning rate is refused): visible as failed
+    _sh(["dvc", "exp", "run", "--queue", "-S", "suites.exp.training.learning_rate=-1", "exp"], proj, env)
+    ran = _sh(block[1], proj, env)  # DVC's --run-all exits 0 whatever failed, and says so
+    assert "Failed to reproduce experiment(s)" in ran and "learning_rate" in ran, ran[-3000:]
     shown = json.loads(_sh(["dvc", "exp", "show", "--json"], proj, env))
-    revs = [r for row in shown for e in row.get("experiments") or [] for r in e["revs"]]
+    exps = [e for row in shown for e in row.get("experiments") or []]
+    assert sorted(e["executor"]["state"] for e in exps) == ["failed", "success", "success"], exps
+    failed = next(e["revs"][0] for e in exps if e["executor"]["state"] == "failed")
+    assert failed["error"]["msg"] == "Experiment run failed"
+    assert not (failed["data"]["metrics"].get("results/exp/metrics.json") or {}).get("data")  # no result shown as its own
+    assert "Failed" in _sh(["dvc", "queue", "status"], proj, env)
+    revs = [e["revs"][0] for e in exps if e["executor"]["state"] == "success"]
     lr = {r["rev"]: r["data"]["params"]["params.yaml"]["data"]["suites"]["exp"]["training"]["learning_rate"] for r in revs}
     metrics = {lr[r["rev"]]: r["data"]["metrics"]["results/exp/metrics.json"]["data"]["simcse"]["seed1"] for r in revs}
     assert sorted(metrics) == [1e-4, 3e-4], shown
@@ -206,26 +225,26 @@ def test_queued_sweep_gives_two_experiments_with_their_metrics(tmp_path, shared_
 
 
 @pytest.mark.slow
-def test_push_and_pull_restore_a_suite_on_a_fresh_clone_without_rerunning(tmp_path, shared_dir):
-    from test_pipeline import _env
-
-    env = _env(shared_dir)
-    proj = _exp_repo(tmp_path / "proj", env)
-    _sh(["dvc", "repro", "suite@exp"], proj, env)
-    _sh(["dvc", "commit", "-f", "runs.dvc"], proj, env)  # the run store the stage trained into (docs/dvc.md)
-    _sh(["dvc", "remote", "add", "-d", "team", str(tmp_path / "remote")], proj, env)
-    _sh(["dvc", "push", "suite@exp", "runs.dvc"], proj, env)
-    _sh(["git", "add", "dvc.lock", "runs.dvc", ".dvc/config"], proj, env)
-    _sh(["git", "commit", "-qm", "exp results"], proj, env)
+def test_readmes_push_and_pull_restore_a_suite_that_snakemake_counts_as_built(tmp_path):
+    """The README's team workflow, as typed (ci read as exp): build, commit, push; a fresh clone
+    pulls, `dvc status` is up to date and the stage's command, dry, plans nothing, with no hand step."""
+    env = user_env()
+    proj = _exp_repo(tmp_path, env)
+    _sh(["dvc", "remote", "add", "-d", "team", str(tmp_path / "remote")], proj, env)  # docs/dvc.md: once per project
+    _sh(["git", "commit", "-qam", "remote"], proj, env)
+    block = [_as_exp(c) for c in readme_block("Sharing results with a team")]
+    split = next(i for i, c in enumerate(block) if c.startswith("# a teammate"))
+    for cmd in block[:split]:
+        _sh(cmd, proj, env)
     clone = tmp_path / "clone"
     _sh(["git", "clone", "-q", str(proj), str(clone)], tmp_path, env)
-    _sh(["dvc", "pull", "suite@exp", "runs.dvc"], clone, env)
+    out = [_sh(cmd, clone, env) for cmd in block[split + 1:]]
+    assert "Data and pipelines are up to date" in out[0]
+    assert "Nothing to be done" in out[1] and "csebench:" in out[1]  # the restored times, said in one line each
     assert (clone / "results/exp/metrics.json").read_text() == (proj / "results/exp/metrics.json").read_text()
     models = sorted(p.relative_to(proj) for p in (proj / "results/runs").glob("*/seed1/model/model.safetensors"))
     assert len(models) == 1 and (clone / models[0]).read_bytes() == (proj / models[0]).read_bytes()
-    assert "up to date" in _sh(["dvc", "status", "suite@exp", "runs.dvc"], clone, env)  # this checkout's results
-    # DVC writes what it pulls in no set order and data/ is not shared: Snakemake, which compares
-    # modification times, is told once that the pulled files are current; it runs no job for that
-    touched = _sh(["snakemake", "--touch", "--cores", "1", *EXP_CONFIG], clone, env)
-    assert (clone / models[0]).read_bytes() == (proj / models[0]).read_bytes() and "rule train" in touched
-    assert "Nothing to be done" in _sh(["snakemake", "-n", *EXP_CONFIG], clone, env)
+    view = clone / "results/exp/runs/simcse/seed1/model"  # the suite's link into the run store, made again
+    assert view.is_symlink() and (view / "model.safetensors").read_bytes() == (proj / models[0]).read_bytes()
+    assert "up to date" in _sh(["dvc", "status", "exp", "runs.dvc"], clone, env)  # restoring changed nothing DVC hashes
+    assert "Nothing to be done" in _sh(block[-1], clone, env)

@@ -258,13 +258,34 @@ def shared_dir(params: dict | None = None) -> str:
     env = os.environ.get(SHARED_ENV)
     if env:
         return env
-    return str((params or {}).get("paths", {}).get("shared", "../shared"))
+    value = str((params or {}).get("paths", {}).get("shared", "../shared"))
+    if not os.path.isabs(value) and not os.path.exists(value):
+        origin = experiment_origin()
+        if origin is not None and (origin / value).exists():
+            return str(origin / value)
+    return value
+
+
+def experiment_origin(cwd: str | os.PathLike | None = None) -> Path | None:
+    """The checkout a DVC experiment was queued from, when this process runs in its temporary copy
+    (``<checkout>/.dvc/tmp/exps/<tmp>/``, `dvc exp run --queue` / `--temp`), else None. Paths relative
+    to the checkout, such as ``paths.shared: ../shared`` beside it, are read from there (docs/dvc.md)."""
+    here = Path(cwd or os.getcwd()).resolve()
+    for p in here.parents:
+        if p.name == "exps" and p.parent.name == "tmp" and p.parent.parent.name == ".dvc":
+            return p.parent.parent.parent
+    return None
 
 
 def expand_path(value: str | None, params: dict) -> str | None:
     if value is None:
         return None
-    return value.replace("{shared}", shared_dir(params))
+    path = value.replace("{shared}", shared_dir(params))
+    if not os.path.isabs(path) and not os.path.exists(path):  # a git-ignored input of the queuing checkout
+        origin = experiment_origin()
+        if origin is not None and (origin / path).exists():
+            return str(origin / path)
+    return path
 
 
 def load_params(path: str | os.PathLike = "params.yaml", overrides: list[str | os.PathLike] | None = None) -> dict:

@@ -18,7 +18,7 @@ from pathlib import Path
 import yaml
 
 from .config import list_suites, load_params
-from .paths import results_root
+from .paths import results_root, times_record
 from .schema import read_yaml
 
 SNAKEMAKE = "snakemake --cores all --resources gpu=1 --quiet"
@@ -62,6 +62,12 @@ def paper_items(params: dict) -> list[tuple[str, object, list[str]]]:
     return out
 
 
+def group_record(path: str) -> str:
+    """The record of the build's modification times of a stage's single files (csebench.stamps)."""
+    p = Path(path)
+    return times_record(p.parent, p.name.split(".")[0]).as_posix()
+
+
 def _suite_params(suite: str, data: str) -> list[str]:
     return [f"suites.{suite}", f"data.{data}", *SHARED_PARAMS]
 
@@ -92,7 +98,8 @@ def build_dvc_yaml(params: dict, cwd: str | Path = ".") -> dict:
     }
     item_outs = []
     for name, item, read in paper_items(params):
-        outs = render.item_outputs(item, results, "paper")
+        outs = [*render.item_outputs(item, results, "paper")]
+        outs.append(group_record(outs[0]))  # the build's times of these files (csebench.stamps)
         item_outs.append(outs[0])
         stages[name] = {
             "cmd": f"{SNAKEMAKE} --config reproduce=paper plan=false -- {outs[0]}",
@@ -104,7 +111,7 @@ def build_dvc_yaml(params: dict, cwd: str | Path = ".") -> dict:
     stages["front-page"] = {
         "cmd": f"{SNAKEMAKE} --config reproduce=paper plan=false -- {results}/README.md",
         "deps": ["src/csebench", *(f"{results}/{s}" for s in suites), *item_outs],
-        "outs": [f"{results}/README.md"],
+        "outs": [f"{results}/README.md", group_record(f"{results}/README.md")],
     }
     all_suites = [s for c in configs.values() for s in c["suites"]] + suites
     return {"stages": stages,

@@ -17,3 +17,39 @@ def key_dir(results: str, key: str, seed) -> str:
 def run_dir(params: dict | None, suite: str, run: str, seed: int, results: str | None = None) -> str:
     """``{results}/{suite}/runs/{run}/seed{seed}``; ``results`` defaults to params' paths.results."""
     return f"{results or results_root(params)}/{suite}/runs/{run}/seed{seed}"
+
+
+# The build's modification times, kept in each tree that DVC tracks (csebench.stamps, docs/dvc.md).
+TIMES_RECORD = "csebench-times.json"
+FRONT_PAGE = "README.md"
+
+
+def times_record(tree, group: str | None = None):
+    """The record of a tracked folder (``<tree>/.csebench-times.json``) or of a group of single files
+    in it that one DVC stage writes (a paper item's md/csv/tex, the front page: ``<tree>/.<stem>.csebench-times.json``)."""
+    from pathlib import Path
+
+    return Path(tree) / (f".{TIMES_RECORD}" if group is None else f".{group}.{TIMES_RECORD}")
+
+
+def tracked_trees(results):
+    """(tree, record) of everything under ``results`` that DVC tracks as one output: each suite's
+    folder and the run store (a record inside), each paper item's files and the front page (a record
+    beside them, also an output of the item's stage: csebench.dvcgen)."""
+    from pathlib import Path
+
+    root = Path(results)
+    if not root.is_dir():
+        return
+    for d in sorted(root.iterdir()):
+        if d.is_dir() and not d.is_symlink() and d.name != "papers":
+            yield d, times_record(d)
+    if (root / FRONT_PAGE).is_file() or times_record(root, "README").is_file():
+        yield root, times_record(root, "README")
+    papers = root / "papers"
+    if papers.is_dir():
+        for paper in sorted(p for p in papers.iterdir() if p.is_dir()):
+            stems = {f.name.split(".")[0] for f in paper.iterdir() if not f.name.startswith(".")}
+            stems |= {f.name[1:].removesuffix(f".{TIMES_RECORD}") for f in paper.glob(f".*.{TIMES_RECORD}")}
+            for stem in sorted(stems):
+                yield paper, times_record(paper, stem)

@@ -279,3 +279,22 @@ def correlation_groups(params: dict, suite: str, run: str, seed: int) -> dict[st
         if theirs and {t for t, _ in theirs} == {teacher_run} and not own_seeds & {ts for _, ts in theirs}:
             students.append((name, s))
     return {"self_teacher": own, "other_teachers": others, "other_students": students}
+
+
+def restore_times(results: str) -> None:
+    """The Snakefile's first step: trees a DVC checkout or a copy wrote anew get their build's
+    modification times back (csebench.stamps), so Snakemake plans only what is really missing."""
+    import sys
+
+    from .stamps import restore_times as restore
+
+    for what, n in restore(results):
+        print(f"csebench: {n} files of {what} written anew (a DVC checkout "
+              "or a copy) got their build times back; content unchanged", file=sys.stderr)
+
+
+def record_times(results: str) -> None:
+    """The Snakefile's last step: record the build's modification times in every tracked tree that changed."""
+    from .stamps import record_times as record
+
+    record(results)
