@@ -310,3 +310,54 @@ def test_two_suites_sharing_a_run_train_it_once(tmp_path, shared_dir):
     assert again.returncode == 0, again.stderr[-3000:]
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", again.stdout + again.stderr, re.M))
     assert counts["train"] == "1" and counts["model_card"] == "1" and "report" in counts
+
+
+# Alternative values of every training setting (csebench.config.TrainingConfig): one that is valid and different.
+OTHER_TRAINING = {"temperature": 0.07, "max_seq_length": 48, "batch_size": 96, "learning_rate": 7e-5, "epochs": 2,
+                  "max_steps": 77, "eval_steps": 33, "weight_decay": 0.01, "warmup_steps": 10, "max_grad_norm": 0.5,
+                  "adam_epsilon": 1e-6, "precision": "fp32", "log_steps": 7, "checkpoint_steps": 99,
+                  "eval_batch_size": 32, "eval_precision": "bf16", "compile": True, "num_workers": 2, "dropout": 0.2,
+                  "projection_dim": 96, "projection_head": "linear_tanh", "num_layers": 3, "dev_max_pairs": 300}
+
+
+def test_a_runs_key_hashes_only_the_settings_that_change_its_outputs():
+    """Changing a training default re-keys the trained runs that resolve it and no evaluation-only run,
+    unless the untrained model or its dev scores read it (csebench.config.EVAL_ONLY_SETTINGS); settings
+    that only change how a run is carried out re-key nothing (RESULT_NEUTRAL)."""
+    import dataclasses
+
+    from csebench.config import EVAL_ONLY_SETTINGS, RESULT_NEUTRAL, TrainingConfig
+
+    params = load_params(ROOT / "params.yaml")
+    runs = [(s, r) for s in wf.list_suites(params) for r, _ in wf.jobs(params, s)]
+    runs = list(dict.fromkeys(runs))
+    assert set(OTHER_TRAINING) | {"dev_set"} == {f.name for f in dataclasses.fields(TrainingConfig)}
+
+    def keys(p):
+        return {(s, r): (resolve_run(p, s, r, 0).key(), resolve_run(p, s, r, 0)) for s, r in runs}
+
+    base = keys(params)
+    evalonly = [sr for sr, (_, cfg) in base.items() if not cfg.train]
+    trained = [sr for sr, (_, cfg) in base.items() if cfg.train]
+    assert evalonly and trained
+    tested = 0
+    for setting, value in OTHER_TRAINING.items():
+        changed = copy.deepcopy(params)
+        changed["training"][setting] = value
+        after = keys(changed)
+        moved = {sr for sr in base if after[sr][0] != base[sr][0]}
+        def effective(cfg):  # a head's kind means nothing without a head
+            t = cfg.training
+            return None if setting == "projection_head" and t.projection_dim is None else getattr(t, setting)
+
+        resolved = {sr for sr in base if effective(after[sr][1]) != effective(base[sr][1])}
+        if setting in RESULT_NEUTRAL:
+            assert not moved, setting
+            continue
+        for sr in trained:  # re-keyed exactly when the setting it resolves changed, or its teachers were
+            taught = after[sr][1].teacher_keys != base[sr][1].teacher_keys
+            assert (sr in moved) == (sr in resolved or taught), (setting, sr)
+        tested += any(sr in moved for sr in trained)
+        for sr in evalonly:
+            assert (sr in moved) == (setting in EVAL_ONLY_SETTINGS and sr in resolved), (setting, sr)
+    assert tested >= len(OTHER_TRAINING) - len(RESULT_NEUTRAL) - 3  # most defaults reach some trained run

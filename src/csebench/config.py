@@ -160,6 +160,16 @@ class DataConfig:
     senteval: SourceConfig
 
 
+# What a run's key leaves out (docs/runs.md, "What goes into a key"): settings that change how a run
+# is carried out but not its outputs (a resumed run ends with the same weights whatever the checkpoint
+# cadence; the data loader's workers do not change the seeded order).
+RESULT_NEUTRAL = ("checkpoint_steps", "num_workers")
+# The training settings an evaluation-only run (`train: false`) reads: the model it writes (a projection
+# head, the first N layers) and its STS-B dev scores. Nothing else of `training:` changes its outputs.
+EVAL_ONLY_SETTINGS = ("projection_dim", "projection_head", "num_layers", "eval_batch_size", "eval_precision",
+                      "dev_max_pairs", "dev_set")
+
+
 @dataclass
 class RunConfig:
     suite: str
@@ -213,8 +223,14 @@ class RunConfig:
                 d["training"].pop(later, None)
         if d["training"].get("projection_dim") is None:  # no projection, no head to describe
             d["training"].pop("projection_head", None)
+        for setting in RESULT_NEUTRAL:  # how the run is carried out, not what it computes
+            d["training"].pop(setting, None)
         if d.get("train"):  # trained runs (all runs before the flag existed) keep their keys
             d.pop("train")
+        else:  # evaluation-only: the untrained backbone, scored; no corpus, objective or training setting reaches it
+            d["training"] = {k: v for k, v in d["training"].items() if k in EVAL_ONLY_SETTINGS}
+            d["objectives"] = {}
+            d["data"].pop("corpus", None)
         distill = d["objectives"].get("distillation")
         if distill and self.teacher_keys:
             from .teacherspec import parse_teachers
