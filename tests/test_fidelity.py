@@ -91,6 +91,35 @@ def test_an_evaluation_only_run_saves_the_untrained_backbone(tmp_path):
     assert json.loads((out / "model" / "training_config.json").read_text())["train"] is False
 
 
+def test_an_evaluation_only_cls_run_saves_the_backbones_own_pooler(tmp_path):
+    """Issue 32 point 7: the saved folder's ``pooler.*`` of an untrained [CLS] run is the backbone's own pooler
+    (a random BERT's: drawn from the seed), not the randomly initialised training head, so ``pooler_output``
+    of "the backbone itself" is the backbone's. A trained [CLS] run still saves its trained head there."""
+    import torch
+    from safetensors.torch import load_file
+
+    from csebench.cli import main
+    from csebench.encoder import build_encoder
+
+    write_mini_senteval(tmp_path / "se", pairs=16)
+    out = tmp_path / "run"
+    argv = ["--threads", "1", "train", "--params", str(PARAMS), "--suite", "ci", "--run", "backbone", "--seed", "1",
+            "--senteval", str(tmp_path / "se"), "--out", str(out), "--no-progress"]
+    assert main(argv) == 0
+    cfg = resolve_run(P, "ci", "backbone", 1)
+    assert cfg.backbone.pooler == "cls"
+    saved = load_file(str(out / "model" / "model.safetensors"))
+    built = build_encoder(cfg.backbone, seed=1)
+    own = built.backbone.pooler_weights
+    assert torch.equal(saved["pooler.dense.weight"], own["pooler.dense.weight"])
+    assert torch.equal(saved["pooler.dense.bias"], own["pooler.dense.bias"])
+    head = load_file(str(out / "model" / "mlp_head.safetensors"))["dense.weight"]
+    assert not torch.equal(saved["pooler.dense.weight"], head)
+    # a trained encoder (the trainer's save) keeps SimCSE's convention: the trained head is the pooler
+    built.save(tmp_path / "trained")
+    assert torch.equal(load_file(str(tmp_path / "trained" / "model.safetensors"))["pooler.dense.weight"], built.head.dense.weight)
+
+
 def test_an_evaluation_only_run_keeps_its_projection_head(tmp_path):
     """SSCL Table 5's BERT rows: an untrained backbone with an (untrained, seeded) linear head to 8 dims."""
     import copy
