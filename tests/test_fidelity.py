@@ -329,3 +329,22 @@ def test_an_evaluation_only_run_is_replaced_only_with_force_and_only_when_comple
         main([*argv, "--force"])
     assert (out / "train.json").read_text() == before and (out / "model" / "config.json").is_file()
     assert not (out / "model.partial").exists()
+
+
+# ------------------------------------------------------------------- issue 32: rows that compared another experiment
+
+def _bound(item_id: str, label):
+    suite, run = _row_run(item_id, label)
+    return resolve_run(P, suite, run, 42)
+
+
+def test_sscl_table_7_bert_cls_at_batch_64_is_the_untrained_backbone():
+    """Its printed values are Table 2's untrained BERT (cls.) row, column for column: the same
+    evaluation-only run, not a trained model beside an untrained number."""
+    t7 = next(r for r in _reg().item("sscl/table-7").layout["rows"] if r["label"] == ["BERT (cls.)", "64"])
+    t2 = next(r for r in _reg().item("sscl/table-2").layout["rows"] if r["label"] == "BERT (cls.)")
+    assert t7["published"] == t2["published"]
+    cfg = _bound("sscl/table-7", ["BERT (cls.)", "64"])
+    assert cfg.train is False and cfg.key() == _bound("sscl/table-2", "BERT (cls.)").key()
+    assert "paper-backbones" in _reg().item("sscl/table-7").suites
+    assert _bound("sscl/table-7", ["BERT (cls.)", "128"]).train  # 47.89 is not the untrained row
