@@ -348,3 +348,26 @@ def test_sscl_table_7_bert_cls_at_batch_64_is_the_untrained_backbone():
     assert cfg.train is False and cfg.key() == _bound("sscl/table-2", "BERT (cls.)").key()
     assert "paper-backbones" in _reg().item("sscl/table-7").suites
     assert _bound("sscl/table-7", ["BERT (cls.)", "128"]).train  # 47.89 is not the untrained row
+
+
+def test_distillcse_vanilla_rows_run_the_temperatures_of_their_printed_77_03():
+    """DistillCSE's vanilla baseline prints 77.03 (Tables 3, 4, 5); by its own Table 7 that is the
+    tau_s 0.05 / tau_t 0.02 cell (0.02 / 0.01, the temperatures it says it fixes, gives 77.13)."""
+    t7 = _reg().item("distillcse/table-7").blocks()[0]
+    cells = {float(r["label"]): dict(zip((float(c["name"]) for c in t7["columns"]), r["published"])) for r in t7["rows"]}
+    rows = [("distillcse/table-3", "SimCSE + Vanilla Distill"), ("distillcse/table-4", "Vanilla-Distill-BERT base"),
+            ("distillcse/table-5", "SimCSE + Distill")]
+    for item, label in rows:
+        avg = next(r for b in _reg().item(item).blocks() for r in b["rows"] if r["label"] == label)["published"][-1]
+        printed_at = [(ts, tt) for ts, row in cells.items() for tt, v in row.items() if v == avg]
+        assert printed_at == [(0.05, 0.02)], (item, printed_at)
+        d = _bound(item, label).objectives["distillation"]
+        assert (d["student_temperature"], d["teacher_temperature"]) == printed_at[0], item
+        assert d["shuffle"] == "none" and d["teachers"]["seeds"] == [1]
+    # one experiment: Tables 3-5's vanilla rows and Table 7's cell are trained once
+    keys = {_bound(item, label).key() for item, label in rows}
+    assert keys == {resolve_run(P, "ablation-distillcse-temperature", "ts-0.05-tt-0.02", 42).key()}
+    # the stated temperatures stay beside them, marked as no row of the paper
+    for item, label in rows:
+        extra = next(r for b in _reg().item(item).blocks() for r in b["rows"] if r["label"] == f"{label}, τs 0.02 / τt 0.01")
+        assert "published" not in extra and "not a row" in extra["note"]
