@@ -371,3 +371,27 @@ def test_distillcse_vanilla_rows_run_the_temperatures_of_their_printed_77_03():
     for item, label in rows:
         extra = next(r for b in _reg().item(item).blocks() for r in b["rows"] if r["label"] == f"{label}, τs 0.02 / τt 0.01")
         assert "published" not in extra and "not a row" in extra["note"]
+
+
+def test_one_printed_row_is_bound_to_one_backbone():
+    """A row printed identically in several items (a paper reprinting another's numbers) is one experiment:
+    every row carrying those values is bound to runs of the same backbone and pooler, trained or not alike.
+    Issue 32 point 4: SimCSE's BERT-[CLS] transfer row (Avg 84.66) was BERT base in IS-CSE Table 8 and BERT
+    large in SSCL Table 3."""
+    seen: dict[tuple, dict] = {}
+    for it in _reg().items:
+        for b in it.blocks():
+            for r in b.get("rows") or []:
+                pub = r.get("published")
+                if not r.get("run") or not pub or len(pub) < 7 or None in pub:
+                    continue
+                suite, _, run = r["run"].rpartition("/")
+                cfg = resolve_run(P, suite or it.suites[0], run, 42)
+                seen.setdefault(tuple(pub), {})[(it.id, str(r["label"]))] = (cfg.backbone.model, cfg.backbone.pooler, cfg.train)
+    shared = {values: binds for values, binds in seen.items() if len(binds) > 1}
+    assert len(shared) >= 5  # SimCSE's base rows, SSCL's rows repeated in Table 7, DistillCSE's vanilla row, ...
+    for values, binds in shared.items():
+        assert len(set(binds.values())) == 1, (values, binds)
+    cls = seen[(78.68, 84.85, 94.21, 88.23, 84.13, 91.40, 71.13, 84.66)]
+    assert set(cls) == {("is-cse/table-8", "BERT-[CLS] embedding"), ("sscl/table-3", "BERT large (cls.)")}
+    assert set(cls.values()) == {("bert-base-uncased", "cls", False)}
