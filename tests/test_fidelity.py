@@ -395,3 +395,23 @@ def test_one_printed_row_is_bound_to_one_backbone():
     cls = seen[(78.68, 84.85, 94.21, 88.23, 84.13, 91.40, 71.13, 84.66)]
     assert set(cls) == {("is-cse/table-8", "BERT-[CLS] embedding"), ("sscl/table-3", "BERT large (cls.)")}
     assert set(cls.values()) == {("bert-base-uncased", "cls", False)}
+
+
+def test_sscl_table_3_marks_each_trained_row_as_a_different_checkpoint_selection(tmp_path):
+    """The paper selects its transfer checkpoints by the 7 transfer tasks' dev average, ours by STS-B dev:
+    the table itself (Markdown and LaTeX), not only its notes, says so on every trained row."""
+    from csebench.results.render import render_item
+
+    item = _reg().item("sscl/table-3")
+    trained = [r for r in item.layout["rows"] if _bound("sscl/table-3", r["label"]).train]
+    untrained = [r for r in item.layout["rows"] if not _bound("sscl/table-3", r["label"]).train]
+    assert len(trained) >= 7 and untrained
+    assert all("different selection" in r.get("note", "") for r in trained)
+    assert not any("different selection" in r.get("note", "") for r in untrained)
+    render_item("sscl/table-3", P, str(tmp_path / "empty"), "paper", tmp_path / "out")
+    md = (tmp_path / "out" / "table-3.md").read_text()
+    table = [ln for ln in md.splitlines() if ln.startswith("| **")]
+    assert sum("different selection" in ln for ln in table) == len(trained)
+    assert "different selection" in md.split("| Model")[0]  # the block's title above the table
+    tex = (tmp_path / "out" / "table-3.tex").read_text()
+    assert tex.count("different selection") == len(trained)
