@@ -415,3 +415,20 @@ def test_sscl_table_3_marks_each_trained_row_as_a_different_checkpoint_selection
     assert "different selection" in md.split("| Model")[0]  # the block's title above the table
     tex = (tmp_path / "out" / "table-3.tex").read_text()
     assert tex.count("different selection") == len(trained)
+
+
+def test_no_note_leaves_out_a_row_the_item_rebuilds_and_figure_2_shows_both_pairs():
+    """Issue 32 point 7's stale notes: IS-CSE Table 1 listed RoBERTa base (first-last avg.) as left out
+    while rebuilding it; DistillCSE Figure 2's `shows` named one of the two pairs it draws."""
+    import re
+
+    for it in _reg().items:
+        rebuilt = {str(r["label"]) for b in it.blocks() for r in b.get("rows") or [] if r.get("run") or r.get("runs")}
+        for note in it.notes:
+            if "Left out" not in note:
+                continue
+            left_out = note.split("Left out", 1)[1].split(":", 1)[-1]  # after "(methods we do not implement):"
+            named = {x.strip(" .") for x in re.split(r", | and ", left_out)}
+            assert not rebuilt & named, (it.id, rebuilt & named)
+    shows = _reg().item("distillcse/figure-2").shows
+    assert "one teacher" in shows and "16 teacher components" in shows
