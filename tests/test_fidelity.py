@@ -432,3 +432,77 @@ def test_no_note_leaves_out_a_row_the_item_rebuilds_and_figure_2_shows_both_pair
             assert not rebuilt & named, (it.id, rebuilt & named)
     shows = _reg().item("distillcse/figure-2").shows
     assert "one teacher" in shows and "16 teacher components" in shows
+
+
+def _sscl_rows():
+    """(item, label, run config) of every SSCL table row with published values bound to a layer-negatives run."""
+    out = []
+    for it in _reg().items:
+        if not it.id.startswith("sscl/table"):
+            continue
+        for b in it.blocks():
+            for r in b.get("rows") or []:
+                runs = [r["run"]] if r.get("run") else list(r.get("runs") or [])
+                runs = runs or [c["run"] for c in b.get("columns") or [] if c.get("run")]  # Table 1: a run per column
+                for ref in runs:
+                    suite, _, run = ref.rpartition("/")
+                    cfg = resolve_run(P, suite or it.suites[0], run, 42)
+                    if r.get("published") and "layer_negatives" in cfg.objectives:
+                        out.append((it.id, str(r["label"]), cfg))
+    return out
+
+
+def test_every_printed_sscl_row_runs_two_negative_layers():
+    """Issue 32 point 1: Table 2's SSCL-SimCSE 77.90 (again in Tables 5, 6, 7) is Fig. 3b's 2-layer result, not
+    Fig. 3a's single-layer best (77.80), and the released code's hard_negative_layers defaults to 2. Every
+    printed SSCL row (SSCL-SimCSE and SSCL-BERT, Tables 1-7) runs layers 11 and 10 (BERT large: 23, 22) with the
+    paper's Eq. 4 and dropout positives."""
+    from csebench.objectives.layer_negatives import LayerNegatives, LayerNegativesSettings
+
+    rows = _sscl_rows()
+    assert {item for item, _, _ in rows} == {f"sscl/table-{n}" for n in range(1, 8)}
+    for item, label, cfg in rows:
+        ln = cfg.objectives["layer_negatives"]
+        layers = 24 if cfg.backbone.model == "bert-large-uncased" else 12
+        got = LayerNegatives(LayerNegativesSettings(**ln), 8, layers).intermediate_layers()
+        assert got == [layers - 1, layers - 2], (item, label, got)
+        assert (ln["variant"], ln["positives"]) == ("paper", "dropout"), (item, label)
+    fig3b = next(p for p in _reg().item("sscl/figure-3b").published_text)
+    assert "2 layers" in fig3b["quote"] and "77.90" in fig3b["value"]
+    assert resolve_run(P, "ablation-sscl-stacked", "stacked-2", 42).key() == resolve_run(P, "paper-sscl", "sscl", 42).key()
+
+
+def test_sscl_one_layer_and_released_rows_sit_beside_the_printed_ones():
+    """The one-layer reading stays selectable where the paper's text describes it (Sec. 3, the captions of
+    Figs. 1 and 4, Fig. 3a), and the released code's settings are rows beside Table 2's SSCL-SimCSE and
+    SSCL-BERT (cls.), not rows of the paper."""
+    def row(label):
+        return next(r for r in _reg().item("sscl/table-2").layout["rows"] if r["label"] == label)
+
+    for label, method in [("SSCL-SimCSE, one layer", "sscl_one_layer"), ("SSCL-SimCSE, released code", "sscl_released"),
+                          ("SSCL-BERT (cls.), released code", "sscl_bert_released")]:
+        assert "published" not in row(label) and "not a row" in row(label)["note"]
+        assert _bound("sscl/table-2", label).method == method
+    one = _bound("sscl/table-2", "SSCL-SimCSE, one layer").objectives["layer_negatives"]
+    assert (one["layer"], one["stacked"], one["variant"]) == (None, 1, "paper")
+    for fig in ("sscl/figure-1", "sscl/figure-4"):
+        assert "penultimate layer" in _reg().item(fig).shows
+        sscl = [s["run"] for s in _reg().item(fig).layout["series"] if "SSCL" in s["label"]]
+        assert sscl == ["paper-sscl/sscl_one_layer"], fig
+    assert resolve_run(P, "ablation-sscl-layer", "layer-11", 42).key() == resolve_run(P, "paper-sscl", "sscl_one_layer", 42).key()
+    released = _bound("sscl/table-2", "SSCL-SimCSE, released code").objectives["layer_negatives"]
+    assert (released["variant"], released["stacked"], released["positives"]) == ("released", 2, "dropout")
+
+
+def test_sscl_bert_released_is_the_anchor_as_its_own_positive_with_dropout_on():
+    """Issue 32 point 7: nuochenpku/SSCL 8c97d82 computes sim(z1, z1), the SSCL-BERT version by the authors'
+    reply (the repository's issue 1). Ours by default reads the paper ("no augmentation": dropout 0, so the two
+    views coincide); the released version is selectable: self positives, dropout left on."""
+    paper = _bound("sscl/table-2", "SSCL-BERT (cls.)")
+    released = _bound("sscl/table-2", "SSCL-BERT (cls.), released code")
+    assert paper.training.dropout == 0.0 and paper.objectives["layer_negatives"]["positives"] == "dropout"
+    assert released.training.dropout is None  # the backbone's own dropout, as the released code trains
+    ln = released.objectives["layer_negatives"]
+    assert (ln["positives"], ln["variant"], ln["stacked"]) == ("self", "released", 2)
+    assert (released.training.projection_dim, released.training.projection_head) == (256, "linear_tanh")
+    assert paper.training.projection_dim == 256 and paper.training.projection_head == "linear"
