@@ -506,3 +506,13 @@ def test_sscl_bert_released_is_the_anchor_as_its_own_positive_with_dropout_on():
     assert (ln["positives"], ln["variant"], ln["stacked"]) == ("self", "released", 2)
     assert (released.training.projection_dim, released.training.projection_head) == (256, "linear_tanh")
     assert paper.training.projection_dim == 256 and paper.training.projection_head == "linear"
+
+
+def test_the_positives_setting_changes_no_existing_run_key():
+    """Added later, at its default (dropout positives) the setting is left out of run identities, so the
+    one-layer SSCL runs trained before it keep their keys; the released SSCL-BERT's self positives count."""
+    one = resolve_run(P, "ablation-sscl-layer", "layer-5", 42)
+    assert one.objectives["layer_negatives"]["positives"] == "dropout"
+    assert "positives" not in one.identity()["objectives"]["layer_negatives"]
+    released = resolve_run(P, "paper-sscl", "sscl_bert_released-256", 42)
+    assert released.identity()["objectives"]["layer_negatives"]["positives"] == "self"

@@ -215,6 +215,9 @@ class RunConfig:
             d["training"].pop("projection_head", None)
         if d.get("train"):  # trained runs (all runs before the flag existed) keep their keys
             d.pop("train")
+        layer = d["objectives"].get("layer_negatives")
+        if layer and layer.get("positives") == "dropout":  # added later (issue 32): the default leaves keys as they were
+            layer.pop("positives")
         distill = d["objectives"].get("distillation")
         if distill and self.teacher_keys:
             from .teacherspec import parse_teachers
