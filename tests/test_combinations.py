@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from csebench.config import ConfigError, load_params, method_label, resolve_run
+from csebench.config import ConfigError, load_params, method_label, method_settings, resolve_run
 from csebench.objectives import Objective, validate_objectives
 from csebench.objectives.base import StepContext
 from runhelpers import PARAMS, write_config
@@ -192,6 +192,30 @@ def test_a_composed_method_resolves_a_training_clash_by_setting_the_key(tmp_path
     with pytest.raises(ConfigError, match=r"^methods\.a_b\.compose: the composed methods set training\.weight_decay "
                                           r"differently \(a: 0\.1, b: 0\.2\) on backbone tiny; set it in methods\.a_b\.training"):
         resolve_run(params, "ci", "y", 1)
+
+
+@pytest.mark.parametrize("compose,key,values", [
+    # SSCL-BERT's dropout 0 would take GS-InfoNCE's dropout positives away
+    (["sscl_bert", "gs_infonce"], "dropout", r"sscl_bert: 0\.0, gs_infonce: not set, so None"),
+    # the released GS-InfoNCE script's dropout 0.2 and fp16 would train IS-CSE too
+    (["gs_infonce_released", "iscse"], "dropout", r"gs_infonce_released: 0\.2, iscse: not set, so None"),
+    (["gs_infonce_released", "iscse"], "precision", r"gs_infonce_released: 'fp16', iscse: not set, so 'auto'"),
+])
+def test_a_training_key_only_some_composed_methods_set_is_refused(tmp_path, compose, key, values):
+    """Issue 32 point 6: a key set by one part only was applied to every term without a word. It is
+    refused unless the composed method, the suite or the run says which value applies."""
+    explicit = {"dropout": 0.1, "precision": "auto"}
+    others = {k: v for k, v in explicit.items() if k != key}  # the run settles the other key: this one is left
+    runs = [{"name": "x", "backbone": "bert-base", "method": "m", "training": others},
+            {"name": "y", "backbone": "bert-base", "method": "m", "training": explicit}]
+    params = load_params(PARAMS, [_override(tmp_path, {"m": {"compose": compose}}, runs)])
+    with pytest.raises(ConfigError, match=rf"^methods\.m\.compose: the composed methods set training\.{key} differently "
+                                          rf"\({values}\) on backbone bert-base; set it in methods\.m\.training .*the run's"):
+        resolve_run(params, "ci", "x", 1)
+    assert getattr(resolve_run(params, "ci", "y", 1).training, key) == explicit[key]
+    # a key the other parts leave at the very value set is no clash: the combinations suite's methods agree
+    for name in ["gs_infonce+sscl", "iscse+sscl", "all_four"]:
+        assert method_settings(params, name, "bert-base")[2] == {}
 
 
 @pytest.mark.parametrize("methods,message", [

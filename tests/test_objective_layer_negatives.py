@@ -124,6 +124,25 @@ def test_in_batch_and_released_variants_match_their_direct_implementations(varia
     assert float(loss.detach()) == pytest.approx(naive(ctx, layers), rel=1e-5)
 
 
+def test_released_sscl_bert_compares_the_anchors_with_themselves():
+    """positives: self (nuochenpku/SSCL 8c97d82, SSCL-BERT's code by the authors' reply in its issue 1):
+    the InfoNCE candidates are the anchors, the positive the anchor itself (cosine 1), in both halves of the
+    released loss; the layer columns are unchanged. Not the same loss as dropout positives."""
+    ctx = make_ctx(b=5, layers=(1, 2), tau=0.5)  # at 0.05 the self positive (cosine 1) leaves a loss near 0
+    anchors = StepContext(z1=ctx.z1, z2=ctx.z1, temperature=ctx.temperature, step=0, total_steps=10,
+                          indices=ctx.indices, all_indices=ctx.indices, layer_z1=ctx.layer_z1, layer_z2=ctx.layer_z2)
+    for settings, naive in [({"variant": "released", "stacked": 2}, lambda c: naive_sscl_released(c, [2, 1])),
+                            ({}, lambda c: naive_sscl_paper(c, [2]))]:
+        loss, _ = Objective({"layer_negatives": {**settings, "positives": "self"}}, D, 3)(ctx)
+        assert float(loss.detach()) == pytest.approx(naive(anchors), rel=1e-5)
+        dropout, _ = Objective({"layer_negatives": settings}, D, 3)(ctx)
+        assert float(dropout.detach()) == pytest.approx(naive(ctx), rel=1e-5)
+        assert abs(float(loss.detach()) - float(dropout.detach())) > 0.1
+    ctx.world_size = 2
+    with pytest.raises(RuntimeError, match="one process only"):
+        Objective({"layer_negatives": {"positives": "self"}}, D, 3)(ctx)
+
+
 def test_layer_choice():
     assert LayerNegatives(LayerNegativesSettings(), D, 12).intermediate_layers() == [11]  # penultimate
     assert LayerNegatives(LayerNegativesSettings(stacked=2), D, 12).intermediate_layers() == [11, 10]
@@ -137,7 +156,7 @@ def test_layer_choice():
 
 @pytest.mark.parametrize("bad,key", [({"layer": 0}, "layer"), ({"stacked": 0}, "stacked"),
                                      ({"variant": "code"}, "variant"), ({"layer": 2, "stacked": 3}, "stacked"),
-                                     ({"layers": 2}, "layers")])
+                                     ({"layers": 2}, "layers"), ({"positives": "view2"}, "positives")])
 def test_config_errors_name_the_key(bad, key):
     with pytest.raises(ConfigError, match=key):
         validate_objectives({"layer_negatives": bad}, "run x")

@@ -231,6 +231,9 @@ class RunConfig:
             d["training"] = {k: v for k, v in d["training"].items() if k in EVAL_ONLY_SETTINGS}
             d["objectives"] = {}
             d["data"].pop("corpus", None)
+        layer = d["objectives"].get("layer_negatives")
+        if layer and layer.get("positives") == "dropout":  # added later (issue 32): the default leaves keys as they were
+            layer.pop("positives")
         distill = d["objectives"].get("distillation")
         if distill and self.teacher_keys:
             from .teacherspec import parse_teachers
@@ -523,7 +526,10 @@ def method_settings(params: dict, name: str, backbone: str, chain: tuple[str, ..
 
     Composed methods must agree: a term two of them set differently is an error here; a training key they
     set differently is returned in ``clashes`` ({key: "a: x, b: y"}) unless this method sets it, and
-    resolve_run refuses it unless the suite or run sets it."""
+    resolve_run refuses it unless the suite or run sets it. A key only some of them set counts as set
+    differently when its value is not the default the others train with (params.yaml ``training`` and the
+    backbone's): ``compose: [sscl_bert, gs_infonce]`` would otherwise train GS-InfoNCE with SSCL-BERT's
+    dropout 0 (no dropout positives)."""
     method = _section(params, "methods", name, "method", f"methods.{chain[-1]}.compose" if chain else "")
     check_keys(f"methods.{name}", method, METHOD_KEYS)
     if name in chain:
@@ -535,8 +541,10 @@ def method_settings(params: dict, name: str, backbone: str, chain: tuple[str, ..
     objectives: dict = {}
     clashes: dict[str, str] = {}
     set_by: dict[str, str] = {}  # training key or term -> the composed method that set it
+    part_training: list[tuple[str, dict]] = []
     for part in parts:
         t, o, c = method_settings(params, part, backbone, chain + (name,))
+        part_training.append((part, t))
         for term, settings in o.items():
             if term in objectives and objectives[term] != settings:
                 raise ConfigError(f"methods.{name}.compose: {set_by['objectives.' + term]} and {part} both set the "
@@ -548,6 +556,14 @@ def method_settings(params: dict, name: str, backbone: str, chain: tuple[str, ..
             if key in training and training[key] != value:
                 clashes[key] = f"{set_by[key]}: {training[key]!r}, {part}: {value!r}"
             training[key], set_by[key] = value, part
+    if part_training:  # a key some parts leave unset: those train with the default
+        default = deep_merge(params.get("training") or {}, backbone_config(params, backbone).training)
+        for key in training:
+            unset = [p for p, t in part_training if key not in t]
+            values = [(p, t[key]) for p, t in part_training if key in t]
+            if unset and key not in clashes and any(v != default.get(key) for _, v in values):
+                clashes[key] = ", ".join([*(f"{p}: {v!r}" for p, v in values),
+                                          *(f"{p}: not set, so {default.get(key)!r}" for p in unset)])
     by_backbone = (method.get("by_backbone") or {}).get(backbone, {})
     check_keys(f"methods.{name}.by_backbone.{backbone}", by_backbone, ["training", "objectives"])
     for layer in (method.get("training"), by_backbone.get("training")):
@@ -586,7 +602,8 @@ def resolve_run(params: dict, suite: str, run_name: str, seed: int, _students: t
         if not any(key in (layer or {}) for layer in later):
             raise ConfigError(f"methods.{run['method']}.compose: the composed methods set training.{key} differently "
                               f"({values}) on backbone {run['backbone']}; set it in methods.{run['method']}.training "
-                              f"(or its by_backbone.{run['backbone']}) to say which applies")
+                              f"(or its by_backbone.{run['backbone']}), the suite's training or the run's to say "
+                              "which applies")
     training = from_dict(TrainingConfig, train_dict, f"training (suite {suite}, run {run_name})")
 
     objectives = deep_merge(method_objectives, run.get("objectives"))

@@ -231,10 +231,11 @@ class SentenceEncoder(nn.Module):
 
     # ------------------------------------------------------------------ persistence
 
-    def save(self, out_dir: str | os.PathLike) -> None:
-        """Save atomically in Hugging Face format + sentence-transformers module files."""
+    def save(self, out_dir: str | os.PathLike, trained: bool = True) -> None:
+        """Save atomically in Hugging Face format + sentence-transformers module files. ``trained=False``
+        (an evaluation-only run): the head was never trained, so the pooler saved is the backbone's own."""
         with atomic_path(out_dir, is_dir=True) as tmp:
-            state = {**self.backbone.state_dict(), **self.pooler_weights()}
+            state = {**self.backbone.state_dict(), **self.pooler_weights(trained)}
             self.backbone.save_pretrained(tmp, safe_serialization=True, state_dict=state)
             self.tokenizer.save_pretrained(tmp)
             head = None
@@ -251,14 +252,15 @@ class SentenceEncoder(nn.Module):
             projection = (head, self.projection_head == "linear_tanh") if self.projection_dim else None
             write_sentence_transformers_files(tmp, self.hidden_size, eval_pooler, projection)
 
-    def pooler_weights(self) -> dict[str, torch.Tensor]:
+    def pooler_weights(self, trained: bool = True) -> dict[str, torch.Tensor]:
         """The pooler the saved folder holds, so that it loads with no weight missing. With the cls pooler,
         the trained MLP head (dense + tanh over [CLS], BertPooler's very shape), as in SimCSE's released
         checkpoints (its simcse_to_huggingface.py renames mlp.* to pooler.*): ``pooler_output`` is then the
-        training head, not a random layer. Otherwise the backbone's own pretrained pooler, untouched."""
+        training head, not a random layer. Otherwise, and for a model never trained (``trained=False``: an
+        evaluation-only run, whose head is as initialised), the backbone's own pretrained pooler, untouched."""
         weights = dict(getattr(self.backbone, "pooler_weights", None) or {})
         w = weights.get("pooler.dense.weight")
-        head = self.head if self.pooler == "cls" and not self.projection_dim else None
+        head = self.head if trained and self.pooler == "cls" and not self.projection_dim else None
         if head is not None and head.tanh and w is not None and w.shape == head.dense.weight.shape:
             weights.update({"pooler.dense.weight": head.dense.weight, "pooler.dense.bias": head.dense.bias})
         return {k: v.detach().cpu().contiguous() for k, v in weights.items()}

@@ -51,7 +51,7 @@ def write_untrained_run(cfg: RunConfig, senteval_dir: str | os.PathLike, out_dir
     partial = out / "model.partial"
     shutil.rmtree(partial, ignore_errors=True)
     try:
-        encoder.save(partial)
+        encoder.save(partial, trained=False)  # the backbone's own pooler, not the untrained head
         (partial / "training_config.json").write_text(dumps_json(cfg.record(), default=str) + "\n")
         with staged_outputs(marker=out / "train.json"):
             write_csv(out / "train_curve.csv", ["step"], [])  # no training: no loss to draw

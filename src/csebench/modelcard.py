@@ -206,8 +206,9 @@ def _what(r: dict) -> list[str]:
     emb = EMBEDDING.get(eval_pooler, (f"pooler `{eval_pooler}`", ""))[0]
     if proj:
         kind = "dense + tanh" if meta.get("projection_head") == "linear_tanh" else "dense"
-        emb += f", then the trained projection head ({kind}, {hidden} → {proj}; `mlp_head.safetensors`)"
-    if pooler == "cls" and not proj:
+        state = "trained" if cfg.get("train", True) else "untrained (initialised from the seed)"
+        emb += f", then the {state} projection head ({kind}, {hidden} → {proj}; `mlp_head.safetensors`)"
+    if pooler == "cls" and not proj and cfg.get("train", True):
         pooler_output = ("`pooler_output` is the MLP head (dense + tanh) trained with the contrastive loss and dropped at "
                          "evaluation (SimCSE's `--mlp_only_train`). It is saved as the model's pooler, as in SimCSE's "
                          "released checkpoints, so the folder loads with no weight missing; it is not the sentence embedding.")

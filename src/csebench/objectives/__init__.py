@@ -80,9 +80,12 @@ class Objective(nn.Module):
         here would make the host wait for the GPU every step; the trainer reads them back every
         log_steps), the terms' own logs (``logs()``) as floats."""
         extra = [e for t in self.terms.values() if (e := t.extra_negatives(ctx)) is not None]
-        contrastive = info_nce(ctx, extra)
+        candidates = ctx  # the InfoNCE candidates: view 2, unless a term says otherwise (positives: self)
         for term in self.terms.values():
-            contrastive = term.replaces_contrastive(contrastive, ctx)
+            candidates = term.contrastive_context(candidates)
+        contrastive = info_nce(candidates, extra)
+        for term in self.terms.values():
+            contrastive = term.replaces_contrastive(contrastive, candidates)
         loss = contrastive
         parts = {"loss_contrastive": contrastive}
         for key, term in self.terms.items():

@@ -92,6 +92,11 @@ class ObjectiveTerm(nn.Module):
         """A scalar added to the total loss, weight included."""
         return None
 
+    def contrastive_context(self, ctx: StepContext) -> StepContext:
+        """The context the InfoNCE loss (and ``replaces_contrastive``) reads: another term may change its
+        candidates, e.g. the released SSCL-BERT compares the anchors with themselves (default: unchanged)."""
+        return ctx
+
     def replaces_contrastive(self, contrastive: torch.Tensor, ctx: StepContext) -> torch.Tensor:
         """Hook for terms that change how the InfoNCE loss itself is combined (default: unchanged)."""
         return contrastive

@@ -28,10 +28,18 @@ the trainer gathers z2-side tensors only).
 SSCL-BERT ("no augmentation to construct positives") is this term with dropout off
 (training.dropout: 0), so the two views coincide and each sentence is its own positive;
 SSCL-SimCSE keeps dropout positives. Both are method entries in params.yaml.
+
+``positives: self`` is the released SSCL-BERT code (nuochenpku/SSCL commit 8c97d82, sscl/models.py:
+``cos_sim = sim(z1, z1)``; the authors' reply in the repository's issue 1 says that version is SSCL-BERT's
+and sim(z1, z2) SSCL-SimCSE's): the contrastive loss compares the anchors with the anchors, so each
+sentence's positive is its own representation (cosine 1) and the other anchors of the same dropout pass
+are the in-batch negatives, while dropout stays on in the encoder. Single process only (the released
+code gathers the anchors across GPUs; the trainer gathers view 2 only).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import ClassVar
@@ -43,6 +51,7 @@ from .base import ObjectiveTerm, StepContext, cosine_matrix
 from .contrastive import info_nce
 
 VARIANTS = ("paper", "in_batch", "released")
+POSITIVES = ("dropout", "self")
 
 
 @dataclass
@@ -51,10 +60,13 @@ class LayerNegativesSettings:
     stacked: int = 1  # progressive SSCL: number of consecutive layers, counting down from `layer`
     variant: str = "paper"  # paper (Eq. 4) | in_batch (anchor view, all sentences) | released (both views, averaged with SimCSE)
     repeat_in_sum: bool = True  # paper: h_i^- inside sum_{j=1..N} counts N times
+    positives: str = "dropout"  # dropout: view 2 (SimCSE); self: the anchor itself, sim(z1, z1) (released SSCL-BERT)
 
     def validate(self, where: str) -> None:
         if self.variant not in VARIANTS:
             raise ConfigError(f"{where}.variant: unknown '{self.variant}' (valid: {', '.join(VARIANTS)})")
+        if self.positives not in POSITIVES:
+            raise ConfigError(f"{where}.positives: unknown '{self.positives}' (valid: {', '.join(POSITIVES)})")
         if self.layer is not None and self.layer < 1:
             raise ConfigError(f"{where}.layer must be >= 1 (a transformer layer; 0 is the embeddings), got {self.layer}")
         if self.stacked < 1:
@@ -95,6 +107,14 @@ class LayerNegatives(ObjectiveTerm):
                 if self.settings.variant == "released":
                     cols.append(cosine_matrix(ctx.z1, ctx.layer_z2[layer]) / ctx.temperature)
         return torch.cat(cols, dim=1)
+
+    def contrastive_context(self, ctx: StepContext) -> StepContext:
+        if self.settings.positives == "dropout":
+            return ctx
+        if ctx.world_size > 1:
+            raise RuntimeError("objectives.layer_negatives.positives: self (the released SSCL-BERT code) runs on one "
+                               "process only: its in-batch candidates are the anchors, which the trainer does not gather")
+        return dataclasses.replace(ctx, z2=ctx.z1, all_indices=ctx.indices, positive_offset=0)
 
     def replaces_contrastive(self, contrastive: torch.Tensor, ctx: StepContext) -> torch.Tensor:
         if self.settings.variant == "released":

@@ -133,10 +133,10 @@ def block_table(block: dict, cells: list[list[Cell]], latex: bool = False) -> Ta
     for row, rc in zip(block.get("rows") or [], cells):
         labs = _labels(row, len(corner))
         ours, texts = ours_cells(rc)
+        note = f" ({row['note']})" if row.get("note") else ""  # in the table itself, not only in the notes
         if latex:
-            t.rows.append([*map(latex_escape, labs), latex_escape(ours), *map(latex_escape, texts)])
+            t.rows.append([*map(latex_escape, labs), latex_escape(ours + note), *map(latex_escape, texts)])
         else:
-            note = f" ({row['note']})" if row.get("note") else ""
             t.rows.append([*(f"**{x}**" if x else "" for x in labs), ours + note, *texts])
         if any(c.published is not None for c in rc):
             pad = [""] * len(labs)
