@@ -334,7 +334,14 @@ def test_a_runs_key_hashes_only_the_settings_that_change_its_outputs():
     assert set(OTHER_TRAINING) | {"dev_set"} == {f.name for f in dataclasses.fields(TrainingConfig)}
 
     def keys(p):
-        return {(s, r): (resolve_run(p, s, r, 0).key(), resolve_run(p, s, r, 0)) for s, r in runs}
+        out = {}
+        for s, r in runs:
+            try:
+                cfg = resolve_run(p, s, r, 0)
+            except ConfigError:  # a composed method refuses a default one of its parts overrides (docs/methods.md)
+                continue
+            out[(s, r)] = (cfg.key(), cfg)
+        return out
 
     base = keys(params)
     evalonly = [sr for sr, (_, cfg) in base.items() if not cfg.train]
@@ -345,19 +352,19 @@ def test_a_runs_key_hashes_only_the_settings_that_change_its_outputs():
         changed = copy.deepcopy(params)
         changed["training"][setting] = value
         after = keys(changed)
-        moved = {sr for sr in base if after[sr][0] != base[sr][0]}
+        moved = {sr for sr in after if after[sr][0] != base[sr][0]}
         def effective(cfg):  # a head's kind means nothing without a head
             t = cfg.training
             return None if setting == "projection_head" and t.projection_dim is None else getattr(t, setting)
 
-        resolved = {sr for sr in base if effective(after[sr][1]) != effective(base[sr][1])}
+        resolved = {sr for sr in after if effective(after[sr][1]) != effective(base[sr][1])}
         if setting in RESULT_NEUTRAL:
             assert not moved, setting
             continue
-        for sr in trained:  # re-keyed exactly when the setting it resolves changed, or its teachers were
+        for sr in (sr for sr in trained if sr in after):  # re-keyed exactly when the setting it resolves changed, or its teachers were
             taught = after[sr][1].teacher_keys != base[sr][1].teacher_keys
             assert (sr in moved) == (sr in resolved or taught), (setting, sr)
         tested += any(sr in moved for sr in trained)
-        for sr in evalonly:
+        for sr in (sr for sr in evalonly if sr in after):
             assert (sr in moved) == (setting in EVAL_ONLY_SETTINGS and sr in resolved), (setting, sr)
     assert tested >= len(OTHER_TRAINING) - len(RESULT_NEUTRAL) - 3  # most defaults reach some trained run
