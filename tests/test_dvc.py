@@ -30,14 +30,17 @@ def _outs(stage: dict) -> list[str]:
 
 
 def test_every_suite_and_paper_item_has_one_stage():
+    from csebench.dvcgen import suite_params
+
     params = load_params(ROOT / "params.yaml")
     spec = _dvc()
     stages = spec["stages"]
-    built = [o.removeprefix("results/") for n, s in stages.items() if "foreach" not in s for o in _outs(s)]
-    built += list(stages["suite"]["foreach"])
+    built = [o.removeprefix("results/") for s in stages.values() for o in _outs(s)]
     suites = list_suites(params)
     assert sorted(b for b in built if b in suites) == sorted(suites)  # each suite exactly once
-    assert sorted(spec["metrics"]) == sorted(f"results/{s}/metrics.json" for s in suites)  # the only DVC metrics
+    for suite in suites:  # with its metrics file and plots folder (metrics.smk)
+        assert {f"metrics/{suite}.json", f"plots/{suite}"} <= set(built), suite
+    assert spec["metrics"] == ["results/metrics"]  # the only DVC metrics: results/metrics/<suite>.json
     items = paper_items(params)
     assert len(items) >= 40
     for name, item, read in items:
@@ -45,12 +48,33 @@ def test_every_suite_and_paper_item_has_one_stage():
         # the item's files, and the record of their build times (csebench.stamps)
         assert _outs(stage) == [*render.item_outputs(item, "results", "paper"), group_record(_outs(stage)[0])]
         assert stage["cmd"].endswith(f"-- {_outs(stage)[0]}")
-        # what its renderer reads (Snakemake's inputs of the item) lies in the suites it depends on
-        deps = [d.removeprefix("results/") for d in stage["deps"] if d.startswith("results/")]
-        assert sorted(deps) == read and set(read) <= set(suites)
+        # no folder as a dep (`dvc repro --dry` on a fresh clone, treeverse/dvc#9818): the params of the
+        # suites its renderer reads (Snakemake's inputs of the item), which Snakemake builds for it
+        assert not [d for d in stage["deps"] if d.startswith("results/")]
+        assert set(read) <= set(suites)
         for f in render.input_files(item, params, "results", "paper"):
-            assert f.split("/")[1] in deps, (name, f)
+            assert f.split("/")[1] in read, (name, f)
+        assert set(stage["params"]) == {p for s in read for p in suite_params(params, s)} or not read
     assert _outs(stages["front-page"]) == ["results/README.md", "results/.README.csebench-times.json"]
+
+
+def test_a_stage_lists_the_params_its_runs_read():
+    """Editing one method marks only the stages whose runs use it (or compose it) changed."""
+    from csebench.dvcgen import suite_params
+
+    params = load_params(ROOT / "params.yaml")
+    stages = _dvc()["stages"]
+    assert stages["suite-ablation-iscse-k"]["params"] == suite_params(params, "ablation-iscse-k")
+    assert "methods.iscse" in stages["suite-ablation-iscse-k"]["params"]
+    suite_stages = [s for n, s in stages.items() if n.startswith("suite-") or n in ("demo", "ci")]
+    assert not any(p in ("methods", "backbones") for s in suite_stages for p in s["params"])
+    using = [n for n, s in stages.items() if "methods.gs_infonce" in s.get("params", [])]
+    assert "suite-paper-gs-infonce" in using and "suite-ablation-iscse-k" not in using
+    composed = [m for m, spec in params["methods"].items() if spec.get("compose")]
+    for m in composed:  # a composed method's stages also list the methods it composes
+        for n, s in stages.items():
+            if f"methods.{m}" in s.get("params", []):
+                assert all(f"methods.{part}" in s["params"] for part in params["methods"][m]["compose"]), (n, m)
 
 
 def _planned_outputs(args: list[str]) -> set[str]:
@@ -67,10 +91,11 @@ def test_snakemake_writes_only_inside_the_stage_outs():
     cmd = stage["cmd"].split()
     planned = _planned_outputs(cmd[cmd.index("--configfile"):])
     outs = _outs(stage)
-    stray = {p for p in planned if not any(p.startswith(o + "/") for o in [*outs, "results/runs", "data"])}
+    stray = {p for p in planned if p not in outs and not any(p.startswith(o + "/") for o in [*outs, "results/runs", "data"])}
     assert not stray, f"written outside the demo stage's outs: {sorted(stray)[:5]}"
-    assert {p.split("/")[1] for p in planned if p.startswith("results/") and not p.startswith("results/runs/")} == \
-        {o.removeprefix("results/") for o in outs}
+    folders = {o for o in outs if not o.startswith(("results/metrics/", "results/plots/"))}
+    assert {"/".join(p.split("/")[:2]) for p in planned if p.startswith("results/") and not
+            p.startswith(("results/runs/", "results/metrics/", "results/plots/"))} == folders
 
 
 def test_suite_metrics_is_tidy(tmp_path):
@@ -209,11 +234,11 @@ def test_readmes_queued_sweep_gives_two_experiments_with_their_metrics(tmp_path)
     assert sorted(e["executor"]["state"] for e in exps) == ["failed", "success", "success"], exps
     failed = next(e["revs"][0] for e in exps if e["executor"]["state"] == "failed")
     assert failed["error"]["msg"] == "Experiment run failed"
-    assert not (failed["data"]["metrics"].get("results/exp/metrics.json") or {}).get("data")  # no result shown as its own
+    assert not (failed["data"]["metrics"].get("results/metrics/exp.json") or {}).get("data")  # no result shown as its own
     assert "Failed" in _sh(["dvc", "queue", "status"], proj, env)
     revs = [e["revs"][0] for e in exps if e["executor"]["state"] == "success"]
     lr = {r["rev"]: r["data"]["params"]["params.yaml"]["data"]["suites"]["exp"]["training"]["learning_rate"] for r in revs}
-    metrics = {lr[r["rev"]]: r["data"]["metrics"]["results/exp/metrics.json"]["data"]["simcse"]["seed1"] for r in revs}
+    metrics = {lr[r["rev"]]: r["data"]["metrics"]["results/metrics/exp.json"]["data"]["simcse"]["seed1"] for r in revs}
     assert sorted(metrics) == [1e-4, 3e-4], shown
     for m in metrics.values():
         assert sorted(m) == ["sts_avg", "stsb_dev", "transfer_avg"] and all(isinstance(v, float) for v in m.values())
@@ -241,7 +266,7 @@ def test_readmes_push_and_pull_restore_a_suite_that_snakemake_counts_as_built(tm
     out = [_sh(cmd, clone, env) for cmd in block[split + 1:]]
     assert "Data and pipelines are up to date" in out[0]
     assert "Nothing to be done" in out[1] and "csebench:" in out[1]  # the restored times, said in one line each
-    assert (clone / "results/exp/metrics.json").read_text() == (proj / "results/exp/metrics.json").read_text()
+    assert (clone / "results/metrics/exp.json").read_text() == (proj / "results/metrics/exp.json").read_text()
     models = sorted(p.relative_to(proj) for p in (proj / "results/runs").glob("*/seed1/model/model.safetensors"))
     assert len(models) == 1 and (clone / models[0]).read_bytes() == (proj / models[0]).read_bytes()
     view = clone / "results/exp/runs/simcse/seed1/model"  # the suite's link into the run store, made again

@@ -1,7 +1,7 @@
 """Generate dvc.yaml: a stage per suite and per paper item over the Snakemake DAG (docs/dvc.md).
 
 Snakemake is the engine; DVC sees the pipeline at the grain a person reads it. A suite's stage
-asks Snakemake for the suite (its runs, views, tables, analyses, model cards, metrics.json):
+asks Snakemake for the suite (its runs, views, tables, analyses, model cards, metrics and plots):
 Snakemake's own job-level incrementality decides what reruns inside it, so the suite's folder is a
 `persist` output. A paper item's stage asks Snakemake for that table or figure and depends on the
 folders of the suites it reads. The suites with a config of their own (config/demo.yaml,
@@ -68,8 +68,27 @@ def group_record(path: str) -> str:
     return times_record(p.parent, p.name.split(".")[0]).as_posix()
 
 
-def _suite_params(suite: str, data: str) -> list[str]:
-    return [f"suites.{suite}", f"data.{data}", *SHARED_PARAMS]
+def _methods_of(params: dict, name: str) -> list[str]:
+    """A method and the methods it composes (their settings are read when it resolves)."""
+    out = [name]
+    for part in (params.get("methods") or {}).get(name, {}).get("compose") or []:
+        out += [m for m in _methods_of(params, part) if m not in out]
+    return out
+
+
+def suite_params(params: dict, suite: str) -> list[str]:
+    """The params.yaml keys a suite's runs read: its own section, its data source, the training
+    defaults, and the backbones and methods its runs name (so editing one method marks only the
+    stages whose runs use it changed)."""
+    from .config import suite_runs
+
+    spec = params["suites"][suite]
+    backbones, methods = [], []
+    for run in suite_runs(params, suite):
+        backbones.append(run["backbone"])
+        methods += _methods_of(params, run["method"])
+    return [f"suites.{suite}", f"data.{spec['data']}", "training",
+            *sorted(f"backbones.{b}" for b in set(backbones)), *sorted(f"methods.{m}" for m in set(methods))]
 
 
 def build_dvc_yaml(params: dict, cwd: str | Path = ".") -> dict:
@@ -84,69 +103,56 @@ def build_dvc_yaml(params: dict, cwd: str | Path = ".") -> dict:
         stages[name] = {
             "cmd": f"{SNAKEMAKE} --configfile {c['config']} --config front_page=false",
             "deps": [*CODE, c["config"]],
-            "params": list(dict.fromkeys(p for s in c["suites"] for p in _suite_params(s, params["suites"][s]["data"]))),
-            "outs": [{f"{results}/{s}": {"persist": True}} for s in c["suites"]],
+            "params": list(dict.fromkeys(p for s in c["suites"] for p in suite_params(params, s))),
+            "outs": [o for s in c["suites"] for o in suite_outs(results, s)],
         }
-    stages["suite"] = {
-        "foreach": {s: {"data": params["suites"][s]["data"]} for s in suites},
-        "do": {
-            "cmd": f"{SNAKEMAKE} --config 'suites=[${{key}}]' reproduce=none front_page=false",
+    for suite in suites:  # a stage per suite: each lists the params its runs read, which `foreach` cannot give
+        stages[f"suite-{suite}"] = {
+            "cmd": f"{SNAKEMAKE} --config 'suites=[{suite}]' reproduce=none front_page=false",
             "deps": CODE,
-            "params": _suite_params("${key}", "${item.data}"),
-            "outs": [{f"{results}/${{key}}": {"persist": True}}],
-        },
-    }
+            "params": suite_params(params, suite),
+            "outs": suite_outs(results, suite),
+        }
     item_outs = []
     for name, item, read in paper_items(params):
         outs = [*render.item_outputs(item, results, "paper")]
         outs.append(group_record(outs[0]))  # the build's times of these files (csebench.stamps)
         item_outs.append(outs[0])
+        # deps: the code and the params of the suites it reads, not their folders: Snakemake builds
+        # what the item needs, and a missing folder breaks `dvc repro --dry` (treeverse/dvc#9818)
         stages[name] = {
             "cmd": f"{SNAKEMAKE} --config reproduce=paper plan=false -- {outs[0]}",
-            "deps": [*CODE, *(f"{results}/{s}" for s in read)],
+            "deps": CODE,
+            "params": list(dict.fromkeys(p for s in read for p in suite_params(params, s))) or list(SHARED_PARAMS),
             "outs": outs,
         }
-        if not read:  # a configuration table: params.yaml itself
-            stages[name]["params"] = list(SHARED_PARAMS)
-    stages["front-page"] = {
+    stages["front-page"] = {  # every suite and item: params.yaml as a whole
         "cmd": f"{SNAKEMAKE} --config reproduce=paper plan=false -- {results}/README.md",
-        "deps": ["src/csebench", *(f"{results}/{s}" for s in suites), *item_outs],
+        "deps": ["src/csebench", "params.yaml"],
         "outs": [f"{results}/README.md", group_record(f"{results}/README.md")],
     }
-    all_suites = [s for c in configs.values() for s in c["suites"]] + suites
+    # one folder each: `dvc metrics show` / `dvc plots show` list the suites that are built, no others
     return {"stages": stages,
-            "metrics": [f"{results}/{s}/metrics.json" for s in all_suites],
-            "plots": [entry for s in configs for entry in dvc_plots_spec_for_suite(params, s)]
-            + [{f"{results}/{s}/figures/training_curves.png": {}} for s in suites]}
+            "metrics": [f"{results}/metrics"],
+            "plots": [{f"{results}/plots": {"template": "linear", "x": "step", "y": "dev",
+                                            "title": "dev score during training (checkpoint selection)",
+                                            "x_label": "training step", "y_label": "Spearman x100"}}]}
 
 
-def dvc_plots_spec(run_dirs: list[str], suite: str, figures: list[str] | None = None,
-                   trained: list[str] | None = None) -> list[dict]:
-    """The ``plots:`` entries of dvc.yaml for a suite's curves (``dvc plots show`` / ``dvc plots diff``).
+def suite_outs(results: str, suite: str) -> list:
+    """What a suite's stage writes: its folder (persist: Snakemake decides what reruns inside), its
+    metrics file and plots folder (metrics.smk), and the record of the metrics file's build time."""
+    from .paths import metrics_file, plots_dir
 
-    ``run_dirs`` are the run/seed folders holding ``train_curve.csv`` and ``dev_curve.csv``; ``trained``
-    those with a loss curve (default: all; an evaluation-only run's train_curve.csv has no loss
-    column); ``figures`` are PNGs shown as image plots.
-    """
-    spec = [
-        {f"{suite}-train-loss": {"template": "linear", "x": "step",
-                                 "y": {f"{d}/train_curve.csv": "loss" for d in (run_dirs if trained is None else trained)},
-                                 "title": f"{suite}: training loss", "x_label": "training step",
-                                 "y_label": "training loss (cross-entropy, nats)"}},
-        {f"{suite}-stsb-dev": {"template": "linear", "x": "step", "y": {f"{d}/dev_curve.csv": "stsb_dev" for d in run_dirs},
-                               "title": f"{suite}: STS-B dev", "x_label": "training step",
-                               "y_label": "STS-B dev Spearman x100"}},
-    ]
-    return spec + [{f: {}} for f in figures or []]
+    return [{f"{results}/{suite}": {"persist": True}}, metrics_file(results, suite), group_record(metrics_file(results, suite)),
+            plots_dir(results, suite)]
 
 
-def dvc_plots_spec_for_suite(params: dict, suite: str) -> list[dict]:
-    from . import workflow as wf
+class _NoAliases(yaml.SafeDumper):
+    """Each stage written out in full: a reader of dvc.yaml follows no anchors."""
 
-    jobs = wf.jobs(params, suite)
-    return dvc_plots_spec([wf.run_dir(params, suite, run, seed) for run, seed in jobs], suite,
-                          [f"{results_root(params)}/{suite}/figures/training_curves.png"],
-                          [wf.run_dir(params, suite, run, seed) for run, seed in jobs if wf.trains(params, suite, run)])
+    def ignore_aliases(self, data):
+        return True
 
 
 HEADER = """\
@@ -154,7 +160,7 @@ HEADER = """\
 # Design and why: docs/dvc.md. Snakemake is the engine; each stage asks it for one suite or one item.
 #   dvc repro                  every suite, every paper item, the front page (what `snakemake` builds)
 #   dvc repro demo             the offline CPU demo (config/demo.yaml, as `make demo`); ci: config/ci.yaml
-#   dvc repro suite@<suite>    one suite of params.yaml;  dvc repro <paper>-<item>: one table or figure
+#   dvc repro suite-<suite>    one suite of params.yaml;  dvc repro <paper>-<item>: one table or figure
 # Every run is trained once in results/runs/<key> (docs/runs.md): DVC tracks that store in runs.dvc.
 """
 
@@ -163,7 +169,7 @@ def render(params: dict, cwd: str | Path = ".") -> str:
     spec = build_dvc_yaml(params, cwd)
     parts = [HEADER]
     for key in ("stages", "metrics", "plots"):  # a blank line between stages: one screen each
-        text = yaml.safe_dump({key: spec[key]}, sort_keys=False, width=120, default_flow_style=None)
+        text = yaml.dump({key: spec[key]}, Dumper=_NoAliases, sort_keys=False, width=120, default_flow_style=None)
         if key == "stages":
             lines = text.splitlines(keepends=True)
             text = "".join(("\n" + ln) if ln.startswith("  ") and not ln.startswith("   ") and i > 1 else ln

@@ -19,6 +19,17 @@ def run_dir(params: dict | None, suite: str, run: str, seed: int, results: str |
     return f"{results or results_root(params)}/{suite}/runs/{run}/seed{seed}"
 
 
+def metrics_file(results: str, suite: str) -> str:
+    """A suite's tidy metrics (csebench.results.tidy): DVC's metrics, one file per suite in one folder,
+    so `dvc metrics show` lists the suites that are built and no others."""
+    return f"{results}/metrics/{suite}.json"
+
+
+def plots_dir(results: str, suite: str) -> str:
+    """A suite's STS-B dev curves, one CSV per run and seed: DVC's plots (`dvc plots show/diff`)."""
+    return f"{results}/plots/{suite}"
+
+
 # The build's modification times, kept in each tree that DVC tracks (csebench.stamps, docs/dvc.md).
 TIMES_RECORD = "csebench-times.json"
 FRONT_PAGE = "README.md"
@@ -34,22 +45,33 @@ def times_record(tree, group: str | None = None):
 
 def tracked_trees(results):
     """(tree, record) of everything under ``results`` that DVC tracks as one output: each suite's
-    folder and the run store (a record inside), each paper item's files and the front page (a record
-    beside them, also an output of the item's stage: csebench.dvcgen)."""
+    folder, its plots folder and the run store (a record inside), each suite's metrics file, each paper
+    item's files and the front page (a record beside them, also an output of their stage: csebench.dvcgen)."""
     from pathlib import Path
 
     root = Path(results)
     if not root.is_dir():
         return
     for d in sorted(root.iterdir()):
-        if d.is_dir() and not d.is_symlink() and d.name != "papers":
+        if d.is_dir() and not d.is_symlink() and d.name not in ("papers", "metrics", "plots"):
             yield d, times_record(d)
-    if (root / FRONT_PAGE).is_file() or times_record(root, "README").is_file():
-        yield root, times_record(root, "README")
-    papers = root / "papers"
-    if papers.is_dir():
-        for paper in sorted(p for p in papers.iterdir() if p.is_dir()):
-            stems = {f.name.split(".")[0] for f in paper.iterdir() if not f.name.startswith(".")}
-            stems |= {f.name[1:].removesuffix(f".{TIMES_RECORD}") for f in paper.glob(f".*.{TIMES_RECORD}")}
-            for stem in sorted(stems):
-                yield paper, times_record(paper, stem)
+    if (root / "plots").is_dir():
+        for d in sorted((root / "plots").iterdir()):
+            if d.is_dir() and not d.is_symlink():
+                yield d, times_record(d)
+    yield from _groups(root, only="README")
+    yield from _groups(root / "metrics")
+    if (root / "papers").is_dir():
+        for paper in sorted(p for p in (root / "papers").iterdir() if p.is_dir()):
+            yield from _groups(paper)
+
+
+def _groups(folder, only: str | None = None):
+    """(folder, record) of each group of single files in a folder: the files named <stem>.*"""
+    if not folder.is_dir():
+        return
+    stems = {f.name.split(".")[0] for f in folder.iterdir() if f.is_file() and not f.name.startswith(".")}
+    stems |= {f.name[1:].removesuffix(f".{TIMES_RECORD}") for f in folder.glob(f".*.{TIMES_RECORD}")}
+    for stem in sorted(stems):
+        if only is None or stem == only:
+            yield folder, times_record(folder, stem)
