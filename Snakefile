@@ -10,7 +10,7 @@
 import sys
 
 from csebench import workflow as wf
-from csebench.paths import key_dir, metrics_file, plots_dir
+from csebench.paths import key_dir
 from csebench.results.registry import default_suites
 
 configfile: "config/paper.yaml"
@@ -63,7 +63,7 @@ include: "workflow/rules/views.smk"  # each suite's folders of its runs, which a
 rule all:
     input:
         [f"{RESULTS}/{suite}/tables/sts.md" for suite in SUITES],
-        [metrics_file(RESULTS, suite) for suite in SUITES],  # DVC's metrics and plots (metrics.smk)
+        [f"{RESULTS}/{suite}/metrics.json" for suite in SUITES],  # DVC's metrics (metrics.smk)
         [c for suite in dict.fromkeys([*SUITES, *reproduce_suites()]) for c in card_targets(suite)],  # a model card in every run's model/ (card.smk)
         [t for suite in SUITES for t in analysis_targets(suite)],  # config `analyses:` (workflow/rules/analysis.smk)
         [t for suite in SUITES for t in mteb_targets(suite)],  # a suite's `mteb:` (workflow/rules/mteb.smk)

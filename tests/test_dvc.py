@@ -38,9 +38,7 @@ def test_every_suite_and_paper_item_has_one_stage():
     built = [o.removeprefix("results/") for s in stages.values() for o in _outs(s)]
     suites = list_suites(params)
     assert sorted(b for b in built if b in suites) == sorted(suites)  # each suite exactly once
-    for suite in suites:  # with its metrics file and plots folder (metrics.smk)
-        assert {f"metrics/{suite}.json", f"plots/{suite}"} <= set(built), suite
-    assert spec["metrics"] == ["results/metrics"]  # the only DVC metrics: results/metrics/<suite>.json
+    assert sorted(spec["metrics"]) == sorted(f"results/{s}/metrics.json" for s in suites)  # the only DVC metrics
     items = paper_items(params)
     assert len(items) >= 40
     for name, item, read in items:
@@ -91,11 +89,10 @@ def test_snakemake_writes_only_inside_the_stage_outs():
     cmd = stage["cmd"].split()
     planned = _planned_outputs(cmd[cmd.index("--configfile"):])
     outs = _outs(stage)
-    stray = {p for p in planned if p not in outs and not any(p.startswith(o + "/") for o in [*outs, "results/runs", "data"])}
+    stray = {p for p in planned if not any(p.startswith(o + "/") for o in [*outs, "results/runs", "data"])}
     assert not stray, f"written outside the demo stage's outs: {sorted(stray)[:5]}"
-    folders = {o for o in outs if not o.startswith(("results/metrics/", "results/plots/"))}
-    assert {"/".join(p.split("/")[:2]) for p in planned if p.startswith("results/") and not
-            p.startswith(("results/runs/", "results/metrics/", "results/plots/"))} == folders
+    assert {p.split("/")[1] for p in planned if p.startswith("results/") and not p.startswith("results/runs/")} == \
+        {o.removeprefix("results/") for o in outs}
 
 
 def test_suite_metrics_is_tidy(tmp_path):
@@ -234,11 +231,11 @@ def test_readmes_queued_sweep_gives_two_experiments_with_their_metrics(tmp_path)
     assert sorted(e["executor"]["state"] for e in exps) == ["failed", "success", "success"], exps
     failed = next(e["revs"][0] for e in exps if e["executor"]["state"] == "failed")
     assert failed["error"]["msg"] == "Experiment run failed"
-    assert not (failed["data"]["metrics"].get("results/metrics/exp.json") or {}).get("data")  # no result shown as its own
+    assert not (failed["data"]["metrics"].get("results/exp/metrics.json") or {}).get("data")  # no result shown as its own
     assert "Failed" in _sh(["dvc", "queue", "status"], proj, env)
     revs = [e["revs"][0] for e in exps if e["executor"]["state"] == "success"]
     lr = {r["rev"]: r["data"]["params"]["params.yaml"]["data"]["suites"]["exp"]["training"]["learning_rate"] for r in revs}
-    metrics = {lr[r["rev"]]: r["data"]["metrics"]["results/metrics/exp.json"]["data"]["simcse"]["seed1"] for r in revs}
+    metrics = {lr[r["rev"]]: r["data"]["metrics"]["results/exp/metrics.json"]["data"]["simcse"]["seed1"] for r in revs}
     assert sorted(metrics) == [1e-4, 3e-4], shown
     for m in metrics.values():
         assert sorted(m) == ["sts_avg", "stsb_dev", "transfer_avg"] and all(isinstance(v, float) for v in m.values())
@@ -266,7 +263,7 @@ def test_readmes_push_and_pull_restore_a_suite_that_snakemake_counts_as_built(tm
     out = [_sh(cmd, clone, env) for cmd in block[split + 1:]]
     assert "Data and pipelines are up to date" in out[0]
     assert "Nothing to be done" in out[1] and "csebench:" in out[1]  # the restored times, said in one line each
-    assert (clone / "results/metrics/exp.json").read_text() == (proj / "results/metrics/exp.json").read_text()
+    assert (clone / "results/exp/metrics.json").read_text() == (proj / "results/exp/metrics.json").read_text()
     models = sorted(p.relative_to(proj) for p in (proj / "results/runs").glob("*/seed1/model/model.safetensors"))
     assert len(models) == 1 and (clone / models[0]).read_bytes() == (proj / models[0]).read_bytes()
     view = clone / "results/exp/runs/simcse/seed1/model"  # the suite's link into the run store, made again

@@ -99,19 +99,17 @@ def test_dvc_lock_is_not_git_ignored():
     assert proc.returncode == 1, "dvc.lock is git-ignored: DVC would stop with \"'dvc.lock' is git-ignored\""
 
 
-def test_dvc_metrics_and_plots_are_one_folder_each_filled_by_the_suites_built(tmp_path):
-    """`dvc metrics show` / `dvc plots show` read a folder each: a checkout where only one suite is
-    built lists that suite and no other (no row of dashes, no warning for the rest)."""
-    from csebench.dvcgen import build_dvc_yaml
-    from csebench.results.tidy import suite_plots
+def test_dvc_plots_spec():
+    from csebench.dvcgen import dvc_plots_spec, dvc_plots_spec_for_suite
 
-    spec = build_dvc_yaml(load_params(ROOT / "params.yaml"), ROOT)
-    assert spec["metrics"] == ["results/metrics"] and list(spec["plots"][0]) == ["results/plots"]
-    assert spec["plots"][0]["results/plots"]["y"] == "dev"
-    view = tmp_path / "results/s/runs/a/seed1"
-    view.mkdir(parents=True)
-    (view / "dev_curve.csv").write_text("step,stsb-de_dev\n0,40.0\n125,\n250,61.5\n")  # an own dev set's column
-    params = {"suites": {"s": {"seeds": [1], "data": "ci", "runs": [{"name": "a", "backbone": "tiny", "method": "simcse"}]}},
-              "backbones": {"tiny": {"model": "random"}}, "methods": {"simcse": {}}, "data": {"ci": {}}}
-    assert suite_plots(params, "s", str(tmp_path / "results/plots/s"), str(tmp_path / "results")) == ["a-seed1.csv"]
-    assert (tmp_path / "results/plots/s/a-seed1.csv").read_text().splitlines() == ["step,dev", "0,40.0", "250,61.5"]
+    spec = dvc_plots_spec(["results/d/runs/a/seed1", "results/d/runs/b/seed1"], "d", ["results/d/figures/training_curves.png"])
+    loss = spec[0]["d-train-loss"]
+    assert loss["x"] == "step" and loss["y"] == {"results/d/runs/a/seed1/train_curve.csv": "loss",
+                                                  "results/d/runs/b/seed1/train_curve.csv": "loss"}
+    assert set(spec[1]["d-stsb-dev"]["y"].values()) == {"stsb_dev"}
+    assert all(p.get("x_label") and p.get("y_label") for e in spec[:2] for p in e.values())
+    assert {"results/d/figures/training_curves.png": {}} in spec
+    # an evaluation-only run (train: false) has no loss curve: only its dev point is plotted
+    demo = dvc_plots_spec_for_suite(load_params(ROOT / "params.yaml"), "demo")
+    assert not any("/minilm/" in f for f in demo[0]["demo-train-loss"]["y"])
+    assert any("/minilm/" in f for f in demo[1]["demo-stsb-dev"]["y"])

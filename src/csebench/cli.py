@@ -373,12 +373,7 @@ def cmd_suite_metrics(args) -> None:
     from .io import write_json
     from .results.tidy import suite_metrics
 
-    params = _params(args)
-    write_json(args.out, suite_metrics(params, args.suite, args.results))
-    if args.plots:
-        from .results.tidy import suite_plots
-
-        suite_plots(params, args.suite, args.plots, args.results)
+    write_json(args.out, suite_metrics(_params(args), args.suite, args.results))
 
 
 def cmd_dvc_yaml(args) -> None:
@@ -571,11 +566,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="write the card and list the files that would be uploaded; no network access")
     sp.set_defaults(func=cmd_push)
 
-    sp = common(sub.add_parser("suite-metrics", help="a suite's tidy metrics (run -> seed -> metric) and dev curves: DVC's metrics and plots"))
+    sp = common(sub.add_parser("suite-metrics", help="a suite's tidy metrics.json (run -> seed -> metric): DVC's metrics"))
     sp.add_argument("--suite", required=True)
     sp.add_argument("--results", default="results", help="results folder (default: results)")
-    sp.add_argument("--out", required=True, help="output file, RESULTS/metrics/SUITE.json")
-    sp.add_argument("--plots", help="also write the runs' dev curves, one CSV per run and seed, into this folder (RESULTS/plots/SUITE)")
+    sp.add_argument("--out", required=True, help="output file, RESULTS/SUITE/metrics.json")
     sp.set_defaults(func=cmd_suite_metrics)
 
     sp = common(sub.add_parser("dvc-yaml", help="generate dvc.yaml: a stage per suite and per paper item (docs/dvc.md)"))

@@ -1,7 +1,7 @@
 """Generate dvc.yaml: a stage per suite and per paper item over the Snakemake DAG (docs/dvc.md).
 
 Snakemake is the engine; DVC sees the pipeline at the grain a person reads it. A suite's stage
-asks Snakemake for the suite (its runs, views, tables, analyses, model cards, metrics and plots):
+asks Snakemake for the suite (its runs, views, tables, analyses, model cards, metrics.json):
 Snakemake's own job-level incrementality decides what reruns inside it, so the suite's folder is a
 `persist` output. A paper item's stage asks Snakemake for that table or figure and depends on the
 folders of the suites it reads. The suites with a config of their own (config/demo.yaml,
@@ -131,21 +131,45 @@ def build_dvc_yaml(params: dict, cwd: str | Path = ".") -> dict:
         "deps": ["src/csebench", "params.yaml"],
         "outs": [f"{results}/README.md", group_record(f"{results}/README.md")],
     }
-    # one folder each: `dvc metrics show` / `dvc plots show` list the suites that are built, no others
+    all_suites = [s for c in configs.values() for s in c["suites"]] + suites
     return {"stages": stages,
-            "metrics": [f"{results}/metrics"],
-            "plots": [{f"{results}/plots": {"template": "linear", "x": "step", "y": "dev",
-                                            "title": "dev score during training (checkpoint selection)",
-                                            "x_label": "training step", "y_label": "Spearman x100"}}]}
+            "metrics": [f"{results}/{s}/metrics.json" for s in all_suites],
+            "plots": [entry for s in configs for entry in dvc_plots_spec_for_suite(params, s)]
+            + [{f"{results}/{s}/figures/training_curves.png": {}} for s in suites]}
 
 
 def suite_outs(results: str, suite: str) -> list:
-    """What a suite's stage writes: its folder (persist: Snakemake decides what reruns inside), its
-    metrics file and plots folder (metrics.smk), and the record of the metrics file's build time."""
-    from .paths import metrics_file, plots_dir
+    """What a suite's stage writes: its folder (persist: Snakemake decides what reruns inside)."""
+    return [{f"{results}/{suite}": {"persist": True}}]
 
-    return [{f"{results}/{suite}": {"persist": True}}, metrics_file(results, suite), group_record(metrics_file(results, suite)),
-            plots_dir(results, suite)]
+
+def dvc_plots_spec(run_dirs: list[str], suite: str, figures: list[str] | None = None,
+                   trained: list[str] | None = None) -> list[dict]:
+    """The ``plots:`` entries of dvc.yaml for a suite's curves (``dvc plots show`` / ``dvc plots diff``).
+
+    ``run_dirs`` are the run/seed folders holding ``train_curve.csv`` and ``dev_curve.csv``; ``trained``
+    those with a loss curve (default: all; an evaluation-only run's train_curve.csv has no loss
+    column); ``figures`` are PNGs shown as image plots.
+    """
+    spec = [
+        {f"{suite}-train-loss": {"template": "linear", "x": "step",
+                                 "y": {f"{d}/train_curve.csv": "loss" for d in (run_dirs if trained is None else trained)},
+                                 "title": f"{suite}: training loss", "x_label": "training step",
+                                 "y_label": "training loss (cross-entropy, nats)"}},
+        {f"{suite}-stsb-dev": {"template": "linear", "x": "step", "y": {f"{d}/dev_curve.csv": "stsb_dev" for d in run_dirs},
+                               "title": f"{suite}: STS-B dev", "x_label": "training step",
+                               "y_label": "STS-B dev Spearman x100"}},
+    ]
+    return spec + [{f: {}} for f in figures or []]
+
+
+def dvc_plots_spec_for_suite(params: dict, suite: str) -> list[dict]:
+    from . import workflow as wf
+
+    jobs = wf.jobs(params, suite)
+    return dvc_plots_spec([wf.run_dir(params, suite, run, seed) for run, seed in jobs], suite,
+                          [f"{results_root(params)}/{suite}/figures/training_curves.png"],
+                          [wf.run_dir(params, suite, run, seed) for run, seed in jobs if wf.trains(params, suite, run)])
 
 
 class _NoAliases(yaml.SafeDumper):

@@ -19,17 +19,6 @@ def run_dir(params: dict | None, suite: str, run: str, seed: int, results: str |
     return f"{results or results_root(params)}/{suite}/runs/{run}/seed{seed}"
 
 
-def metrics_file(results: str, suite: str) -> str:
-    """A suite's tidy metrics (csebench.results.tidy): DVC's metrics, one file per suite in one folder,
-    so `dvc metrics show` lists the suites that are built and no others."""
-    return f"{results}/metrics/{suite}.json"
-
-
-def plots_dir(results: str, suite: str) -> str:
-    """A suite's STS-B dev curves, one CSV per run and seed: DVC's plots (`dvc plots show/diff`)."""
-    return f"{results}/plots/{suite}"
-
-
 # The build's modification times, kept in each tree that DVC tracks (csebench.stamps, docs/dvc.md).
 TIMES_RECORD = "csebench-times.json"
 FRONT_PAGE = "README.md"
@@ -45,22 +34,17 @@ def times_record(tree, group: str | None = None):
 
 def tracked_trees(results):
     """(tree, record) of everything under ``results`` that DVC tracks as one output: each suite's
-    folder, its plots folder and the run store (a record inside), each suite's metrics file, each paper
-    item's files and the front page (a record beside them, also an output of their stage: csebench.dvcgen)."""
+    folder and the run store (a record inside), each paper item's files and the front page (a record
+    beside them, also an output of their stage: csebench.dvcgen)."""
     from pathlib import Path
 
     root = Path(results)
     if not root.is_dir():
         return
     for d in sorted(root.iterdir()):
-        if d.is_dir() and not d.is_symlink() and d.name not in ("papers", "metrics", "plots"):
+        if d.is_dir() and not d.is_symlink() and d.name != "papers":
             yield d, times_record(d)
-    if (root / "plots").is_dir():
-        for d in sorted((root / "plots").iterdir()):
-            if d.is_dir() and not d.is_symlink():
-                yield d, times_record(d)
     yield from _groups(root, only="README")
-    yield from _groups(root / "metrics")
     if (root / "papers").is_dir():
         for paper in sorted(p for p in (root / "papers").iterdir() if p.is_dir()):
             yield from _groups(paper)
