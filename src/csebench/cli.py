@@ -172,6 +172,7 @@ def _eval_encode_fn(args):
 def cmd_embed(args) -> None:
     from .data import senteval_root
     from .embeddings import evaluation_sentences, model_encoder, model_fingerprint, write_embeddings
+    from .encoder import eval_pooler_of
     from .evaluation.sts import load_extra_sets
     from .provenance import autocast_name, collect
 
@@ -183,10 +184,11 @@ def cmd_embed(args) -> None:
                                      extra_sets=extra)
     log = logging.getLogger("csebench")
     log.info("encoding %d distinct evaluation sentences (%s precision)", len(sentences), args.precision)
-    emb = model_encoder(args.model, args.pooler, args.batch_size, args.precision, progress=not args.no_progress)(sentences)
+    encode = model_encoder(args.model, args.pooler, args.batch_size, args.precision, progress=not args.no_progress)
+    emb = encode(sentences)
     autocast = autocast_name(args.precision)
     meta = {"model": args.model, "model_fingerprint": model_fingerprint(args.model),  # packaged and hub ids too
-            "pooler": args.pooler, "precision": args.precision, "autocast": autocast,
+            "pooler": getattr(encode, "pooler", None) or eval_pooler_of(args.model, args.pooler),  # resolved, never null "precision": args.precision, "autocast": autocast,
             "transfer": not args.no_transfer, "max_train_sentences": args.max_train_sentences,
             "max_test_sentences": args.max_test_sentences,
             "max_sts_pairs": args.max_sts_pairs,
@@ -268,11 +270,15 @@ def _classifier_eval(args, evaluate, root, data: dict) -> dict:
 
 
 def _encoding_info(args, encode) -> dict:
+    """How the result's vectors were made: the pooler (resolved: the one used), the table, the precision."""
+    from .encoder import eval_pooler_of
+
+    pooler = getattr(encode, "pooler", None) or eval_pooler_of(args.model, args.pooler)
     table = getattr(encode, "table", None)
     if table is None:
-        return {"embeddings": None, "precision": args.precision or "auto"}
-    return {"embeddings": args.embeddings, "precision": table.meta.get("precision"), "autocast": table.meta.get("autocast"),
-            "sentences_in_table": len(table.row), "missing_from_table": encode.missing}
+        return {"pooler": pooler, "embeddings": None, "precision": args.precision or "auto"}
+    return {"pooler": pooler, "embeddings": args.embeddings, "precision": table.meta.get("precision"),
+            "autocast": table.meta.get("autocast"), "sentences_in_table": len(table.row), "missing_from_table": encode.missing}
 
 
 def _run_info(args) -> dict:

@@ -471,6 +471,17 @@ def read_encoder_meta(model_dir: str | os.PathLike) -> dict:
     return json.loads(meta.read_text()) if meta.is_file() else {}
 
 
+def eval_pooler_of(model: str | os.PathLike, pooler: str | None = None) -> str:
+    """The pooler an evaluation of ``model`` encodes with, resolved as load_encoder resolves it: ``pooler``
+    when given, else the saved model's evaluation pooler, else cls_before_pooler ("cls" evaluates as
+    cls_before_pooler: the MLP head is for training only). Never None: tables and results record it."""
+    if pooler is None:
+        pooler = read_encoder_meta(resolve_model_path(str(model))).get("eval_pooler") or "cls_before_pooler"
+    if pooler not in POOLERS:
+        raise ConfigError(f"unknown pooler '{pooler}' (valid: {', '.join(POOLERS)})")
+    return "cls_before_pooler" if pooler == "cls" else pooler
+
+
 def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None, what: str = "--model") -> SentenceEncoder:
     """Load a saved csebench model (or any HF encoder folder/id with an explicit pooler) for evaluation.
     ``what`` names the option the model came from, for error messages."""
@@ -479,7 +490,7 @@ def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None, what: 
     check_model_source(str(model_dir), what)
     path = Path(resolve_model_path(str(model_dir)))
     meta = read_encoder_meta(path)
-    pooler = pooler or meta.get("eval_pooler") or "cls_before_pooler"
+    pooler = eval_pooler_of(path, pooler)
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(path))
     except (OSError, ValueError) as exc:
@@ -495,6 +506,6 @@ def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None, what: 
     kind = meta.get("projection_head", "linear_tanh")
     if proj:  # SSCL Table 5 projection: trained head kept at evaluation
         head = load_head_weights(MLPHead(backbone.config.hidden_size, out_dim=int(proj), tanh=kind == "linear_tanh"), path)
-    enc = SentenceEncoder(backbone, tokenizer, "cls_before_pooler" if pooler == "cls" else pooler, head,
+    enc = SentenceEncoder(backbone, tokenizer, pooler, head,
                           projection_dim=int(proj) if proj else None, projection_head=kind)
     return enc
