@@ -150,7 +150,8 @@ class DevEvaluator:
         """train.json's development scores of the selected checkpoint (null where not finite)."""
         score = round(best, 4) if math.isfinite(best) else None
         if self.name is not None:
-            return {"dev_set": self.name, "dev_best": score, "dev_pairs": len(self.pairs.scores)}
+            return {"dev_set": self.name, "dev_best": score, "dev_pairs": len(self.pairs.scores),
+                    "dev_duplicates_dropped": len(self.pairs.duplicates_dropped)}
         return {"stsb_dev_best": score, **dev_summary(best, sickr)}
 
     def capped(self) -> dict:
