@@ -137,3 +137,67 @@ def test_far_out_scores():
     assert far_out_scores(np.array([1e6, 0, 1, 2, 3, 4, 5, -50.0])) == [0, 7]  # neither hides the other
     assert far_out_scores(np.array([0, 0, 0, 5.0])) == []  # too few others to tell
     assert far_out_scores(np.array([-5, -4.2, -1, 0, 0.0])) == []  # STS-B negated: its own scale
+
+
+# ----------------------------------------------------------------------------- 1. damaged weights
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> Path:
+    """A finished ci run (1 step on 5 sentences), trained once for the module: copy it before damaging it."""
+    from csebench.cli import main
+    from runhelpers import train_argv, write_corpus, write_mini_senteval
+
+    tmp = tmp_path_factory.mktemp("trained")
+    write_corpus(tmp / "corpus.txt", n=5)
+    write_mini_senteval(tmp / "se", pairs=24)
+    assert main(train_argv(tmp, tmp / "run", None)) == 0
+    return tmp / "run"
+
+
+def _copy_run(run: Path, dst: Path) -> Path:
+    import shutil
+
+    shutil.copytree(run, dst, ignore=shutil.ignore_patterns(".lock"))
+    return dst
+
+
+def test_damaged_weights_are_refused_naming_the_file(trained, tmp_path, capsys, small):
+    """Bits flipped in model.safetensors moved STS13 from 43.40 to 43.42 with exit 0; NaN weights gave an
+    all-null sts.json and `STS avg nan`, exit 0."""
+    from csebench.encoder import weight_hashes
+
+    recorded = json.loads((trained / "train.json").read_text())["weights_sha256"]
+    assert recorded == weight_hashes(trained / "model") and "model.safetensors" in recorded
+    run = _copy_run(trained, tmp_path / "run")
+    weights = run / "model" / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-100] ^= 0x10  # one bit of the last tensor
+    weights.write_bytes(bytes(data))
+    out = tmp_path / "out" / "sts.json"
+    sts = ["eval-sts", "--senteval", str(small), *STS_FAST, "--out", str(out)]
+    view = tmp_path / "suite" / "runs" / "simcse" / "seed1"
+    view.mkdir(parents=True)
+    (view / "model").symlink_to(run / "model")  # a suite's view of the run: its link is followed to train.json
+    for model in (run / "model", view / "model"):
+        assert_fails(capsys, [*sts, "--model", str(model)],
+                     f"{model / 'model.safetensors'} has sha256 {weight_hashes(run / 'model')['model.safetensors'][:12]}…, "
+                     f"not the {recorded['model.safetensors'][:12]}… that {run / 'train.json'} recorded when the run was "
+                     "trained: the weights are damaged or were changed since; restore them or train the run again, or pass "
+                     "--no-verify to use them anyway", outputs=[out.parent])
+    for argv in (["embed", "--senteval", str(small), "--no-transfer", *STS_FAST, "--out", str(out)],
+                 ["analyze", "align-uniform", "--senteval", str(small), "--out", str(out)]):
+        assert_fails(capsys, [*argv, "--model", str(run / "model")], "model.safetensors has sha256", outputs=[out.parent])
+    rc, err = run_cli(capsys, [*sts, "--model", str(run / "model"), "--no-verify"])
+    assert rc == 0, err  # the user's call
+    out.unlink()
+    # heavier damage: NaN weights (0xff bytes) score nothing; that is an error, not an all-null result
+    data[len(data) // 2:] = b"\xff" * (len(data) - len(data) // 2)
+    weights.write_bytes(bytes(data))
+    assert_fails(capsys, [*sts, "--model", str(run / "model"), "--no-verify"],
+                 f"the STS average of {run / 'model'} is undefined (STS12, STS13, STS14, STS15, STS16, STSBenchmark, "
+                 f"SICKRelatedness: not a finite number): its embeddings are constant or not finite; {out} not written. "
+                 "Check the model's weights", outputs=[out.parent])
+    (run / "model" / "mlp_head.safetensors").unlink()
+    assert_fails(capsys, [*sts, "--model", str(run / "model")],
+                 f"{run / 'model' / 'mlp_head.safetensors'} is missing: the weights are damaged")

@@ -28,7 +28,7 @@ import threading
 import time
 
 from .argtypes import positive_int
-from .errors import ConfigError, CsebenchError, TrainingError
+from .errors import ConfigError, CsebenchError, DataError, TrainingError
 
 
 def _setup_logging(verbose: bool) -> None:
@@ -210,6 +210,7 @@ def cmd_eval_sts(args) -> None:
     t0 = time.perf_counter()
     res = evaluate_sts(encode, senteval_root(args.senteval), keep_pairs=bool(args.pairs_out),
                        max_pairs=args.max_sts_pairs, seed=args.senteval_seed, extra=extra)
+    _refuse_undefined("STS", res, args)
     if args.pairs_out:
         from .evaluation.sts import save_pairs
 
@@ -261,12 +262,29 @@ def _classifier_eval(args, evaluate, root, data: dict) -> dict:
     t0 = time.perf_counter()
     res = evaluate(encode, root, tasks=list(data), seed=args.senteval_seed,
                    max_train_sentences=args.max_train_sentences, task_data=data, max_test_sentences=args.max_test_sentences)
+    _refuse_undefined(args.command.removeprefix("eval-"), res, args)
     res["eval_seconds"] = round(time.perf_counter() - t0, 2)
     res["encoding"] = _encoding_info(args, encode)
     res["run_info"] = run_info
     res["provenance"] = for_evaluation(args.precision, [getattr(encode, "table", None)])
     write_json(args.out, res, undefined_ok=True)
     return res
+
+
+def _refuse_undefined(what: str, res: dict, args) -> None:
+    """An evaluation whose scores are all undefined, or whose average is, is an error, not a result:
+    constant or non-finite embeddings (damaged weights) would otherwise give an all-null file and exit 0."""
+    import math
+
+    def bad(v) -> bool:
+        return not (isinstance(v, (int, float)) and math.isfinite(v))
+
+    tasks = res.get("tasks") or {}
+    avg = res.get("avg", res.get("avg_subset"))
+    if tasks and (all(bad(v) for v in tasks.values()) or (avg is not None and bad(avg))):
+        undefined = [k for k, v in tasks.items() if bad(v)]
+        raise DataError(f"the {what} average of {args.model} is undefined ({', '.join(undefined)}: not a finite number): "
+                        f"its embeddings are constant or not finite; {args.out} not written. Check the model's weights")
 
 
 def _encoding_info(args, encode) -> dict:
@@ -410,6 +428,11 @@ def build_parser() -> argparse.ArgumentParser:
             run_key_option(sp)
         return sp
 
+    def no_verify_option(sp):
+        sp.add_argument("--no-verify", action="store_true",
+                        help="load a run's model even if its weight files differ from the sha256 its train.json recorded")
+        return sp
+
     def run_key_option(sp):
         sp.add_argument("--key", help="instead of --suite/--run: the run's key (its folder results/runs/KEY), named "
                                       "by the first suite and run of params.yaml that list it")
@@ -464,6 +487,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--no-progress", action="store_true")
     sp.add_argument("--force", action="store_true",
                     help="train again into a folder holding a finished run (it is replaced only when the new run completes)")
+    no_verify_option(sp)
     sp.set_defaults(func=cmd_train)
 
     sp = common(sub.add_parser("teacher-cache", help="DistillCSE: a frozen teacher's normalized corpus embeddings"))
@@ -474,9 +498,11 @@ def build_parser() -> argparse.ArgumentParser:
                     help="training max length (default: the teacher run's own, from its training_config.json)")
     sp.add_argument("--batch-size", type=positive_int, default=None, help="encoding batch size (default: 128 on a GPU, 64 on CPU, the faster there)")
     sp.add_argument("--cache-dir", default=None, help="tokenized-corpus cache folder (e.g. data/cache)")
+    no_verify_option(sp)
     sp.set_defaults(func=cmd_teacher_cache)
 
     def eval_encoding(sp, table: bool = True):
+        no_verify_option(sp)
         sp.add_argument("--pooler", default=None, help="override the saved evaluation pooler")
         sp.add_argument("--batch-size", type=positive_int, default=None, help="encoding batch size (default: 128 on a GPU, 64 on CPU, the faster there)")
         if table:
@@ -517,6 +543,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--senteval-seed", type=int, default=1111, help="the transfer (and STS cap) seed eval-transfer/eval-sts will use")
     sts_cap_option(sp)
     sp.add_argument("--no-progress", action="store_true")
+    no_verify_option(sp)
     sp.set_defaults(func=cmd_embed)
 
     sp = eval_encoding(common(sub.add_parser("eval-sts", help="STS12-16, STS-B, SICK-R (Spearman x100)")))
@@ -585,7 +612,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .analysis.cli import add_parsers as add_analysis_parsers
 
-    add_analysis_parsers(sub, common)
+    add_analysis_parsers(sub, lambda sp: no_verify_option(common(sp)))
     from .results.cli import add_parsers as add_results_parsers
 
     add_results_parsers(sub, common)
@@ -616,6 +643,10 @@ def main(argv: list[str] | None = None) -> int:
         from .provenance import reset
 
         reset()  # a result's provenance names the data files read by its own command
+        if hasattr(args, "no_verify"):  # the commands that load a model
+            from .encoder import VERIFY_WEIGHTS
+
+            VERIFY_WEIGHTS[0] = not args.no_verify
         if args.threads:
             import torch
 

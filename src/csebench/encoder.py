@@ -23,7 +23,7 @@ from torch import nn
 
 from .config import EVAL_PRECISIONS, POOLERS, PROJECTION_HEADS, BackboneConfig
 from .tokens import TokenizedCorpus
-from .errors import ConfigError
+from .errors import ConfigError, DataError
 from .io import atomic_path, dumps_json
 
 log = logging.getLogger(__name__)
@@ -78,6 +78,54 @@ def check_model_source(model: str, what: str = "--model") -> None:
         raise ConfigError(f"{model} is a file, not a model folder; {what} takes {MODEL_ACCEPTS}")
     elif _looks_like_path(model):
         raise ConfigError(f"model folder not found: {model}; {what} takes {MODEL_ACCEPTS}")
+
+
+WEIGHTS_KEY = "weights_sha256"  # train.json: {file under model/: sha256} of every weight file the run wrote
+VERIFY_WEIGHTS = [True]  # the CLI's --no-verify turns it off for one command
+_WEIGHT_HASHES: dict[tuple, str] = {}  # (path, size, mtime_ns) -> sha256
+
+
+def _sha256(path: Path) -> str:
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _WEIGHT_HASHES:
+        import hashlib
+
+        with open(path, "rb") as fh:
+            _WEIGHT_HASHES[key] = hashlib.file_digest(fh, "sha256").hexdigest()
+    return _WEIGHT_HASHES[key]
+
+
+def weight_hashes(model_dir: str | os.PathLike) -> dict[str, str]:
+    """sha256 of each weight file (``*.safetensors``, also 2_Dense/'s) of a saved model folder: train.json records them."""
+    root = Path(model_dir)
+    return {p.relative_to(root).as_posix(): _sha256(p) for p in sorted(root.rglob("*.safetensors")) if p.is_file()}
+
+
+def verify_weights(model_dir: str | os.PathLike) -> None:
+    """A run's model is the one it trained: each weight file that the run's train.json (beside model/, the
+    link of a suite's view followed) lists has that sha256. A missing or changed file is an error naming
+    it; a folder that is no run's, or a run of a csebench that recorded none, is not checked."""
+    if not VERIFY_WEIGHTS[0]:
+        return
+    folder = Path(model_dir).resolve()
+    train = folder.parent / "train.json"
+    if not train.is_file():
+        return
+    try:
+        listed = json.loads(train.read_text(encoding="utf-8")).get(WEIGHTS_KEY) or {}
+    except (ValueError, AttributeError, OSError):
+        return
+    for rel, want in listed.items():
+        path = folder / rel
+        if not path.is_file():
+            what = "is missing"
+        elif (have := _sha256(path)) != want:
+            what = f"has sha256 {have[:12]}…, not the {want[:12]}… that {train} recorded when the run was trained"
+        else:
+            continue
+        raise DataError(f"{Path(model_dir) / rel} {what}: the weights are damaged or were changed since; restore them or "
+                        "train the run again, or pass --no-verify to use them anyway")
 
 
 def _one_line(exc: BaseException) -> str:
@@ -419,6 +467,8 @@ def build_encoder(backbone: BackboneConfig, seed: int = 0, dropout: float | None
                   what: str = "the backbone's model", projection_head: str = "linear") -> SentenceEncoder:
     if backbone.model != "random":
         check_model_source(backbone.model, what)
+        if Path(resolve_model_path(backbone.model)).is_dir():  # a run's model as the backbone: the one it trained
+            verify_weights(resolve_model_path(backbone.model))
     tokenizer = load_tokenizer(backbone)
     model = build_backbone(backbone, tokenizer, seed, dropout)
     if num_layers is not None:
@@ -489,6 +539,8 @@ def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None, what: 
 
     check_model_source(str(model_dir), what)
     path = Path(resolve_model_path(str(model_dir)))
+    if path.is_dir():
+        verify_weights(path)
     meta = read_encoder_meta(path)
     pooler = eval_pooler_of(path, pooler)
     try:
