@@ -165,10 +165,11 @@ def _copy_run(run: Path, dst: Path) -> Path:
 def test_damaged_weights_are_refused_naming_the_file(trained, tmp_path, capsys, small):
     """Bits flipped in model.safetensors moved STS13 from 43.40 to 43.42 with exit 0; NaN weights gave an
     all-null sts.json and `STS avg nan`, exit 0."""
-    from csebench.encoder import weight_hashes
+    from csebench.encoder import model_files
 
-    recorded = json.loads((trained / "train.json").read_text())["weights_sha256"]
-    assert recorded == weight_hashes(trained / "model") and "model.safetensors" in recorded
+    recorded = json.loads((trained / "train.json").read_text())["model_files"]
+    assert recorded == model_files(trained / "model") and {"model.safetensors", "mlp_head.safetensors", "config.json",
+                                                           "training_config.json"} <= set(recorded)
     run = _copy_run(trained, tmp_path / "run")
     weights = run / "model" / "model.safetensors"
     data = bytearray(weights.read_bytes())
@@ -181,10 +182,10 @@ def test_damaged_weights_are_refused_naming_the_file(trained, tmp_path, capsys, 
     (view / "model").symlink_to(run / "model")  # a suite's view of the run: its link is followed to train.json
     for model in (run / "model", view / "model"):
         assert_fails(capsys, [*sts, "--model", str(model)],
-                     f"{model / 'model.safetensors'} has sha256 {weight_hashes(run / 'model')['model.safetensors'][:12]}…, "
+                     f"{model / 'model.safetensors'} has sha256 {model_files(run / 'model')['model.safetensors'][:12]}…, "
                      f"not the {recorded['model.safetensors'][:12]}… that {run / 'train.json'} recorded when the run was "
-                     "trained: the weights are damaged or were changed since; restore them or train the run again, or pass "
-                     "--no-verify to use them anyway", outputs=[out.parent])
+                     "trained: the model is damaged or was changed since; restore it or train the run again, or pass "
+                     "--no-verify to use it anyway", outputs=[out.parent])
     for argv in (["embed", "--senteval", str(small), "--no-transfer", *STS_FAST, "--out", str(out)],
                  ["analyze", "align-uniform", "--senteval", str(small), "--out", str(out)]):
         assert_fails(capsys, [*argv, "--model", str(run / "model")], "model.safetensors has sha256", outputs=[out.parent])
@@ -200,4 +201,4 @@ def test_damaged_weights_are_refused_naming_the_file(trained, tmp_path, capsys, 
                  "Check the model's weights", outputs=[out.parent])
     (run / "model" / "mlp_head.safetensors").unlink()
     assert_fails(capsys, [*sts, "--model", str(run / "model")],
-                 f"{run / 'model' / 'mlp_head.safetensors'} is missing: the weights are damaged")
+                 f"{run / 'model' / 'mlp_head.safetensors'} is missing: the model is damaged")

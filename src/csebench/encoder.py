@@ -80,43 +80,49 @@ def check_model_source(model: str, what: str = "--model") -> None:
         raise ConfigError(f"model folder not found: {model}; {what} takes {MODEL_ACCEPTS}")
 
 
-WEIGHTS_KEY = "weights_sha256"  # train.json: {file under model/: sha256} of every weight file the run wrote
+MODEL_FILES = "model_files"  # train.json: {file under model/: sha256} of every file the run wrote there
 VERIFY_WEIGHTS = [True]  # the CLI's --no-verify turns it off for one command
-_WEIGHT_HASHES: dict[tuple, str] = {}  # (path, size, mtime_ns) -> sha256
+_HASHES: dict[tuple, str] = {}  # (path, size, mtime_ns) -> sha256
 
 
 def _sha256(path: Path) -> str:
     st = path.stat()
     key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
-    if key not in _WEIGHT_HASHES:
+    if key not in _HASHES:
         import hashlib
 
         with open(path, "rb") as fh:
-            _WEIGHT_HASHES[key] = hashlib.file_digest(fh, "sha256").hexdigest()
-    return _WEIGHT_HASHES[key]
+            _HASHES[key] = hashlib.file_digest(fh, "sha256").hexdigest()
+    return _HASHES[key]
 
 
-def weight_hashes(model_dir: str | os.PathLike) -> dict[str, str]:
-    """sha256 of each weight file (``*.safetensors``, also 2_Dense/'s) of a saved model folder: train.json records them."""
+def model_files(model_dir: str | os.PathLike) -> dict[str, str]:
+    """sha256 of every file of a saved model folder (weights, config, tokenizer, sentence-transformers files),
+    as train.json records them: what loading the run's model checks and what `csebench push` uploads."""
     root = Path(model_dir)
-    return {p.relative_to(root).as_posix(): _sha256(p) for p in sorted(root.rglob("*.safetensors")) if p.is_file()}
+    return {p.relative_to(root).as_posix(): _sha256(p) for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()}
+
+
+def recorded_files(model_dir: str | os.PathLike) -> tuple[Path, dict[str, str] | None]:
+    """The train.json beside a run's model/ (a suite's view's link followed) and the files it lists (None: no
+    train.json there, or one of a csebench that listed none)."""
+    train = Path(model_dir).resolve().parent / "train.json"
+    try:
+        listed = json.loads(train.read_text(encoding="utf-8")).get(MODEL_FILES)
+    except (ValueError, AttributeError, OSError):
+        return train, None
+    return train, listed if isinstance(listed, dict) else None
 
 
 def verify_weights(model_dir: str | os.PathLike) -> None:
-    """A run's model is the one it trained: each weight file that the run's train.json (beside model/, the
-    link of a suite's view followed) lists has that sha256. A missing or changed file is an error naming
-    it; a folder that is no run's, or a run of a csebench that recorded none, is not checked."""
+    """A run's model is the one it trained: each file of model/ that the run's train.json lists has that
+    sha256. A missing or changed file is an error naming it; a folder that is no run's, or a run of a
+    csebench that recorded none, is not checked."""
     if not VERIFY_WEIGHTS[0]:
         return
+    train, listed = recorded_files(model_dir)
     folder = Path(model_dir).resolve()
-    train = folder.parent / "train.json"
-    if not train.is_file():
-        return
-    try:
-        listed = json.loads(train.read_text(encoding="utf-8")).get(WEIGHTS_KEY) or {}
-    except (ValueError, AttributeError, OSError):
-        return
-    for rel, want in listed.items():
+    for rel, want in (listed or {}).items():
         path = folder / rel
         if not path.is_file():
             what = "is missing"
@@ -124,8 +130,8 @@ def verify_weights(model_dir: str | os.PathLike) -> None:
             what = f"has sha256 {have[:12]}…, not the {want[:12]}… that {train} recorded when the run was trained"
         else:
             continue
-        raise DataError(f"{Path(model_dir) / rel} {what}: the weights are damaged or were changed since; restore them or "
-                        "train the run again, or pass --no-verify to use them anyway")
+        raise DataError(f"{Path(model_dir) / rel} {what}: the model is damaged or was changed since; restore it or "
+                        "train the run again, or pass --no-verify to use it anyway")
 
 
 def _one_line(exc: BaseException) -> str:

@@ -27,7 +27,7 @@ import torch
 from . import checkpoint, distributed, provenance
 from .config import RunConfig
 from .data import load_tokenized_corpus, senteval_root
-from .encoder import WEIGHTS_KEY, SentenceEncoder, build_encoder, check_max_seq_length, pool, weight_hashes
+from .encoder import MODEL_FILES, SentenceEncoder, build_encoder, check_max_seq_length, pool, model_files
 from .errors import TrainingError
 from .evaluation.sts import PairSet, cap_pairs, load_sickr, load_stsb, load_sts_pairs, spearman100, sts_pair_similarities
 from .io import atomic_path, dumps_json, replace_dir, staged_outputs, write_csv, write_json
@@ -588,7 +588,7 @@ class Trainer:
             log.warning("%s: no finite STS-B dev score; saving the final model", self.cfg.run_id)
             self.encoder.save(partial)
         (partial / "training_config.json").write_text(dumps_json(self.cfg.record(), default=str) + "\n")
-        summary[WEIGHTS_KEY] = weight_hashes(partial)  # what loading the run's model checks (encoder.verify_weights)
+        summary[MODEL_FILES] = model_files(partial)  # what loading the run's model checks, what push uploads
         with staged_outputs(marker=self.out_dir / "train.json"):
             write_csv(self.out_dir / "train_curve.csv", ["step"] + self.log_keys, self.train_rows)
             write_csv(self.out_dir / "dev_curve.csv", ["step", self.dev.column], self.dev_rows)
