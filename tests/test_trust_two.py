@@ -243,3 +243,30 @@ def test_push_never_follows_a_link_nor_sends_a_stranger(trained, tmp_path, capsy
     assert main(argv[:2] + [str(view)] + argv[3:]) == 0
     listed = [line.strip() for line in capsys.readouterr().out.splitlines()[1:]]
     assert "README.md" in listed and "model.safetensors" in listed and "notes.txt" not in listed
+
+
+def test_a_run_output_linked_out_of_the_run_is_refused_and_never_deleted_through(trained, tmp_path, capsys):
+    """model/ a link to a folder elsewhere: `train --force` died with `OSError: Cannot call rmtree on a symbolic
+    link`, and the .model.old link it left blocked every later train."""
+    from runhelpers import train_argv
+
+    inputs = trained.parent
+    run = _copy_run(trained, tmp_path / "run")
+    elsewhere = tmp_path / "elsewhere"
+    (run / "model").rename(elsewhere)
+    (run / "model").symlink_to(elsewhere)
+    kept = sorted(p.name for p in elsewhere.iterdir())
+    argv = train_argv(inputs, run, None) + ["--force"]
+    assert_fails(capsys, argv, f"{run / 'model'} is a symbolic link to {elsewhere}, outside the run folder {run}: csebench "
+                               "writes a run's outputs inside its folder and never deletes through a link; remove the link "
+                               "(what it points to stays) or choose another --out")
+    assert sorted(p.name for p in elsewhere.iterdir()) == kept and (run / "train.json").is_file()
+    # an older csebench's leftover: .model.old, a link out of the run, is unlinked; what it points to stays
+    (run / "model").unlink()
+    shutil_copy = __import__("shutil").copytree
+    shutil_copy(elsewhere, run / "model")
+    (run / ".model.old").symlink_to(elsewhere)
+    rc, err = run_cli(capsys, argv)
+    assert rc == 0, err
+    assert not (run / ".model.old").is_symlink() and sorted(p.name for p in elsewhere.iterdir()) == kept
+    assert (run / "model").is_dir() and not (run / "model").is_symlink()

@@ -113,16 +113,34 @@ def _refuse_view(out: str, params: dict, suite: str, run: str, seed: int) -> Non
     from .workflow import run_dir, run_folder
 
     view = os.path.join(out, "train.json")
+    folder = None
     if os.path.islink(os.path.join(out, "model")) and os.path.isfile(view):
         from .io import read_json
 
-        folder = read_json(view).get("run_folder", "the run's folder under results/runs")
-    elif os.path.normpath(out) == os.path.normpath(run_dir(params, suite, run, seed)):  # the view, not made yet
+        folder = read_json(view).get("run_folder")  # a view's relabelled train.json names the run's folder
+    if folder is None and os.path.normpath(out) == os.path.normpath(run_dir(params, suite, run, seed)):  # not made yet
         folder = run_folder(params, suite, run, seed)
-    else:
+    if folder is None:
         return
     raise TrainingError(f"{out} is a suite's view of the run in {folder}: train there (--out {folder}), "
                         "or let Snakemake do it (docs/runs.md)")
+
+
+RUN_OUTPUTS = ("model", "train.json", "train_curve.csv", "dev_curve.csv", "train_timing.json", "checkpoint",
+               "best_model.partial", "model.partial", ".lock")
+
+
+def _refuse_links_out(out: str) -> None:
+    """A run's outputs are written, replaced and deleted inside its folder: one that is a symbolic link out of it
+    (model/ linked to a folder elsewhere) would have the next train delete or overwrite what it points to."""
+    root = os.path.realpath(out)
+    for name in RUN_OUTPUTS:
+        path = os.path.join(out, name)
+        target = os.path.realpath(path)
+        if os.path.islink(path) and os.path.commonpath([root, target]) != root:
+            raise TrainingError(f"{path} is a symbolic link to {os.readlink(path)}, outside the run folder {out}: csebench "
+                                "writes a run's outputs inside its folder and never deletes through a link; remove the "
+                                "link (what it points to stays) or choose another --out")
 
 
 def cmd_train(args) -> None:
@@ -135,6 +153,7 @@ def cmd_train(args) -> None:
     _name_run(args, params)
     cfg = resolve_run(params, args.suite, args.run, args.seed)
     _refuse_view(args.out, params, args.suite, args.run, args.seed)
+    _refuse_links_out(args.out)
     # one process per run folder (under torchrun rank 0 holds the lock: the other ranks write nothing there)
     with run_lock(args.out) if int(os.environ.get("RANK", 0)) == 0 else contextlib.nullcontext():
         if os.path.isfile(os.path.join(args.out, "train.json")) and not args.force:

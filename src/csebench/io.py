@@ -49,7 +49,8 @@ def _follow_umask(tmp: Path, is_dir: bool) -> None:
                 os.chmod(os.path.join(root, f), 0o666 & ~_UMASK)
 
 
-def _remove(path: Path) -> None:
+def remove_path(path: Path) -> None:
+    """Delete a file or folder; a symbolic link is unlinked, never deleted through."""
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path, ignore_errors=True)
     else:
@@ -58,12 +59,12 @@ def _remove(path: Path) -> None:
 
 def _commit(tmp: Path, final: Path, is_dir: bool) -> None:
     if is_dir:
-        if final.exists():
+        if final.exists() or final.is_symlink():
             old = final.with_name(f".{final.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
+            remove_path(old)  # a link is unlinked, never deleted through
             final.rename(old)
             tmp.rename(final)
-            shutil.rmtree(old, ignore_errors=True)
+            remove_path(old)
         else:
             tmp.rename(final)
     else:
@@ -86,7 +87,7 @@ def atomic_path(path: str | os.PathLike, is_dir: bool = False) -> Iterator[Path]
         else:
             _commit(tmp, final, is_dir)
     except BaseException:
-        _remove(tmp)
+        remove_path(tmp)
         raise
 
 
@@ -123,7 +124,7 @@ def staged_outputs(marker: str | os.PathLike | None = None) -> Iterator[None]:
         pending = _STAGED
     except BaseException:
         for tmp, _, _ in _STAGED:
-            _remove(tmp)
+            remove_path(tmp)
         raise
     finally:
         _STAGED = outer
@@ -138,7 +139,7 @@ def staged_outputs(marker: str | os.PathLike | None = None) -> Iterator[None]:
                 _commit(*pending.pop(0))
     finally:
         for tmp, _, _ in pending:  # what a failed rename left
-            _remove(tmp)
+            remove_path(tmp)
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:

@@ -30,7 +30,7 @@ from .data import load_tokenized_corpus, senteval_root
 from .encoder import MODEL_FILES, SentenceEncoder, build_encoder, check_max_seq_length, pool, model_files
 from .errors import TrainingError
 from .evaluation.sts import PairSet, cap_pairs, load_sickr, load_stsb, load_sts_pairs, spearman100, sts_pair_similarities
-from .io import atomic_path, dumps_json, replace_dir, staged_outputs, write_csv, write_json
+from .io import atomic_path, dumps_json, remove_path, replace_dir, staged_outputs, write_csv, write_json
 from .loader import BatchLoader
 from .objectives import Objective
 from .objectives.base import StepContext
@@ -326,15 +326,15 @@ class Trainer:
         finished run (train --force) stays whole until the new one replaces it in finish()."""
         if self.rank != 0:
             return
-        for p in self.out_dir.iterdir():
+        for p in self.out_dir.iterdir():  # a link among them is unlinked, never deleted through (io.remove_path)
             if p.name.startswith(".") and (p.name.endswith(".tmp") or p.name.endswith(".old")) \
                     and p.name != f".{self.ckpt_dir.name}.old":
-                shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
-        shutil.rmtree(self.out_dir / "best_model.partial", ignore_errors=True)
+                remove_path(p)
+        remove_path(self.out_dir / "best_model.partial")
         if not (self.out_dir / "train.json").is_file():
             for name in ("train_timing.json", "train_curve.csv", "dev_curve.csv"):
                 (self.out_dir / name).unlink(missing_ok=True)
-            shutil.rmtree(self.out_dir / "model", ignore_errors=True)
+            remove_path(self.out_dir / "model")
 
     def maybe_resume(self) -> bool:
         self._clean_stale()
