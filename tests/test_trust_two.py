@@ -270,3 +270,25 @@ def test_a_run_output_linked_out_of_the_run_is_refused_and_never_deleted_through
     assert rc == 0, err
     assert not (run / ".model.old").is_symlink() and sorted(p.name for p in elsewhere.iterdir()) == kept
     assert (run / "model").is_dir() and not (run / "model").is_symlink()
+
+
+# ----------------------------------------------------------------------------- 3. one line where a traceback was
+
+
+def test_snakemake_settings_mistake_is_one_line(tmp_path):
+    """`snakemake -n` with a malformed section printed the right line under Snakemake's header, then 4 stack lines;
+    an unknown suite in --config gave a KeyError with its stack."""
+    import subprocess
+
+    from test_pipeline import BIN, _env
+    from runhelpers import ROOT
+
+    over = tmp_path / "over.yaml"
+    over.write_text("suites:\n  ci:\n    training: [1, 2]\n")
+    for config, message in ((f"params_overrides=[{over}]", f"{over}: suites.ci.training: expected a mapping, got [1, 2]"),
+                            ("suites=[cii]", "suites: unknown suite 'cii' (did you mean 'ci'?)")):
+        proc = subprocess.run([str(BIN / "snakemake"), "-n", "--configfile", "config/ci.yaml", "--config", config, "plan=false"],
+                              cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=120)
+        lines = [l for l in (proc.stdout + proc.stderr).splitlines() if not l.startswith("Config file config/paper.yaml")]
+        assert proc.returncode == 1 and lines == [f"csebench: error: {lines[0].partition('error: ')[2]}"], lines
+        assert message in lines[0]
