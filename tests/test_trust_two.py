@@ -338,3 +338,34 @@ def test_a_pickled_pytorch_model_bin_is_refused_in_one_line(tmp_path, capsys, ti
                         "loaded: csebench refuses it (torch's safe loader, weights_only=True, stopped at it)",
                         outputs=[out.parent])
     assert "weights_only=False" not in line and not marker.exists()
+
+
+# ----------------------------------------------------------------------------- 4. unclear but harmless
+
+
+def test_an_empty_compose_is_refused(tmp_path, capsys):
+    """`compose: []` trained plain SimCSE under the composed method's name."""
+    from runhelpers import PARAMS, write_config
+
+    cfg = write_config(tmp_path / "over.yaml", {"methods": {"m": {"compose": []}},
+                                                "suites": {"ci": {"runs": [{"name": "x", "backbone": "tiny", "method": "m"}]}}})
+    assert_fails(capsys, ["show-config", "--params", str(PARAMS), "--config", str(cfg), "--suite", "ci", "--run", "x",
+                          "--seed", "1"],
+                 "methods.m.compose: the list is empty; name the methods it combines, or drop compose: and give the "
+                 "method its own objectives")
+
+
+@pytest.mark.parametrize("line,chars", [("\u200b\u200b", "U+200B"), ("\u202e \u200b", "U+200B, U+202E"),
+                                        ("\ufeff\u2060", "U+2060, U+FEFF")])
+def test_a_line_of_invisible_characters_is_refused(tmp_path, capsys, line, chars):
+    """Lines of U+200B or U+202E only trained as sentences."""
+    from csebench.data import read_corpus
+    from csebench.errors import DataError
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(f"a sentence .\n{line}\nanother one .\n", encoding="utf-8")
+    with pytest.raises(DataError) as err:
+        read_corpus(corpus)
+    assert f"corpus {corpus} line 2 holds only invisible characters ({chars}): not text; remove the line" in str(err.value)
+    corpus.write_text("a zero\u200bwidth join is text .\n\u200bleading one too\n", encoding="utf-8")
+    assert len(read_corpus(corpus)) == 2

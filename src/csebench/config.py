@@ -494,6 +494,9 @@ def method_settings(params: dict, name: str, backbone: str, chain: tuple[str, ..
     parts = method.get("compose") or []
     if not isinstance(parts, list) or not all(isinstance(p, str) for p in parts):
         raise ConfigError(f"methods.{name}.compose: expected a list of method names, got {parts!r}")
+    if "compose" in method and not parts:  # it would train plain SimCSE under the composed method's name
+        raise ConfigError(f"methods.{name}.compose: the list is empty; name the methods it combines, or drop compose: "
+                          "and give the method its own objectives")
     training: dict = {}
     objectives: dict = {}
     clashes: dict[str, str] = {}
