@@ -369,3 +369,95 @@ def test_a_line_of_invisible_characters_is_refused(tmp_path, capsys, line, chars
     assert f"corpus {corpus} line 2 holds only invisible characters ({chars}): not text; remove the line" in str(err.value)
     corpus.write_text("a zero\u200bwidth join is text .\n\u200bleading one too\n", encoding="utf-8")
     assert len(read_corpus(corpus)) == 2
+
+
+def test_an_interrupt_names_the_subcommand_even_before_argparse(capsys, monkeypatch):
+    """A Ctrl-C at 0.2 s printed `csebench: interrupted`."""
+    from csebench import cli
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    rc, err = run_cli(capsys, ["-v", "--threads", "1", "train", "--suite", "ci"])
+    assert rc == 130 and err == "csebench train: interrupted\n"
+
+
+def test_an_interrupt_during_an_import_is_one_line_and_never_raised_inside_it(tmp_path):
+    """Ctrl-C during torch's import raised KeyboardInterrupt inside it, where pybind11 code cannot pass it on:
+    `terminate called after throwing an instance of 'pybind11::error_already_set'`, exit 134, an 85-line dump.
+    The stand-in module records a KeyboardInterrupt raised inside its import (the C++ code would abort there)."""
+    import subprocess
+    import sys
+
+    from runhelpers import ROOT, env
+
+    marker = tmp_path / "raised-inside-the-import"
+    (tmp_path / "slow_import.py").write_text(
+        "import os, signal, time\n"
+        "try:\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    time.sleep(5)\n"
+        "except KeyboardInterrupt:\n"
+        f"    open({str(marker)!r}, 'w').close()\n"
+        "    raise\n")
+    script = (f"import sys; sys.path.insert(0, {str(tmp_path)!r})\n"
+              "from csebench import cli, io\n"
+              "def cmd(args):\n"
+              f"    with io.atomic_path({str(tmp_path / 'out.txt')!r}) as tmp:\n"
+              "        tmp.write_text('half')\n"
+              "        import slow_import\n"
+              "cli.cmd_runs = cmd\n"
+              "sys.exit(cli.main(['runs']))\n")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env(), capture_output=True, text=True, timeout=60)
+    assert (proc.returncode, proc.stderr) == (130, "csebench runs: interrupted\n")
+    assert not marker.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["slow_import.py"]  # the unfinished output's temporary removed
+
+
+@pytest.fixture()
+def read_only(monkeypatch):
+    """A folder on a read-only file system: creating a file or folder in it fails with EROFS (the machine's
+    tests cannot mount one; every csebench output is created through tempfile's mkstemp/mkdtemp)."""
+    import errno
+    import os
+    import tempfile
+
+    folders: list[Path] = []
+
+    def refuse(real):
+        def create(*args, dir=None, **kwargs):
+            if dir is not None and any(Path(dir).resolve().is_relative_to(f.resolve()) for f in folders):
+                raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(dir))
+            return real(*args, dir=dir, **kwargs)
+
+        return create
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse(tempfile.mkstemp))
+    monkeypatch.setattr(tempfile, "mkdtemp", refuse(tempfile.mkdtemp))
+    return folders
+
+
+def test_a_read_only_output_folder_stops_before_any_work(trained, tmp_path, capsys, monkeypatch, read_only, small):
+    """render, eval-sts, train and model-card ended in `OSError: [Errno 30] Read-only file system` tracebacks,
+    eval-sts only after computing everything."""
+    from csebench import embeddings
+    from runhelpers import PARAMS, train_argv
+
+    run = _copy_run(trained, tmp_path / "run")
+    read_only.append(run)
+    encoded = []
+    monkeypatch.setattr(embeddings, "model_encoder", lambda *a, **k: encoded.append(a) or (lambda s: None))
+    before = {p: p.stat().st_mtime_ns for p in run.rglob("*")}
+    assert_fails(capsys, ["eval-sts", "--model", str(run / "model"), "--senteval", str(small), *STS_FAST,
+                          "--out", str(run / "eval" / "sts.json")],
+                 f"cannot write {run / 'eval' / 'sts.json'}: {run} is not writable (Read-only file system); nothing was done")
+    assert encoded == []  # found before any encoding
+    assert_fails(capsys, ["model-card", "--run", str(run)], f"cannot write {run / 'model'}: {run / 'model'} is not writable")
+    assert_fails(capsys, train_argv(trained.parent, run, None) + ["--force"], f"cannot write {run}: {run} is not writable")
+    results = tmp_path / "results"
+    results.mkdir()
+    read_only.append(results)
+    assert_fails(capsys, ["results", "render", "--params", str(PARAMS), "--item", "suite/ci", "--results", str(results)],
+                 f"cannot write {results}: {results} is not writable (Read-only file system)")
+    assert {p: p.stat().st_mtime_ns for p in run.rglob("*")} == before  # nothing finished touched

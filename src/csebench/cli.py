@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import logging
 import os
 import signal
@@ -641,11 +642,66 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+_COMMAND = ["csebench"]  # the command named on the command line, for the interrupt line
+
+
+def _command_of(argv: list[str]) -> str:
+    """``csebench <subcommand>`` as named on the command line, before argparse has read it."""
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--threads":
+            i += 2
+        elif argv[i].startswith("-"):
+            i += 1
+        else:
+            return f"csebench {argv[i]}"
+    return "csebench"
+
+
+def _in_import(frame) -> bool:
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _on_interrupt(signum, frame) -> None:
     # the first Ctrl-C unwinds (temporaries removed, the run lock released, one line printed);
     # a second one while that runs ends the process at once
     signal.signal(signal.SIGINT, lambda *_: os._exit(130))
+    if _in_import(frame):
+        # raised inside an import, KeyboardInterrupt can land in C++ code that cannot pass it on (torch's
+        # pybind11 bindings: `terminate called ...`, exit 134 and an 85-line dump): end here instead, the
+        # temporaries of unfinished outputs removed (the run lock's file stays: the next train takes it over)
+        from .io import open_temporaries, remove_path
+
+        for tmp in open_temporaries():
+            remove_path(tmp)
+        print(f"{_COMMAND[0]}: interrupted", file=sys.stderr, flush=True)
+        os._exit(130)
     raise KeyboardInterrupt
+
+
+OUTPUT_OPTIONS = ("out", "pairs_out", "figure", "markdown", "csv", "out_dir")  # checked writable before any work
+FOLDER_OUT = ("train", "prepare-senteval", "prepare-probing", "eval-mteb", "view-run")  # their --out is a folder
+
+
+def _check_outputs(args) -> None:
+    """Every output folder takes a file, before any work (a read-only results folder was found only after
+    eval-sts had computed everything). Commands that only check (--check) write nothing."""
+    from .io import check_writable
+
+    if getattr(args, "check", False) or args.command in ("dvc-yaml", "show-config", "runs", "plan"):
+        return
+    for name in OUTPUT_OPTIONS:
+        value = getattr(args, name, None)
+        if isinstance(value, str) and value not in ("", "-"):
+            check_writable(value, is_dir=name == "out_dir" or args.command in FOLDER_OUT)
+    if args.command in ("model-card", "push"):  # RUN/model_card.md and RUN/model/README.md
+        check_writable(os.path.join(args.run, "model"), is_dir=True)
+    if args.command == "results" and getattr(args, "out_dir", None) is None and getattr(args, "results", None):
+        check_writable(args.results, is_dir=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -654,11 +710,12 @@ def main(argv: list[str] | None = None) -> int:
     interrupts nothing: the program ignores it until it exits, an in-process caller gets its handler back."""
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, _on_interrupt) if main_thread else None
-    command = "csebench"
+    command = _COMMAND[0] = _command_of(sys.argv[1:] if argv is None else list(argv))
     try:
         args = build_parser().parse_args(argv)
-        command = f"csebench {args.command}"
+        command = _COMMAND[0] = f"csebench {args.command}"
         _setup_logging(args.verbose)
+        _check_outputs(args)
         from .provenance import reset
 
         reset()  # a result's provenance names the data files read by its own command
@@ -673,6 +730,12 @@ def main(argv: list[str] | None = None) -> int:
         args.func(args)
     except CsebenchError as exc:
         print(f"{command}: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a full disk, a read-only or forbidden folder found while writing: one line
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM):
+            raise
+        print(f"{command}: error: cannot write {exc.filename}: {exc.strerror} (errno {errno.errorcode[exc.errno]}); "
+              "nothing finished was replaced, the temporaries are removed", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"{command}: interrupted", file=sys.stderr)
