@@ -461,3 +461,20 @@ def test_a_read_only_output_folder_stops_before_any_work(trained, tmp_path, caps
     assert_fails(capsys, ["results", "render", "--params", str(PARAMS), "--item", "suite/ci", "--results", str(results)],
                  f"cannot write {results}: {results} is not writable (Read-only file system)")
     assert {p: p.stat().st_mtime_ns for p in run.rglob("*")} == before  # nothing finished touched
+
+
+def test_a_nan_default_that_every_suite_overrides_is_refused(tmp_path, capsys):
+    """`training.learning_rate: .nan` in params.yaml was accepted when every suite set its own."""
+    from runhelpers import PARAMS
+
+    text = PARAMS.read_text(encoding="utf-8")
+    params = tmp_path / "params.yaml"
+    at = text.index("\ntraining:")  # the defaults' learning rate: every suite sets its own
+    params.write_text(text[:at] + text[at:].replace("  learning_rate: 3.0e-5\n", "  learning_rate: .nan\n", 1), encoding="utf-8")
+    assert "\n  learning_rate: .nan\n" in params.read_text()
+    assert_fails(capsys, ["show-config", "--params", str(params), "--suite", "ci", "--run", "simcse", "--seed", "1"],
+                 f"{params}: training.learning_rate: expected a finite number, got nan")
+    over = tmp_path / "over.yaml"
+    over.write_text("suites:\n  nobody:\n    training: {temperature: .inf}\n")
+    assert_fails(capsys, ["show-config", "--params", str(PARAMS), "--config", str(over), "--suite", "ci", "--run", "simcse",
+                          "--seed", "1"], f"{over}: suites.nobody.training.temperature: expected a finite number, got inf")
