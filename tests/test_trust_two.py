@@ -478,3 +478,31 @@ def test_a_nan_default_that_every_suite_overrides_is_refused(tmp_path, capsys):
     over.write_text("suites:\n  nobody:\n    training: {temperature: .inf}\n")
     assert_fails(capsys, ["show-config", "--params", str(PARAMS), "--config", str(over), "--suite", "ci", "--run", "simcse",
                           "--seed", "1"], f"{over}: suites.nobody.training.temperature: expected a finite number, got inf")
+
+
+# ----------------------------------------------------------------------------- 5. a full disk
+
+
+def test_a_full_disk_during_render_keeps_the_old_report(tmp_path, capsys, monkeypatch):
+    """A full disk while `results render` writes (a fake fsync raising ENOSPC: no small file system can be mounted
+    here): one line, exit 2; the previous report stays whole and no temporary is left."""
+    import errno
+    import os
+
+    from test_nothing_lost import _report_argv, _report_outputs
+
+    argv = _report_argv(tmp_path)
+    assert run_cli(capsys, argv)[0] == 0
+    before = _report_outputs(tmp_path)
+    real = os.fsync
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    rc, err = run_cli(capsys, argv)
+    monkeypatch.setattr(os, "fsync", real)
+    assert (rc, err) == (2, "csebench results: error: a write failed: No space left on device (errno ENOSPC); nothing "
+                            "finished was replaced, the temporaries are removed\n")
+    assert _report_outputs(tmp_path) == before
+    assert not [p for p in (tmp_path / "results").rglob(".*.tmp")]

@@ -734,7 +734,8 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # a full disk, a read-only or forbidden folder found while writing: one line
         if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM):
             raise
-        print(f"{command}: error: cannot write {exc.filename}: {exc.strerror} (errno {errno.errorcode[exc.errno]}); "
+        what = f"cannot write {exc.filename}" if exc.filename else "a write failed"  # fsync and write name no file
+        print(f"{command}: error: {what}: {exc.strerror} (errno {errno.errorcode[exc.errno]}); "
               "nothing finished was replaced, the temporaries are removed", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
