@@ -17,16 +17,19 @@ configfile: "config/paper.yaml"
 
 include: "workflow/rules/common.smk"  # first: checks the config against its schema
 
-PARAMS = wf.load_params(config.get("params", "params.yaml"), config.get("params_overrides", []))
-SUITES = config["suites"] if isinstance(config["suites"], list) else [config["suites"]]
-if SUITES == ["all"]:
-    SUITES = default_suites(PARAMS)
+with wf.one_line():  # a mistake in params.yaml or an override: its one line, without Snakemake's stack lines
+    PARAMS = wf.load_params(config.get("params", "params.yaml"), config.get("params_overrides", []))
+    SUITES = config["suites"] if isinstance(config["suites"], list) else [config["suites"]]
+    if SUITES == ["all"]:
+        SUITES = default_suites(PARAMS)
+    wf.check_suites(PARAMS, SUITES)
 RESULTS = PARAMS.get("paths", {}).get("results", "results")
 DATA = PARAMS.get("paths", {}).get("data", "data")
 PROGRESS = "" if config.get("progress", True) else "--no-progress"
 # Every run of params.yaml by identity (docs/runs.md): a run listed by several suites is trained,
 # embedded and evaluated once, in its own folder; the suites' folders are views of it (views.smk).
-RUNS = wf.Runs(PARAMS)
+with wf.one_line():
+    RUNS = wf.Runs(PARAMS)
 
 if workflow.is_main_process:  # results a DVC checkout or a copy wrote anew count as built (docs/dvc.md)
     wf.restore_times(RESULTS)
@@ -37,13 +40,15 @@ onsuccess:
 
 onerror:  # what did finish is recorded too
     wf.record_times(RESULTS)
+
 RUN = key_dir(RESULTS, "{key}", "{seed}")  # a run's folder: training, its teacher cache
 EVAL = f"{RUN}/{{ev}}"  # the run evaluated under one suite's evaluation settings (csebench.workflow.eval_name)
 
 if workflow.is_main_process and config.get("plan", True):  # what this will cost, before anything runs
     from csebench.plan import plan as _plan, render_plan as _render_plan
 
-    print("csebench plan (csebench plan --suites ...):\n" + _render_plan(_plan(PARAMS, SUITES)) + "\n", file=sys.stderr)
+    with wf.one_line():
+        print("csebench plan (csebench plan --suites ...):\n" + _render_plan(_plan(PARAMS, SUITES)) + "\n", file=sys.stderr)
 
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"

@@ -294,9 +294,10 @@ def test_json_writer_is_strict_and_names_the_key(tmp_path, caplog):
     assert sum("is undefined (not a finite number): written as null" in r.getMessage() for r in caplog.records) == 2
 
 
-def test_sts_json_of_a_constant_model_has_null_not_nan(tmp_path, capsys, shared_dir, tiny_encoder, monkeypatch):
-    """A model whose embeddings are all equal has undefined Spearman correlations: null in sts.json
-    (was bare NaN, which strict JSON parsers reject)."""
+def test_sts_of_a_constant_model_is_an_error_not_a_null_result(tmp_path, capsys, shared_dir, tiny_encoder, monkeypatch):
+    """A model whose embeddings are all equal has undefined Spearman correlations: sts.json once held bare NaN
+    (which strict JSON parsers reject), then an all-null file with exit 0; an undefined average is an error
+    (issue 31), and nothing is written."""
     import torch
 
     from csebench import embeddings
@@ -305,6 +306,5 @@ def test_sts_json_of_a_constant_model_has_null_not_nan(tmp_path, capsys, shared_
     monkeypatch.setattr(embeddings, "model_encoder", lambda *a, **k: lambda s: torch.ones(len(s), 4))
     rc, err = run_cli(capsys, ["eval-sts", "--model", str(tmp_path / "model"), "--senteval", str(shared_dir / "senteval"),
                                "--max-sts-pairs", "20", "--out", str(tmp_path / "sts.json"), "--no-progress"])
-    assert rc == 0, err
-    res = json.loads((tmp_path / "sts.json").read_text(), parse_constant=pytest.fail)
-    assert res["tasks"]["STS12"] is None and res["avg"] is None
+    assert rc == 2 and "the STS average of" in err and "is undefined (STS12, " in err, err
+    assert not (tmp_path / "sts.json").exists()

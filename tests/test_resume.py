@@ -123,8 +123,7 @@ def test_failure_while_writing_outputs_leaves_nothing_finished_and_rerun_resumes
                                                            log_steps=1, eval_batch_size=64))
     out = tmp_path / "run"
     fail_writing_train_json(monkeypatch)
-    with pytest.raises(OSError, match="No space left"):
-        cli.main(train_argv(tmp_path, out, cfg))
+    assert cli.main(train_argv(tmp_path, out, cfg)) == 2  # one line: cannot write .../train.json: No space left on device
     left = sorted(p.name for p in out.iterdir())
     assert left == ["checkpoint"], left
     monkeypatch.undo()

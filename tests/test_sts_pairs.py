@@ -28,12 +28,12 @@ def write_pairs(path, rows, header=HEADER, encoding="utf-8"):
 def test_splits_columns_quoting_and_normalisation(tmp_path):
     tsv = write_pairs(tmp_path / "mine.tsv", ["A  man\tsings.\t4.5\tdev\n", "\n", 'He said "hi"\tquote\t1\tvalidation\n',
                                               "x\ty\t2\ttest\n", "x y\tz\t0.5\tTEST\n", "p\tq\t3\ttrain\n"])
-    dev = load_sts_pairs(tsv, "dev")  # dev and validation rows; blank lines skipped; quotes are text in a .tsv
+    dev = load_sts_pairs(tsv, "dev", min_pairs=2)  # dev and validation rows; blank lines skipped; quotes are text in a .tsv
     assert dev.sent1 == ["A man", 'He said "hi"'] and list(dev.scores) == [4.5, 1.0]
-    assert len(load_sts_pairs(tsv, "test").scores) == 2 and len(load_sts_pairs(tsv).scores) == 5
+    assert len(load_sts_pairs(tsv, "test", min_pairs=2).scores) == 2 and len(load_sts_pairs(tsv, min_pairs=2).scores) == 5
     csv = tmp_path / "mine.csv"
     csv.write_text('\ufeffid,score,sentence2,sentence1\n1,0.5,"b, c",a\n2,3,d,"e ""f"""\n', encoding="utf-8")
-    both = load_sts_pairs(csv, "dev")  # no split column: every row, whatever the role; column order free
+    both = load_sts_pairs(csv, "dev", min_pairs=2)  # no split column: every row, whatever the role; column order free
     assert both.sent1 == ["a", 'e "f"'] and both.sent2 == ["b, c", "d"] and list(both.scores) == [0.5, 3.0]
 
 
@@ -48,7 +48,8 @@ BAD = [  # (file name, content bytes, message)
     ("u.tsv", HEADER.encode() + b"a\tb\t1\tdev\nna\xefve\tb\t2\tdev\n", "u.tsv is not UTF-8: invalid byte at line 3"),
     ("s.tsv", HEADER.encode() + b"a\tb\t1\tdvd\n", "s.tsv:2: split 'dvd' is not one of train, dev, validation, test"),
     ("d.tsv", HEADER.encode() + b"a\tb\t1\tdev\nc\td\t2\ttrain\n", "d.tsv has no rows with split test (its splits: dev, train)"),
-    ("k.tsv", HEADER.encode() + b"a\tb\t1\ttest\nc\td\t1\ttest\n", "k.tsv: 2 test pair(s), all scored 1: a Spearman correlation needs"),
+    ("k.tsv", HEADER.encode() + b"".join(b"a%d\tb\t1\ttest\n" % i for i in range(10)),
+     "k.tsv: 10 test pairs, all scored 1: a Spearman correlation needs pairs with different scores"),
     ("m.tsv", HEADER.encode() + b" \tb\t1\tdev\n", "m.tsv:2: sentence1 is empty"),
     ("x.txt", HEADER.encode(), "x.txt: name an STS pairs file .tsv (tab-separated) or .csv (comma-separated)"),
 ]
@@ -219,7 +220,7 @@ def test_own_sets_are_scored_beside_the_seven_tasks(tmp_path, tiny_encoder, shar
     e1, e2 = enc.encode(test.sent1).double(), enc.encode(test.sent2).double()
     cos = ((e1 * e2).sum(1) / (e1.norm(dim=1) * e2.norm(dim=1))).numpy()
     assert res["extra_sets"] == {"cats": {"spearman": pytest.approx(100 * spearmanr(cos, test.scores)[0], abs=1e-6),
-                                          "n_pairs": 20, "split": "test"}}
+                                          "n_pairs": 20, "split": "test", "duplicates_dropped": 0}}
     assert sorted(np.load(tmp_path / "pairs.npz").files) == sorted(f"{t}.{k}" for t in res["tasks"] for k in ("sim", "gold"))
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import logging
 import os
 import signal
@@ -28,7 +29,7 @@ import threading
 import time
 
 from .argtypes import positive_int
-from .errors import ConfigError, CsebenchError, TrainingError
+from .errors import ConfigError, CsebenchError, DataError, TrainingError
 
 
 def _setup_logging(verbose: bool) -> None:
@@ -113,16 +114,34 @@ def _refuse_view(out: str, params: dict, suite: str, run: str, seed: int) -> Non
     from .workflow import run_dir, run_folder
 
     view = os.path.join(out, "train.json")
+    folder = None
     if os.path.islink(os.path.join(out, "model")) and os.path.isfile(view):
         from .io import read_json
 
-        folder = read_json(view).get("run_folder", "the run's folder under results/runs")
-    elif os.path.normpath(out) == os.path.normpath(run_dir(params, suite, run, seed)):  # the view, not made yet
+        folder = read_json(view).get("run_folder")  # a view's relabelled train.json names the run's folder
+    if folder is None and os.path.normpath(out) == os.path.normpath(run_dir(params, suite, run, seed)):  # not made yet
         folder = run_folder(params, suite, run, seed)
-    else:
+    if folder is None:
         return
     raise TrainingError(f"{out} is a suite's view of the run in {folder}: train there (--out {folder}), "
                         "or let Snakemake do it (docs/runs.md)")
+
+
+RUN_OUTPUTS = ("model", "train.json", "train_curve.csv", "dev_curve.csv", "train_timing.json", "checkpoint",
+               "best_model.partial", "model.partial", ".lock")
+
+
+def _refuse_links_out(out: str) -> None:
+    """A run's outputs are written, replaced and deleted inside its folder: one that is a symbolic link out of it
+    (model/ linked to a folder elsewhere) would have the next train delete or overwrite what it points to."""
+    root = os.path.realpath(out)
+    for name in RUN_OUTPUTS:
+        path = os.path.join(out, name)
+        target = os.path.realpath(path)
+        if os.path.islink(path) and os.path.commonpath([root, target]) != root:
+            raise TrainingError(f"{path} is a symbolic link to {os.readlink(path)}, outside the run folder {out}: csebench "
+                                "writes a run's outputs inside its folder and never deletes through a link; remove the "
+                                "link (what it points to stays) or choose another --out")
 
 
 def cmd_train(args) -> None:
@@ -135,6 +154,7 @@ def cmd_train(args) -> None:
     _name_run(args, params)
     cfg = resolve_run(params, args.suite, args.run, args.seed)
     _refuse_view(args.out, params, args.suite, args.run, args.seed)
+    _refuse_links_out(args.out)
     # one process per run folder (under torchrun rank 0 holds the lock: the other ranks write nothing there)
     with run_lock(args.out) if int(os.environ.get("RANK", 0)) == 0 else contextlib.nullcontext():
         if os.path.isfile(os.path.join(args.out, "train.json")) and not args.force:
@@ -172,6 +192,7 @@ def _eval_encode_fn(args):
 def cmd_embed(args) -> None:
     from .data import senteval_root
     from .embeddings import evaluation_sentences, model_encoder, model_fingerprint, write_embeddings
+    from .encoder import eval_pooler_of
     from .evaluation.sts import load_extra_sets
     from .provenance import autocast_name, collect
 
@@ -183,10 +204,11 @@ def cmd_embed(args) -> None:
                                      extra_sets=extra)
     log = logging.getLogger("csebench")
     log.info("encoding %d distinct evaluation sentences (%s precision)", len(sentences), args.precision)
-    emb = model_encoder(args.model, args.pooler, args.batch_size, args.precision, progress=not args.no_progress)(sentences)
+    encode = model_encoder(args.model, args.pooler, args.batch_size, args.precision, progress=not args.no_progress)
+    emb = encode(sentences)
     autocast = autocast_name(args.precision)
     meta = {"model": args.model, "model_fingerprint": model_fingerprint(args.model),  # packaged and hub ids too
-            "pooler": args.pooler, "precision": args.precision, "autocast": autocast,
+            "pooler": getattr(encode, "pooler", None) or eval_pooler_of(args.model, args.pooler),  # resolved, never null "precision": args.precision, "autocast": autocast,
             "transfer": not args.no_transfer, "max_train_sentences": args.max_train_sentences,
             "max_test_sentences": args.max_test_sentences,
             "max_sts_pairs": args.max_sts_pairs,
@@ -208,6 +230,7 @@ def cmd_eval_sts(args) -> None:
     t0 = time.perf_counter()
     res = evaluate_sts(encode, senteval_root(args.senteval), keep_pairs=bool(args.pairs_out),
                        max_pairs=args.max_sts_pairs, seed=args.senteval_seed, extra=extra)
+    _refuse_undefined("STS", res, args)
     if args.pairs_out:
         from .evaluation.sts import save_pairs
 
@@ -259,6 +282,7 @@ def _classifier_eval(args, evaluate, root, data: dict) -> dict:
     t0 = time.perf_counter()
     res = evaluate(encode, root, tasks=list(data), seed=args.senteval_seed,
                    max_train_sentences=args.max_train_sentences, task_data=data, max_test_sentences=args.max_test_sentences)
+    _refuse_undefined(args.command.removeprefix("eval-"), res, args)
     res["eval_seconds"] = round(time.perf_counter() - t0, 2)
     res["encoding"] = _encoding_info(args, encode)
     res["run_info"] = run_info
@@ -267,12 +291,32 @@ def _classifier_eval(args, evaluate, root, data: dict) -> dict:
     return res
 
 
+def _refuse_undefined(what: str, res: dict, args) -> None:
+    """An evaluation whose scores are all undefined, or whose average is, is an error, not a result:
+    constant or non-finite embeddings (damaged weights) would otherwise give an all-null file and exit 0."""
+    import math
+
+    def bad(v) -> bool:
+        return not (isinstance(v, (int, float)) and math.isfinite(v))
+
+    tasks = res.get("tasks") or {}
+    avg = res.get("avg", res.get("avg_subset"))
+    if tasks and (all(bad(v) for v in tasks.values()) or (avg is not None and bad(avg))):
+        undefined = [k for k, v in tasks.items() if bad(v)]
+        raise DataError(f"the {what} average of {args.model} is undefined ({', '.join(undefined)}: not a finite number): "
+                        f"its embeddings are constant or not finite; {args.out} not written. Check the model's weights")
+
+
 def _encoding_info(args, encode) -> dict:
+    """How the result's vectors were made: the pooler (resolved: the one used), the table, the precision."""
+    from .encoder import eval_pooler_of
+
+    pooler = getattr(encode, "pooler", None) or eval_pooler_of(args.model, args.pooler)
     table = getattr(encode, "table", None)
     if table is None:
-        return {"embeddings": None, "precision": args.precision or "auto"}
-    return {"embeddings": args.embeddings, "precision": table.meta.get("precision"), "autocast": table.meta.get("autocast"),
-            "sentences_in_table": len(table.row), "missing_from_table": encode.missing}
+        return {"pooler": pooler, "embeddings": None, "precision": args.precision or "auto"}
+    return {"pooler": pooler, "embeddings": args.embeddings, "precision": table.meta.get("precision"),
+            "autocast": table.meta.get("autocast"), "sentences_in_table": len(table.row), "missing_from_table": encode.missing}
 
 
 def _run_info(args) -> dict:
@@ -404,6 +448,11 @@ def build_parser() -> argparse.ArgumentParser:
             run_key_option(sp)
         return sp
 
+    def no_verify_option(sp):
+        sp.add_argument("--no-verify", action="store_true",
+                        help="load a run's model even if its weight files differ from the sha256 its train.json recorded")
+        return sp
+
     def run_key_option(sp):
         sp.add_argument("--key", help="instead of --suite/--run: the run's key (its folder results/runs/KEY), named "
                                       "by the first suite and run of params.yaml that list it")
@@ -458,6 +507,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--no-progress", action="store_true")
     sp.add_argument("--force", action="store_true",
                     help="train again into a folder holding a finished run (it is replaced only when the new run completes)")
+    no_verify_option(sp)
     sp.set_defaults(func=cmd_train)
 
     sp = common(sub.add_parser("teacher-cache", help="DistillCSE: a frozen teacher's normalized corpus embeddings"))
@@ -468,9 +518,11 @@ def build_parser() -> argparse.ArgumentParser:
                     help="training max length (default: the teacher run's own, from its training_config.json)")
     sp.add_argument("--batch-size", type=positive_int, default=None, help="encoding batch size (default: 128 on a GPU, 64 on CPU, the faster there)")
     sp.add_argument("--cache-dir", default=None, help="tokenized-corpus cache folder (e.g. data/cache)")
+    no_verify_option(sp)
     sp.set_defaults(func=cmd_teacher_cache)
 
     def eval_encoding(sp, table: bool = True):
+        no_verify_option(sp)
         sp.add_argument("--pooler", default=None, help="override the saved evaluation pooler")
         sp.add_argument("--batch-size", type=positive_int, default=None, help="encoding batch size (default: 128 on a GPU, 64 on CPU, the faster there)")
         if table:
@@ -511,6 +563,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--senteval-seed", type=int, default=1111, help="the transfer (and STS cap) seed eval-transfer/eval-sts will use")
     sts_cap_option(sp)
     sp.add_argument("--no-progress", action="store_true")
+    no_verify_option(sp)
     sp.set_defaults(func=cmd_embed)
 
     sp = eval_encoding(common(sub.add_parser("eval-sts", help="STS12-16, STS-B, SICK-R (Spearman x100)")))
@@ -579,7 +632,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .analysis.cli import add_parsers as add_analysis_parsers
 
-    add_analysis_parsers(sub, common)
+    add_analysis_parsers(sub, lambda sp: no_verify_option(common(sp)))
     from .results.cli import add_parsers as add_results_parsers
 
     add_results_parsers(sub, common)
@@ -589,11 +642,66 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+_COMMAND = ["csebench"]  # the command named on the command line, for the interrupt line
+
+
+def _command_of(argv: list[str]) -> str:
+    """``csebench <subcommand>`` as named on the command line, before argparse has read it."""
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--threads":
+            i += 2
+        elif argv[i].startswith("-"):
+            i += 1
+        else:
+            return f"csebench {argv[i]}"
+    return "csebench"
+
+
+def _in_import(frame) -> bool:
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _on_interrupt(signum, frame) -> None:
     # the first Ctrl-C unwinds (temporaries removed, the run lock released, one line printed);
     # a second one while that runs ends the process at once
     signal.signal(signal.SIGINT, lambda *_: os._exit(130))
+    if _in_import(frame):
+        # raised inside an import, KeyboardInterrupt can land in C++ code that cannot pass it on (torch's
+        # pybind11 bindings: `terminate called ...`, exit 134 and an 85-line dump): end here instead, the
+        # temporaries of unfinished outputs removed (the run lock's file stays: the next train takes it over)
+        from .io import open_temporaries, remove_path
+
+        for tmp in open_temporaries():
+            remove_path(tmp)
+        print(f"{_COMMAND[0]}: interrupted", file=sys.stderr, flush=True)
+        os._exit(130)
     raise KeyboardInterrupt
+
+
+OUTPUT_OPTIONS = ("out", "pairs_out", "figure", "markdown", "csv", "out_dir")  # checked writable before any work
+FOLDER_OUT = ("train", "prepare-senteval", "prepare-probing", "eval-mteb", "view-run")  # their --out is a folder
+
+
+def _check_outputs(args) -> None:
+    """Every output folder takes a file, before any work (a read-only results folder was found only after
+    eval-sts had computed everything). Commands that only check (--check) write nothing."""
+    from .io import check_writable
+
+    if getattr(args, "check", False) or args.command in ("dvc-yaml", "show-config", "runs", "plan"):
+        return
+    for name in OUTPUT_OPTIONS:
+        value = getattr(args, name, None)
+        if isinstance(value, str) and value not in ("", "-"):
+            check_writable(value, is_dir=name == "out_dir" or args.command in FOLDER_OUT)
+    if args.command in ("model-card", "push"):  # RUN/model_card.md and RUN/model/README.md
+        check_writable(os.path.join(args.run, "model"), is_dir=True)
+    if args.command == "results" and getattr(args, "out_dir", None) is None and getattr(args, "results", None):
+        check_writable(args.results, is_dir=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -602,14 +710,19 @@ def main(argv: list[str] | None = None) -> int:
     interrupts nothing: the program ignores it until it exits, an in-process caller gets its handler back."""
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, _on_interrupt) if main_thread else None
-    command = "csebench"
+    command = _COMMAND[0] = _command_of(sys.argv[1:] if argv is None else list(argv))
     try:
         args = build_parser().parse_args(argv)
-        command = f"csebench {args.command}"
+        command = _COMMAND[0] = f"csebench {args.command}"
         _setup_logging(args.verbose)
+        _check_outputs(args)
         from .provenance import reset
 
         reset()  # a result's provenance names the data files read by its own command
+        if hasattr(args, "no_verify"):  # the commands that load a model
+            from .encoder import VERIFY_WEIGHTS
+
+            VERIFY_WEIGHTS[0] = not args.no_verify
         if args.threads:
             import torch
 
@@ -617,6 +730,13 @@ def main(argv: list[str] | None = None) -> int:
         args.func(args)
     except CsebenchError as exc:
         print(f"{command}: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a full disk, a read-only or forbidden folder found while writing: one line
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM):
+            raise
+        what = f"cannot write {exc.filename}" if exc.filename else "a write failed"  # fsync and write name no file
+        print(f"{command}: error: {what}: {exc.strerror} (errno {errno.errorcode[exc.errno]}); "
+              "nothing finished was replaced, the temporaries are removed", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"{command}: interrupted", file=sys.stderr)

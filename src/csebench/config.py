@@ -327,6 +327,7 @@ def _read_params_file(p: Path) -> dict:
 
     data = _read_yaml(p)
     check_keys(str(p), data, TOP_KEYS)
+    _check_finite(p, data)
     validate(data, "params", str(p))
     data = _expand_compact_forms(p, data)
     _check_training_sections(p, data)
@@ -371,6 +372,21 @@ def _expand_compact_forms(p: Path, data: dict) -> dict:
 
 
 TOP_KEYS = ["paths", "data", "backbones", "training", "methods", "suites", "dvc"]
+
+
+def _check_finite(p: Path, node, where: str = "") -> None:
+    """Every number in the file is finite, used or not: a NaN in a default that every suite overrides
+    (training.learning_rate: .nan) was accepted, because only resolved values were checked."""
+    import math
+
+    if isinstance(node, dict):
+        for key, value in node.items():
+            _check_finite(p, value, f"{where}.{key}" if where else str(key))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            _check_finite(p, value, f"{where}[{i}]")
+    elif isinstance(node, float) and not math.isfinite(node):
+        raise ConfigError(f"{p}: {where}: expected a finite number, got {node}")
 
 
 def _check_training_sections(p: Path, params: dict) -> None:
@@ -537,6 +553,9 @@ def method_settings(params: dict, name: str, backbone: str, chain: tuple[str, ..
     parts = method.get("compose") or []
     if not isinstance(parts, list) or not all(isinstance(p, str) for p in parts):
         raise ConfigError(f"methods.{name}.compose: expected a list of method names, got {parts!r}")
+    if "compose" in method and not parts:  # it would train plain SimCSE under the composed method's name
+        raise ConfigError(f"methods.{name}.compose: the list is empty; name the methods it combines, or drop compose: "
+                          "and give the method its own objectives")
     training: dict = {}
     objectives: dict = {}
     clashes: dict[str, str] = {}

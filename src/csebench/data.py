@@ -52,8 +52,11 @@ def hub_download(repo: str, filename: str, cache_dir: str | None = None) -> Path
         ) from None
 
 
-# a line of control characters (C0/C1, not whitespace) and whitespace only; ^ and $ see "\n" only
-_CONTROL = "\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f"
+# a line of control characters (C0/C1, not whitespace), invisible format characters (zero-width, bidirectional
+# controls, soft hyphen, BOM: Unicode's Cf) and whitespace only; ^ and $ see "\n" only
+_C0_C1 = "\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f"
+_INVISIBLE = "\xad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff"
+_CONTROL = _C0_C1 + _INVISIBLE
 _CONTROL_LINE = re.compile(rf"^(?:[^\S\n]|[{_CONTROL}])*[{_CONTROL}](?:[^\S\n]|[{_CONTROL}])*$", re.M)
 
 
@@ -66,9 +69,11 @@ def read_corpus(path: str | os.PathLike) -> list[str]:
     text = read_utf8(p, "corpus ")
     bad = _CONTROL_LINE.search(text)
     if bad:
-        chars = ", ".join(sorted({f"U+{ord(c):04X}" for c in bad.group() if not c.isspace()}))
-        raise DataError(f"corpus {p} line {text.count(chr(10), 0, bad.start()) + 1} holds only control characters "
-                        f"({chars}): not text; remove the line, or check the file is the UTF-8 corpus you meant")
+        chars = sorted({c for c in bad.group() if not c.isspace()})
+        kind = "invisible characters" if re.search(f"[{_INVISIBLE}]", "".join(chars)) else "control characters"
+        raise DataError(f"corpus {p} line {text.count(chr(10), 0, bad.start()) + 1} holds only {kind} "
+                        f"({', '.join(f'U+{ord(c):04X}' for c in chars)}): not text; remove the line, or check the file "
+                        "is the UTF-8 corpus you meant")
     sentences = [s.strip() for s in text.split("\n")]
     sentences = [s for s in sentences if s]
     if not sentences:

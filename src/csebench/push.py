@@ -11,17 +11,44 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .errors import ConfigError, CsebenchError
+from .errors import ConfigError, CsebenchError, DataError
 
 IGNORE = [".*", "*/.*"]  # hidden files (an interrupted write's temporaries, .git): never uploaded
 
 
 def upload_list(model_dir: Path) -> list[str]:
-    """The files upload_folder sends from ``model_dir`` (same filter: huggingface_hub's own)."""
+    """The files push sends from a run's ``model_dir``: the ones csebench wrote there (train.json's
+    ``model_files``; every plain file for a run of a csebench that listed none) and the card, README.md.
+    Hidden files (an interrupted write's temporaries, .git) are skipped, as upload_folder's filter does. A
+    symbolic link is never followed out of the folder and a file csebench did not write is never sent:
+    either is an error naming it. ``model_dir`` itself may be a link only into a run's folder (a suite's
+    view of the run)."""
     from huggingface_hub.utils import filter_repo_objects
 
-    files = sorted(p.relative_to(model_dir).as_posix() for p in model_dir.rglob("*") if p.is_file())
-    return list(filter_repo_objects(files, ignore_patterns=IGNORE))
+    from .encoder import recorded_files
+
+    train, listed = recorded_files(model_dir)
+    if model_dir.is_symlink() and listed is None:
+        raise DataError(f"{model_dir} is a symbolic link to {os.readlink(model_dir)}, which is no csebench run's model "
+                        "folder: push uploads only a run's own files; push the run it belongs to")
+    root = model_dir.resolve()
+    files = []
+    for folder, dirs, names in os.walk(root):  # links are not followed
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in sorted([*dirs, *names]):
+            path = Path(folder) / name
+            rel = path.relative_to(root).as_posix()
+            if name.startswith("."):
+                continue
+            if path.is_symlink():
+                raise DataError(f"{model_dir / rel} is a symbolic link (to {os.readlink(path)}): push uploads only the "
+                                "files csebench wrote in the run's model/, never what a link points to; remove the link")
+            if path.is_file():
+                if listed is not None and rel not in listed and rel != "README.md":
+                    raise DataError(f"{model_dir / rel} was not written by csebench ({train} lists the files of model/ "
+                                    "under model_files): push uploads only the run's own files; move it out of model/")
+                files.append(rel)
+    return list(filter_repo_objects(sorted(files), ignore_patterns=IGNORE))
 
 
 def check_repo_id(repo_id: str) -> None:
@@ -40,6 +67,8 @@ def push(run_dir: str | os.PathLike, repo_id: str, public: bool = False, dry_run
 
     check_repo_id(repo_id)
     run = Path(run_dir)
+    if (run / "train.json").is_file():
+        upload_list(run / "model")  # a link or a stranger in model/ is refused before the card is written there
     write_card(run, repo_id)  # also checks that RUN is a finished run folder
     files = upload_list(run / "model")
     if dry_run:
@@ -55,7 +84,8 @@ def push(run_dir: str | os.PathLike, repo_id: str, public: bool = False, dry_run
     api = HfApi()
     try:
         api.create_repo(repo_id, private=not public, repo_type="model", exist_ok=True)
-        api.upload_folder(repo_id=repo_id, repo_type="model", folder_path=str(run / "model"), ignore_patterns=IGNORE,
+        api.upload_folder(repo_id=repo_id, repo_type="model", folder_path=str(run / "model"), allow_patterns=files,
+                          ignore_patterns=IGNORE,
                           commit_message=f"csebench: {run.parent.name}/{run.name} with its model card")
     except HfHubHTTPError as exc:
         status = getattr(getattr(exc, "response", None), "status_code", None)

@@ -27,10 +27,10 @@ import torch
 from . import checkpoint, distributed, provenance
 from .config import RunConfig
 from .data import load_tokenized_corpus, senteval_root
-from .encoder import SentenceEncoder, build_encoder, check_max_seq_length, pool
+from .encoder import MODEL_FILES, SentenceEncoder, build_encoder, check_max_seq_length, pool, model_files
 from .errors import TrainingError
 from .evaluation.sts import PairSet, cap_pairs, load_sickr, load_stsb, load_sts_pairs, spearman100, sts_pair_similarities
-from .io import atomic_path, dumps_json, replace_dir, staged_outputs, write_csv, write_json
+from .io import atomic_path, dumps_json, remove_path, replace_dir, staged_outputs, write_csv, write_json
 from .loader import BatchLoader
 from .objectives import Objective
 from .objectives.base import StepContext
@@ -150,7 +150,8 @@ class DevEvaluator:
         """train.json's development scores of the selected checkpoint (null where not finite)."""
         score = round(best, 4) if math.isfinite(best) else None
         if self.name is not None:
-            return {"dev_set": self.name, "dev_best": score, "dev_pairs": len(self.pairs.scores)}
+            return {"dev_set": self.name, "dev_best": score, "dev_pairs": len(self.pairs.scores),
+                    "dev_duplicates_dropped": len(self.pairs.duplicates_dropped)}
         return {"stsb_dev_best": score, **dev_summary(best, sickr)}
 
     def capped(self) -> dict:
@@ -325,15 +326,15 @@ class Trainer:
         finished run (train --force) stays whole until the new one replaces it in finish()."""
         if self.rank != 0:
             return
-        for p in self.out_dir.iterdir():
+        for p in self.out_dir.iterdir():  # a link among them is unlinked, never deleted through (io.remove_path)
             if p.name.startswith(".") and (p.name.endswith(".tmp") or p.name.endswith(".old")) \
                     and p.name != f".{self.ckpt_dir.name}.old":
-                shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
-        shutil.rmtree(self.out_dir / "best_model.partial", ignore_errors=True)
+                remove_path(p)
+        remove_path(self.out_dir / "best_model.partial")
         if not (self.out_dir / "train.json").is_file():
             for name in ("train_timing.json", "train_curve.csv", "dev_curve.csv"):
                 (self.out_dir / name).unlink(missing_ok=True)
-            shutil.rmtree(self.out_dir / "model", ignore_errors=True)
+            remove_path(self.out_dir / "model")
 
     def maybe_resume(self) -> bool:
         self._clean_stale()
@@ -587,6 +588,7 @@ class Trainer:
             log.warning("%s: no finite STS-B dev score; saving the final model", self.cfg.run_id)
             self.encoder.save(partial)
         (partial / "training_config.json").write_text(dumps_json(self.cfg.record(), default=str) + "\n")
+        summary[MODEL_FILES] = model_files(partial)  # what loading the run's model checks, what push uploads
         with staged_outputs(marker=self.out_dir / "train.json"):
             write_csv(self.out_dir / "train_curve.csv", ["step"] + self.log_keys, self.train_rows)
             write_csv(self.out_dir / "dev_curve.csv", ["step", self.dev.column], self.dev_rows)

@@ -17,13 +17,39 @@ Path scheme (outputs only, under paths.data / paths.results; docs/runs.md):
 
 from __future__ import annotations
 
+import contextlib
+import sys
+
 from .config import (EVAL_PRECISIONS, digest, expand_path, find_run, list_suites, load_params, resolve_run,
                      sts_pairs_file, suite_runs, suite_seeds)
 from .paths import key_dir, results_root as results_dir, run_dir
+from .errors import CsebenchError
 from .schema import schema_path
 
 __all__ = ["load_params", "jobs", "evaluated_jobs", "suite_data", "run_dir", "teacher_jobs",
-           "check_snakemake_config", "schema_path", "Runs", "runs_of", "run_folder", "same_run_as", "eval_name"]
+           "check_snakemake_config", "one_line", "schema_path", "Runs", "runs_of", "run_folder", "same_run_as", "eval_name"]
+
+
+@contextlib.contextmanager
+def one_line():
+    """Snakefile code that reads the settings: a csebench error ends Snakemake with its one line (exit 1),
+    not under Snakemake's header with the stack lines it adds."""
+    try:
+        yield
+    except CsebenchError as exc:
+        print(f"csebench: error: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+def check_suites(params: dict, suites: list[str]) -> None:
+    """The Snakemake config's suites are suites of params.yaml (one line naming the unknown one)."""
+    from .errors import ConfigError
+    from .schema import _suggest
+
+    for suite in suites:
+        if suite not in list_suites(params):
+            raise ConfigError(f"Snakemake config (config/*.yaml, --configfile, --config): suites: unknown suite "
+                              f"'{suite}'{_suggest(str(suite), list_suites(params))}")
 
 
 def check_snakemake_config(config: dict, configfiles) -> None:

@@ -5,7 +5,8 @@ from snakemake.utils import validate
 # The config against the JSON Schema csebench ships (resources/snakemake-config.schema.yaml): csebench's
 # check first, for keys given twice and for one line naming the wrong key; then Snakemake's validate().
 # params.yaml and its overrides are checked against params.schema.yaml when the Snakefile loads them.
-wf.check_snakemake_config(config, workflow.configfiles)
+with wf.one_line():  # a mistake: its one line, without Snakemake's stack lines
+    wf.check_snakemake_config(config, workflow.configfiles)
 validate(config, wf.schema_path("snakemake-config"))
 
 wildcard_constraints:

@@ -54,6 +54,12 @@ def _finish(args, res: dict, t0: float, tables=()) -> None:
     from ..provenance import for_evaluation
 
     res["model"] = getattr(args, "model", None) or getattr(args, "teacher", None) or getattr(args, "models", None)
+    if "pooler" not in res:  # which pooler made the vectors (resolved); per model where they differ
+        from ..encoder import eval_pooler_of
+
+        models = res["model"] if isinstance(res["model"], list) else [res["model"]]
+        poolers = {m: eval_pooler_of(m, getattr(args, "pooler", None)) for m in models if m}
+        res["pooler"] = next(iter(poolers.values())) if len(set(poolers.values())) == 1 else (poolers or None)
     res["label"] = args.label or (os.path.basename(os.path.dirname(os.path.normpath(args.model))) if getattr(args, "model", None) else "")
     res["seconds"] = round(time.perf_counter() - t0, 2)  # wall clock, model loading excluded
     res["cpu_seconds"] = round(time.process_time() - args._cpu0, 2)  # CPU time of all threads
@@ -110,10 +116,11 @@ def _table_encoders(args, models: list[str]) -> dict:
             used.add(t.path)
             use = args.precision or t.meta.get("precision") or "auto"
             out[m] = table_encode(t, m, lambda m=m, use=use: model_encoder(m, args.pooler, args.batch_size, use),
-                                  settings={"pooler": args.pooler, "precision": args.precision})
+                                  settings={"precision": args.precision}, pooler=args.pooler)
         else:
-            out[m] = _encode_fn(_encoder(m, args.pooler), args.batch_size, args.precision)
-            out[m].table = None
+            enc = _encoder(m, args.pooler)
+            out[m] = _encode_fn(enc, args.batch_size, args.precision)
+            out[m].table, out[m].pooler = None, enc.pooler
     unused = [str(t.path) for t in tables if t.path not in used]
     if unused:
         raise ConfigError(f"--embeddings {', '.join(unused)}: made from none of the models given")
@@ -150,6 +157,7 @@ def _cmd_distillcse(args, t0: float) -> None:
         res["data"] = "STS-B dev"
         res["paths"] = {k: {labels[m]: m for m in ms} for k, ms in groups.items()}
         res["tables"] = {p: str(encoders[p].table.path) if encoders[p].table is not None else None for p in encoders}
+        res["pooler"] = {p: encoders[p].pooler for p in encoders}
         tables = [e.table for e in encoders.values()]
     elif name == "distill-loss":
         from ..data import read_corpus
@@ -204,6 +212,7 @@ def _cmd_distillcse(args, t0: float) -> None:
         backbones = {_backbone_of(e.table.meta.get("model", "")) for e in members}
         res.update({"analysis": "ensemble_sts", "eval_seconds": round(time.perf_counter() - t0, 2),
                     "members": [e.table.meta.get("model") for e in members],
+                    "pooler": [e.pooler for e in members],
                     "encoding": {"embeddings": list(args.embeddings), "ensemble": "mean of L2-normalized member embeddings",
                                  "missing_from_table": sum(e.missing for e in members)},
                     "run_info": {"name": args.label or "ensemble", "method": "ensemble", "method_label": "Ensemble of teacher comp.",

@@ -16,7 +16,7 @@ import csv
 import io
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -49,6 +49,7 @@ class PairSet:
     sent2: list[str]
     scores: np.ndarray
     groups: list[str]
+    duplicates_dropped: list[int] = field(default_factory=list)  # your own sets: line numbers of exact repeats
 
 
 def _read_lines(path: Path) -> list[str]:
@@ -145,6 +146,32 @@ def load_task(root: str | os.PathLike, task: str) -> PairSet:
 
 PAIR_COLUMNS = ("sentence1", "sentence2", "score")
 SPLITS = {"train": "train", "dev": "dev", "validation": "dev", "test": "test"}  # split column value -> role
+MIN_STS_PAIRS = 10  # fewer pairs give a Spearman correlation that means nothing (2 pairs: 100 or -100)
+
+
+def _lines(lines: list[int], most: int = 8) -> str:
+    return ", ".join(map(str, lines[:most])) + (f" and {len(lines) - most} more" if len(lines) > most else "")
+
+
+def far_out_scores(scores: np.ndarray) -> list[int]:
+    """Indexes of scores far outside the range the other rows span: a score beyond the others' lowest or
+    highest by more than their whole span (-50 or 1e6 among scores of 0-5), peeled off from the
+    extremes one at a time (so two such scores do not hide each other), at most half the rows."""
+    order = np.argsort(scores, kind="stable")
+    s = np.asarray(scores, dtype=np.float64)[order]
+    i, j, out = 0, len(s) - 1, []
+    while j - i >= 3 and len(out) < len(s) // 2:
+        top = s[j - 1] > s[i] and s[j] - s[j - 1] > s[j - 1] - s[i]
+        bottom = s[j] > s[i + 1] and s[i + 1] - s[i] > s[j] - s[i + 1]
+        if not (top or bottom):
+            break
+        if top and (not bottom or s[j] - s[j - 1] >= s[i + 1] - s[i]):
+            out.append(int(order[j]))
+            j -= 1
+        else:
+            out.append(int(order[i]))
+            i += 1
+    return sorted(out)
 
 
 def _pairs_text(path: Path) -> str:
@@ -156,12 +183,16 @@ def _pairs_text(path: Path) -> str:
     return text
 
 
-def load_sts_pairs(path: str | os.PathLike, split: str | None = None) -> PairSet:
+def load_sts_pairs(path: str | os.PathLike, split: str | None = None, min_pairs: int = MIN_STS_PAIRS) -> PairSet:
     """Your own STS set: a .tsv (tab-separated, no quoting: quotes are text) or .csv (comma-separated, CSV
     quoting) whose header names the columns sentence1, sentence2, score and optionally split (train, dev or
     validation, test; other columns are ignored). ``split`` ("dev" or "test") keeps the rows of that split,
     all rows when the file has no split column. Checked as SentEval's files are: every row has the header's
-    number of fields, scores are finite numbers, sentences are not empty; errors name the file and line."""
+    number of fields, scores are finite numbers, sentences are not empty; errors name the file and line.
+    A pair (in either order) given twice in one split with two scores is an error; given twice with the same
+    score, the repeat is dropped with a warning naming its line (``duplicates_dropped``). A score far outside
+    the range of the file's other rows is a warning naming its line. Fewer than ``min_pairs`` pairs of the
+    split asked for is an error."""
     path = Path(path)
     delimiter = {".tsv": "\t", ".tab": "\t", ".csv": ","}.get(path.suffix.lower())
     if delimiter is None:
@@ -176,7 +207,9 @@ def load_sts_pairs(path: str | os.PathLike, split: str | None = None) -> PairSet
         raise DataError(f"{path}:1: the header {what} (found: {', '.join(header)}); the first line names the "
                         f"{kind} columns sentence1, sentence2, score and optionally split")
     col = {c: header.index(c) for c in (*PAIR_COLUMNS, "split") if c in header}
-    s1, s2, scores, groups = [], [], [], []
+    s1, s2, scores, groups, lines = [], [], [], [], []
+    seen: dict[tuple, tuple[int, float]] = {}  # (split, pair in either order) -> first line, its score
+    dropped: list[tuple[int, int, str]] = []  # (line, the line it repeats, split)
     for fields in reader:
         line = reader.line_num
         if not any(f.strip() for f in fields):
@@ -189,21 +222,47 @@ def load_sts_pairs(path: str | os.PathLike, split: str | None = None) -> PairSet
         role = SPLITS.get(fields[col["split"]].strip().lower()) if "split" in col else "all"
         if role is None:
             raise DataError(f"{path}:{line}: split {fields[col['split']].strip()!r} is not one of {', '.join(SPLITS)}")
+        score = _score(fields[col["score"]], path, line)
+        first = seen.setdefault((role, *sorted((a, b))), (line, score))
+        if first[0] != line:
+            if first[1] != score:
+                raise DataError(f"{path}:{line}: the pair of line {first[0]} again, with score {score:g} (line {first[0]}: "
+                                f"{first[1]:g}): one pair has one gold score; keep the right row")
+            dropped.append((line, first[0], role))
+            continue
         s1.append(a)
         s2.append(b)
-        scores.append(_score(fields[col["score"]], path, line))
+        scores.append(score)
         groups.append(role)
+        lines.append(line)
     if not scores:
         raise DataError(f"{path} has no sentence pairs (only a header)")
     record_data(path)
+    if dropped:
+        one = len(dropped) == 1
+        log.warning("%s: %s %s %s the pair and score of %s %s: dropped, each pair is scored once", path,
+                    "line" if one else "lines", _lines([d for d, _, _ in dropped]), "repeats" if one else "repeat",
+                    "line" if one else "lines", _lines([f for _, f, _ in dropped]))
+    far = far_out_scores(np.asarray(scores))
+    if far:
+        rest = np.delete(np.asarray(scores), far)
+        one = len(far) == 1
+        log.warning("%s: the %s %s (%s) %s far outside the range of the file's other rows (%g to %g): a typo, or another "
+                    "scale?", path, "score of line" if one else "scores of lines", _lines([lines[i] for i in far]),
+                    ", ".join(f"{scores[i]:g}" for i in far[:8]), "lies" if one else "lie", rest.min(), rest.max())
     keep = [i for i, g in enumerate(groups) if split is None or g in (split, "all")]
     if not keep:
         raise DataError(f"{path} has no rows with split {split} (its splits: {', '.join(sorted(set(groups)))})")
     gold = np.asarray(scores)[keep]
-    if len(keep) < 2 or np.ptp(gold) == 0:
-        raise DataError(f"{path}: {len(keep)} {split or 'all'} pair(s), all scored {gold[0]:g}: a Spearman correlation "
-                        "needs at least 2 pairs with different scores")
-    return PairSet([s1[i] for i in keep], [s2[i] for i in keep], gold, [groups[i] for i in keep])
+    what = f"{split or 'all'} pair{'' if len(keep) == 1 else 's'}"
+    if len(keep) < min_pairs:
+        raise DataError(f"{path}: {len(keep)} {what}, fewer than the {min_pairs} a Spearman correlation is scored on "
+                        f"(with 2 pairs it is always 100 or -100): add pairs")
+    if np.ptp(gold) == 0:
+        raise DataError(f"{path}: {len(keep)} {what}, all scored {gold[0]:g}: a Spearman correlation "
+                        "needs pairs with different scores")
+    return PairSet([s1[i] for i in keep], [s2[i] for i in keep], gold, [groups[i] for i in keep],
+                   [d for d, _, g in dropped if split is None or g in (split, "all")])
 
 
 def sts_pairs_spec(spec: str) -> tuple[str, Path]:
@@ -253,7 +312,8 @@ def cap_pairs(ps: PairSet, max_pairs: int | None, seed: int = 1111) -> PairSet:
     if max_pairs < 2:
         raise ConfigError(f"max_sts_pairs must be at least 2, got {max_pairs}")
     keep = np.sort(stratified_subset(np.asarray(ps.groups), max_pairs, seed))
-    return PairSet([ps.sent1[i] for i in keep], [ps.sent2[i] for i in keep], ps.scores[keep], [ps.groups[i] for i in keep])
+    return PairSet([ps.sent1[i] for i in keep], [ps.sent2[i] for i in keep], ps.scores[keep], [ps.groups[i] for i in keep],
+                   ps.duplicates_dropped)
 
 
 def load_test_tasks(root: str | os.PathLike, tasks: list[str] | None = None, max_pairs: int | None = None,
@@ -303,7 +363,8 @@ def evaluate_sts(encode: EncodeFn, root: str | os.PathLike, tasks: list[str] | N
             results["subsets"][task] = {g: spearman100(sims[groups == g], ps.scores[groups == g]) for g in STS_SUBSETS[task]}
     if extra:
         results["extra_sets"] = {name: {"spearman": spearman100(cosines(ps), ps.scores), "n_pairs": len(ps.scores),
-                                        "split": "test" if "test" in ps.groups else "all"} for name, ps in extra.items()}
+                                        "split": "test" if "test" in ps.groups else "all",
+                                        "duplicates_dropped": len(ps.duplicates_dropped)} for name, ps in extra.items()}
     test = [t for t in TEST_TASKS if t in results["tasks"]]
     if len(test) == len(TEST_TASKS):
         results["avg"] = float(np.mean([results["tasks"][t] for t in TEST_TASKS]))
