@@ -44,12 +44,11 @@ onerror:  # what did finish is recorded too
 RUN = key_dir(RESULTS, "{key}", "{seed}")  # a run's folder: training, its teacher cache
 EVAL = f"{RUN}/{{ev}}"  # the run evaluated under one suite's evaluation settings (csebench.workflow.eval_name)
 
-if workflow.is_main_process and config.get("plan", True):  # what this will cost, before anything runs
-    from csebench.plan import plan as _plan, render_plan as _render_plan
+onstart:  # what this build will cost, when it runs jobs (not for -n, --lint, --touch, ...)
+    if config.get("plan", True) and not workflow.touch:
+        wf.print_plan(PARAMS, SUITES)
 
-    with wf.one_line():
-        print("csebench plan (csebench plan --suites ...):\n" + _render_plan(_plan(PARAMS, SUITES)) + "\n", file=sys.stderr)
-
+include: "workflow/rules/inputs.smk"  # the rules' input functions and targets
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/teachers.smk"

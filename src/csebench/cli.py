@@ -731,6 +731,10 @@ def main(argv: list[str] | None = None) -> int:
     except CsebenchError as exc:
         print(f"{command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `csebench plan | head`: the reader has what it wanted
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # no second error as Python flushes stdout at exit
+        return 0
     except OSError as exc:  # a full disk, a read-only or forbidden folder found while writing: one line
         if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM):
             raise

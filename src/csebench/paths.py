@@ -46,7 +46,7 @@ def tracked_trees(results):
             yield d, times_record(d)
     yield from _groups(root, only="README")
     if (root / "papers").is_dir():
-        for paper in sorted(p for p in (root / "papers").iterdir() if p.is_dir()):
+        for paper in sorted(p for p in (root / "papers").iterdir() if p.is_dir() and p.name != "logs"):
             yield from _groups(paper)
 
 

@@ -56,6 +56,8 @@ class SuitePlan:
     unknown_models: list[str]
     units: dict[tuple, tuple[float, float, float]] = field(default_factory=dict)
     trained: set[tuple[str, int]] = field(default_factory=set)  # (key, seed) of those runs
+    evaluation_only: int = 0  # `train: false` runs: the untrained backbone, evaluated
+    own_jobs: int = 0  # of ``jobs``, those of the suite itself, not shared with other suites
 
     @property
     def flops(self) -> float:  # evaluation, dev evaluations and teacher caches
@@ -80,9 +82,11 @@ class SuitePlan:
         return _hours([v for k, v in self.units.items() if k not in done], peak, small_mfu, large_mfu)
 
 
-# train: 1 job; eval: embed, eval_sts, eval_transfer; a teacher cache: 1; the model card: 1 (probing is asked
-# for by items only)
+# Snakemake's jobs per unit of work, done once whichever suites list the run: train; embed, eval_sts,
+# eval_transfer; a teacher cache; the model card (probing is asked for by items only). Each suite adds
+# its own jobs (SuitePlan.own_jobs): its views of the runs, its report and metrics.json, its items.
 JOBS_PER_UNIT = {"train": 1, "eval": 3, "teacher": 1, "probing": 0, "card": 1}
+DATA_JOBS = 2  # per data source: the corpus and SentEval prepared
 
 
 def _unit_jobs(units) -> int:
@@ -111,9 +115,10 @@ def distinct(plans: list[SuitePlan]) -> SuitePlan:
     """The suites together, each run trained, embedded and evaluated once whichever suites list it."""
     units = {k: v for p in plans for k, v in p.units.items()}
     trained = {t for p in plans for t in p.trained}
-    jobs = sum(p.jobs - _unit_jobs(p.units) for p in plans) + _unit_jobs(units)
+    jobs = sum(p.own_jobs for p in plans) + _unit_jobs(units) + DATA_JOBS * len({p.data for p in plans})
+    untrained = {k[1:3] for k in units if k[0] == "card"} - trained
     return SuitePlan("distinct", "", len(trained), sum(k[0] == "teacher" for k in units), jobs,
-                     sorted({m for p in plans for m in p.unknown_models}), units, trained)
+                     sorted({m for p in plans for m in p.unknown_models}), units, trained, len(untrained))
 
 
 @functools.cache
@@ -208,8 +213,10 @@ def suite_plan(params: dict, suite: str, n_items: int = 0, probing: bool = False
     # cache per teacher, the suite report, its items (the views of runs, local jobs of a second, not counted);
     # eval_mteb per evaluated run where the suite asks for MTEB (in the suite's own view of the run), and its MTEB table
     mteb = len(wf.evaluated_jobs(params, suite)) + 1 if wf.suite_mteb_tasks(params, suite) is not None else 0
-    jobs = _unit_jobs(units) + 1 + n_items + mteb
-    return SuitePlan(suite, data, len(runs) - len(evaluation_only), len(teachers), jobs, sorted(set(unknown)), units, trained)
+    views = len(wf.jobs(params, suite)) + len(wf.evaluated_jobs(params, suite))  # view_trained, view_evaluated
+    own = views + 2 + n_items + mteb  # + the report and metrics.json
+    return SuitePlan(suite, data, len(runs) - len(evaluation_only), len(teachers), _unit_jobs(units) + own + DATA_JOBS,
+                     sorted(set(unknown)), units, trained, len(evaluation_only), own)
 
 
 def plan(params: dict, suites: list[str]) -> list[SuitePlan]:
@@ -225,36 +232,50 @@ def plan(params: dict, suites: list[str]) -> list[SuitePlan]:
 
 
 def render_plan(plans: list[SuitePlan], root: str | Path = ".") -> str:
+    """The plan as a table (each suite built alone, then the build as it runs: each distinct run once)
+    and a few short notes on what is counted."""
     measured = measured_throughput(root)
     peak, small, large = GPU_PEAKS["H100"], SMALL_BATCH_MFU, LARGE_BATCH_MFU
-    basis = (f"FLOP model on an H100 (bf16 dense peak {peak / 1e12:.0f} TFLOP/s) at assumed MFUs: training "
-             f"{small:.0%} at batch <= {SMALL_BATCH} (launch-bound), {large:.0%} above; "
-             f"evaluation and teacher caches {ASSUMED_MFU:.0%}; no GPU measurement yet (issue 11)")
+    basis = (f"an H100 (bf16 peak {peak / 1e12:.0f} TFLOP/s) at assumed utilisations: training {small:.0%} at batch "
+             f"<= {SMALL_BATCH}, {large:.0%} above; evaluation {ASSUMED_MFU:.0%} (no GPU measurement yet)")
     if measured:
         peak, small, large = measured["peak"], measured["small_mfu"], measured["large_mfu"]
-        basis = (f"FLOP model at the training MFU measured on {measured['gpu']} ({small:.1%} at batch <= {SMALL_BATCH}, "
+        basis = (f"{measured['gpu']} at the training utilisation measured there ({small:.1%} at batch <= {SMALL_BATCH}, "
                  f"{large:.1%} above; benchmarks/gpu_results.json), evaluation at an assumed {ASSUMED_MFU:.0%}")
-    lines = [f"{'suite':<36} {'data':<7} {'runs':>5} {'teachers':>8} {'jobs':>6} {'GPU-hours':>10}"]
-    total_h, total_runs, total_jobs = 0.0, 0, 0
-    for p in plans:
-        h = p.gpu_hours(peak, small, large)
-        total_h += h
-        total_runs += p.training_runs
-        total_jobs += p.jobs
+    head = f"{'suite':<34} {'data':<7} {'trained':>7} {'eval-only':>9} {'teachers':>8} {'jobs':>6} {'GPU-hours':>9}"
+
+    def row(name: str, data: str, p: SuitePlan, h: float) -> str:
         flag = f"  (no cost model for {', '.join(p.unknown_models)})" if p.unknown_models else ""
-        lines.append(f"{p.suite:<36} {p.data:<7} {p.training_runs:>5} {p.teacher_caches:>8} {p.jobs:>6} {h:>10.1f}{flag}")
-    lines.append(f"{'total: ' + str(len(plans)) + ' suites':<36} {'':<7} {total_runs:>5} {'':>8} {total_jobs:>6} {total_h:>10.1f}")
+        return (f"{name:<34} {data:<7} {p.training_runs:>7} {p.evaluation_only:>9} {p.teacher_caches:>8} {p.jobs:>6} "
+                f"{h:>9.1f}{flag}")
+
+    lines = [head, "-" * len(head)]
+    hours = [p.gpu_hours(peak, small, large) for p in plans]
+    for p, h in zip(plans, hours):
+        lines.append(row(p.suite, p.data, p, h))
+    lines.append("-" * len(head))
+    alone = SuitePlan("", "", sum(p.training_runs for p in plans), sum(p.teacher_caches for p in plans),
+                      sum(p.jobs for p in plans), [], evaluation_only=sum(p.evaluation_only for p in plans))
+    lines.append(row(f"sum of the {len(plans)} suites built alone" if len(plans) > 1 else "the suite built alone", "", alone, sum(hours)))
     once = distinct(plans)
     once_h = once.gpu_hours(peak, small, large)
-    lines.append(f"Runs requested {total_runs}, trained {once.training_runs}: a run listed by several suites (or by one "
-                 f"suite twice) is trained, embedded and evaluated once (docs/runs.md). GPU-hours of the distinct runs "
-                 f"{once_h:.1f}, saved {total_h - once_h:.1f} of the {total_h:.1f} above; {once.jobs} jobs.")
-    source = length_histogram()[2]
-    tokens = (f"Training tokens per sentence: the expected longest of its batch (dynamic padding, capped at "
-              f"max_seq_length, one process): {padded_tokens(64, 32):.1f} at batch 64 and cap 32, where the mean "
-              f"sentence has {mean_tokens(32):.1f}; sentence lengths (BERT WordPiece) of {source}")
-    lines.append(f"GPU-hours: {basis}. {tokens}. Jobs: train, embed, eval_sts, eval_transfer, model_card per run, teacher "
-                 "caches, the suite report and the paper tables/figures it feeds (analyses and the suites' views of "
-                 "runs not counted); eval_mteb per run of a suite with an `mteb:` section and its MTEB table (GPU time not "
-                 "estimated); the rows count each suite built alone.")
+    lines.append(row("this build: each run once (1)", "", once, once_h))
+    lines += [
+        "",
+        f"(1) A run several suites list is trained and evaluated once (docs/runs.md): {sum(hours) - once_h:.1f} GPU-hours saved.",
+        "GPU-hours: a FLOP model of",
+        f"  {basis}.",
+        f"Training tokens: each sentence padded to the longest of its batch ({padded_tokens(64, 32):.1f} at batch 64, cap 32;",
+        f"  mean sentence {mean_tokens(32):.1f}), lengths from {length_histogram()[2].split(':')[0]}.",
+        "Jobs: training, evaluation, teacher caches, model cards, the suites' views of their runs, reports, metrics,",
+        "  data preparation and paper items; not the analyses of a Snakemake config's `analyses:` list.",
+    ]
     return "\n".join(lines)
+
+
+def print_plan(params: dict, suites: list[str]) -> None:
+    """The plan on stderr, as a build that runs jobs starts (the Snakefile's onstart)."""
+    import sys
+
+    print("csebench plan (what this build costs; `csebench plan --suites ...` prints it alone):\n"
+          + render_plan(plan(params, suites)) + "\n", file=sys.stderr)

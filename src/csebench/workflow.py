@@ -324,3 +324,10 @@ def record_times(results: str) -> None:
     from .stamps import record_times as record
 
     record(results)
+
+
+def print_plan(params: dict, suites: list[str]) -> None:
+    """The Snakefile's onstart: what the build costs (csebench.plan), when it runs jobs."""
+    from .plan import print_plan as _print
+
+    _print(params, suites)

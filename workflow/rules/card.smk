@@ -10,35 +10,15 @@
 CARD_HAS_TRANSFER = any(r.name == "eval_transfer" for r in workflow.rules)
 
 
-def card_inputs(w):
-    """The view the card is made from: its train.json, and the results it reports (none for a run no
-    suite evaluates); MTEB (mteb.smk) where that suite asks for it: the card reads MTEB's result files
-    beside VIEW/mteb/mteb.json."""
-    seed = int(w.seed)
-    suite, run = RUNS.card_source(w.key, seed)
-    view = wf.run_dir(PARAMS, suite, run, seed)
-    if (run, seed) not in wf.evaluated_jobs(PARAMS, suite):
-        return [f"{view}/train.json"]
-    if suite not in SUITES and f"{view}/sts.json" not in reproduce_files():
-        # a suite that only paper items read, and only its training records (demo-iscse-beta: IS-CSE
-        # Table 7 reads train.json): its card waits for no evaluation the build would not make
-        return [f"{view}/train.json"]
-    mteb = [f"{view}/mteb/mteb.json"] if wf.suite_mteb_tasks(PARAMS, suite) is not None else []
-    return [f"{view}/train.json", f"{view}/sts.json"] + ([f"{view}/transfer.json"] if CARD_HAS_TRANSFER else []) + mteb
-
-
-def card_targets(suite):
-    """The card of every model of the suite: its runs and the teacher seeds they distil from."""
-    return [f"{RUNS.folder(suite, run, seed)}/model_card.md" for run, seed in wf.all_runs_with_teachers(PARAMS, suite)]
-
-
 rule model_card:
+    conda:
+        CONDA_ENV
     input:
-        card_inputs,
+        unpack(card_inputs),
     output:
-        f"{RUN}/model_card.md",
+        card=f"{RUN}/model_card.md",
     threads: 1  # reads JSON, writes Markdown
     log:
         f"{RUN}/logs/model_card.log",
     shell:
-        "csebench model-card --run $(dirname {input[0]}) 2> {log}"
+        "csebench model-card --run $(dirname {input.summary}) 2> {log}"

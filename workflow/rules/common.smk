@@ -9,6 +9,10 @@ with wf.one_line():  # a mistake: its one line, without Snakemake's stack lines
     wf.check_snakemake_config(config, workflow.configfiles)
 validate(config, wf.schema_path("snakemake-config"))
 
+# Every rule's software for `--software-deployment-method conda` (docs/cluster.md); paths are relative
+# to the rule files' folder.
+CONDA_ENV = "../envs/csebench.yaml"
+
 wildcard_constraints:
     suite=r"[A-Za-z0-9_.+-]+",
     run=r"[A-Za-z0-9_.+-]+",

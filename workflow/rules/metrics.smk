@@ -7,14 +7,18 @@ METRICS_HAS_TRANSFER = any(r.name == "eval_transfer" for r in workflow.rules)
 
 
 rule suite_metrics:
+    conda:
+        CONDA_ENV
     input:
         lambda w: run_dirs(w.suite, "train.json"),
         lambda w: run_dirs(w.suite, "sts.json", evaluated=True),
         lambda w: run_dirs(w.suite, "transfer.json", evaluated=True) if METRICS_HAS_TRANSFER else [],
     output:
-        f"{RESULTS}/{{suite}}/metrics.json",
+        metrics=f"{RESULTS}/{{suite}}/metrics.json",
+    params:
+        results=lambda w, output: results_of(output.metrics, w.suite),
     threads: 1  # reads JSON
     log:
         f"{RESULTS}/{{suite}}/logs/metrics.log",
     shell:
-        "csebench suite-metrics --suite {wildcards.suite} --results {RESULTS} --out {output} 2> {log}"
+        "csebench suite-metrics --suite {wildcards.suite} --results {params.results} --out {output.metrics} 2> {log}"

@@ -4,17 +4,15 @@
 # Writes MTEB's result files and mteb.json into the run's mteb/ folder. Include after embed.smk (eval_settings).
 
 
-def mteb_targets(suite):
-    """Every evaluated run's mteb.json, for a suite with an `mteb:` section; [] otherwise."""
-    return [] if wf.suite_mteb_tasks(PARAMS, suite) is None else run_dirs(suite, "mteb/mteb.json", evaluated=True)
-
-
 rule eval_mteb:
+    conda:
+        CONDA_ENV
     input:
         summary=f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/train.json",
     output:
-        f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/mteb/mteb.json",
+        mteb=f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/mteb/mteb.json",
     params:
+        progress=PROGRESS,
         tasks=lambda w: " ".join(wf.suite_mteb_tasks(PARAMS, w.suite) or []),
         precision=lambda w: eval_settings(w)["precision"],
     threads: config.get("threads", 4)  # classification tasks fit MTEB's classifiers on CPU
@@ -25,4 +23,4 @@ rule eval_mteb:
     shell:
         "csebench --threads {threads} eval-mteb --model $(dirname {input.summary})/model --tasks {params.tasks}"
         " --precision {params.precision} --suite {wildcards.suite} --run {wildcards.run} --seed {wildcards.seed}"
-        " --out $(dirname {output}) {PROGRESS} 2> {log}"
+        " --out $(dirname {output.mteb}) {params.progress} 2> {log}"

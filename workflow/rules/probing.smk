@@ -6,30 +6,31 @@
 # splits too ("capped"). Include this file after embed.smk (eval_settings, transfer_cap).
 
 
-def probing_of(w):
-    return f"{DATA}/{wf.suite_data(PARAMS, suite_of(w))}/probing/ROOT"
-
-
 rule prepare_probing:
+    conda:
+        CONDA_ENV
     output:
-        f"{DATA}/{{data}}/probing/ROOT",
+        root=f"{DATA}/{{data}}/probing/ROOT",
     params:
         source=lambda w: str(PARAMS["data"][w.data].get("probing")),
     log:
         f"{DATA}/logs/prepare_probing.{{data}}.log",
     shell:
-        "csebench prepare-probing --data {wildcards.data} --out $(dirname {output}) 2> {log}"
+        "csebench prepare-probing --data {wildcards.data} --out $(dirname {output.root}) 2> {log}"
 
 
 rule eval_probing:
+    conda:
+        CONDA_ENV
     input:
         summary=f"{RUN}/train.json",
         probing=probing_of,
     output:
-        f"{EVAL}/probing.json",
+        probing=f"{EVAL}/probing.json",
     params:
         cap=transfer_cap,
         precision=lambda w: eval_settings(w)["precision"],
+        progress=PROGRESS,
     threads: config.get("threads", 4)  # the classifiers run on CPU
     resources:
         gpu=1,  # encoding ~360k probing sentences with the model
@@ -38,4 +39,4 @@ rule eval_probing:
     shell:
         "csebench --threads {threads} eval-probing --model $(dirname {input.summary})/model --probing $(dirname {input.probing})"
         " --precision {params.precision} --key {wildcards.key} --seed {wildcards.seed} {params.cap}"
-        " --out {output} {PROGRESS} 2> {log}"
+        " --out {output.probing} {params.progress} 2> {log}"

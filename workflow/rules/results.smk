@@ -16,7 +16,7 @@
 # a suite's analysis figures and tables come from analysis.smk's `analysis_targets(suite)`, looked up
 # lazily (any include order).
 
-import functools
+import os
 import re
 
 from csebench.results import render as _render
@@ -28,63 +28,15 @@ REPRODUCE = config.get("reproduce", "none")
 ROOTS = {_render.output_root(RESULTS, s): s for s in _SCALES}
 
 
-def reproduce_items(scale):
-    if scale != REPRODUCE:
-        return []
-    return [it for it in REGISTRY.items if it.rebuilt and (scale == "paper" or it.in_make_demo)]
-
-
-def reproduce_targets():
-    return [_render.item_outputs(it, RESULTS, REPRODUCE)[0] for it in reproduce_items(REPRODUCE)] if REPRODUCE in ROOTS.values() else []
-
-
-@functools.cache
-def reproduce_files():
-    """Every result file the paper items being built read (computed once: card.smk asks per job)."""
-    if REPRODUCE not in ROOTS.values():
-        return frozenset()
-    return frozenset(f for it in reproduce_items(REPRODUCE) for f in _render.input_files(it, PARAMS, RESULTS, REPRODUCE))
-
-
-def reproduce_suites():
-    """The suites whose result folders the paper items being built read (the demo's: demo-iscse-beta,
-    demo-combinations): their models get cards as the configured suites' do (Snakefile's rule all)."""
-    return _render.suites_of(sorted(reproduce_files()), PARAMS)
-
-
-def _item_inputs(w):
-    return _render.input_files(REGISTRY.item(f"{w.paper}/{w.item}"), PARAMS, RESULTS, ROOTS[w.root])
-
-
-def suite_links(w):
-    fn = globals().get("analysis_targets")
-    mteb = [] if wf.suite_mteb_tasks(PARAMS, w.suite) is None else [f"{RESULTS}/{w.suite}/tables/mteb.md"]
-    return [p for p in (fn(w.suite) if fn else []) if p.endswith((".png", ".md"))] + mteb
-
-
 _ROOT_RE = "|".join(re.escape(r) for r in ROOTS)
-RENDER = "csebench results render --results {RESULTS}"
 CAPTION = "../report/item.rst"  # renders the job's params.caption (Snakemake reports: captions are files)
 
 report: "../report/workflow.rst"
 
 
-def _report(path, item):
-    """``path`` in the Snakemake report under its paper (``item``: wildcards -> the item's id)."""
-    return report(path, caption=CAPTION, category=lambda w: REGISTRY.category(REGISTRY.item(item(w))),
-                  subcategory=lambda w: getattr(w, "suite", None) or f"{ROOTS[w.root]} scale",
-                  labels=lambda w: {"item": REGISTRY.item(item(w)).number, "title": REGISTRY.item(item(w)).title})
-
-
-def _paper_item(w):
-    return f"{w.paper}/{w.item}"
-
-
-def _caption(w):
-    return REGISTRY.caption(REGISTRY.item(_paper_item(w)), ROOTS[w.root])
-
-
 rule report:
+    conda:
+        CONDA_ENV
     input:
         lambda w: _render.input_files(REGISTRY.item(f"suite/{w.suite}"), PARAMS, RESULTS),
         links=suite_links,
@@ -92,15 +44,18 @@ rule report:
         [_report(p, lambda w: f"suite/{w.suite}") if p.endswith(("sts.md", "transfer.md", ".png")) else p
          for p in (f"{RESULTS}/{{suite}}/{f}" for f in _render.SUITE_FILES)],
     params:
+        results=lambda w, output: results_of(output[0], w.suite),
         links=lambda w, input: f"--link {' '.join(input.links)}" if input.links else "",
         caption=lambda w: REGISTRY.caption(REGISTRY.item(f"suite/{w.suite}")),
     log:
         f"{RESULTS}/{{suite}}/logs/report.log",
     shell:
-        RENDER + " --item suite/{wildcards.suite} {params.links} 2> {log}"
+        "csebench results render --results {params.results} --item suite/{wildcards.suite} {params.links} 2> {log}"
 
 
 rule mteb_table:
+    conda:
+        CONDA_ENV
     input:
         lambda w: _render.input_files(REGISTRY.item(f"mteb/{w.suite}"), PARAMS, RESULTS),
     output:
@@ -109,14 +64,17 @@ rule mteb_table:
     wildcard_constraints:
         suite=r"[^/]+",
     params:
+        results=lambda w, output: results_of(output[0], w.suite),
         caption=lambda w: REGISTRY.caption(REGISTRY.item(f"mteb/{w.suite}")),
     log:
         f"{RESULTS}/{{suite}}/logs/mteb_table.log",
     shell:
-        RENDER + " --item mteb/{wildcards.suite} 2> {log}"
+        "csebench results render --results {params.results} --item mteb/{wildcards.suite} 2> {log}"
 
 
 rule reproduce_table:
+    conda:
+        CONDA_ENV
     input:
         _item_inputs,
     output:
@@ -128,15 +86,19 @@ rule reproduce_table:
         paper=r"[a-z-]+",
         item=r"table-[A-Za-z0-9.()-]+",
     params:
+        results=RESULTS,
         scale=lambda w: ROOTS[w.root],
         caption=_caption,
     log:
         "{root}/logs/{paper}.{item}.log",
     shell:
-        RENDER + " --item {wildcards.paper}/{wildcards.item} --scale {params.scale} --out-dir {wildcards.root}/{wildcards.paper} 2> {log}"
+        "csebench results render --results {params.results} --item {wildcards.paper}/{wildcards.item} --scale {params.scale}"
+        " --out-dir {wildcards.root}/{wildcards.paper} 2> {log}"
 
 
 rule reproduce_figure:
+    conda:
+        CONDA_ENV
     input:
         _item_inputs,
     output:
@@ -148,21 +110,27 @@ rule reproduce_figure:
         paper=r"[a-z-]+",
         item=r"figure-[A-Za-z0-9.()-]+",
     params:
+        results=RESULTS,
         scale=lambda w: ROOTS[w.root],
         caption=_caption,
     log:
         "{root}/logs/{paper}.{item}.log",
     shell:
-        RENDER + " --item {wildcards.paper}/{wildcards.item} --scale {params.scale} --out-dir {wildcards.root}/{wildcards.paper} 2> {log}"
+        "csebench results render --results {params.results} --item {wildcards.paper}/{wildcards.item} --scale {params.scale}"
+        " --out-dir {wildcards.root}/{wildcards.paper} 2> {log}"
 
 
 rule front_page:
+    conda:
+        CONDA_ENV
     input:
         papers=lambda w: reproduce_targets(),
         suites=[f"{RESULTS}/{suite}/README.md" for suite in SUITES],
     output:
-        f"{RESULTS}/README.md",
+        page=f"{RESULTS}/README.md",
+    params:
+        results=lambda w, output: os.path.dirname(output.page),
     log:
         f"{RESULTS}/logs/front_page.log",
     shell:
-        "csebench results front-page --results {RESULTS} --out {output} 2> {log}"
+        "csebench results front-page --results {params.results} --out {output.page} 2> {log}"

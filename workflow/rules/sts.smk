@@ -1,6 +1,8 @@
 # STS12-16 (all), STS-B test, SICK-R test per run, from its embeddings table (embed.smk); and the
 # suite's own STS sets (`evaluation: {sts_pairs: [...]}`, part of the settings {ev} names), beside them.
 rule eval_sts:
+    conda:
+        CONDA_ENV
     input:
         summary=f"{RUN}/train.json",
         senteval=senteval_of,
@@ -11,10 +13,11 @@ rule eval_sts:
         pairs=f"{EVAL}/sts_pairs.npz",  # per-pair cosines: paired bootstrap in report
     params:
         cap=lambda w: " ".join(a for a in (sts_cap(w), sts_pairs_args(w)) if a),  # your own STS sets too (embed.smk)
+        progress=PROGRESS,
     threads: 1  # looks embeddings up
     log:
         f"{EVAL}/logs/eval_sts.log",
     shell:
         "csebench --threads {threads} eval-sts --model $(dirname {input.summary})/model --senteval $(dirname {input.senteval})"
         " --embeddings {input.embeddings} --key {wildcards.key} --seed {wildcards.seed} --out {output.sts} --pairs-out {output.pairs}"
-        " {params.cap} {PROGRESS} 2> {log}"
+        " {params.cap} {params.progress} 2> {log}"

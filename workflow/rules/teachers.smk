@@ -5,13 +5,9 @@
 # student checks corpus, tokenizer, max length and the teacher's key against the metadata.
 
 
-def teacher_max_len(w):
-    from csebench.config import resolve_run
-
-    return resolve_run(PARAMS, *first_listed(w), int(w.seed)).training.max_seq_length
-
-
 rule teacher_cache:
+    conda:
+        CONDA_ENV
     input:
         summary=f"{RUN}/train.json",
         corpus=corpus_of,
@@ -20,6 +16,7 @@ rule teacher_cache:
         meta=f"{RUN}/teacher/embeddings.json",
     params:
         max_len=teacher_max_len,
+        cache=f"{DATA}/cache",
     resources:
         gpu=1,
     threads: config.get("threads", 4)
@@ -27,4 +24,4 @@ rule teacher_cache:
         f"{RUN}/logs/teacher_cache.log",
     shell:
         "csebench --threads {threads} teacher-cache --model $(dirname {input.summary})/model --corpus {input.corpus}"
-        " --out {output.emb} --max-seq-length {params.max_len} --cache-dir {DATA}/cache 2> {log}"
+        " --out {output.emb} --max-seq-length {params.max_len} --cache-dir {params.cache} 2> {log}"

@@ -4,18 +4,21 @@
 
 
 rule eval_transfer:
+    conda:
+        CONDA_ENV
     input:
         summary=f"{RUN}/train.json",
         senteval=senteval_of,
         embeddings=embeddings_of,
     output:
-        f"{EVAL}/transfer.json",
+        transfer=f"{EVAL}/transfer.json",
     params:
         cap=transfer_cap,
+        progress=PROGRESS,
     threads: config.get("threads", 4)  # the classifiers (torch, CPU); embeddings are looked up
     log:
         f"{EVAL}/logs/eval_transfer.log",
     shell:
         "csebench --threads {threads} eval-transfer --model $(dirname {input.summary})/model --senteval $(dirname {input.senteval})"
-        " --embeddings {input.embeddings} --key {wildcards.key} --seed {wildcards.seed} {params.cap} --out {output}"
-        " {PROGRESS} 2> {log}"
+        " --embeddings {input.embeddings} --key {wildcards.key} --seed {wildcards.seed} {params.cap} --out {output.transfer}"
+        " {params.progress} 2> {log}"
