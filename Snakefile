@@ -23,6 +23,9 @@ with wf.one_line():  # a mistake in params.yaml or an override: its one line, wi
     if SUITES == ["all"]:
         SUITES = default_suites(PARAMS)
     wf.check_suites(PARAMS, SUITES)
+    wf.find_cli(uses_conda=any(getattr(m, "name", str(m)).lower() in ("conda", "apptainer")
+                               for m in (workflow.deployment_settings.deployment_method or ())))
+PARAMS_ARGS = wf.params_args(config)  # every rule's command reads the params the DAG was planned with
 RESULTS = PARAMS.get("paths", {}).get("results", "results")
 DATA = PARAMS.get("paths", {}).get("data", "data")
 PROGRESS = "" if config.get("progress", True) else "--no-progress"

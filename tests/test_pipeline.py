@@ -113,3 +113,56 @@ def test_dvc_plots_spec():
     demo = dvc_plots_spec_for_suite(load_params(ROOT / "params.yaml"), "demo")
     assert not any("/minilm/" in f for f in demo[0]["demo-train-loss"]["y"])
     assert any("/minilm/" in f for f in demo[1]["demo-stsb-dev"]["y"])
+
+
+MY_SUITE = """\
+suites:
+  mine:
+    description: a suite defined only in an override file
+    seeds: [1]
+    data: ci
+    training: {max_steps: 2, eval_steps: 2, batch_size: 8, log_steps: 1, checkpoint_steps: 2, dev_max_pairs: 100}
+    evaluation: {max_sts_pairs: 50}
+    transfer: {max_train_sentences: 64, max_test_sentences: 64}
+    runs:
+      simcse: {backbone: tiny, method: simcse}
+"""
+
+
+@pytest.mark.slow
+def test_a_suite_in_an_override_file_builds_with_snakemake_typed_without_the_venv_activated(tmp_path):
+    """The README's command for a suite of one's own, run for real (not a dry run), by the venv's
+    snakemake with the venv not on PATH: every rule's command reads the override file (the run's key
+    exists only there) and finds `csebench` beside the Python that runs Snakemake."""
+    from runhelpers import readme_block, readme_checkout, user_env
+
+    proj = readme_checkout(tmp_path)
+    (proj / "my-suite.yaml").write_text(MY_SUITE)
+    cmd = next(c for c in readme_block("**A suite of your own**") if c.startswith("snakemake "))
+    env = user_env()
+    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if Path(p) != BIN)  # not activated
+    env.pop("VIRTUAL_ENV")
+    proc = subprocess.run(f"{BIN}/{cmd}", shell=True, cwd=proj, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    view = proj / "results/mine/runs/simcse/seed1"
+    assert json.loads((view / "train.json").read_text())["steps"] == 2 and (view / "sts.json").is_file()
+    assert "Nothing to be done" in subprocess.run(f"{BIN}/{cmd} -n", shell=True, cwd=proj, env=env,
+                                                  capture_output=True, text=True, timeout=300).stdout
+
+
+def test_csebench_not_reachable_is_one_line_before_any_job(tmp_path, monkeypatch):
+    """The Snakefile's check (csebench.workflow.find_cli): not on PATH and not beside the Python that
+    runs Snakemake gives one line naming the fix; beside it, its folder goes on the jobs' PATH."""
+    from csebench import workflow as wf
+    from csebench.errors import ConfigError
+
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "bin" / "python"))
+    with pytest.raises(ConfigError, match=r"not on PATH nor beside this Python .*\. \.venv/bin/activate"):
+        wf.find_cli(uses_conda=False)
+    wf.find_cli(uses_conda=True)  # the rules' conda environment provides it
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "csebench").write_text("#!/bin/sh\n")
+    (tmp_path / "bin" / "csebench").chmod(0o755)
+    wf.find_cli(uses_conda=False)
+    assert os.environ["PATH"].split(os.pathsep)[0] == str(tmp_path / "bin")

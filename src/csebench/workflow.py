@@ -331,3 +331,38 @@ def print_plan(params: dict, suites: list[str]) -> None:
     from .plan import print_plan as _print
 
     _print(params, suites)
+
+
+def params_args(config: dict) -> str:
+    """The params file and override files of the Snakemake config as the csebench CLI takes them
+    (`--params P --config O ...`), so every rule's command resolves the runs the DAG was planned
+    with: a suite defined in an override file trains, not only dry-runs."""
+    import shlex
+
+    args = []
+    if config.get("params", "params.yaml") != "params.yaml":
+        args += ["--params", str(config["params"])]
+    for extra in config.get("params_overrides") or []:
+        args += ["--config", str(extra)]
+    return " ".join(shlex.quote(a) for a in args)
+
+
+def find_cli(uses_conda: bool) -> None:
+    """Every rule calls the `csebench` command. Found on PATH (an activated venv), beside the Python
+    that runs Snakemake (`.venv/bin/snakemake` typed without activating: that folder is put on PATH,
+    which the jobs inherit), or in the rules' conda environment; else one line, before any job."""
+    import os
+    import shutil
+    from pathlib import Path
+
+    from .errors import ConfigError
+
+    if uses_conda or shutil.which("csebench"):
+        return
+    here = Path(sys.executable).parent
+    if (here / "csebench").is_file():
+        os.environ["PATH"] = f"{here}{os.pathsep}{os.environ.get('PATH', '')}"
+        return
+    raise ConfigError("the rules run the `csebench` command, which is not on PATH nor beside this Python "
+                      f"({sys.executable}): activate the project's venv first (`. .venv/bin/activate`; "
+                      "`make setup` creates it), or install the package (`pip install -e .`)")

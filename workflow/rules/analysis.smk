@@ -108,6 +108,7 @@ rule analysis_model:
     wildcard_constraints:
         analysis="align_uniform|cosine_dist|layers|embed_dim",
     params:
+        cfg=PARAMS_ARGS,
         name=lambda w: w.analysis.replace("_", "-"),
         extra=lambda w: {"embed_dim": "--dims {} --methods {} {}".format(" ".join(map(str, ASET["embed_dims"])), " ".join(ASET["embed_methods"]), sts_cap(w))}.get(w.analysis, f"--split {ASET['split']}"),
         embeddings=lambda w, input: f"--embeddings {input.embeddings}" if input.embeddings else "",
@@ -115,7 +116,7 @@ rule analysis_model:
     log:
         f"{EVAL}/logs/analysis.{{analysis}}.log",
     shell:
-        "csebench --threads {threads} analyze {params.name} --model $(dirname {input.summary})/model"
+        "csebench --threads {threads} analyze {params.name} {params.cfg} --model $(dirname {input.summary})/model"
         " --senteval $(dirname {input.senteval}) --label " + ANALYSIS_LABEL + " {params.extra} {params.embeddings}"
         " --out {output} 2> {log}"
 
@@ -128,12 +129,13 @@ rule analysis_neighbours:
         json=f"{EVAL}/analysis/neighbours.json",
         md=f"{EVAL}/analysis/neighbours.md",
     params:
+        cfg=PARAMS_ARGS,
         extra=f"--buffer-size {ASET['buffer_size']} --k {ASET['neighbours_k']} --n-queries {ASET['neighbour_queries']}",
     threads: config.get("threads", workflow.cores)
     log:
         f"{EVAL}/logs/analysis.neighbours.log",
     shell:
-        "csebench --threads {threads} analyze neighbours --model $(dirname {input.summary})/model --corpus {input.corpus}"
+        "csebench --threads {threads} analyze neighbours {params.cfg} --model $(dirname {input.summary})/model --corpus {input.corpus}"
         " --label " + ANALYSIS_LABEL + " {params.extra} --out {output.json} --markdown {output.md} 2> {log}"
 
 
@@ -185,6 +187,7 @@ rule analysis_topk_negatives:
         json=f"{RESULTS}/{{suite}}/analysis/topk_negatives.json",
         png=f"{RESULTS}/{{suite}}/figures/topk_negatives.png",
     params:
+        cfg=PARAMS_ARGS,
         model=lambda w: _topk_model(w.suite)[0],
         label=lambda w: _topk_model(w.suite)[2],
         extra="--batch-sizes {} --repeats {} --pool-size {}".format(" ".join(map(str, ASET["topk_batch_sizes"])), ASET["topk_repeats"], ASET["topk_pool_size"]),
@@ -192,7 +195,7 @@ rule analysis_topk_negatives:
     log:
         f"{RESULTS}/{{suite}}/logs/analysis.topk_negatives.log",
     shell:
-        "csebench --threads {threads} analyze topk-negatives --model {params.model} --corpus {input.corpus} --label '{params.label}'"
+        "csebench --threads {threads} analyze topk-negatives {params.cfg} --model {params.model} --corpus {input.corpus} --label '{params.label}'"
         " {params.extra} --out {output.json} --figure {output.png} 2> {log}"
 
 
@@ -205,13 +208,14 @@ rule analysis_teacher_logits:
         json=f"{RESULTS}/{{suite}}/analysis/teacher_logits.json",
         png=f"{RESULTS}/{{suite}}/figures/teacher_logits.png",
     params:
+        cfg=PARAMS_ARGS,
         teachers=lambda w, input: " ".join(f"--teacher {os.path.dirname(t)}/model" for t in input.teachers),
         extra=f"--logit-batch-size {ASET['logit_batch_size']} --n-batches {ASET['logit_batches']}",
     threads: config.get("threads", workflow.cores)
     log:
         f"{RESULTS}/{{suite}}/logs/analysis.teacher_logits.log",
     shell:
-        "csebench --threads {threads} analyze teacher-logits {params.teachers} --corpus {input.corpus}"
+        "csebench --threads {threads} analyze teacher-logits {params.cfg} {params.teachers} --corpus {input.corpus}"
         " --senteval $(dirname {input.senteval}) {params.extra} --out {output.json} --figure {output.png} 2> {log}"
 
 
@@ -223,11 +227,13 @@ rule analysis_token_matrix:  # SSCL Fig. 5: the model's last-layer token cosine 
         senteval=senteval_of,
     output:
         f"{EVAL}/analysis/token_matrix.json",
+    params:
+        cfg=PARAMS_ARGS,
     threads: 1
     log:
         f"{EVAL}/logs/analysis.token_matrix.log",
     shell:
-        "csebench --threads {threads} analyze token-matrix --models $(dirname {input.summary})/model --labels '{wildcards.key}'"
+        "csebench --threads {threads} analyze token-matrix {params.cfg} --models $(dirname {input.summary})/model --labels '{wildcards.key}'"
         " --senteval $(dirname {input.senteval}) --label " + ANALYSIS_LABEL + " --out {output} 2> {log}"
 
 
@@ -245,6 +251,7 @@ rule analysis_distill_loss:  # DistillCSE Table 9: the student's distillation lo
     output:
         f"{EVAL}/analysis/distill_loss.json",
     params:
+        cfg=PARAMS_ARGS,
         teachers=lambda w, input: " ".join(f"--teacher {os.path.dirname(t)}/model" for t in input.teachers),
     threads: config.get("threads", workflow.cores)
     resources:
@@ -252,7 +259,7 @@ rule analysis_distill_loss:  # DistillCSE Table 9: the student's distillation lo
     log:
         f"{EVAL}/logs/analysis.distill_loss.log",
     shell:
-        "csebench --threads {threads} analyze distill-loss --model $(dirname {input.summary})/model {params.teachers}"
+        "csebench --threads {threads} analyze distill-loss {params.cfg} --model $(dirname {input.summary})/model {params.teachers}"
         " --corpus {input.corpus} --senteval $(dirname {input.senteval}) --label " + ANALYSIS_LABEL + " --out {output} 2> {log}"
 
 
@@ -262,11 +269,13 @@ rule analysis_ensemble_sts:  # DistillCSE Table 5: STS of the mean normalised em
         senteval=senteval_of,
     output:
         f"{RESULTS}/{{suite}}/analysis/{{run}}/ensemble_sts.json",
+    params:
+        cfg=PARAMS_ARGS,
     threads: 1
     log:
         f"{RESULTS}/{{suite}}/logs/analysis.ensemble_sts.{{run}}.log",
     shell:
-        "csebench --threads {threads} analyze ensemble-sts --embeddings {input.embeddings} --senteval $(dirname {input.senteval})"
+        "csebench --threads {threads} analyze ensemble-sts {params.cfg} --embeddings {input.embeddings} --senteval $(dirname {input.senteval})"
         " --label '{wildcards.run} ensemble' --out {output} 2> {log}"
 
 
@@ -285,6 +294,7 @@ rule analysis_model_correlation:  # DistillCSE Table 8: a student against its te
     output:
         f"{RESULTS}/{{suite}}/analysis/{{run}}/seed{{seed}}/model_correlation.json",
     params:
+        cfg=PARAMS_ARGS,
         groups=lambda w, input: " ".join(
             f"--{flag} " + " ".join(f"{os.path.dirname(t)}/model" for t in files)
             for flag, files in (("self-teacher", input.self_teacher), ("other-teachers", input.other_teachers),
@@ -295,5 +305,5 @@ rule analysis_model_correlation:  # DistillCSE Table 8: a student against its te
     log:
         f"{RESULTS}/{{suite}}/logs/analysis.model_correlation.{{run}}.seed{{seed}}.log",
     shell:
-        "csebench --threads {threads} analyze model-correlation --model $(dirname {input.summary})/model {params.groups}"
+        "csebench --threads {threads} analyze model-correlation {params.cfg} --model $(dirname {input.summary})/model {params.groups}"
         " --senteval $(dirname {input.senteval}) --out {output} 2> {log}"

@@ -16,6 +16,7 @@ rule embed:
     output:
         table=f"{EVAL}/embeddings.npz",
     params:
+        cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
         cap=lambda w: " ".join(a for a in (transfer_cap(w), sts_cap(w), sts_pairs_args(w)) if a),
         precision=lambda w: eval_settings(w)["precision"],
         progress=PROGRESS,
@@ -25,5 +26,5 @@ rule embed:
     log:
         f"{EVAL}/logs/embed.log",
     shell:
-        "csebench --threads {threads} embed --model $(dirname {input.summary})/model --senteval $(dirname {input.senteval})"
+        "csebench --threads {threads} embed {params.cfg} --model $(dirname {input.summary})/model --senteval $(dirname {input.senteval})"
         " {params.cap} --precision {params.precision} --out {output.table} {params.progress} 2> {log}"

@@ -16,9 +16,10 @@ rule suite_metrics:
     output:
         metrics=f"{RESULTS}/{{suite}}/metrics.json",
     params:
+        cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
         results=lambda w, output: results_of(output.metrics, w.suite),
     threads: 1  # reads JSON
     log:
         f"{RESULTS}/{{suite}}/logs/metrics.log",
     shell:
-        "csebench suite-metrics --suite {wildcards.suite} --results {params.results} --out {output.metrics} 2> {log}"
+        "csebench suite-metrics {params.cfg} --suite {wildcards.suite} --results {params.results} --out {output.metrics} 2> {log}"

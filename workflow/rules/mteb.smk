@@ -12,6 +12,7 @@ rule eval_mteb:
     output:
         mteb=f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}/mteb/mteb.json",
     params:
+        cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
         progress=PROGRESS,
         tasks=lambda w: " ".join(wf.suite_mteb_tasks(PARAMS, w.suite) or []),
         precision=lambda w: eval_settings(w)["precision"],
@@ -21,6 +22,6 @@ rule eval_mteb:
     log:
         f"{RESULTS}/{{suite}}/logs/eval_mteb.{{run}}.seed{{seed}}.log",
     shell:
-        "csebench --threads {threads} eval-mteb --model $(dirname {input.summary})/model --tasks {params.tasks}"
+        "csebench --threads {threads} eval-mteb {params.cfg} --model $(dirname {input.summary})/model --tasks {params.tasks}"
         " --precision {params.precision} --suite {wildcards.suite} --run {wildcards.run} --seed {wildcards.seed}"
         " --out $(dirname {output.mteb}) {params.progress} 2> {log}"

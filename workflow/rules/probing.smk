@@ -12,11 +12,12 @@ rule prepare_probing:
     output:
         root=f"{DATA}/{{data}}/probing/ROOT",
     params:
+        cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
         source=lambda w: str(PARAMS["data"][w.data].get("probing")),
     log:
         f"{DATA}/logs/prepare_probing.{{data}}.log",
     shell:
-        "csebench prepare-probing --data {wildcards.data} --out $(dirname {output.root}) 2> {log}"
+        "csebench prepare-probing {params.cfg} --data {wildcards.data} --out $(dirname {output.root}) 2> {log}"
 
 
 rule eval_probing:
@@ -28,6 +29,7 @@ rule eval_probing:
     output:
         probing=f"{EVAL}/probing.json",
     params:
+        cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
         cap=transfer_cap,
         precision=lambda w: eval_settings(w)["precision"],
         progress=PROGRESS,
@@ -37,6 +39,6 @@ rule eval_probing:
     log:
         f"{EVAL}/logs/eval_probing.log",
     shell:
-        "csebench --threads {threads} eval-probing --model $(dirname {input.summary})/model --probing $(dirname {input.probing})"
+        "csebench --threads {threads} eval-probing {params.cfg} --model $(dirname {input.summary})/model --probing $(dirname {input.probing})"
         " --precision {params.precision} --key {wildcards.key} --seed {wildcards.seed} {params.cap}"
         " --out {output.probing} {params.progress} 2> {log}"

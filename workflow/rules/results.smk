@@ -44,13 +44,14 @@ rule report:
         [_report(p, lambda w: f"suite/{w.suite}") if p.endswith(("sts.md", "transfer.md", ".png")) else p
          for p in (f"{RESULTS}/{{suite}}/{f}" for f in _render.SUITE_FILES)],
     params:
+        cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
         results=lambda w, output: results_of(output[0], w.suite),
         links=lambda w, input: f"--link {' '.join(input.links)}" if input.links else "",
         caption=lambda w: REGISTRY.caption(REGISTRY.item(f"suite/{w.suite}")),
     log:
         f"{RESULTS}/{{suite}}/logs/report.log",
     shell:
-        "csebench results render --results {params.results} --item suite/{wildcards.suite} {params.links} 2> {log}"
+        "csebench results render {params.cfg} --results {params.results} --item suite/{wildcards.suite} {params.links} 2> {log}"
 
 
 rule mteb_table:
@@ -64,12 +65,13 @@ rule mteb_table:
     wildcard_constraints:
         suite=r"[^/]+",
     params:
+        cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
         results=lambda w, output: results_of(output[0], w.suite),
         caption=lambda w: REGISTRY.caption(REGISTRY.item(f"mteb/{w.suite}")),
     log:
         f"{RESULTS}/{{suite}}/logs/mteb_table.log",
     shell:
-        "csebench results render --results {params.results} --item mteb/{wildcards.suite} 2> {log}"
+        "csebench results render {params.cfg} --results {params.results} --item mteb/{wildcards.suite} 2> {log}"
 
 
 rule reproduce_table:
@@ -86,13 +88,14 @@ rule reproduce_table:
         paper=r"[a-z-]+",
         item=r"table-[A-Za-z0-9.()-]+",
     params:
+        cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
         results=RESULTS,
         scale=lambda w: ROOTS[w.root],
         caption=_caption,
     log:
         "{root}/logs/{paper}.{item}.log",
     shell:
-        "csebench results render --results {params.results} --item {wildcards.paper}/{wildcards.item} --scale {params.scale}"
+        "csebench results render {params.cfg} --results {params.results} --item {wildcards.paper}/{wildcards.item} --scale {params.scale}"
         " --out-dir {wildcards.root}/{wildcards.paper} 2> {log}"
 
 
@@ -110,13 +113,14 @@ rule reproduce_figure:
         paper=r"[a-z-]+",
         item=r"figure-[A-Za-z0-9.()-]+",
     params:
+        cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
         results=RESULTS,
         scale=lambda w: ROOTS[w.root],
         caption=_caption,
     log:
         "{root}/logs/{paper}.{item}.log",
     shell:
-        "csebench results render --results {params.results} --item {wildcards.paper}/{wildcards.item} --scale {params.scale}"
+        "csebench results render {params.cfg} --results {params.results} --item {wildcards.paper}/{wildcards.item} --scale {params.scale}"
         " --out-dir {wildcards.root}/{wildcards.paper} 2> {log}"
 
 
@@ -129,8 +133,9 @@ rule front_page:
     output:
         page=f"{RESULTS}/README.md",
     params:
+        cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
         results=lambda w, output: os.path.dirname(output.page),
     log:
         f"{RESULTS}/logs/front_page.log",
     shell:
-        "csebench results front-page --results {params.results} --out {output.page} 2> {log}"
+        "csebench results front-page {params.cfg} --results {params.results} --out {output.page} 2> {log}"

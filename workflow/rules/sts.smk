@@ -12,12 +12,13 @@ rule eval_sts:
         sts=f"{EVAL}/sts.json",
         pairs=f"{EVAL}/sts_pairs.npz",  # per-pair cosines: paired bootstrap in report
     params:
+        cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
         cap=lambda w: " ".join(a for a in (sts_cap(w), sts_pairs_args(w)) if a),  # your own STS sets too (embed.smk)
         progress=PROGRESS,
     threads: 1  # looks embeddings up
     log:
         f"{EVAL}/logs/eval_sts.log",
     shell:
-        "csebench --threads {threads} eval-sts --model $(dirname {input.summary})/model --senteval $(dirname {input.senteval})"
+        "csebench --threads {threads} eval-sts {params.cfg} --model $(dirname {input.summary})/model --senteval $(dirname {input.senteval})"
         " --embeddings {input.embeddings} --key {wildcards.key} --seed {wildcards.seed} --out {output.sts} --pairs-out {output.pairs}"
         " {params.cap} {params.progress} 2> {log}"

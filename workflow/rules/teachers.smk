@@ -15,6 +15,7 @@ rule teacher_cache:
         emb=f"{RUN}/teacher/embeddings.npy",
         meta=f"{RUN}/teacher/embeddings.json",
     params:
+        cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
         max_len=teacher_max_len,
         cache=f"{DATA}/cache",
     resources:
@@ -23,5 +24,5 @@ rule teacher_cache:
     log:
         f"{RUN}/logs/teacher_cache.log",
     shell:
-        "csebench --threads {threads} teacher-cache --model $(dirname {input.summary})/model --corpus {input.corpus}"
+        "csebench --threads {threads} teacher-cache {params.cfg} --model $(dirname {input.summary})/model --corpus {input.corpus}"
         " --out {output.emb} --max-seq-length {params.max_len} --cache-dir {params.cache} 2> {log}"

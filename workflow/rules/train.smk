@@ -16,6 +16,7 @@ rule train:  # with `train: false` it writes the untrained backbone as model/ (c
         train_curve=f"{RUN}/train_curve.csv",
         dev_curve=f"{RUN}/dev_curve.csv",
     params:
+        cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
         corpus=lambda w, input: f"--corpus {input.corpus}" if input.corpus else "",
         teacher_args=lambda w, input: " ".join(f"--teacher-cache {t}" for t in input.teachers),
         cache=f"{DATA}/cache",
@@ -26,6 +27,6 @@ rule train:  # with `train: false` it writes the untrained backbone as model/ (c
     log:
         f"{RUN}/logs/train.log",
     shell:
-        "csebench --threads {threads} train --key {wildcards.key} --seed {wildcards.seed}"
+        "csebench --threads {threads} train {params.cfg} --key {wildcards.key} --seed {wildcards.seed}"
         " {params.corpus} --senteval $(dirname {input.senteval}) --out $(dirname {output.summary})"
         " --cache-dir {params.cache} {params.teacher_args} {params.progress} 2> {log}"

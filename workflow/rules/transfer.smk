@@ -13,12 +13,13 @@ rule eval_transfer:
     output:
         transfer=f"{EVAL}/transfer.json",
     params:
+        cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
         cap=transfer_cap,
         progress=PROGRESS,
     threads: config.get("threads", 4)  # the classifiers (torch, CPU); embeddings are looked up
     log:
         f"{EVAL}/logs/eval_transfer.log",
     shell:
-        "csebench --threads {threads} eval-transfer --model $(dirname {input.summary})/model --senteval $(dirname {input.senteval})"
+        "csebench --threads {threads} eval-transfer {params.cfg} --model $(dirname {input.summary})/model --senteval $(dirname {input.senteval})"
         " --embeddings {input.embeddings} --key {wildcards.key} --seed {wildcards.seed} {params.cap} --out {output.transfer}"
         " {params.progress} 2> {log}"

@@ -7,7 +7,7 @@
 localrules: view_trained, view_evaluated, view_probing, view_analysis
 
 VIEW = f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}"
-VIEW_CMD = ("csebench view-run --suite {wildcards.suite} --run {wildcards.run} --seed {wildcards.seed}"
+VIEW_CMD = ("csebench view-run {params.cfg} --suite {wildcards.suite} --run {wildcards.run} --seed {wildcards.seed}"
             " --first {params.first} --from $(dirname {input[0]}) --out $(dirname {output[0]})")
 
 
@@ -31,6 +31,7 @@ rule view_trained:
         f"{VIEW}/dev_curve.csv",
     params:
         first=first_of_view,
+        cfg=PARAMS_ARGS,
     log:
         f"{RESULTS}/{{suite}}/logs/view.{{run}}.seed{{seed}}.log",
     shell:
@@ -46,6 +47,7 @@ rule view_evaluated:
         f"{VIEW}/transfer.json",
     params:
         first=first_of_view,
+        cfg=PARAMS_ARGS,
     log:
         f"{RESULTS}/{{suite}}/logs/view.eval.{{run}}.seed{{seed}}.log",
     shell:
@@ -59,6 +61,7 @@ rule view_probing:
         f"{VIEW}/probing.json",
     params:
         first=first_of_view,
+        cfg=PARAMS_ARGS,
     log:
         f"{RESULTS}/{{suite}}/logs/view.probing.{{run}}.seed{{seed}}.log",
     shell:
@@ -75,6 +78,7 @@ rule view_analysis:  # a per-run analysis (analysis.smk); model_correlation is t
         ext="json|md",
     params:
         first=first_of_view,
+        cfg=PARAMS_ARGS,
     log:
         f"{RESULTS}/{{suite}}/logs/view.analysis.{{analysis}}.{{ext}}.{{run}}.seed{{seed}}.log",
     shell:
