@@ -32,6 +32,7 @@ clamps log((p+q)/2) at 1e-7 from below, which turns every entry into 1e-7, so it
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -57,6 +58,7 @@ class RankingSettings:
     consistency_weight: float = 1.0  # beta
     consistency: str = "js"  # js (the paper's divergence) | released (what the community code computes) | none
     positions: str = "mean"  # ListMLE: mean (community code) or sum over the ranked positions
+    listmle_eps: float = 0.0  # ListMLE: log(sum + eps); the community code adds 1e-7, which caps each position's loss
 
     def validate(self, where: str) -> None:
         parse_teachers(self.teachers, where)
@@ -66,7 +68,7 @@ class RankingSettings:
         for name in ("student_temperature", "teacher_temperature"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{where}.{name} must be > 0, got {getattr(self, name)}")
-        for name in ("weight", "consistency_weight"):
+        for name in ("weight", "consistency_weight", "listmle_eps"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{where}.{name} must be >= 0, got {getattr(self, name)}")
 
@@ -79,12 +81,16 @@ def listnet(student: torch.Tensor, teacher: torch.Tensor, tau_s: float, tau_t: f
     return -(q * log_p.masked_fill(eye, 0.0)).sum(1).mean()
 
 
-def listmle(student: torch.Tensor, teacher: torch.Tensor, tau_s: float, positions: str = "mean") -> torch.Tensor:
-    """ListMLE: the negative log-likelihood of the teacher's order under the student's Plackett-Luce model."""
+def listmle(student: torch.Tensor, teacher: torch.Tensor, tau_s: float, positions: str = "mean",
+            eps: float = 0.0) -> torch.Tensor:
+    """ListMLE: the negative log-likelihood of the teacher's order under the student's Plackett-Luce model
+    (``eps``: log(sum + eps) after subtracting the row's maximum, as the community code)."""
     order = teacher.float().argsort(dim=1, descending=True)
     s = student.float().gather(1, order) / tau_s
     s = s - s.max(dim=1, keepdim=True).values
     tail = torch.logcumsumexp(s.flip(1), dim=1).flip(1)  # log sum_{m >= k} e^{s_m}
+    if eps:
+        tail = torch.logaddexp(tail, torch.full_like(tail, math.log(eps)))
     per = tail - s
     return (per.mean(1) if positions == "mean" else per.sum(1)).mean()
 
@@ -130,7 +136,7 @@ class RankingDistillation(ObjectiveTerm):
         if s.loss == "listnet":
             rank = listnet(sim, teacher, s.student_temperature, s.teacher_temperature)
         else:
-            rank = listmle(sim, teacher, s.student_temperature, s.positions)
+            rank = listmle(sim, teacher, s.student_temperature, s.positions, s.listmle_eps)
         loss = s.weight * rank
         if s.consistency != "none" and s.consistency_weight:
             a, b = sim / ctx.temperature, sim.T / ctx.temperature  # rows: h_i vs view 2; h_i^+ vs view 1
