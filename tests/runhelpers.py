@@ -166,3 +166,30 @@ def readme_block(heading: str, doc: Path = ROOT / "README.md") -> list[str]:
         elif line.strip():
             out.append(line.split("  #")[0].rstrip())
     return out
+
+
+def train_tiny(tmp: Path, objectives: dict, steps: int = 3, batch_size: int = 8, teacher: bool = False,
+               **training) -> tuple[dict, object]:
+    """Train the ci suite's tiny random BERT for a few steps with ``objectives`` (the method's terms) on
+    the first 96 shared corpus sentences; ``teacher``: a frozen random encoder's cached embeddings are
+    the teacher of any term that reads teachers (``teachers: {run: simcse, seeds: [2]}``).
+    Returns (train.json's summary, the trainer)."""
+    from csebench.config import BackboneConfig, load_params, resolve_run
+    from csebench.encoder import build_encoder
+    from csebench.trainer import Trainer
+
+    write_corpus(tmp / "corpus.txt")
+    write_mini_senteval(tmp / "se")
+    caches = []
+    if teacher:
+        from csebench.teachers import build_teacher_cache
+
+        build_encoder(BackboneConfig(model="random", pooler="cls"), seed=7).save(tmp / "teacher")
+        build_teacher_cache(tmp / "teacher", tmp / "corpus.txt", tmp / "teacher.npy", max_seq_length=32)
+        caches = [str(tmp / "teacher.npy")]
+    params = load_params(PARAMS)
+    params["suites"]["ci"]["training"] = {"batch_size": batch_size, "max_steps": steps, "eval_steps": steps, **training}
+    params["methods"]["simcse"]["objectives"] = objectives
+    cfg = resolve_run(params, "ci", "simcse", 1)
+    tr = Trainer(cfg, tmp / "corpus.txt", tmp / "se", tmp / "out", show_progress=False, teacher_cache=caches)
+    return tr.run(), tr

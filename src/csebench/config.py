@@ -234,12 +234,13 @@ class RunConfig:
         layer = d["objectives"].get("layer_negatives")
         if layer and layer.get("positives") == "dropout":  # added later (issue 32): the default leaves keys as they were
             layer.pop("positives")
-        distill = d["objectives"].get("distillation")
-        if distill and self.teacher_keys:
-            from .teacherspec import parse_teachers
+        from .teacherspec import parse_teachers, teacher_term
 
+        found = teacher_term(d["objectives"])
+        if found and self.teacher_keys:
+            distill = found[1]
             distill["teachers"] = [{"run": self.teacher_keys[t["run"]], "seeds": t["seeds"]}
-                                   for t in parse_teachers(distill["teachers"], "objectives.distillation")]
+                                   for t in parse_teachers(distill["teachers"], f"objectives.{found[0]}")]
         if not seed:
             d.pop("seed")
         return d
@@ -665,13 +666,14 @@ def run_info(params: dict, suite: str, run_name: str, seed: int) -> dict:
 def _teacher_keys(params: dict, suite: str, run_name: str, train: bool, objectives: dict, students: tuple[str, ...]) -> dict:
     """A DistillCSE student's teachers (runs of its suite) by key: the student is the same run
     wherever its teachers are, whatever a suite calls them. An evaluation-only run distils from nothing."""
-    if not train or "distillation" not in objectives:
-        return {}
-    from .teacherspec import parse_teachers
+    from .teacherspec import parse_teachers, teacher_term
 
+    found = teacher_term(objectives) if train else None
+    if not found:
+        return {}
     chain = (*students, run_name)
     keys = {}
-    for teacher in parse_teachers(objectives["distillation"]["teachers"], f"run {suite}/{run_name}: objectives.distillation"):
+    for teacher in parse_teachers(found[1].get("teachers"), f"run {suite}/{run_name}: objectives.{found[0]}"):
         name = teacher["run"]
         if name == run_name:  # its own other seeds (teacher caches given by hand): no key of its own to name
             keys[name] = "self"

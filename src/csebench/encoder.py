@@ -231,6 +231,10 @@ class SentenceEncoder(nn.Module):
         elif head is None and pooler == "cls":
             head = MLPHead(hidden, std)
         self.head = head
+        # a prompt template ({"prefix", "suffix"} texts, csebench.prompts): set by the prompt objective term;
+        # sentences are then encoded inside the template and represented by its mask token's last hidden state
+        self.prompt: dict | None = None
+        self._prompt_ids: tuple | None = None
 
     @property
     def hidden_size(self) -> int:
@@ -257,10 +261,30 @@ class SentenceEncoder(nn.Module):
         """Apply the MLP head (training only, as --mlp_only_train)."""
         return self.head(pooled) if (train_head and self.head is not None) else pooled
 
+    def set_prompt(self, prompt: dict | None) -> None:
+        """Encode inside a template from now on (PromptBERT's representation; None: the pooler again)."""
+        self.prompt = dict(prompt) if prompt else None
+        self._prompt_ids = None
+        if self.prompt:
+            from .prompts import template_ids
+
+            self._prompt_ids = template_ids(self.tokenizer, self.prompt["prefix"], self.prompt["suffix"], "prompt")
+
+    def prompt_length(self) -> int:
+        """Tokens a template adds to each sentence (0 without one)."""
+        return sum(len(t) for t in self._prompt_ids) if self._prompt_ids else 0
+
     def forward(self, input_ids, attention_mask, train_head: bool = True, hidden_only: bool = False,
                 all_layers: bool = False):
         """Pooled (and projected) embeddings; with ``hidden_only`` the hidden states instead, which
         lets DDP / torch.compile wrappers run the backbone while the trainer pools."""
+        if self._prompt_ids is not None and not hidden_only:
+            from .prompts import wrap
+
+            ids, mask, col = wrap(input_ids, attention_mask, *self._prompt_ids, self.tokenizer.mask_token_id,
+                                  self.tokenizer.pad_token_id or 0)
+            last = self.forward_hidden(ids, mask)[-1]
+            return self.project(last[torch.arange(ids.shape[0], device=ids.device), col], train_head)
         hs = self.forward_hidden(input_ids, attention_mask, all_layers=all_layers)
         if hidden_only:
             return hs
@@ -279,7 +303,7 @@ class SentenceEncoder(nn.Module):
         batch_size = batch_size or default_encode_batch_size(device)
         uniq, inverse = np.unique(np.asarray(sentences, dtype=object), return_inverse=True)
         uniq = list(uniq)
-        limit = max_length or min(max_positions(self.backbone.config) or 512, 512)
+        limit = max_length or min(max_positions(self.backbone.config) or 512, 512) - self.prompt_length()
         enc = self.tokenizer(uniq, truncation=True, max_length=limit, padding=False, return_attention_mask=False)
         tokens = TokenizedCorpus.from_lists(enc["input_ids"])
         order = np.argsort(tokens.lengths(), kind="stable")
@@ -321,6 +345,8 @@ class SentenceEncoder(nn.Module):
                 save_file(head, str(tmp / HEAD_FILE))
             eval_pooler = "cls_before_pooler" if self.pooler == "cls" else self.pooler
             meta = {"pooler": self.pooler, "eval_pooler": eval_pooler}
+            if self.prompt:  # load_encoder encodes inside the same template
+                meta["prompt"] = self.prompt
             if self.projection_dim:  # load_encoder applies the head at evaluation
                 meta.update(projection_dim=self.projection_dim, projection_head=self.projection_head)
             (tmp / ENCODER_META).write_text(dumps_json(meta) + "\n")
@@ -594,4 +620,5 @@ def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None, what: 
         head = load_head_weights(MLPHead(backbone.config.hidden_size, out_dim=int(proj), tanh=kind == "linear_tanh"), path)
     enc = SentenceEncoder(backbone, tokenizer, pooler, head,
                           projection_dim=int(proj) if proj else None, projection_head=kind)
+    enc.set_prompt(meta.get("prompt"))
     return enc

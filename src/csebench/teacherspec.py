@@ -49,3 +49,14 @@ def teacher_runs(settings: dict, seed: int) -> list[tuple[str, int]]:
             if (entry["run"], int(s)) not in out:
                 out.append((entry["run"], int(s)))
     return out
+
+
+def teacher_term(objectives: dict | None) -> tuple[str, dict] | None:
+    """(key, settings) of the run's one objective term that reads frozen teachers' cached corpus embeddings,
+    i.e. has a ``teachers`` setting (DistillCSE's distillation, DCLR's complementary model, RankCSE's
+    ranking teachers; a new term needs no list entry), or None. Two such terms would need two teacher
+    lists for one run (the workflow plans one), which is refused."""
+    found = [(k, v) for k, v in (objectives or {}).items() if isinstance(v, dict) and "teachers" in v]
+    if len(found) > 1:
+        raise ConfigError(f"objectives: {', '.join(k for k, _ in found)} all read teachers; a run may hold one of them")
+    return found[0] if found else None

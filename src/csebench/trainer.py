@@ -237,7 +237,7 @@ class Trainer:
         self.objective = Objective(cfg.objectives, self.encoder.out_dim, self.encoder.num_layers,
                                    run_config=cfg, corpus_size=n, teacher_cache=teacher_cache or [],
                                    device=self.device, corpus_path=str(corpus_path),
-                                   tokenizer=self.encoder.tokenizer).to(self.device)
+                                   tokenizer=self.encoder.tokenizer, encoder=self.encoder).to(self.device)
         self.layers = self.objective.intermediate_layers()
         self.loader = BatchLoader(self.tokens, self.encoder.tokenizer.pad_token_id or 0, self._local_batches,
                                   num_workers=self.t.num_workers, pin_memory=self.device.type == "cuda")
@@ -380,19 +380,24 @@ class Trainer:
         ids, mask = self.loader.get(self.state.epoch, self.state.batch_in_epoch, local)  # pinned on CUDA
         ids = ids.to(self.device, non_blocking=True)
         mask = mask.to(self.device, non_blocking=True)
-        b = ids.shape[0]
-        ids2, mask2 = torch.cat([ids, ids]), torch.cat([mask, mask])  # both views in one forward pass
+        idx_local = torch.as_tensor(local)
+        # the views to encode (two dropout views of the sentence unless a term changes them), in one forward pass
+        views = self.objective.input_views(ids, mask, idx_local, self.state.step)
+        ids2, mask2, segments = _stack_views(views, self.encoder.tokenizer.pad_token_id or 0)
         need_all = bool(self.layers)
         hs = _call_hidden(self.forward_model, ids2, mask2, need_all)
-        pooled = self.encoder.project(pool(self.encoder.pooler, hs, mask2), train_head=True)
-        z1, z2 = pooled[:b], pooled[b:]
+        pooled = self.objective.pool(self.encoder, hs, ids2, mask2, segments)
+        if pooled is None:
+            pooled = pool(self.encoder.pooler, hs, mask2)
+        pooled = self.encoder.project(pooled, train_head=True)
+        z1, z2 = pooled[segments["view1"]], pooled[segments["view2"]]
+        extra = {name: pooled[rows] for name, rows in segments.items() if name not in ("view1", "view2")}
         layer_z1, layer_z2 = {}, {}
         for layer in self.layers:
             rep = self.encoder.project(pool(self.encoder.pooler, hs, mask2, layer=layer), train_head=True)
-            layer_z1[layer], layer_z2[layer] = rep[:b], rep[b:]
+            layer_z1[layer], layer_z2[layer] = rep[segments["view1"]], rep[segments["view2"]]
         # corpus indices stay on the host: DistillCSE looks its teacher rows up there (sending them to
         # the GPU only for the lookup to read them back was a host wait mid-step)
-        idx_local = torch.as_tensor(local)
         offset = 0
         if self.world > 1:
             z2, offset = distributed.gather_with_grad(z2)
@@ -403,7 +408,8 @@ class Trainer:
         return StepContext(z1=z1, z2=z2, temperature=self.t.temperature, step=self.state.step,
                            total_steps=self.total_steps, indices=idx_local, all_indices=all_idx,
                            positive_offset=offset, layer_z1=layer_z1, layer_z2=layer_z2,
-                           num_layers=self.encoder.num_layers, world_size=self.world, rank=self.rank)
+                           num_layers=self.encoder.num_layers, world_size=self.world, rank=self.rank,
+                           extra=extra, inputs=views)
 
     def forward_loss(self, batch_idx: np.ndarray, read: bool = True) -> tuple[torch.Tensor, dict[str, float] | None]:
         """This rank's loss on its slice of the global batch, and (``read``) the logs read back by
@@ -615,6 +621,23 @@ class _Null:
 
     def __exit__(self, *exc):
         return False
+
+
+def _stack_views(views: dict, pad_id: int) -> tuple[torch.Tensor, torch.Tensor, dict[str, slice]]:
+    """The views' rows in one padded batch (view1 first, view2 next, then any others) and each view's rows."""
+    names = ["view1", "view2"] + [n for n in views if n not in ("view1", "view2")]
+    width = max(views[n][0].shape[1] for n in names)
+    ids, masks, segments, start = [], [], {}, 0
+    for n in names:
+        i, m = views[n]
+        if i.shape[1] < width:
+            i = torch.nn.functional.pad(i, (0, width - i.shape[1]), value=pad_id)
+            m = torch.nn.functional.pad(m, (0, width - m.shape[1]), value=0)
+        ids.append(i)
+        masks.append(m)
+        segments[n] = slice(start, start + i.shape[0])
+        start += i.shape[0]
+    return torch.cat(ids), torch.cat(masks), segments
 
 
 def _call_hidden(model, ids, mask, all_layers: bool):

@@ -258,10 +258,12 @@ def same_run_as(params: dict, suite: str, run: str, seed: int) -> str | None:
 def teacher_jobs(params: dict, suite: str, run: str, seed: int) -> list[tuple[str, int]]:
     """(run, seed) of the frozen teachers a run distils from (DistillCSE), [] otherwise."""
     cfg = resolve_run(params, suite, run, int(seed))
-    settings = cfg.objectives.get("distillation")
-    if not settings or not cfg.train:  # an evaluation-only run distils from nothing
+    from .teacherspec import teacher_runs, teacher_term
+
+    found = teacher_term(cfg.objectives)
+    if not found or not cfg.train:  # an evaluation-only run distils from nothing
         return []
-    from .teacherspec import teacher_runs
+    settings = found[1]
 
     teachers = teacher_runs(settings, cfg.seed)
     for name, _ in teachers:

@@ -31,6 +31,12 @@ TERMS: dict[str, str] = {
     "instance_smoothing": "csebench.objectives.smoothing:InstanceSmoothing",
     "layer_negatives": "csebench.objectives.layer_negatives:LayerNegatives",
     "distillation": "csebench.objectives.distillation:Distillation",
+    "momentum_negatives": "csebench.objectives.momentum:MomentumNegatives",
+    "mixed_negatives": "csebench.objectives.mixing:MixedNegatives",
+    "debiased_negatives": "csebench.objectives.debiased:DebiasedNegatives",
+    "prompt": "csebench.objectives.prompt:PromptTemplates",
+    "soft_negatives": "csebench.objectives.soft_negatives:SoftNegatives",
+    "ranking_distillation": "csebench.objectives.ranking:RankingDistillation",
 }
 
 
@@ -69,6 +75,21 @@ class Objective(nn.Module):
             terms[key] = cls(obj, hidden_size=hidden_size, num_layers=num_layers, **kwargs)
         self.terms = nn.ModuleDict(terms)
 
+    def input_views(self, ids: torch.Tensor, mask: torch.Tensor, indices: torch.Tensor,
+                    step: int) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+        """The views to encode this step (ObjectiveTerm.input_views, terms in their view_order)."""
+        views = {"view1": (ids, mask), "view2": (ids, mask)}
+        for term in sorted(self.terms.values(), key=lambda t: t.view_order):
+            views = term.input_views(views, indices, step)
+        return views
+
+    def pool(self, encoder, hidden_states, ids, mask, segments) -> torch.Tensor | None:
+        """The one term's pooling (PromptBERT's [MASK] state), or None for the backbone's pooler."""
+        pooled = [p for t in self.terms.values() if (p := t.pool(encoder, hidden_states, ids, mask, segments)) is not None]
+        if len(pooled) > 1:
+            raise ConfigError("two objective terms pool the representation; at most one may")
+        return pooled[0] if pooled else None
+
     def intermediate_layers(self) -> list[int]:
         layers: set[int] = set()
         for term in self.terms.values():
@@ -83,7 +104,8 @@ class Objective(nn.Module):
         candidates = ctx  # the InfoNCE candidates: view 2, unless a term says otherwise (positives: self)
         for term in self.terms.values():
             candidates = term.contrastive_context(candidates)
-        contrastive = info_nce(candidates, extra)
+        weights = [w for t in self.terms.values() if (w := t.negative_weights(candidates)) is not None]
+        contrastive = info_nce(candidates, extra, sum(weights[1:], weights[0]) if weights else None)
         for term in self.terms.values():
             contrastive = term.replaces_contrastive(contrastive, candidates)
         loss = contrastive

@@ -5,7 +5,9 @@ each term a StepContext. A term may
   * add extra negative columns to the InfoNCE denominator (``extra_negatives``: GS-InfoNCE's
     Gaussian vectors, SSCL's intermediate-layer representations), and/or
   * add a weighted loss of its own (``extra_loss``: IS-CSE's smoothing loss, DistillCSE's
-    distillation loss).
+    distillation loss),
+  * change what is encoded (``input_views``: ESimCSE's repeated-word positives, PromptBERT's templates,
+    SNCSE's negated sentences as a third view) and how it is pooled (``pool``: PromptBERT's [MASK] state).
 So any combination of methods is a config entry: the loop never knows which method runs.
 """
 
@@ -35,6 +37,10 @@ class StepContext:
     num_layers: int = 12
     world_size: int = 1
     rank: int = 0
+    # views beyond the two (input_views): name -> (B, D) this rank's rows, after the training head
+    extra: dict[str, torch.Tensor] = field(default_factory=dict)
+    # what was encoded: view name -> (input ids, attention mask) on the device, this rank's rows
+    inputs: dict[str, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
 
     @property
     def labels(self) -> torch.Tensor:
@@ -72,6 +78,8 @@ class ObjectiveTerm(nn.Module):
 
     key: ClassVar[str] = ""
     Settings: ClassVar[type] = object
+    # order among the terms' input_views: content changes (repetition, negation) before templates
+    view_order: ClassVar[int] = 0
 
     def __init__(self, settings: Any, hidden_size: int, num_layers: int):
         super().__init__()
@@ -92,6 +100,11 @@ class ObjectiveTerm(nn.Module):
         """A scalar added to the total loss, weight included."""
         return None
 
+    def negative_weights(self, ctx: StepContext) -> torch.Tensor | None:
+        """(B, N) log-weights added to the in-batch InfoNCE logits (-inf drops a negative: DCLR's
+        instance weights); the positive's column must stay 0."""
+        return None
+
     def contrastive_context(self, ctx: StepContext) -> StepContext:
         """The context the InfoNCE loss (and ``replaces_contrastive``) reads: another term may change its
         candidates, e.g. the released SSCL-BERT compares the anchors with themselves (default: unchanged)."""
@@ -100,6 +113,20 @@ class ObjectiveTerm(nn.Module):
     def replaces_contrastive(self, contrastive: torch.Tensor, ctx: StepContext) -> torch.Tensor:
         """Hook for terms that change how the InfoNCE loss itself is combined (default: unchanged)."""
         return contrastive
+
+    def input_views(self, views: dict[str, tuple[torch.Tensor, torch.Tensor]], indices: torch.Tensor,
+                    step: int) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+        """What the encoder sees this step: view name -> (ids, mask), padded (B, L) tensors of this rank's
+        sentences (``indices``: their corpus indices, on the host). "view1" (anchors) and "view2"
+        (positives) always exist; a term may replace them or add views (rows in ``StepContext.extra``).
+        Default: unchanged (both views are the sentence itself: dropout is the augmentation)."""
+        return views
+
+    def pool(self, encoder, hidden_states: tuple[torch.Tensor, ...], ids: torch.Tensor, mask: torch.Tensor,
+             segments: dict[str, slice]) -> torch.Tensor | None:
+        """The pooled (B_all, H) representation of the encoded rows (``segments``: view name -> its rows),
+        before the training head; None: the backbone's pooler (at most one term pools)."""
+        return None
 
     def logs(self) -> dict[str, float]:
         """Scalars to log for the last step (e.g. the current alpha)."""

@@ -17,8 +17,11 @@ def contrastive_logits(ctx: StepContext) -> torch.Tensor:
     return cosine_matrix(ctx.z1, ctx.z2) / ctx.temperature
 
 
-def info_nce(ctx: StepContext, extra: list[torch.Tensor] | None = None) -> torch.Tensor:
+def info_nce(ctx: StepContext, extra: list[torch.Tensor] | None = None,
+             log_weights: torch.Tensor | None = None) -> torch.Tensor:
     logits = contrastive_logits(ctx)
+    if log_weights is not None:  # instance weights of the in-batch columns (DCLR), as log-weights
+        logits = logits + log_weights
     if extra:
         logits = torch.cat([logits, *[e.float() for e in extra]], dim=1)
     return F.cross_entropy(logits, ctx.labels)

@@ -249,6 +249,29 @@ def distill_loss(student: torch.Tensor, teacher: torch.Tensor, tau_s: float, tau
 # ----------------------------------------------------------------------------- the term
 
 
+def open_teacher_bank(key: str, teachers, seed: int, run_config=None, corpus_size: int | None = None,
+                      teacher_cache: list[str] | None = None, corpus_path: str | None = None, tokenizer=None):
+    """The frozen teachers' cached corpus embeddings (csebench.teachers.TeacherBank) for the term
+    ``objectives.<key>`` (DistillCSE's teachers, DCLR's complementary model, RankCSE's teachers),
+    checked against the runs its ``teachers`` setting names."""
+    from ..teachers import TeacherBank
+
+    if not teacher_cache:
+        expected = teacher_runs({"teachers": teachers}, seed)
+        raise ConfigError(
+            f"objectives.{key} needs the cached embeddings of its teacher(s) "
+            f"{', '.join(f'{r}/seed{s}' for r, s in expected)}: pass `--teacher-cache PATH` once per teacher "
+            "(Snakemake's train rule does), built by `csebench teacher-cache`")
+    expected_runs = None
+    if run_config is not None:
+        expected_runs = [(run_config.suite, r, s, run_config.teacher_keys.get(r))
+                         for r, s in teacher_runs({"teachers": teachers}, seed)]
+    return TeacherBank(
+        teacher_cache, corpus_size=corpus_size, corpus_path=corpus_path, tokenizer=tokenizer,
+        max_seq_length=run_config.training.max_seq_length if run_config is not None else None,
+        expected_runs=expected_runs)
+
+
 class Distillation(ObjectiveTerm):
     key: ClassVar[str] = "distillation"
     Settings: ClassVar[type] = DistillationSettings
@@ -259,24 +282,10 @@ class Distillation(ObjectiveTerm):
                  corpus_size: int | None = None, teacher_cache: list[str] | None = None, device=None,
                  corpus_path: str | None = None, tokenizer=None, bank=None):
         super().__init__(settings, hidden_size, num_layers)
-        from ..teachers import TeacherBank
-
         self.seed = int(run_config.seed) if run_config is not None else 0
         if bank is None:
-            if not teacher_cache:
-                expected = teacher_runs({"teachers": settings.teachers}, self.seed)
-                raise ConfigError(
-                    "objectives.distillation needs the cached embeddings of its teacher(s) "
-                    f"{', '.join(f'{r}/seed{s}' for r, s in expected)}: pass `--teacher-cache PATH` once per teacher "
-                    "(Snakemake's train rule does), built by `csebench teacher-cache`")
-            expected_runs = None
-            if run_config is not None:
-                expected_runs = [(run_config.suite, r, s, run_config.teacher_keys.get(r))
-                                 for r, s in teacher_runs({"teachers": settings.teachers}, self.seed)]
-            bank = TeacherBank(
-                teacher_cache, corpus_size=corpus_size, corpus_path=corpus_path, tokenizer=tokenizer,
-                max_seq_length=run_config.training.max_seq_length if run_config is not None else None,
-                expected_runs=expected_runs)
+            bank = open_teacher_bank(self.key, settings.teachers, self.seed, run_config, corpus_size, teacher_cache,
+                                     corpus_path, tokenizer)
         self.bank = bank
         self._last: dict[str, float] = {}
 

@@ -1,0 +1,150 @@
+"""PromptBERT (Jiang et al., "PromptBERT: Improving BERT Sentence Embeddings with Prompts", arXiv
+2201.04337): the template representation and template denoising. An input transform plus a pooler.
+
+Representation: the sentence x is put in a template, ``[CLS] prefix x suffix [SEP]`` with the mask
+token in the suffix, and represented by the last layer's hidden state h at that mask token
+(csebench.prompts). Unsupervised training makes the two views with two different templates
+(view 1: template 1, view 2 and any other view: template 2) instead of two dropout masks alone, and
+removes the template's own contribution (template denoising):
+
+    h_i = h(template(x_i)) - h(template(x = empty, positions of a |x_i|-token sentence))
+
+the second term being the mask state of the template alone, its suffix's position ids shifted by the
+sentence's length, in the same (training-mode) forward as the model; it keeps its gradient. The
+training head (SimCSE's MLP, training only) follows. Evaluation encodes with template 1 and no
+denoising (the released evaluation arguments), without the head.
+
+Facts from the released code (kongds/Prompt-BERT, run.sh and prompt_bert/models.py; read, not copied):
+templates (BERT) ``This sentence of "[X]" means [MASK] .`` and ``This sentence : "[X]" means [MASK] .``,
+(RoBERTa) ``This sentence : '[X]' means <mask> .`` and ``The sentence : '[X]' means <mask> .``;
+batch 256, lr 1e-5, 1 epoch, max length 32, fp16, temperature 0.05 for both backbones.
+Differences kept selectable:
+  * positions: the released delta passes position ids 0.. (``positions: released``) also for RoBERTa,
+    whose own position ids start after the padding index; ``positions: model`` (default) gives the
+    template alone the ids the model gives it inside a sentence.
+  * length: the released code truncates the sentence to 32 tokens before adding the template; ours
+    wraps the corpus rows as tokenized for training (at most max_seq_length tokens with [CLS]/[SEP]).
+Under DDP the denoising pass would run outside the DDP wrapper: one process only with ``denoise``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+
+from ..errors import ConfigError
+from ..prompts import template_ids, template_only, wrap
+from .base import ObjectiveTerm
+
+# the released unsupervised templates (run.sh, unsup-bert / unsup-roberta): (prefix, suffix) of templates 1 and 2
+TEMPLATES = {
+    "bert": (('This sentence of "', '" means {mask} .'), ('This sentence : "', '" means {mask} .')),
+    "roberta": (("This sentence : '", " ' means{mask}."), ("The sentence : '", " ' means{mask}.")),
+}
+POSITIONS = ("model", "released")
+ROBERTA_LIKE = ("roberta", "xlm-roberta", "camembert")
+
+
+def _template(value: Any, where: str) -> tuple[str, str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) != {"prefix", "suffix"} or not all(isinstance(v, str) for v in value.values()):
+        raise ConfigError(f"{where}: expected {{prefix: TEXT, suffix: TEXT with {{mask}}}}, got {value!r}")
+    return value["prefix"], value["suffix"]
+
+
+@dataclass
+class PromptSettings:
+    template: Any = None  # {prefix, suffix} of template 1 (view 1, evaluation); None: the released one for the tokenizer
+    template2: Any = None  # template 2 (view 2 and other views); None: the released one
+    different_templates: bool = True  # false: template 1 for every view (dropout alone makes the positive)
+    denoise: bool = True  # template denoising (PromptBERT's unsupervised objective)
+    positions: str = "model"  # model | released (0-based position ids for the template alone, also on RoBERTa)
+    family: str | None = None  # bert | roberta: whose released templates are the default (None: from the tokenizer)
+
+    def validate(self, where: str) -> None:
+        _template(self.template, f"{where}.template")
+        _template(self.template2, f"{where}.template2")
+        if self.positions not in POSITIONS:
+            raise ConfigError(f"{where}.positions: unknown '{self.positions}' (valid: {', '.join(POSITIONS)})")
+        if self.family is not None and self.family not in TEMPLATES:
+            raise ConfigError(f"{where}.family: unknown '{self.family}' (valid: {', '.join(TEMPLATES)})")
+
+
+class PromptTemplates(ObjectiveTerm):
+    key: ClassVar[str] = "prompt"
+    Settings: ClassVar[type] = PromptSettings
+    extra_init_args: ClassVar[tuple[str, ...]] = ("encoder",)
+    view_order: ClassVar[int] = 10  # after the terms that change or add content (negations, repetitions)
+
+    def __init__(self, settings: PromptSettings, hidden_size: int, num_layers: int, encoder=None):
+        super().__init__(settings, hidden_size, num_layers)
+        if encoder is None:
+            raise ConfigError("objectives.prompt needs the encoder (the trainer passes it)")
+        self._encoder = [encoder]  # a plain reference: the encoder is not a submodule of the objective
+        tok = encoder.tokenizer
+        family = settings.family or ("roberta" if tok.mask_token == "<mask>" else "bert")
+        t1 = _template(settings.template, "objectives.prompt.template") or TEMPLATES[family][0]
+        t2 = _template(settings.template2, "objectives.prompt.template2") or TEMPLATES[family][1]
+        if not settings.different_templates:
+            t2 = t1
+        self.templates = {1: template_ids(tok, *t1, "objectives.prompt.template"),
+                          2: template_ids(tok, *t2, "objectives.prompt.template2")}
+        self.mask_id, self.pad_id = tok.mask_token_id, tok.pad_token_id or 0
+        self.cls_id = tok.cls_token_id if tok.cls_token_id is not None else tok.bos_token_id
+        self.sep_id = tok.sep_token_id if tok.sep_token_id is not None else tok.eos_token_id
+        config = encoder.backbone.config
+        self.position_offset = 0
+        if settings.positions == "model" and getattr(config, "model_type", "") in ROBERTA_LIKE:
+            self.position_offset = (config.pad_token_id or 0) + 1
+        encoder.set_prompt({"prefix": t1[0], "suffix": t1[1]})  # evaluation: template 1, no denoising
+        self._cols: dict[str, torch.Tensor] = {}
+        self._lengths: dict[str, torch.Tensor] = {}
+        self._which: dict[str, int] = {}
+
+    def template_of(self, view: str) -> int:
+        return 1 if view == "view1" else 2
+
+    def input_views(self, views, indices, step):
+        out = {}
+        self._cols, self._lengths, self._which = {}, {}, {}
+        for name, (ids, mask) in views.items():
+            which = self.template_of(name)
+            pre, suf = self.templates[which]
+            out[name] = wrap(ids, mask, pre, suf, self.mask_id, self.pad_id)[:2]
+            self._cols[name] = wrap_cols(mask, pre, suf, self.mask_id)
+            self._lengths[name] = mask.long().sum(1) - 2  # the sentence's tokens, without [CLS] and [SEP]
+            self._which[name] = which
+        return out
+
+    def delta(self, which: int, lengths: int, device) -> torch.Tensor:
+        """(lengths, H): the template's mask state alone for sentence lengths 0 .. lengths-1."""
+        pre, suf = self.templates[which]
+        ids, pos, col = template_only(pre, suf, self.mask_id, self.cls_id, self.sep_id, lengths, self.position_offset, device)
+        out = self._encoder[0].backbone(input_ids=ids, attention_mask=torch.ones_like(ids), position_ids=pos,
+                                        return_dict=True)
+        return out.last_hidden_state[:, col]
+
+    def pool(self, encoder, hidden_states, ids, mask, segments):
+        last = hidden_states[-1]
+        cols = torch.cat([self._cols[name] for name in segments])
+        rep = last[torch.arange(last.shape[0], device=last.device), cols]
+        if not (self.settings.denoise and self.training):
+            return rep
+        if torch.distributed.is_available() and torch.distributed.is_initialized() and torch.distributed.get_world_size() > 1:
+            raise RuntimeError("objectives.prompt with denoise runs on one process only")
+        # one pass per template over the lengths this batch can hold (its width, known without a host read)
+        parts, deltas = [], {}
+        for name, rows in segments.items():
+            which = self._which[name]
+            if which not in deltas:
+                deltas[which] = self.delta(which, ids.shape[1], last.device)
+            parts.append(rep[rows] - deltas[which][self._lengths[name].clamp(min=0)].to(rep.dtype))
+        return torch.cat(parts)
+
+
+def wrap_cols(mask: torch.Tensor, prefix: list[int], suffix: list[int], mask_id: int) -> torch.Tensor:
+    """The mask token's column in each wrapped row (csebench.prompts.wrap)."""
+    return mask.long().sum(1) - 1 + len(prefix) + suffix.index(mask_id)

@@ -1,0 +1,145 @@
+"""RankCSE (Liu et al., "RankCSE: Unsupervised Sentence Representations Learning via Learning to
+Rank", arXiv 2305.16726, ACL 2023): listwise ranking distillation from frozen teachers plus ranking
+consistency between the two dropout views.
+
+    s_ij = cos(h_i, h_j^+),  t_ij = the teachers' cosine of sentences i and j (mean over teachers)
+    L = L_InfoNCE + beta L_consistency + gamma L_rank
+
+  ListNet (``loss: listnet``), over j != i:
+      L_rank = mean_i  - sum_{j != i} softmax_j(t_ij / tau_t) log softmax_j(s_ij / tau_s)
+  ListMLE (``loss: listmle``), over all j (the positive included), pi_i sorting t_i. descending:
+      L_rank = mean_i  reduce_k [ log sum_{m >= k} e^{s_{i pi(m)}/tau_s} - s_{i pi(k)}/tau_s ]
+  consistency: Jensen-Shannon divergence of the rows of softmax(s / tau) and softmax(s^T / tau)
+      (view 1 against view 2, and view 2 against view 1), mean over rows.
+
+Teachers: the paper distils from two teachers (SimCSE and DiffCSE models); the zoo has no DiffCSE,
+so the selectable row here uses SimCSE runs of the same suite as teachers (``teachers: {run: simcse}``),
+read through DistillCSE's teacher machinery (cached corpus embeddings). Several teachers are averaged
+with equal weights (the paper weighs two by alpha; equal weights = alpha 0.5).
+
+Sources: the paper's text is not readable from here. The code read (perceptiveshawty/RankCSE, a
+community implementation by someone who is not an author, its README says; rankcse/models.py,
+trainers.py, run_rankcse.sh) gives: tau_s = tau_t = tau2 = 0.05 (the ListNet class builds a tau/2
+teacher similarity that its forward never uses), beta = gamma = 1, ListMLE averaged over positions,
+batch 128, lr 3e-5, fp16; its README quotes the paper for a ListNet teacher temperature tau2 / 2.
+Defaults here: ListMLE, tau_s 0.05, tau_t 0.05 (listnet: the README's paper value 0.025 is selectable),
+beta = gamma = 1, positions averaged: not checked against the paper's text (docs/methods.md).
+
+The community code's consistency term (``consistency: released``) is not the JS divergence: it
+clamps log((p+q)/2) at 1e-7 from below, which turns every entry into 1e-7, so it computes
+0.5 (mean_i sum_j p log p + mean_i sum_j q log q) - 1e-7: the negative mean entropy of the two rows.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+import torch.nn.functional as F
+
+from ..errors import ConfigError
+from ..teacherspec import parse_teachers
+from .base import ObjectiveTerm, StepContext, cosine_matrix
+
+LOSSES = ("listnet", "listmle")
+CONSISTENCIES = ("js", "released", "none")
+REDUCTIONS = ("mean", "sum")
+
+
+@dataclass
+class RankingSettings:
+    teachers: Any = None  # {run: simcse, seeds: [..]}: runs of the same suite
+    loss: str = "listmle"  # listnet | listmle
+    student_temperature: float = 0.05  # tau_s
+    teacher_temperature: float = 0.05  # tau_t (ListNet in the paper, per the code's README: tau_s / 2)
+    weight: float = 1.0  # gamma
+    consistency_weight: float = 1.0  # beta
+    consistency: str = "js"  # js (the paper's divergence) | released (what the community code computes) | none
+    positions: str = "mean"  # ListMLE: mean (community code) or sum over the ranked positions
+    listmle_eps: float = 0.0  # ListMLE: log(sum + eps); the community code adds 1e-7, which caps each position's loss
+
+    def validate(self, where: str) -> None:
+        parse_teachers(self.teachers, where)
+        for name, valid in (("loss", LOSSES), ("consistency", CONSISTENCIES), ("positions", REDUCTIONS)):
+            if getattr(self, name) not in valid:
+                raise ConfigError(f"{where}.{name}: unknown '{getattr(self, name)}' (valid: {', '.join(valid)})")
+        for name in ("student_temperature", "teacher_temperature"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{where}.{name} must be > 0, got {getattr(self, name)}")
+        for name in ("weight", "consistency_weight", "listmle_eps"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{where}.{name} must be >= 0, got {getattr(self, name)}")
+
+
+def listnet(student: torch.Tensor, teacher: torch.Tensor, tau_s: float, tau_t: float) -> torch.Tensor:
+    """Top-1 ListNet over the in-batch candidates other than the positive (the diagonal)."""
+    eye = torch.eye(student.shape[0], dtype=torch.bool, device=student.device)
+    log_p = F.log_softmax((student.float() / tau_s).masked_fill(eye, float("-inf")), dim=1)
+    q = F.softmax((teacher.float() / tau_t).masked_fill(eye, float("-inf")), dim=1)
+    return -(q * log_p.masked_fill(eye, 0.0)).sum(1).mean()
+
+
+def listmle(student: torch.Tensor, teacher: torch.Tensor, tau_s: float, positions: str = "mean",
+            eps: float = 0.0) -> torch.Tensor:
+    """ListMLE: the negative log-likelihood of the teacher's order under the student's Plackett-Luce model
+    (``eps``: log(sum + eps) after subtracting the row's maximum, as the community code)."""
+    order = teacher.float().argsort(dim=1, descending=True)
+    s = student.float().gather(1, order) / tau_s
+    s = s - s.max(dim=1, keepdim=True).values
+    tail = torch.logcumsumexp(s.flip(1), dim=1).flip(1)  # log sum_{m >= k} e^{s_m}
+    if eps:
+        tail = torch.logaddexp(tail, torch.full_like(tail, math.log(eps)))
+    per = tail - s
+    return (per.mean(1) if positions == "mean" else per.sum(1)).mean()
+
+
+def js_consistency(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Mean over rows of JS(softmax(a_i), softmax(b_i)) for logit rows a, b."""
+    log_p, log_q = F.log_softmax(a.float(), dim=1), F.log_softmax(b.float(), dim=1)
+    p, q = log_p.exp(), log_q.exp()
+    log_m = torch.log((p + q) / 2)
+    return 0.5 * ((p * (log_p - log_m)).sum(1) + (q * (log_q - log_m)).sum(1)).mean()
+
+
+def released_consistency(a: torch.Tensor, b: torch.Tensor, eps: float = 1e-7) -> torch.Tensor:
+    """The community code's Divergence on rows softmax(a), softmax(b) clamped at eps, as computed."""
+    p, q = F.softmax(a.float(), dim=1).clamp(min=eps), F.softmax(b.float(), dim=1).clamp(min=eps)
+    log_m = torch.log(0.5 * (p + q)).clamp(min=eps)
+    kl = lambda target: (target * (target.log() - log_m)).sum() / target.shape[0]  # KLDivLoss(log_m, log target, batchmean)
+    return 0.5 * (kl(p) + kl(q))
+
+
+class RankingDistillation(ObjectiveTerm):
+    key: ClassVar[str] = "ranking_distillation"
+    Settings: ClassVar[type] = RankingSettings
+    extra_init_args: ClassVar[tuple[str, ...]] = ("run_config", "corpus_size", "teacher_cache", "corpus_path", "tokenizer")
+
+    def __init__(self, settings: RankingSettings, hidden_size: int, num_layers: int, run_config=None,
+                 corpus_size=None, teacher_cache=None, corpus_path=None, tokenizer=None, bank=None):
+        super().__init__(settings, hidden_size, num_layers)
+        if bank is None:
+            from .distillation import open_teacher_bank
+
+            bank = open_teacher_bank(self.key, settings.teachers, int(getattr(run_config, "seed", 0) or 0), run_config,
+                                     corpus_size, teacher_cache, corpus_path, tokenizer)
+        self.bank = bank
+
+    def extra_loss(self, ctx: StepContext) -> torch.Tensor:
+        if ctx.world_size > 1:
+            raise RuntimeError("objectives.ranking_distillation runs on one process only")
+        s = self.settings
+        sim = cosine_matrix(ctx.z1, ctx.z2)  # (B, B) student cosines, view 1 x view 2
+        with torch.no_grad():
+            teacher = self.bank.logits(ctx.indices, ctx.all_indices, sim.device)
+        if s.loss == "listnet":
+            rank = listnet(sim, teacher, s.student_temperature, s.teacher_temperature)
+        else:
+            rank = listmle(sim, teacher, s.student_temperature, s.positions, s.listmle_eps)
+        loss = s.weight * rank
+        if s.consistency != "none" and s.consistency_weight:
+            a, b = sim / ctx.temperature, sim.T / ctx.temperature  # rows: h_i vs view 2; h_i^+ vs view 1
+            cons = js_consistency(a, b) if s.consistency == "js" else released_consistency(a, b)
+            loss = loss + s.consistency_weight * cons
+        return loss

@@ -1,0 +1,153 @@
+"""PromptBERT (objectives/prompt.py, csebench/prompts.py): the template wrapping against the released
+code's list construction (kongds/Prompt-BERT train.py: bs + sentence + es, re-implemented from reading it),
+the denoised representation against a direct per-sentence computation, BERT and RoBERTa, evaluation
+inside the template after save/load, and a tiny-model training run."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from csebench.errors import ConfigError
+from csebench.prompts import template_ids, template_only, wrap
+
+
+@pytest.fixture(scope="module")
+def roberta_tokenizer(tmp_path_factory, shared_dir):
+    """A byte-level BPE tokenizer trained in a second on 2000 demo sentences (<s>=0, <pad>=1, </s>=2,
+    <unk>=3, <mask>), as RoBERTa's."""
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import RobertaTokenizerFast
+
+    lines = (shared_dir / "corpus" / "demo-sentences.txt").read_text(encoding="utf-8").splitlines()[:2000]
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(lines, vocab_size=600, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    d = tmp_path_factory.mktemp("roberta-tok")
+    bpe.save_model(str(d))
+    return RobertaTokenizerFast(vocab_file=str(d / "vocab.json"), merges_file=str(d / "merges.txt"))
+
+
+def released_wrap(tokenizer, sentence, prefix, suffix):
+    """train.py: bs = encode(prefix)[:-1], es = encode(suffix)[1:], row = bs + encode(s, no specials) + es."""
+    bs = tokenizer.encode(prefix)[:-1]
+    es = tokenizer.encode(suffix)[1:]
+    return bs + tokenizer.encode(sentence, add_special_tokens=False) + es
+
+
+SENTENCES = ["a man plays a guitar .", "two dogs", "the quick brown fox jumps over the lazy dog again ."]
+
+
+@pytest.mark.parametrize("family", ["bert", "roberta"])
+def test_wrap_matches_the_released_construction(family, tokenizer, roberta_tokenizer):
+    from csebench.objectives.prompt import TEMPLATES
+
+    tok = tokenizer if family == "bert" else roberta_tokenizer
+    for prefix, suffix in TEMPLATES[family]:
+        # the released strings: *cls*_This_sentence_of_"*sent_0*"_means*mask*.*sep+* and its RoBERTa form
+        released_prefix = prefix if family == "roberta" else " " + prefix
+        pre, suf = template_ids(tok, prefix, suffix)
+        enc = tok(SENTENCES, padding=True, return_tensors="pt")
+        ids, mask, col = wrap(enc["input_ids"], enc["attention_mask"], pre, suf, tok.mask_token_id, tok.pad_token_id)
+        for k, s in enumerate(SENTENCES):
+            want = released_wrap(tok, s, released_prefix, suffix.replace("{mask}", tok.mask_token))
+            n = int(mask[k].sum())
+            assert ids[k, :n].tolist() == want and set(ids[k, n:].tolist()) <= {tok.pad_token_id}
+            assert ids[k, col[k]] == tok.mask_token_id
+
+
+def test_template_alone_has_the_positions_of_a_sentence_of_each_length(tokenizer):
+    pre, suf = template_ids(tokenizer, 'This sentence of "', '" means {mask} .')
+    ids, pos, col = template_only(pre, suf, tokenizer.mask_token_id, 101, 102, 4, 0, "cpu")
+    assert ids[0].tolist() == [101, *pre, *suf, 102] and ids[0, col] == tokenizer.mask_token_id
+    for k in range(4):  # the suffix sits where it would after k sentence tokens
+        assert pos[k].tolist() == list(range(1 + len(pre))) + [1 + len(pre) + k + j for j in range(len(suf) + 1)]
+
+
+def _term(encoder, **settings):
+    from csebench.objectives.prompt import PromptSettings, PromptTemplates
+
+    return PromptTemplates(PromptSettings(**settings), encoder.hidden_size, encoder.num_layers, encoder=encoder)
+
+
+def _encoder(kind, tokenizer, roberta_tokenizer):
+    from transformers import BertConfig, BertModel, RobertaConfig, RobertaModel
+
+    from csebench.encoder import SentenceEncoder
+
+    torch.manual_seed(0)
+    small = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
+    if kind == "bert":
+        return SentenceEncoder(BertModel(BertConfig(vocab_size=len(tokenizer), **small), add_pooling_layer=False), tokenizer, "cls")
+    return SentenceEncoder(RobertaModel(RobertaConfig(vocab_size=len(roberta_tokenizer), max_position_embeddings=130,
+                                                      pad_token_id=1, **small), add_pooling_layer=False),
+                           roberta_tokenizer, "cls")
+
+
+@pytest.mark.parametrize("kind", ["bert", "roberta"])
+def test_denoised_representation_matches_a_direct_computation(kind, tokenizer, roberta_tokenizer):
+    """h(template(x)) - h(template alone at x's positions), sentence by sentence with the model's own
+    position ids (RoBERTa: after the padding index), against the term's batched pooling."""
+    enc = _encoder(kind, tokenizer, roberta_tokenizer).eval()  # no dropout: the two computations must agree
+    tok = enc.tokenizer
+    term = _term(enc)
+    term.train()
+    b = tok(SENTENCES, padding=True, return_tensors="pt")
+    views = term.input_views({"view1": (b["input_ids"], b["attention_mask"]), "view2": (b["input_ids"], b["attention_mask"])},
+                             torch.arange(3), 0)
+    ids = torch.cat([views["view1"][0], torch.nn.functional.pad(views["view2"][0], (0, views["view1"][0].shape[1] - views["view2"][0].shape[1]), value=tok.pad_token_id)])
+    mask = (ids != tok.pad_token_id).long()
+    hs = enc.forward_hidden(ids, mask)
+    got = term.pool(enc, hs, ids, mask, {"view1": slice(0, 3), "view2": slice(3, 6)})
+    offset = 2 if kind == "roberta" else 0
+    for v, which in ((0, 1), (1, 2)):
+        pre, suf = term.templates[which]
+        for k, s in enumerate(SENTENCES):
+            row = tok(s)["input_ids"]
+            full = torch.tensor([[row[0], *pre, *row[1:-1], *suf, row[-1]]])
+            m_col = full[0].tolist().index(tok.mask_token_id)
+            h = enc.backbone(input_ids=full, attention_mask=torch.ones_like(full)).last_hidden_state[0, m_col]
+            alone = torch.tensor([[row[0], *pre, *suf, row[-1]]])
+            n = len(row) - 2
+            pos = torch.tensor([list(range(1 + len(pre))) + [1 + len(pre) + n + j for j in range(len(suf) + 1)]]) + offset
+            d = enc.backbone(input_ids=alone, attention_mask=torch.ones_like(alone), position_ids=pos).last_hidden_state[0, 1 + len(pre) + suf.index(tok.mask_token_id)]
+            assert torch.allclose(got[3 * v + k], h - d, atol=1e-5), (kind, v, k)
+
+
+def test_without_denoising_the_representation_is_the_mask_state(tokenizer, roberta_tokenizer):
+    enc = _encoder("bert", tokenizer, roberta_tokenizer).eval()
+    term = _term(enc, denoise=False)
+    b = tokenizer(SENTENCES, padding=True, return_tensors="pt")
+    views = term.input_views({"view1": (b["input_ids"], b["attention_mask"]), "view2": (b["input_ids"], b["attention_mask"])}, torch.arange(3), 0)
+    ids, mask = views["view1"]
+    got = term.pool(enc, enc.forward_hidden(ids, mask), ids, mask, {"view1": slice(0, 3)})
+    # the encoder's own evaluation path (template 1, mask state, no head) gives the same vectors
+    assert torch.allclose(got, enc(b["input_ids"], b["attention_mask"], train_head=False), atol=1e-6)
+
+
+def test_saved_model_evaluates_inside_the_template(tmp_path, tokenizer, roberta_tokenizer):
+    from csebench.encoder import load_encoder
+
+    enc = _encoder("bert", tokenizer, roberta_tokenizer)
+    _term(enc)
+    enc.save(tmp_path / "m")
+    back = load_encoder(tmp_path / "m")
+    assert back.prompt == enc.prompt and back.prompt["prefix"] == 'This sentence of "'
+    assert torch.allclose(back.encode(SENTENCES), enc.encode(SENTENCES), atol=1e-5)
+
+
+@pytest.mark.parametrize("bad", [{"template": {"prefix": "x"}}, {"template": {"prefix": "a", "suffix": "no mask"}},
+                                 {"positions": "zero"}, {"family": "gpt"}])
+def test_bad_settings_are_one_line_errors(bad, tokenizer, roberta_tokenizer):
+    from csebench.objectives import validate_objectives
+
+    with pytest.raises(ConfigError) as e:
+        validate_objectives({"prompt": bad}, "methods.promptbert")
+        _term(_encoder("bert", tokenizer, roberta_tokenizer), **bad)
+    assert "\n" not in str(e.value)
+
+
+def test_tiny_model_trains(tmp_path, shared_dir):
+    from runhelpers import train_tiny
+
+    summary, tr = train_tiny(tmp_path, {"prompt": {}}, steps=2)
+    assert summary["steps"] == 2 and tr.encoder.prompt is not None
