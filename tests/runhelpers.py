@@ -193,3 +193,16 @@ def train_tiny(tmp: Path, objectives: dict, steps: int = 3, batch_size: int = 8,
     cfg = resolve_run(params, "ci", "simcse", 1)
     tr = Trainer(cfg, tmp / "corpus.txt", tmp / "se", tmp / "out", show_progress=False, teacher_cache=caches)
     return tr.run(), tr
+
+
+class FakeBank:
+    """A teacher bank whose cosines of corpus rows are given directly (the objective tests of terms
+    that read frozen teachers: DCLR's complementary model, RankCSE's teachers)."""
+
+    num_teachers = 1
+
+    def __init__(self, cos):
+        self.cos = cos
+
+    def logits(self, rows, cols, device=None):
+        return self.cos[rows][:, cols].clone()

@@ -13,18 +13,7 @@ from csebench.errors import ConfigError
 from csebench.objectives import Objective, validate_objectives
 from csebench.objectives.base import StepContext
 from csebench.objectives.debiased import DebiasedNegatives, DebiasedSettings
-
-
-class FakeBank:
-    """The complementary model's cosines of corpus rows, given directly."""
-
-    num_teachers = 1
-
-    def __init__(self, cos):
-        self.cos = cos
-
-    def logits(self, rows, cols, device=None):
-        return self.cos[rows][:, cols].clone()
+from runhelpers import FakeBank
 
 
 def naive(z1, z2, teacher_cos, noise, tau, phi, step):

@@ -14,6 +14,7 @@ from csebench.errors import ConfigError
 from csebench.objectives import Objective, validate_objectives
 from csebench.objectives.base import StepContext
 from csebench.objectives.ranking import RankingDistillation, RankingSettings, js_consistency, listmle, listnet, released_consistency
+from runhelpers import FakeBank
 
 
 def naive_listnet(s, t, tau_s, tau_t):
@@ -115,16 +116,6 @@ def test_released_consistency_is_what_the_code_computes_a_negative_entropy(batch
     assert float(got) == pytest.approx(float(released_divergence(p, q)), rel=1e-6)
     entropy = lambda x: -(x * x.log()).sum(1).mean()
     assert float(got) == pytest.approx(float(-(entropy(p) + entropy(q)) / 2 - 1e-7), rel=1e-6)
-
-
-class FakeBank:
-    num_teachers = 1
-
-    def __init__(self, cos):
-        self.cos = cos
-
-    def logits(self, rows, cols, device=None):
-        return self.cos[rows][:, cols].clone()
 
 
 @pytest.mark.parametrize("loss", ["listnet", "listmle"])
