@@ -506,3 +506,26 @@ def test_a_full_disk_during_render_keeps_the_old_report(tmp_path, capsys, monkey
                             "finished was replaced, the temporaries are removed\n")
     assert _report_outputs(tmp_path) == before
     assert not [p for p in (tmp_path / "results").rglob(".*.tmp")]
+
+
+def test_two_renders_of_one_suite_at_once_both_finish_with_whole_outputs(tmp_path, capsys):
+    """Two `csebench results render` processes on the same suite at the same moment (issue 31 part 5):
+    each writes its set of outputs through temporaries renamed into place, so both exit 0, the tables
+    are those one render writes alone, and no temporary is left."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from test_nothing_lost import _report_argv, _report_outputs
+
+    argv = _report_argv(tmp_path)
+    assert run_cli(capsys, argv)[0] == 0
+    alone = {k: v for k, v in _report_outputs(tmp_path).items() if not k.endswith(".png")}  # PNGs carry a time
+    cmd = [str(Path(sys.executable).parent / "csebench"), *argv]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    both = _report_outputs(tmp_path)
+    assert {k: v for k, v in both.items() if not k.endswith(".png")} == alone
+    assert all(v.startswith(b"\x89PNG") for k, v in both.items() if k.endswith(".png"))
+    assert not [p for p in (tmp_path / "results").rglob(".*.tmp")]
