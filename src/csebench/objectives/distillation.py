@@ -250,7 +250,6 @@ def distill_loss(student: torch.Tensor, teacher: torch.Tensor, tau_s: float, tau
 
 
 class Distillation(ObjectiveTerm):
-    key: ClassVar[str] = "distillation"
     Settings: ClassVar[type] = DistillationSettings
     extra_init_args: ClassVar[tuple[str, ...]] = ("run_config", "corpus_size", "teacher_cache", "device",
                                                   "corpus_path", "tokenizer")

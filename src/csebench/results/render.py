@@ -8,25 +8,22 @@ imports a renderer), build its Context, list its inputs or write its files.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..lazy import LazyRegistry
 from ..paths import results_root
 from .context import SCALES, Context, Renderer
 from .registry import MTEB, SUITE, Item, load_registry
 
 # A renderer named N is the RENDERER of the module renderers/N.py (grid, suite, retrieved_sentences):
 # adding a kind of table or figure is that one file (docs/results.md). The figures module holds several:
-RENDERERS = {
+RENDERERS = LazyRegistry("renderer", {
     "sweep": "csebench.results.renderers.figures:SWEEP",
     "curves": "csebench.results.renderers.figures:CURVES",
     "seeds": "csebench.results.renderers.figures:SEEDS",
     "analysis": "csebench.results.renderers.figures:ANALYSIS",
     "model_analysis": "csebench.results.renderers.figures:MODEL_ANALYSIS",
-}
-RENDERER_PACKAGE = "csebench.results.renderers"
+}, package="csebench.results.renderers", attr="RENDERER")
 TABLE_EXTS = ("md", "csv", "tex")
 FIGURE_EXTS = ("png", "md", "csv")
 SUITE_FILES = [*(f"tables/{k}.{e}" for k in ("sts", "transfer") for e in TABLE_EXTS),
@@ -34,11 +31,7 @@ SUITE_FILES = [*(f"tables/{k}.{e}" for k in ("sts", "transfer") for e in TABLE_E
 
 
 def get(name: str | None) -> Renderer:
-    module, obj = RENDERERS.get(name, f"{RENDERER_PACKAGE}.{name}:RENDERER").split(":")
-    if name not in RENDERERS and not (isinstance(name, str) and name.isidentifier() and importlib.util.find_spec(module)):
-        raise ConfigError(f"unknown renderer '{name}' (a module {RENDERER_PACKAGE}.<name> defining RENDERER, "
-                          f"or one of {', '.join(sorted(RENDERERS))})")
-    return getattr(importlib.import_module(module), obj)
+    return RENDERERS.get(name)
 
 
 def output_root(results: str = "results", scale: str = "paper") -> str:
