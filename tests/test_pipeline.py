@@ -39,7 +39,7 @@ def test_every_suite_dry_runs_offline():
     assert proc.returncode == 0, proc.stderr[-3000:]
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", proc.stdout + proc.stderr, re.M))
     # one train job per distinct run (teachers included), however many suites list it (docs/runs.md)
-    from csebench import workflow as wf
+    from csebench import suites as wf
 
     params = load_params(ROOT / "params.yaml")
     runs = wf.Runs(params)

@@ -211,7 +211,7 @@ def test_runs_keyed_by_name_and_seed_ranges_are_the_lists_they_stand_for(inputs)
     ({"suites": ["ci"], "sutes": ["ci"]}, "unknown key 'sutes' (did you mean 'suites'?)"),
 ])
 def test_snakemake_config_schema(config, message):
-    from csebench.workflow import check_snakemake_config
+    from csebench.suites import check_snakemake_config
 
     with pytest.raises(ConfigError, match="^Snakemake config .*: " + message.replace("[", r"\[").replace("]", r"\]")
                        .replace("(", r"\(").replace(")", r"\)").replace("?", r"\?")):
@@ -219,7 +219,7 @@ def test_snakemake_config_schema(config, message):
 
 
 def test_snakemake_config_text_booleans_and_files_given_twice(tmp_path):
-    from csebench.workflow import check_snakemake_config
+    from csebench.suites import check_snakemake_config
 
     config = {"suites": ["ci"], "plan": "false", "progress": "True"}  # as `--config plan=false` gives it
     check_snakemake_config(config, [])
@@ -248,7 +248,7 @@ def _line_of(root: Path, text: str) -> int:
 
 def test_every_shipped_config_passes_the_schemas(project_root):
     from csebench.config import read_yaml
-    from csebench.workflow import check_snakemake_config
+    from csebench.suites import check_snakemake_config
 
     load_params(project_root / "params.yaml")
     paper = read_yaml(project_root / "config" / "paper.yaml")

@@ -79,7 +79,7 @@ def _name_run(args, params: dict) -> None:
     if getattr(args, "key", None):
         if args.suite or args.run:
             raise ConfigError("give either --key or --suite and --run, not both")
-        from .workflow import runs_of
+        from .suites import runs_of
 
         args.suite, args.run = runs_of(params).first(args.key, args.seed)
     elif not (args.suite and args.run):
@@ -96,7 +96,7 @@ def cmd_show_config(args) -> None:
 
 
 def cmd_runs(args) -> None:
-    from .workflow import jobs, runs_of
+    from .suites import jobs, runs_of
 
     params = _params(args)
     runs = runs_of(params)
@@ -111,7 +111,7 @@ def cmd_runs(args) -> None:
 def _refuse_view(out: str, params: dict, suite: str, run: str, seed: int) -> None:
     """A suite's folder of a run is a view (links and relabelled copies, docs/runs.md): training there
     would leave the run's own folder, which every suite listing the run reads, behind."""
-    from .workflow import run_dir, run_folder
+    from .suites import run_dir, run_folder
 
     view = os.path.join(out, "train.json")
     folder = None
@@ -386,7 +386,7 @@ def cmd_view_run(args) -> None:
     params = _params(args)
     first = args.first
     if first is None:  # by hand: resolve every run of params.yaml (Snakemake passes --first)
-        from .workflow import runs_of
+        from .suites import runs_of
 
         runs = runs_of(params)
         first = "/".join(runs.first(runs.key(args.suite, args.run), args.seed))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..lazy import LazyRegistry
-from ..paths import results_root
+from ..paths import items_root as output_root, results_root, suite_dir
 from .context import SCALES, Context, Renderer
 from .registry import MTEB, SUITE, Item, load_registry
 
@@ -34,16 +34,11 @@ def get(name: str | None) -> Renderer:
     return RENDERERS.get(name)
 
 
-def output_root(results: str = "results", scale: str = "paper") -> str:
-    """results/papers (paper scale) or results/demo/papers (demo scale)."""
-    return f"{results}/papers" if scale == "paper" else f"{results}/{scale}/papers"
-
-
 def out_dir(item: Item, results: str = "results", scale: str = "paper") -> str:
     """The folder an item writes into: the suite's for a suite item (its tables/ for the MTEB table),
     else its paper's."""
     if item.paper in (SUITE, MTEB):
-        return f"{results}/{item.slug}" + ("/tables" if item.paper == MTEB else "")
+        return suite_dir(results, item.slug) + ("/tables" if item.paper == MTEB else "")
     return f"{output_root(results, scale)}/{item.paper}"
 
 
