@@ -43,9 +43,8 @@ def config_stages(params: dict, cwd: str | Path = ".") -> dict[str, dict]:
             continue
         read = [suite]
         if cfg.get("reproduce") == "demo":
-            for item in load_registry().items:
-                if item.rebuilt and item.in_make_demo:  # as results.smk: make_demo: false stays out
-                    read += render.suites_of(render.input_files(item, params, results_root(params), "demo"), params)
+            for item in load_registry().built("demo"):  # what results.smk builds for `reproduce: demo`
+                read += render.suites_of(render.input_files(item, params, results_root(params), "demo"), params)
         out[suite] = {"config": f"config/{suite}.yaml", "suites": list(dict.fromkeys(read))}
     return out
 
@@ -56,10 +55,9 @@ def paper_items(params: dict) -> list[tuple[str, object, list[str]]]:
     from .results.registry import load_registry
 
     out = []
-    for item in load_registry().items:
-        if item.rebuilt:
-            files = render.input_files(item, params, results_root(params), "paper")
-            out.append((item.id.replace("/", "-"), item, render.suites_of(files, params)))
+    for item in load_registry().built("paper"):
+        files = render.input_files(item, params, results_root(params), "paper")
+        out.append((item.id.replace("/", "-"), item, render.suites_of(files, params)))
     return out
 
 

@@ -31,7 +31,7 @@ ROOTS = {_render.output_root(RESULTS, s): s for s in _SCALES}
 def reproduce_items(scale):
     if scale != REPRODUCE:
         return []
-    return [it for it in REGISTRY.items if it.rebuilt and (scale == "paper" or it.in_make_demo)]
+    return REGISTRY.built(scale)
 
 
 def reproduce_targets():
