@@ -55,6 +55,9 @@ def check_snakemake_config(config: dict, configfiles) -> None:
         if isinstance(config.get(key), str) and config[key].lower() in ("true", "false"):
             config[key] = config[key].lower() == "true"
     validate(config, "snakemake-config", "Snakemake config (config/*.yaml, --configfile, --config)")
+    from .analysis.config import check
+
+    check(config)  # `analyses:` and `analysis:`, against the analyses' own declarations
 
 
 def suite_data(params: dict, suite: str) -> str:
@@ -175,6 +178,15 @@ class Runs:
     def eval_folder(self, suite: str, run: str, seed: int) -> str:
         """Where it is evaluated under the suite's evaluation settings (embeddings, STS, transfer, analyses)."""
         return paths.eval_dir(self.folder(suite, run, seed), eval_name(suite_evaluation(self.params, suite)))
+
+    def files(self, suite: str, run: str, seed, names: list[str], evaluated: bool = False) -> list[str]:
+        """The run's files NAMES, in its folder or (``evaluated``) its evaluation folder (what a suite's view shows)."""
+        folder = (self.eval_folder if evaluated else self.folder)(suite, run, int(seed))
+        return [f"{folder}/{n}" for n in names]
+
+    def first_name(self, suite: str, run: str, seed) -> str:
+        """'suite/run' that names the run: the first suite and run of params.yaml that list it."""
+        return "/".join(self.first(self.key(suite, run), int(seed)))
 
     @property
     def listed(self) -> dict[tuple[str, int], list[tuple[str, str]]]:
