@@ -177,7 +177,7 @@ class Analysis:
     takes: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()           # what the pipeline has it write besides its JSON: figure, markdown
     options: tuple[Option, ...] = ()       # options of its own (inputs no other analysis reads)
-    table: bool = False                    # sentence embeddings only: served by the model's --embeddings table
+    sentence_embeddings: bool = False      # reads sentence embeddings only: its --embeddings table serves them
     check: Callable | None = None          # check(args): what argparse cannot say about its arguments
     combine: Combine | None = None
     pipeline: Callable | None = None       # pipeline(job): its inputs in the pipeline; None: built on request only
@@ -252,7 +252,7 @@ class Context:
     def encode(self):
         """The model's encode function: its --embeddings table when the analysis is served by one
         (sentence embeddings only), else the model at --precision."""
-        if self.analysis.table:
+        if self.analysis.sentence_embeddings:
             from ..embeddings import evaluation_encoder
 
             tables = self.args.embeddings or []

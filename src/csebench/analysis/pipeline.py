@@ -70,12 +70,12 @@ class Job:
         """Runs of the job's suite, in their own folders."""
         self.inputs[name] = [f"{self.pipe.runs.folder(self.suite, r, s)}/train.json" for r, s in jobs]
 
-    def table(self) -> None:
+    def embeddings(self) -> None:
         """The job's own embeddings table (`csebench embed`)."""
         self.inputs["embeddings"] = [f"{paths.eval_dir(paths.key_dir(self.pipe.results, self.w.key, self.w.seed), self.w.ev)}"
                                      "/embeddings.npz"]
 
-    def tables(self, jobs: list[tuple[str, int]]) -> None:
+    def embeddings_of(self, jobs: list[tuple[str, int]]) -> None:
         """The embeddings tables of runs of the job's suite (its evaluation settings)."""
         self.inputs["embeddings"] = [f"{self.pipe.runs.eval_folder(self.suite, r, s)}/embeddings.npz" for r, s in jobs]
 

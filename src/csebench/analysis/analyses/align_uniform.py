@@ -26,9 +26,9 @@ def draw(results: dict, out: str, args, footer: str) -> None:
 
 
 def pipeline(job) -> None:
-    job.model(), job.senteval(), job.table(), job.label()
+    job.model(), job.senteval(), job.embeddings(), job.label()
 
 
 ANALYSIS = Analysis(__name__, "IS-CSE Fig. 3: alignment / uniformity of STS-B embeddings", reads="model", run=run,
-                    Settings=StsbSplit, needs=("model", "senteval"), takes=("embeddings",), table=True,
+                    Settings=StsbSplit, needs=("model", "senteval"), takes=("embeddings",), sentence_embeddings=True,
                     combine=Combine(draw, sts=True), pipeline=pipeline, threads=1)

@@ -34,12 +34,12 @@ def draw(results: dict, out: str, args, footer: str) -> None:
 
 
 def pipeline(job) -> None:
-    job.model(), job.senteval(), job.table(), job.label()
-    job.option("max_sts_pairs", job.evaluation("max_sts_pairs"))  # the suite's STS cap: the subsets its table holds
+    job.model(), job.senteval(), job.embeddings(), job.label()
+    job.option("max_sts_pairs", job.evaluation("max_sts_pairs"))  # the suite's STS cap: the subsets its embeddings table holds
 
 
 ANALYSIS = Analysis(__name__, "SSCL Table 5: STS through a projection to fewer dimensions", reads="model", run=run,
-                    Settings=EmbedDimSettings, needs=("model", "senteval"), takes=("embeddings",), table=True,
+                    Settings=EmbedDimSettings, needs=("model", "senteval"), takes=("embeddings",), sentence_embeddings=True,
                     options=(option("--max-sts-pairs", type=int, default=None,
                                     help="score each STS task on the seeded subset eval-sts uses (CPU demo scale; default all pairs)"),),
                     combine=Combine(draw, output="table", csv=True), pipeline=pipeline, threads=1)

@@ -59,7 +59,7 @@ def run(ctx) -> dict:
 
 
 def pipeline(job) -> None:  # every seed of the run, as the suite evaluates it
-    job.tables([(r, s) for r, s in job.runs(evaluated=True) if r == job.run])
+    job.embeddings_of([(r, s) for r, s in job.runs(evaluated=True) if r == job.run])
     job.senteval()
     job.option("label", f"{job.run} ensemble")
 
