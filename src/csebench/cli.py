@@ -243,7 +243,8 @@ def cmd_embed(args) -> None:
     emb = encode(sentences)
     autocast = autocast_name(args.precision)
     meta = {"model": args.model, "model_fingerprint": model_fingerprint(args.model),  # packaged and hub ids too
-            "pooler": getattr(encode, "pooler", None) or eval_pooler_of(args.model, args.pooler),  # resolved, never null "precision": args.precision, "autocast": autocast,
+            "pooler": getattr(encode, "pooler", None) or eval_pooler_of(args.model, args.pooler),  # resolved, never null
+            "precision": args.precision, "autocast": autocast,
             "transfer": not args.no_transfer, "max_train_sentences": args.max_train_sentences,
             "max_test_sentences": args.max_test_sentences,
             "max_sts_pairs": args.max_sts_pairs,
