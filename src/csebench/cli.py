@@ -384,7 +384,7 @@ def _run_info(args) -> dict:
 def cmd_eval_mteb(args) -> None:
     from .embeddings import model_dim, model_fingerprint
     from .evaluation.mteb_eval import DEFAULT_TASKS, PROTOCOL, evaluate_mteb, load_task_data, resolve_tasks
-    from .provenance import for_evaluation
+    from .envelope import envelope
 
     tasks = resolve_tasks(args.tasks or DEFAULT_TASKS)
     if args.no_progress:  # datasets' bars while MTEB's data loads
@@ -408,9 +408,8 @@ def cmd_eval_mteb(args) -> None:
                           else run_info["name"])
     res = evaluate_mteb(encode, tasks, args.out, name=name, revision=fingerprint, dim=model_dim(args.model),
                         batch_size=args.batch_size or 64,
-                        extra={"model": args.model, "model_fingerprint": fingerprint, "run_info": run_info,
-                               "encoding": _encoding_info(args, encode),
-                               "provenance": for_evaluation(args.precision)})
+                        extra=envelope({"model": args.model, "model_fingerprint": fingerprint, "run_info": run_info,
+                                        "encoding": _encoding_info(args, encode)}, args.precision))
     log.info("%s: %s", PROTOCOL, ", ".join(f"{k} {v['score']:.2f}" for k, v in res["tasks"].items()))
 
 

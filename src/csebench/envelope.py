@@ -9,13 +9,19 @@ from __future__ import annotations
 import os
 
 
-def write_result(path: str | os.PathLike, scores: dict, envelope: dict, precision: str | None, tables=()) -> dict:
-    """Write ``scores`` in their envelope; ``tables``: the embeddings tables that served them (their
-    provenance goes under the result's)."""
-    from .io import write_json
+def envelope(fields: dict, precision: str | None, tables=()) -> dict:
+    """What a result says of how it was made: ``fields``, then its provenance block (with those of the
+    embeddings tables that served it, ``tables``)."""
     from .provenance import for_evaluation
 
-    out = {**scores, **envelope, "provenance": for_evaluation(precision, tables)}
+    return {**fields, "provenance": for_evaluation(precision, tables)}
+
+
+def write_result(path: str | os.PathLike, scores: dict, fields: dict, precision: str | None, tables=()) -> dict:
+    """Write ``scores`` in their envelope (eval-mteb writes its folder itself, with the same envelope)."""
+    from .io import write_json
+
+    out = {**scores, **envelope(fields, precision, tables)}
     write_json(path, out, undefined_ok=True)
     return out
 

@@ -11,7 +11,7 @@ from csebench import paths
 
 localrules: view_trained, view_evaluated, view_probing, view_analysis
 
-VIEW = f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}"
+VIEW = paths.run_dir(PARAMS, "{suite}", "{run}", "{seed}")  # a suite's view of a run
 VIEW_CMD = ("csebench view-run --suite {wildcards.suite} --run {wildcards.run} --seed {wildcards.seed}"
             " --first {params.first} --from {params.source} --out {params.view} {params.names} 2> {log}")
 
