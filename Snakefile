@@ -2,14 +2,14 @@
 #   snakemake --cores all --resources gpu=1                       # every table and figure of the papers (GPU + hub)
 #   snakemake --cores all --configfile config/demo.yaml           # offline CPU demo
 #   snakemake -n --config 'suites=[ablation-iscse-k]'             # any suite
-# Rules only call the csebench CLI; the logic lives in the package (csebench.workflow, csebench.results).
+# Rules only call the csebench CLI; the logic lives in the package (csebench.suites, csebench.results).
 # A run listed by several suites is trained and evaluated once, in results/runs/<key>/seed<N>; each suite's
 # results/<suite>/runs/<run>/seed<N> is a view of it (docs/runs.md).
 # `suites: all` (config/paper.yaml) = SimCSE's main suite and every suite the reproduction registry reads.
 
 import sys
 
-from csebench import workflow as wf
+from csebench import suites as wf
 from csebench.paths import key_dir
 from csebench.results.registry import default_suites
 
@@ -45,7 +45,7 @@ onerror:  # what did finish is recorded too
     wf.record_times(RESULTS)
 
 RUN = key_dir(RESULTS, "{key}", "{seed}")  # a run's folder: training, its teacher cache
-EVAL = f"{RUN}/{{ev}}"  # the run evaluated under one suite's evaluation settings (csebench.workflow.eval_name)
+EVAL = f"{RUN}/{{ev}}"  # the run evaluated under one suite's evaluation settings (csebench.suites.eval_name)
 
 onstart:  # what this build will cost, when it runs jobs (not for -n, --lint, --touch, ...)
     if config.get("plan", True) and not workflow.touch:

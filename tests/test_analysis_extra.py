@@ -132,7 +132,7 @@ def test_distill_loss_cli_on_tiny_models(tmp_path, tiny_encoder):
     (tmp_path / "corpus.txt").write_text("\n".join(corpus) + "\n")
     _write_stsb(tmp_path / "se", {"test": [(f"a man plays {i}", f"a woman sings {i}", i % 5) for i in range(12)]})
     out = tmp_path / "dl.json"
-    assert _run(["analyze", "distill-loss", "--model", paths[0], "--teacher", paths[1], "--teacher", paths[2], "--corpus",
+    assert _run(["analyze", "distill_loss", "--model", paths[0], "--teacher", paths[1], "--teacher", paths[2], "--corpus",
                  str(tmp_path / "corpus.txt"), "--senteval", str(tmp_path / "se"), "--logit-batch-size", "16",
                  "--n-batches", "2", "--out", str(out)]) == 0
     res = json.loads(out.read_text())
@@ -177,13 +177,13 @@ def test_token_matrix_on_tiny_encoders_and_cli_figure(tmp_path, tiny_encoder):
     a, b = (_save(tiny_encoder("cls", seed=s), tmp_path / n / "seed1" / "model") for s, n in ((0, "simcse"), (1, "sscl")))
     _write_stsb(tmp_path / "se", {"test": [("the first sentence here", "another one", 3.0)]})
     out, png = tmp_path / "tm.json", tmp_path / "tm.png"
-    assert _run(["analyze", "token-matrix", "--models", a, b, "--senteval", str(tmp_path / "se"), "--out", str(out),
+    assert _run(["analyze", "token_matrix", "--models", a, b, "--senteval", str(tmp_path / "se"), "--out", str(out),
                  "--figure", str(png)]) == 0
     r = json.loads(out.read_text())
     assert r["sentence"] == "the first sentence here" and list(r["models"]) == ["simcse/seed1", "sscl/seed1"]
     assert r["models"]["sscl/seed1"]["tokens"] == ["the", "first", "sentence", "here"]
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert _run(["analyze", "token-matrix", "--models", a, "--labels", "x", "y", "--sentence", "hi there", "--out", str(out)]) == 2
+    assert _run(["analyze", "token_matrix", "--models", a, "--labels", "x", "y", "--sentence", "hi there", "--out", str(out)]) == 2
 
 
 # ------------------------------------------------------------------ Table 5 and tables
@@ -214,7 +214,7 @@ def test_ensemble_sts_cli_writes_an_sts_json(tmp_path, shared_dir):
         tables.append(str(tmp_path / f"e{k}.npz"))
         write_embeddings(tables[-1], sents, rng.normal(size=(len(sents), 8)).astype(np.float32), {"model": None, "model_fingerprint": f"weights{k}"})
     out = tmp_path / "sts.json"
-    assert _run(["analyze", "ensemble-sts", "--embeddings", tables[0], "--senteval", str(root), "--out", str(out)]) == 0
+    assert _run(["analyze", "ensemble_sts", "--embeddings", tables[0], "--senteval", str(root), "--out", str(out)]) == 0
     res = json.loads(out.read_text())
     direct = evaluate_sts(table_encode(EmbeddingTable(tables[0]), None, None), root)
     # equal up to rounding (normalized float64 vs raw float32 rows: near-tied cosines may swap ranks)
@@ -224,7 +224,7 @@ def test_ensemble_sts_cli_writes_an_sts_json(tmp_path, shared_dir):
     from csebench.results.runs import RunResult
 
     assert RunResult.from_disk(out, "sts").avg == pytest.approx(res["avg"])  # the report reads it
-    assert _run(["analyze", "ensemble-sts", "--embeddings", *tables, "--senteval", str(root), "--out", str(out)]) == 0
+    assert _run(["analyze", "ensemble_sts", "--embeddings", *tables, "--senteval", str(root), "--out", str(out)]) == 0
     assert json.loads(out.read_text())["avg"] != pytest.approx(direct["avg"])
 
 
@@ -238,7 +238,7 @@ def test_model_correlation_cli_with_and_without_tables(tmp_path, tiny_encoder):
     sents = sorted({s for a, b, _ in rows for s in (a, b)})
     table = tmp_path / "teacher.npz"
     write_embeddings(table, sents, encs[1].encode(sents), {"model": "elsewhere", "model_fingerprint": model_fingerprint(paths[1])})
-    common = ["analyze", "model-correlation", "--model", paths[0], "--self-teacher", paths[1], "--other-teachers", paths[2],
+    common = ["analyze", "model_correlation", "--model", paths[0], "--self-teacher", paths[1], "--other-teachers", paths[2],
               "--other-students", paths[0], "--senteval", str(tmp_path / "se")]
     assert _run(common + ["--out", str(tmp_path / "a.json")]) == 0
     assert _run(common + ["--embeddings", str(table), "--out", str(tmp_path / "b.json")]) == 0

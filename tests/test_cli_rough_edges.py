@@ -40,12 +40,12 @@ def _commands(t: Path) -> dict[str, list[str]]:
         "eval-transfer": ["eval-transfer", "--model", m, "--senteval", se, "--tasks", "TREC", "--out", out],
         "embed": ["embed", "--model", m, "--senteval", se, "--no-transfer", "--out", out],
         "teacher-cache": ["teacher-cache", "--model", m, "--corpus", corpus, "--out", str(t / "out" / "emb.npy")],
-        "analyze-align-uniform": ["analyze", "align-uniform", "--model", m, "--senteval", se, "--out", out],
-        "analyze-with-table": ["analyze", "embed-dim", "--model", m, "--senteval", se, "--out", out,
+        "analyze-align-uniform": ["analyze", "align_uniform", "--model", m, "--senteval", se, "--out", out],
+        "analyze-with-table": ["analyze", "embed_dim", "--model", m, "--senteval", se, "--out", out,
                                "--embeddings", str(t / "none.npz")],
         "analyze-layers": ["analyze", "layers", "--model", m, "--senteval", se, "--out", out],
         "analyze-neighbours": ["analyze", "neighbours", "--model", m, "--corpus", corpus, "--out", out],
-        "analyze-teacher-logits": ["analyze", "teacher-logits", "--teacher", m, "--corpus", corpus, "--senteval", se,
+        "analyze-teacher-logits": ["analyze", "teacher_logits", "--teacher", m, "--corpus", corpus, "--senteval", se,
                                    "--out", out],
     }
 

@@ -143,7 +143,7 @@ def test_an_evaluation_only_run_keeps_its_projection_head(tmp_path):
 def test_train_flag_fingerprint_teachers_plan_and_bad_values(tmp_path, capsys):
     import copy
 
-    from csebench import workflow as wf
+    from csebench import suites as wf
     from csebench.cli import main
     from csebench.errors import ConfigError
     from csebench.plan import suite_plan

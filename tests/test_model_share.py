@@ -224,7 +224,7 @@ def test_snakemake_makes_the_cards_and_a_second_run_plans_nothing(tmp_path, smal
     """The model_card rule writes model/README.md after the train rule's model/ output is done: nothing reruns.
     One card per run, in its own folder; the suite's view shows it through its model/ link."""
     from csebench.config import load_params
-    from csebench.workflow import run_folder
+    from csebench.suites import run_folder
     from test_pipeline import BIN, _copy_project
 
     proj = _copy_project(tmp_path / "proj")
@@ -269,7 +269,7 @@ def test_card_waits_for_the_mteb_results_where_the_suite_asks_for_them(tmp_path)
     """A suite with `mteb:` (mteb.smk): the run's model_card job reads the suite's VIEW/mteb/ after eval_mteb
     has written it."""
     from csebench.config import load_params
-    from csebench.workflow import run_folder
+    from csebench.suites import run_folder
     from runhelpers import PARAMS
     from test_pipeline import BIN
 
@@ -329,7 +329,7 @@ def test_a_runs_card_comes_from_the_first_suite_that_evaluates_it(tmp_path):
     """Runs.card_source: the first suite of params.yaml listing the run and evaluating it (its results
     in the card); a run no suite evaluates, from the first that lists it."""
     from csebench.config import load_params
-    from csebench.workflow import Runs
+    from csebench.suites import Runs
     from runhelpers import PARAMS, write_config
 
     simcse = {"name": "simcse", "backbone": "minilm", "method": "simcse"}
@@ -350,7 +350,7 @@ def test_the_demo_carries_a_card_for_every_model_and_evaluates_nothing_more_for_
     (demo-iscse-beta's runs are trained only: IS-CSE Table 7 reads their train.json)."""
     import re
 
-    from csebench import workflow as wf
+    from csebench import suites as wf
     from csebench.config import load_params
     from runhelpers import PARAMS
     from test_pipeline import BIN

@@ -225,7 +225,7 @@ def test_default_tasks_are_mtebs_english_sts_and_a_small_classification_and_retr
 
 def test_suite_mteb_section_is_opt_in_and_checked(tmp_path):
     from csebench.evaluation.mteb_eval import DEFAULT_TASKS
-    from csebench.workflow import suite_mteb_tasks
+    from csebench.suites import suite_mteb_tasks
 
     params = load_params(PARAMS)
     assert all(suite_mteb_tasks(params, s) is None for s in params["suites"])  # no suite runs MTEB unless asked
@@ -240,7 +240,7 @@ def test_suite_mteb_section_is_opt_in_and_checked(tmp_path):
 
 
 def test_an_mteb_suite_adds_one_eval_mteb_job_per_evaluated_run(tmp_path):
-    from csebench import workflow as wf
+    from csebench import suites as wf
     from csebench.plan import suite_plan
 
     config = write_config(tmp_path / "over.yaml", {"suites": {"ci": {"mteb": {"tasks": ["STS12", "SciFact"]}}}})

@@ -296,7 +296,7 @@ def test_every_written_file_follows_the_umask(inputs, capsys, monkeypatch):
 def test_snakemake_rerun_of_a_finished_training_job(tmp_path, shared_dir):
     """Snakemake removes a job's declared outputs before it runs it again, so `train` sees no finished
     run there and needs no --force: a forced rerun (as after a hyperparameter change) completes."""
-    from csebench import workflow as wf
+    from csebench import suites as wf
     from csebench.config import load_params
     from test_pipeline import BIN, _copy_project, _env
 

@@ -39,7 +39,7 @@ def test_every_suite_dry_runs_offline():
     assert proc.returncode == 0, proc.stderr[-3000:]
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", proc.stdout + proc.stderr, re.M))
     # one train job per distinct run (teachers included), however many suites list it (docs/runs.md)
-    from csebench import workflow as wf
+    from csebench import suites as wf
 
     params = load_params(ROOT / "params.yaml")
     runs = wf.Runs(params)
@@ -151,9 +151,9 @@ def test_a_suite_in_an_override_file_builds_with_snakemake_typed_without_the_ven
 
 
 def test_csebench_not_reachable_is_one_line_before_any_job(tmp_path, monkeypatch):
-    """The Snakefile's check (csebench.workflow.find_cli): not on PATH and not beside the Python that
+    """The Snakefile's check (csebench.suites.find_cli): not on PATH and not beside the Python that
     runs Snakemake gives one line naming the fix; beside it, its folder goes on the jobs' PATH."""
-    from csebench import workflow as wf
+    from csebench import suites as wf
     from csebench.errors import ConfigError
 
     monkeypatch.setenv("PATH", "/usr/bin:/bin")

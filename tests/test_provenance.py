@@ -175,7 +175,7 @@ def test_evaluation_and_analysis_results_record_provenance(tmp_path, capsys, sha
     block = json.loads((tmp_path / "sts.json").read_text())["provenance"]
     assert FIELDS <= set(block) and block["data_check"] == "published" and "data_not_published" not in block
     assert len(block["data"]) == 2 * 24 + 1 + 1 and "corpus" not in block  # STS12-16 pairs and scores, STS-B test, SICK-R
-    rc, err = run_cli(capsys, ["analyze", "align-uniform", "--model", str(model), "--senteval", se,
+    rc, err = run_cli(capsys, ["analyze", "align_uniform", "--model", str(model), "--senteval", se,
                                "--out", str(tmp_path / "au.json")])
     assert rc == 0, err
     block = json.loads((tmp_path / "au.json").read_text())["provenance"]

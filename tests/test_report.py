@@ -271,7 +271,7 @@ def test_suite_item_reads_every_run_of_the_suite():
     sts_pairs.npz and transfer.json, every run's curves (a training-only run has no evaluation)."""
     item = REG.item("suite/demo")
     files = input_files(item, PARAMS)
-    from csebench import workflow as wf
+    from csebench import suites as wf
 
     evaluated, every = wf.evaluated_jobs(PARAMS, "demo"), wf.jobs(PARAMS, "demo")
     for name, jobs in (("sts.json", evaluated), ("sts_pairs.npz", evaluated), ("transfer.json", evaluated),

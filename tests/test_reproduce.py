@@ -400,7 +400,7 @@ def test_front_page_links_built_items_and_costs_the_rest(tmp_path):
 def test_front_page_costs_a_suite_given_what_is_built(tmp_path):
     """A run already on disk (ablation-iscse-k/k-16 is paper-iscse's IS-CSE run, trained and evaluated)
     is not counted again in the suites that list it: Table 5's cost drops by that run's GPU-hours."""
-    from csebench import workflow as wf
+    from csebench import suites as wf
     from csebench.plan import GPU_PEAKS, suite_plan
     from csebench.results.pages import front_page
 
@@ -496,7 +496,7 @@ def test_plan_uses_the_measured_gpu_throughput(tmp_path):
 def test_training_only_runs_are_trained_not_evaluated():
     """`evaluate: false` (a training-only run: curves read, model a teacher): trained, never embedded.
     The demo evaluates every run again (issue 20: DistillCSE's "+Teacher Components" row is back)."""
-    from csebench import workflow as wf
+    from csebench import suites as wf
     from csebench.plan import suite_plan
 
     assert set(wf.evaluated_jobs(PARAMS, "demo")) == set(wf.jobs(PARAMS, "demo"))
@@ -515,7 +515,7 @@ def test_training_only_runs_are_trained_not_evaluated():
 
 @pytest.mark.parametrize("cap,ok", [(500, True), (1, False), ("500", False), (True, False)])
 def test_sts_pair_cap_setting(cap, ok):
-    from csebench import workflow as wf
+    from csebench import suites as wf
 
     params = copy.deepcopy(PARAMS)
     params["suites"]["demo"]["evaluation"] = {"max_sts_pairs": cap}

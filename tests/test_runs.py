@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from csebench import workflow as wf
+from csebench import suites as wf
 from csebench.config import load_params, resolve_run
 from csebench.errors import ConfigError, DataError
 from runhelpers import ROOT, write_config

@@ -207,11 +207,16 @@ def test_runs_keyed_by_name_and_seed_ranges_are_the_lists_they_stand_for(inputs)
     ({"suites": 5}, "suites: expected text or a list, got 5"),
     ({"suites": ["ci"], "analyses": ["align_uniform", "nope"]}, "analyses[1]: 'nope' is not one of align_uniform"),
     ({"suites": ["ci"], "threads": 0}, "threads: must be at least 1, got 0"),
-    ({"suites": ["ci"], "analysis": {"topk_repeat": 3}}, "analysis: unknown key 'topk_repeat' (did you mean 'topk_repeats'?)"),
+    ({"suites": ["ci"], "analysis": {"topk_negative": {}}}, "analysis: unknown key 'topk_negative' (did you mean 'topk_negatives'?)"),
+    ({"suites": ["ci"], "analysis": {"topk_negatives": {"repeat": 3}}},
+     "analysis.topk_negatives: unknown key 'repeat' (did you mean 'repeats'?)"),
+    ({"suites": ["ci"], "analysis": {"topk_negatives": {"repeats": 0}}}, "analysis.topk_negatives.repeats: must be at least 1, got 0"),
+    ({"suites": ["ci"], "analysis": {"layers": {"split": "train"}}}, "analysis.layers.split: 'train' is not one of dev, test"),
+    ({"suites": ["ci"], "analyses": ["token_matrix"]}, "analyses[0]: 'token_matrix' is not one of align_uniform, "),
     ({"suites": ["ci"], "sutes": ["ci"]}, "unknown key 'sutes' (did you mean 'suites'?)"),
 ])
 def test_snakemake_config_schema(config, message):
-    from csebench.workflow import check_snakemake_config
+    from csebench.suites import check_snakemake_config
 
     with pytest.raises(ConfigError, match="^Snakemake config .*: " + message.replace("[", r"\[").replace("]", r"\]")
                        .replace("(", r"\(").replace(")", r"\)").replace("?", r"\?")):
@@ -219,7 +224,7 @@ def test_snakemake_config_schema(config, message):
 
 
 def test_snakemake_config_text_booleans_and_files_given_twice(tmp_path):
-    from csebench.workflow import check_snakemake_config
+    from csebench.suites import check_snakemake_config
 
     config = {"suites": ["ci"], "plan": "false", "progress": "True"}  # as `--config plan=false` gives it
     check_snakemake_config(config, [])
@@ -248,7 +253,7 @@ def _line_of(root: Path, text: str) -> int:
 
 def test_every_shipped_config_passes_the_schemas(project_root):
     from csebench.config import read_yaml
-    from csebench.workflow import check_snakemake_config
+    from csebench.suites import check_snakemake_config
 
     load_params(project_root / "params.yaml")
     paper = read_yaml(project_root / "config" / "paper.yaml")

@@ -52,6 +52,9 @@ def gpu_rules() -> dict[str, int]:
             m = block and re.search(r"\bgpu\s*=\s*(\d+)", block.group(1))
             if m and int(m.group(1)) > 0:
                 found[name] = int(m.group(1))
+    from csebench.analysis.pipeline import AnalysisPipeline  # analysis.smk's rules are generated, one per analysis
+
+    found.update({f"analysis_{a.name}": 1 for a in AnalysisPipeline.built() if a.gpu})
     return found
 
 

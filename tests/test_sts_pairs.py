@@ -87,7 +87,7 @@ def _override(tmp_path, data=None, training=None, evaluation=None):
 
 
 def test_settings_name_a_set_of_the_data_source(tmp_path):
-    from csebench.workflow import suite_evaluation
+    from csebench.suites import suite_evaluation
 
     with pytest.raises(ConfigError, match=r"training \(suite ci, run simcse\).dev_set: data source 'ci' has no STS set "
                                           r"'mine' in data.ci.sts_pairs \(it has none: add data.ci.sts_pairs: \{mine: \{path: FILE\}\}\)"):
@@ -104,7 +104,7 @@ def test_settings_name_a_set_of_the_data_source(tmp_path):
 def test_fingerprints_are_unchanged_while_the_feature_is_unused(tmp_path, monkeypatch):
     """The run fingerprints and keys, and the evaluation folder names, of main before sts_pairs existed
     (Snakemake's run folders, checkpoints and evaluation folders are named by them)."""
-    from csebench.workflow import eval_name, suite_evaluation
+    from csebench.suites import eval_name, suite_evaluation
 
     monkeypatch.delenv("CSEBENCH_SHARED", raising=False)
     before = {("ci", "simcse", 1): ("224e0306480deaae", "6f0ecef6b0ae1c4b"),
@@ -149,7 +149,7 @@ def test_own_test_sets_name_their_evaluation_folder(tmp_path):
     """`evaluation.sts_pairs` is an evaluation setting: its names and files name the folder, whose
     settings give the rules the files back (Runs.eval_settings, sts_sets)."""
     from csebench.config import shared_dir
-    from csebench.workflow import Runs, eval_name, sts_sets, suite_evaluation
+    from csebench.suites import Runs, eval_name, sts_sets, suite_evaluation
 
     def settings(sets, names):
         return suite_evaluation(load_params(PARAMS, [_override(tmp_path, data=sets, evaluation={"sts_pairs": names})]), "ci")

@@ -344,7 +344,7 @@ def test_max_test_sentences_caps_only_held_out_splits(tmp_path):
 def test_suite_transfer_caps_are_validated():
     from csebench.config import load_params
     from csebench.errors import ConfigError
-    from csebench.workflow import suite_evaluation
+    from csebench.suites import suite_evaluation
 
     from runhelpers import PARAMS
 

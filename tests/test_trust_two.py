@@ -58,8 +58,8 @@ def test_pooler_is_recorded_and_checked_against_the_table(tmp_path, capsys, tiny
     # every consumer checks it: transfer, probing, the analyses
     for argv in (["eval-transfer", "--tasks", "TREC", "--senteval", str(small)],
                  ["eval-probing", "--probing", str(make_probing(tmp_path / "probing", n=(20, 10, 10)))],
-                 ["analyze", "align-uniform", "--senteval", str(small)],
-                 ["analyze", "model-correlation", "--senteval", str(small), "--other-students", "packaged:minilm"]):
+                 ["analyze", "align_uniform", "--senteval", str(small)],
+                 ["analyze", "model_correlation", "--senteval", str(small), "--other-students", "packaged:minilm"]):
         assert_fails(capsys, [*argv, "--model", str(model), "--embeddings", str(tmp_path / "avg.npz"), "--out", str(out)],
                      "holds vectors pooled with avg, this evaluation uses cls_before_pooler", outputs=[out.parent])
     # a table of an older csebench (pooler: null) was made with the model's own pooler
@@ -187,7 +187,7 @@ def test_damaged_weights_are_refused_naming_the_file(trained, tmp_path, capsys, 
                      "trained: the model is damaged or was changed since; restore it or train the run again, or pass "
                      "--no-verify to use it anyway", outputs=[out.parent])
     for argv in (["embed", "--senteval", str(small), "--no-transfer", *STS_FAST, "--out", str(out)],
-                 ["analyze", "align-uniform", "--senteval", str(small), "--out", str(out)]):
+                 ["analyze", "align_uniform", "--senteval", str(small), "--out", str(out)]):
         assert_fails(capsys, [*argv, "--model", str(run / "model")], "model.safetensors has sha256", outputs=[out.parent])
     rc, err = run_cli(capsys, [*sts, "--model", str(run / "model"), "--no-verify"])
     assert rc == 0, err  # the user's call

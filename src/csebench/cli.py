@@ -1,19 +1,6 @@
-"""Command-line interface: the thin layer the Snakemake rules (and users) call.
-
-    csebench prepare-corpus   --data demo --out data/demo/corpus.txt
-    csebench prepare-senteval --data demo --out data/demo/senteval
-    csebench train            --suite demo --run minilm-simcse --seed 42 --corpus ... --senteval ... --out DIR
-    csebench runs             [--suites demo paper]    each suite's runs, their folders, which are shared
-    csebench teacher-cache    --model DIR/model --corpus data/demo/corpus.txt --out results/runs/KEY/seed42/teacher/embeddings.npy
-    csebench eval-sts         --model DIR/model --senteval ... --out DIR/sts.json
-    csebench eval-transfer    --model DIR/model --senteval ... --out DIR/transfer.json
-    csebench prepare-probing  --data wiki1m --out data/wiki1m/probing
-    csebench eval-probing     --model DIR/model --probing data/wiki1m/probing --out DIR/probing.json
-    csebench eval-mteb        --model DIR/model --tasks STS12 STSBenchmark --out DIR/mteb
-    csebench results render   --item suite/demo is-cse/table-4   (a suite's report, a paper table)
-    csebench model-card       --run results/demo/runs/simcse/seed42
-    csebench push             --run results/demo/runs/simcse/seed42 --repo-id ORG/NAME [--public] [--dry-run]
-    csebench show-config      --suite demo --run minilm-simcse --seed 42
+"""csebench's command line: the thin layer the Snakemake rules (and users) call. Each command is declared
+beside its handler (csebench.commands.command), with the shared option groups; `csebench --help` lists
+them all, `csebench COMMAND --help` one command's options.
 """
 
 from __future__ import annotations
@@ -28,8 +15,28 @@ import sys
 import threading
 import time
 
-from .argtypes import positive_int
+from .commands import (BATCH_SIZE, COMMANDS, EVAL_ENCODING, EVALUATED_RUN, MODEL, NO_PROGRESS, NO_VERIFY, OUT, PARAMS,
+                       POOLER, RUN, SENTEVAL, add_commands, command, option, positive_int)
+from .config import EVAL_PRECISIONS
 from .errors import ConfigError, CsebenchError, DataError, TrainingError
+
+
+def classifier_options(cap: str) -> tuple:
+    """eval-transfer and eval-probing: SentEval's classifiers on embeddings (``cap``: what the training cap does)."""
+    return (option("--max-train-sentences", type=int, default=None, help=f"CPU demo only: {cap} (recorded as protocol=capped)"),
+            option("--max-test-sentences", type=int, default=None,
+                   help="CPU demo only: subsample each held-out dev/test split to about N items (recorded as protocol=capped)"),
+            option("--senteval-seed", type=int, default=1111, help="SentEval's classifier seed (default: 1111)"),
+            *EVALUATED_RUN, option("--seed", type=int, default=0, help="run seed (names the run; see --senteval-seed)"))
+
+
+# embed and eval-sts must agree on the pairs (the table holds what eval-sts scores)
+STS_CAP = (option("--max-sts-pairs", type=int, default=None,
+                  help="CPU demo only: score each STS task on a seeded subset of about N pairs (recorded as protocol=capped)"),
+           option("--sts-pairs", nargs="+", default=[], metavar="[NAME=]FILE",
+                  help="your own STS sets, .tsv or .csv with columns sentence1, sentence2, score[, split]: their test "
+                       "rows (all rows without a split column) are scored beside the 7 tasks, never in their average"))
+FINISHED_RUN = option("--run", required=True, help="a finished run folder, RESULTS/SUITE/runs/RUN/seedN")
 
 
 def _setup_logging(verbose: bool) -> None:
@@ -52,6 +59,7 @@ def _params(args):
     return load_params(args.params, args.config)
 
 
+@command("prepare-corpus", "write the (sampled) training corpus", PARAMS, option("--data", required=True, help="data source name in params.yaml"), OUT)
 def cmd_prepare_corpus(args) -> None:
     from .config import data_config
     from .data import prepare_corpus
@@ -59,6 +67,8 @@ def cmd_prepare_corpus(args) -> None:
     prepare_corpus(data_config(_params(args), args.data).corpus, args.out)
 
 
+@command("prepare-senteval", "locate or download the SentEval data", PARAMS, option("--data", required=True, help="data source name in params.yaml"),
+         OUT.but(help="folder for the pointer file ROOT (and the extracted tarball)"))
 def cmd_prepare_senteval(args) -> None:
     from .config import data_config
     from .data import prepare_senteval
@@ -66,6 +76,10 @@ def cmd_prepare_senteval(args) -> None:
     prepare_senteval(data_config(_params(args), args.data).senteval, args.out)
 
 
+@command("prepare-probing", "locate or download SentEval's probing-task files", PARAMS,
+         option("--data", required=True, help="data source name in params.yaml (its 'probing' entry)"),
+         OUT.but(help="folder for the pointer file ROOT"),
+         option("--tasks", nargs="+", default=None, help="probing tasks (default: SentLen TreeDepth CoordInv)"))
 def cmd_prepare_probing(args) -> None:
     from .config import probing_source
     from .data import prepare_probing
@@ -79,13 +93,14 @@ def _name_run(args, params: dict) -> None:
     if getattr(args, "key", None):
         if args.suite or args.run:
             raise ConfigError("give either --key or --suite and --run, not both")
-        from .workflow import runs_of
+        from .suites import runs_of
 
         args.suite, args.run = runs_of(params).first(args.key, args.seed)
     elif not (args.suite and args.run):
         raise ConfigError("name the run: --suite SUITE --run RUN (or --key KEY, its folder under results/runs)")
 
 
+@command("show-config", "print a run's resolved configuration, key and fingerprint", PARAMS, RUN)
 def cmd_show_config(args) -> None:
     from .config import resolve_run
     from .io import dumps_json
@@ -95,8 +110,10 @@ def cmd_show_config(args) -> None:
     print(dumps_json(resolve_run(params, args.suite, args.run, args.seed).record(), default=str))
 
 
+@command("runs", "each suite's runs, the folder each is trained in, and which are shared", PARAMS,
+         option("--suites", nargs="+", help="default: every suite of params.yaml"))
 def cmd_runs(args) -> None:
-    from .workflow import jobs, runs_of
+    from .suites import jobs, runs_of
 
     params = _params(args)
     runs = runs_of(params)
@@ -111,7 +128,7 @@ def cmd_runs(args) -> None:
 def _refuse_view(out: str, params: dict, suite: str, run: str, seed: int) -> None:
     """A suite's folder of a run is a view (links and relabelled copies, docs/runs.md): training there
     would leave the run's own folder, which every suite listing the run reads, behind."""
-    from .workflow import run_dir, run_folder
+    from .suites import run_dir, run_folder
 
     view = os.path.join(out, "train.json")
     folder = None
@@ -144,6 +161,14 @@ def _refuse_links_out(out: str) -> None:
                                 "link (what it points to stays) or choose another --out")
 
 
+@command("train", "train one run; resumes from its checkpoint if present", PARAMS, RUN,
+         option("--corpus", default=None, help="training corpus (required unless the run has train: false)"), SENTEVAL,
+         OUT.but(help="run folder: model/, train.json, curves"),
+         option("--cache-dir", default="data/cache", help="tokenized-corpus cache (default: data/cache)"),
+         option("--teacher-cache", action="append", default=[], help="cached teacher embeddings (DistillCSE)"), NO_PROGRESS,
+         option("--force", action="store_true",
+                help="train again into a folder holding a finished run (it is replaced only when the new run completes)"),
+         NO_VERIFY)
 def cmd_train(args) -> None:
     from . import distributed
     from .config import resolve_run
@@ -189,6 +214,16 @@ def _eval_encode_fn(args):
                               progress=not args.no_progress)
 
 
+@command("embed", "encode every evaluation sentence of a model once (STS, transfer, analyses)", PARAMS, MODEL,
+         SENTEVAL, OUT.but(help="embeddings table (.npz)"), POOLER, BATCH_SIZE,
+         option("--precision", default="fp32", choices=EVAL_PRECISIONS,
+                help="fp32 (default: SentEval's numbers), bf16, auto (bf16 on bf16 GPUs), fast (bf16 where native: bf16 "
+                     "GPUs, AVX512-BF16/AMX CPUs)"),
+         option("--no-transfer", action="store_true", help="STS sentences only"),
+         option("--max-train-sentences", type=int, default=None, help="the transfer cap eval-transfer will use"),
+         option("--max-test-sentences", type=int, default=None, help="the held-out split cap eval-transfer will use"),
+         option("--senteval-seed", type=int, default=1111, help="the transfer (and STS cap) seed eval-transfer/eval-sts will use"),
+         STS_CAP, NO_PROGRESS, NO_VERIFY)
 def cmd_embed(args) -> None:
     from .data import senteval_root
     from .embeddings import evaluation_sentences, model_encoder, model_fingerprint, write_embeddings
@@ -208,7 +243,8 @@ def cmd_embed(args) -> None:
     emb = encode(sentences)
     autocast = autocast_name(args.precision)
     meta = {"model": args.model, "model_fingerprint": model_fingerprint(args.model),  # packaged and hub ids too
-            "pooler": getattr(encode, "pooler", None) or eval_pooler_of(args.model, args.pooler),  # resolved, never null "precision": args.precision, "autocast": autocast,
+            "pooler": getattr(encode, "pooler", None) or eval_pooler_of(args.model, args.pooler),  # resolved, never null
+            "precision": args.precision, "autocast": autocast,
             "transfer": not args.no_transfer, "max_train_sentences": args.max_train_sentences,
             "max_test_sentences": args.max_test_sentences,
             "max_sts_pairs": args.max_sts_pairs,
@@ -218,11 +254,14 @@ def cmd_embed(args) -> None:
     log.info("embedded %d sentences in %.1f s -> %s", len(sentences), meta["seconds"], args.out)
 
 
+@command("eval-sts", "STS12-16, STS-B, SICK-R (Spearman x100)", PARAMS, EVAL_ENCODING, MODEL, SENTEVAL, OUT,
+         option("--pairs-out", default=None, help="also write per-pair cosine and gold scores (.npz) for the paired bootstrap "
+                                                  "of the suite tables (`results render --item suite/SUITE`)"),
+         STS_CAP, option("--senteval-seed", type=int, default=1111, help="seed of the --max-sts-pairs subsets (default: 1111)"),
+         EVALUATED_RUN)
 def cmd_eval_sts(args) -> None:
     from .data import senteval_root
     from .evaluation.sts import evaluate_sts, load_extra_sets
-    from .io import write_json
-    from .provenance import for_evaluation
 
     run_info = _run_info(args)  # first: a mistake in --config or --suite stops before minutes of encoding
     extra = load_extra_sets(args.sts_pairs, args.max_sts_pairs, args.senteval_seed)  # a bad file too
@@ -235,16 +274,16 @@ def cmd_eval_sts(args) -> None:
         from .evaluation.sts import save_pairs
 
         save_pairs(args.pairs_out, res.pop("pairs"))
-    res["eval_seconds"] = round(time.perf_counter() - t0, 2)
-    res["encoding"] = _encoding_info(args, encode)
-    res["run_info"] = run_info
-    res["provenance"] = for_evaluation(args.precision, [getattr(encode, "table", None)])
-    write_json(args.out, res, undefined_ok=True)
+    _write_evaluation(args, res, encode, run_info, t0)
     logging.getLogger("csebench").info("STS avg %.2f: %s%s", res.get("avg", float("nan")),
                                        ", ".join(f"{k} {v:.2f}" for k, v in res["tasks"].items()),
                                        "".join(f"; {k} {v['spearman']:.2f} (own set)" for k, v in (res.get("extra_sets") or {}).items()))
 
 
+@command("eval-transfer", "SentEval transfer tasks MR CR SUBJ MPQA SST2 TREC MRPC (accuracy x100)", PARAMS,
+         EVAL_ENCODING, MODEL, SENTEVAL, OUT,
+         option("--tasks", nargs="+", default=None, help="subset of MR CR SUBJ MPQA SST2 TREC MRPC (default: all)"),
+         classifier_options("subsample each classifier training set to N items"))
 def cmd_eval_transfer(args) -> None:
     from .data import senteval_root
     from .evaluation.transfer import TASKS, evaluate_transfer, load_transfer_task
@@ -261,6 +300,13 @@ def cmd_eval_transfer(args) -> None:
                                        ", ".join(f"{k} {v:.2f}" for k, v in res["tasks"].items()))
 
 
+@command("eval-probing", "SentEval probing tasks, e.g. SentLen TreeDepth CoordInv (accuracy x100)", PARAMS,
+         EVAL_ENCODING, MODEL,
+         option("--probing", required=True, help="folder of SentEval's probing files, or the prepared pointer folder"), OUT,
+         option("--tasks", nargs="+", default=None,
+                help="SentLen WC TreeDepth TopConst BShift Tense SubjNum ObjNum SOMO CoordInv, or SentEval's names "
+                     "(default: SSCL Table 4's SentLen TreeDepth CoordInv)"),
+         classifier_options("subsample each train split to N sentences"))
 def cmd_eval_probing(args) -> None:
     from .data import probing_root
     from .evaluation.probing import SSCL_TASKS, evaluate_probing, load_probing_task, resolve_tasks
@@ -274,21 +320,22 @@ def cmd_eval_probing(args) -> None:
 
 def _classifier_eval(args, evaluate, root, data: dict) -> dict:
     """Transfer or probing: encode, fit the classifiers, write the JSON (with timing, run info, provenance)."""
-    from .io import write_json
-    from .provenance import for_evaluation
-
     run_info = _run_info(args)  # first: a mistake in --config or --suite stops before minutes of encoding
     encode = _eval_encode_fn(args)
     t0 = time.perf_counter()
     res = evaluate(encode, root, tasks=list(data), seed=args.senteval_seed,
                    max_train_sentences=args.max_train_sentences, task_data=data, max_test_sentences=args.max_test_sentences)
     _refuse_undefined(args.command.removeprefix("eval-"), res, args)
-    res["eval_seconds"] = round(time.perf_counter() - t0, 2)
-    res["encoding"] = _encoding_info(args, encode)
-    res["run_info"] = run_info
-    res["provenance"] = for_evaluation(args.precision, [getattr(encode, "table", None)])
-    write_json(args.out, res, undefined_ok=True)
+    _write_evaluation(args, res, encode, run_info, t0)
     return res
+
+
+def _write_evaluation(args, res: dict, encode, run_info: dict, t0: float) -> None:
+    """An eval-* result in its envelope (csebench.envelope): timing, how the vectors were made, the run."""
+    from .envelope import write_result
+
+    write_result(args.out, res, {"eval_seconds": round(time.perf_counter() - t0, 2), "encoding": _encoding_info(args, encode),
+                                 "run_info": run_info}, args.precision, [getattr(encode, "table", None)])
 
 
 def _refuse_undefined(what: str, res: dict, args) -> None:
@@ -308,15 +355,9 @@ def _refuse_undefined(what: str, res: dict, args) -> None:
 
 
 def _encoding_info(args, encode) -> dict:
-    """How the result's vectors were made: the pooler (resolved: the one used), the table, the precision."""
-    from .encoder import eval_pooler_of
+    from .envelope import encoding_info
 
-    pooler = getattr(encode, "pooler", None) or eval_pooler_of(args.model, args.pooler)
-    table = getattr(encode, "table", None)
-    if table is None:
-        return {"pooler": pooler, "embeddings": None, "precision": args.precision or "auto"}
-    return {"pooler": pooler, "embeddings": args.embeddings, "precision": table.meta.get("precision"),
-            "autocast": table.meta.get("autocast"), "sentences_in_table": len(table.row), "missing_from_table": encode.missing}
+    return encoding_info(args.model, args.pooler, args.precision, args.embeddings, encode)
 
 
 def _run_info(args) -> dict:
@@ -331,10 +372,19 @@ def _run_info(args) -> dict:
     return run_info(params, args.suite, args.run, args.seed)
 
 
+@command("eval-mteb", "MTEB tasks with the mteb package (MTEB protocol; pip install -e '.[mteb]')", PARAMS,
+         EVAL_ENCODING, MODEL.but(required=False, default=None),
+         option("--out", default=None, help="folder for MTEB's result files (<Task>.json), model_meta.json and mteb.json"),
+         option("--tasks", nargs="+", default=None,
+                help="MTEB task names (default: the STS tasks of MTEB(eng, v2) and STS16, Banking77Classification, "
+                     "AmazonCounterfactualClassification, ArguAna, SciFact)"),
+         option("--download-only", action="store_true",
+                help="fetch the tasks' datasets into the Hugging Face datasets cache (needs network) and stop"),
+         EVALUATED_RUN, build=lambda parser: parser.set_defaults(embeddings=None))  # MTEB's sentences are in no SentEval table
 def cmd_eval_mteb(args) -> None:
     from .embeddings import model_dim, model_fingerprint
     from .evaluation.mteb_eval import DEFAULT_TASKS, PROTOCOL, evaluate_mteb, load_task_data, resolve_tasks
-    from .provenance import for_evaluation
+    from .envelope import envelope
 
     tasks = resolve_tasks(args.tasks or DEFAULT_TASKS)
     if args.no_progress:  # datasets' bars while MTEB's data loads
@@ -358,12 +408,18 @@ def cmd_eval_mteb(args) -> None:
                           else run_info["name"])
     res = evaluate_mteb(encode, tasks, args.out, name=name, revision=fingerprint, dim=model_dim(args.model),
                         batch_size=args.batch_size or 64,
-                        extra={"model": args.model, "model_fingerprint": fingerprint, "run_info": run_info,
-                               "encoding": _encoding_info(args, encode),
-                               "provenance": for_evaluation(args.precision)})
+                        extra=envelope({"model": args.model, "model_fingerprint": fingerprint, "run_info": run_info,
+                                        "encoding": _encoding_info(args, encode)}, args.precision))
     log.info("%s: %s", PROTOCOL, ", ".join(f"{k} {v['score']:.2f}" for k, v in res["tasks"].items()))
 
 
+@command("teacher-cache", "DistillCSE: a frozen teacher's normalized corpus embeddings", PARAMS,
+         MODEL.but(help="the teacher's saved model folder (RUN_DIR/model)"),
+         option("--corpus", required=True, help="the students' training corpus (data/X/corpus.txt)"),
+         OUT.but(help="embeddings .npy (metadata goes beside it as .json)"),
+         option("--max-seq-length", type=positive_int, default=None,
+                help="training max length (default: the teacher run's own, from its training_config.json)"),
+         BATCH_SIZE, option("--cache-dir", default=None, help="tokenized-corpus cache folder (e.g. data/cache)"), NO_VERIFY)
 def cmd_teacher_cache(args) -> None:
     from .teachers import build_teacher_cache
 
@@ -371,6 +427,8 @@ def cmd_teacher_cache(args) -> None:
                         batch_size=args.batch_size, cache_dir=args.cache_dir)
 
 
+@command("plan", "suites, jobs, training runs and GPU-hours before anything runs", PARAMS,
+         option("--suites", nargs="+", default=None, help="default: every suite of the default target"))
 def cmd_plan(args) -> None:
     from .plan import plan, render_plan
     from .results.registry import default_suites
@@ -379,6 +437,12 @@ def cmd_plan(args) -> None:
     print(render_plan(plan(params, args.suites or default_suites(params))))
 
 
+@command("view-run", "a suite's view of a shared run: relabelled JSON results, links to the rest", PARAMS,
+         option("--suite", required=True), option("--run", required=True), option("--seed", type=int, required=True),
+         option("--from", dest="source", required=True, help="the run's folder (or its evaluation/analysis folder)"),
+         OUT.but(help="the suite's folder, e.g. results/SUITE/runs/RUN/seedN"),
+         option("--first", help="SUITE/RUN: the first suite and run of params.yaml listing this run (default: worked out)"),
+         option("names", nargs="+", help="entries of --from to show in --out"))
 def cmd_view_run(args) -> None:
     from .config import run_info
     from .runviews import write_view
@@ -386,13 +450,14 @@ def cmd_view_run(args) -> None:
     params = _params(args)
     first = args.first
     if first is None:  # by hand: resolve every run of params.yaml (Snakemake passes --first)
-        from .workflow import runs_of
+        from .suites import runs_of
 
         runs = runs_of(params)
         first = "/".join(runs.first(runs.key(args.suite, args.run), args.seed))
     write_view(run_info(params, args.suite, args.run, args.seed), first, args.source, args.out, args.names)
 
 
+@command("model-card", "write a run's model card: RUN/model_card.md and RUN/model/README.md", FINISHED_RUN)
 def cmd_model_card(args) -> None:
     from .modelcard import write_card
 
@@ -400,6 +465,10 @@ def cmd_model_card(args) -> None:
     logging.getLogger("csebench").info("model card: %s (and %s)", path, os.path.join(args.run, "model_card.md"))
 
 
+@command("push", "upload a run's model/ folder with its model card to the Hugging Face hub", FINISHED_RUN,
+         option("--repo-id", required=True, help="hub model repo, ORG/NAME (created if missing)"),
+         option("--public", action="store_true", help="create the repo public (default: private)"),
+         option("--dry-run", action="store_true", help="write the card and list the files that would be uploaded; no network access"))
 def cmd_push(args) -> None:
     from .push import push
 
@@ -413,6 +482,9 @@ def cmd_push(args) -> None:
         logging.getLogger("csebench").info("pushed %d files from %s to https://huggingface.co/%s", len(files), folder, args.repo_id)
 
 
+@command("suite-metrics", "a suite's tidy metrics.json (run -> seed -> metric): DVC's metrics", PARAMS,
+         option("--suite", required=True), option("--results", default="results", help="results folder (default: results)"),
+         OUT.but(help="output file, RESULTS/SUITE/metrics.json"))
 def cmd_suite_metrics(args) -> None:
     from .io import write_json
     from .results.tidy import suite_metrics
@@ -420,6 +492,9 @@ def cmd_suite_metrics(args) -> None:
     write_json(args.out, suite_metrics(_params(args), args.suite, args.results))
 
 
+@command("dvc-yaml", "generate dvc.yaml: a stage per suite and per paper item (docs/dvc.md)", PARAMS,
+         option("--out", default="dvc.yaml", help="output file, '-' for stdout"),
+         option("--check", action="store_true", help="exit 1 if the file is out of date"))
 def cmd_dvc_yaml(args) -> None:
     from .dvcgen import main_dvc_yaml
 
@@ -429,216 +504,17 @@ def cmd_dvc_yaml(args) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .config import EVAL_PRECISIONS
+    """Every command declared with csebench.commands.command: this module's, the analyses' and the results'."""
+    from .analysis import cli as _analysis_cli  # noqa: F401  declares analyze and analyze-figure
+    from .results import cli as _results_cli  # noqa: F401  declares results
 
-    p = argparse.ArgumentParser(prog="csebench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="csebench", description="Unsupervised contrastive sentence embeddings: SimCSE, "
+                                "GS-InfoNCE, IS-CSE, SSCL, DistillCSE, trained, evaluated and analysed as the papers do.",
+                                epilog="`csebench COMMAND --help`: one command's options. README.md and docs/: the whole story.")
     p.add_argument("-v", "--verbose", action="store_true")
     p.add_argument("--threads", type=positive_int, default=None, help="CPU threads for torch (default: torch's choice)")
-    sub = p.add_subparsers(dest="command", required=True)
-
-    def common(sp, run: bool = False):
-        sp.add_argument("--params", default="params.yaml", help="hyperparameter file (default: params.yaml)")
-        sp.add_argument("--config", action="append", default=[], help="YAML file merged over params (repeatable)")
-        if run:
-            sp.add_argument("--suite")
-            # --run-name: the same option for torchrun, whose own parser takes --run for an
-            # abbreviation of its --run-path and stops
-            sp.add_argument("--run", "--run-name", dest="run", help="run name within the suite")
-            sp.add_argument("--seed", type=int, required=True)
-            run_key_option(sp)
-        return sp
-
-    def no_verify_option(sp):
-        sp.add_argument("--no-verify", action="store_true",
-                        help="load a run's model even if its weight files differ from the sha256 its train.json recorded")
-        return sp
-
-    def run_key_option(sp):
-        sp.add_argument("--key", help="instead of --suite/--run: the run's key (its folder results/runs/KEY), named "
-                                      "by the first suite and run of params.yaml that list it")
-
-    def evaluated_run_options(sp, seed_help=None):
-        """The run a result is booked to (its run_info), for the eval commands."""
-        sp.add_argument("--suite")
-        sp.add_argument("--run")
-        sp.add_argument("--seed", type=int, default=0, help=seed_help)
-        run_key_option(sp)
-        sp.add_argument("--no-progress", action="store_true")
-
-    sp = common(sub.add_parser("prepare-corpus", help="write the (sampled) training corpus"))
-    sp.add_argument("--data", required=True, help="data source name in params.yaml")
-    sp.add_argument("--out", required=True)
-    sp.set_defaults(func=cmd_prepare_corpus)
-
-    sp = common(sub.add_parser("prepare-senteval", help="locate or download the SentEval data"))
-    sp.add_argument("--data", required=True)
-    sp.add_argument("--out", required=True, help="folder for the pointer file ROOT (and the extracted tarball)")
-    sp.set_defaults(func=cmd_prepare_senteval)
-
-    sp = common(sub.add_parser("prepare-probing", help="locate or download SentEval's probing-task files"))
-    sp.add_argument("--data", required=True, help="data source name in params.yaml (its 'probing' entry)")
-    sp.add_argument("--out", required=True, help="folder for the pointer file ROOT")
-    sp.add_argument("--tasks", nargs="+", default=None, help="probing tasks (default: SentLen TreeDepth CoordInv)")
-    sp.set_defaults(func=cmd_prepare_probing)
-
-    sp = common(sub.add_parser("show-config", help="print a run's resolved configuration, key and fingerprint"), run=True)
-    sp.set_defaults(func=cmd_show_config)
-
-    sp = common(sub.add_parser("runs", help="each suite's runs, the folder each is trained in, and which are shared"))
-    sp.add_argument("--suites", nargs="+", help="default: every suite of params.yaml")
-    sp.set_defaults(func=cmd_runs)
-
-    sp = common(sub.add_parser("view-run", help="a suite's view of a shared run: relabelled JSON results, links to the rest"))
-    sp.add_argument("--suite", required=True)
-    sp.add_argument("--run", required=True)
-    sp.add_argument("--seed", type=int, required=True)
-    sp.add_argument("--from", dest="source", required=True, help="the run's folder (or its evaluation/analysis folder)")
-    sp.add_argument("--out", required=True, help="the suite's folder, e.g. results/SUITE/runs/RUN/seedN")
-    sp.add_argument("--first", help="SUITE/RUN: the first suite and run of params.yaml listing this run (default: worked out)")
-    sp.add_argument("names", nargs="+", help="entries of --from to show in --out")
-    sp.set_defaults(func=cmd_view_run)
-
-    sp = common(sub.add_parser("train", help="train one run; resumes from its checkpoint if present"), run=True)
-    sp.add_argument("--corpus", default=None, help="training corpus (required unless the run has train: false)")
-    sp.add_argument("--senteval", required=True, help="SentEval folder or prepared pointer folder")
-    sp.add_argument("--out", required=True, help="run folder: model/, train.json, curves")
-    sp.add_argument("--cache-dir", default="data/cache", help="tokenized-corpus cache (default: data/cache)")
-    sp.add_argument("--teacher-cache", action="append", default=[], help="cached teacher embeddings (DistillCSE)")
-    sp.add_argument("--no-progress", action="store_true")
-    sp.add_argument("--force", action="store_true",
-                    help="train again into a folder holding a finished run (it is replaced only when the new run completes)")
-    no_verify_option(sp)
-    sp.set_defaults(func=cmd_train)
-
-    sp = common(sub.add_parser("teacher-cache", help="DistillCSE: a frozen teacher's normalized corpus embeddings"))
-    sp.add_argument("--model", required=True, help="the teacher's saved model folder (RUN_DIR/model)")
-    sp.add_argument("--corpus", required=True, help="the students' training corpus (data/X/corpus.txt)")
-    sp.add_argument("--out", required=True, help="embeddings .npy (metadata goes beside it as .json)")
-    sp.add_argument("--max-seq-length", type=positive_int, default=None,
-                    help="training max length (default: the teacher run's own, from its training_config.json)")
-    sp.add_argument("--batch-size", type=positive_int, default=None, help="encoding batch size (default: 128 on a GPU, 64 on CPU, the faster there)")
-    sp.add_argument("--cache-dir", default=None, help="tokenized-corpus cache folder (e.g. data/cache)")
-    no_verify_option(sp)
-    sp.set_defaults(func=cmd_teacher_cache)
-
-    def eval_encoding(sp, table: bool = True):
-        no_verify_option(sp)
-        sp.add_argument("--pooler", default=None, help="override the saved evaluation pooler")
-        sp.add_argument("--batch-size", type=positive_int, default=None, help="encoding batch size (default: 128 on a GPU, 64 on CPU, the faster there)")
-        if table:
-            sp.add_argument("--embeddings", default=None,
-                            help="embeddings table from `csebench embed` (RUN_DIR/embeddings.npz): look sentences up instead of encoding")
-        else:  # MTEB's sentences are not in the SentEval table
-            sp.set_defaults(embeddings=None)
-        sp.add_argument("--precision", default=None, choices=EVAL_PRECISIONS,
-                        help="encoding precision (default: the table's, else auto = bf16 on bf16 GPUs, fp32 on CPU)")
-        return sp
-
-    def classifier_options(sp, cap: str):  # eval-transfer and eval-probing: SentEval classifiers on embeddings
-        sp.add_argument("--max-train-sentences", type=int, default=None,
-                        help=f"CPU demo only: {cap} (recorded as protocol=capped)")
-        sp.add_argument("--max-test-sentences", type=int, default=None,
-                        help="CPU demo only: subsample each held-out dev/test split to about N items (recorded as protocol=capped)")
-        sp.add_argument("--senteval-seed", type=int, default=1111, help="SentEval's classifier seed (default: 1111)")
-        evaluated_run_options(sp, "run seed (names the run; see --senteval-seed)")
-
-    def sts_cap_option(sp):  # embed and eval-sts must agree on the pairs (the table holds what eval-sts scores)
-        sp.add_argument("--max-sts-pairs", type=int, default=None,
-                        help="CPU demo only: score each STS task on a seeded subset of about N pairs (recorded as protocol=capped)")
-        sp.add_argument("--sts-pairs", nargs="+", default=[], metavar="[NAME=]FILE",
-                        help="your own STS sets, .tsv or .csv with columns sentence1, sentence2, score[, split]: their test "
-                             "rows (all rows without a split column) are scored beside the 7 tasks, never in their average")
-
-    sp = common(sub.add_parser("embed", help="encode every evaluation sentence of a model once (STS, transfer, analyses)"))
-    sp.add_argument("--model", required=True, help="saved model folder (or HF id / local encoder)")
-    sp.add_argument("--senteval", required=True)
-    sp.add_argument("--out", required=True, help="embeddings table (.npz)")
-    sp.add_argument("--pooler", default=None, help="override the saved evaluation pooler")
-    sp.add_argument("--batch-size", type=positive_int, default=None, help="encoding batch size (default: 128 on a GPU, 64 on CPU, the faster there)")
-    sp.add_argument("--precision", default="fp32", choices=EVAL_PRECISIONS,
-                    help="fp32 (default: SentEval's numbers), bf16, auto (bf16 on bf16 GPUs), fast (bf16 where native: bf16 GPUs, AVX512-BF16/AMX CPUs)")
-    sp.add_argument("--no-transfer", action="store_true", help="STS sentences only")
-    sp.add_argument("--max-train-sentences", type=int, default=None, help="the transfer cap eval-transfer will use")
-    sp.add_argument("--max-test-sentences", type=int, default=None, help="the held-out split cap eval-transfer will use")
-    sp.add_argument("--senteval-seed", type=int, default=1111, help="the transfer (and STS cap) seed eval-transfer/eval-sts will use")
-    sts_cap_option(sp)
-    sp.add_argument("--no-progress", action="store_true")
-    no_verify_option(sp)
-    sp.set_defaults(func=cmd_embed)
-
-    sp = eval_encoding(common(sub.add_parser("eval-sts", help="STS12-16, STS-B, SICK-R (Spearman x100)")))
-    sp.add_argument("--model", required=True, help="saved model folder (or HF id / local encoder)")
-    sp.add_argument("--senteval", required=True)
-    sp.add_argument("--out", required=True)
-    sp.add_argument("--pairs-out", default=None,
-                    help="also write per-pair cosine and gold scores (.npz) for the paired bootstrap of the suite tables (`results render --item suite/SUITE`)")
-    sts_cap_option(sp)
-    sp.add_argument("--senteval-seed", type=int, default=1111, help="seed of the --max-sts-pairs subsets (default: 1111)")
-    evaluated_run_options(sp)
-    sp.set_defaults(func=cmd_eval_sts)
-
-    sp = eval_encoding(common(sub.add_parser("eval-transfer", help="SentEval transfer tasks MR CR SUBJ MPQA SST2 TREC MRPC (accuracy x100)")))
-    sp.add_argument("--model", required=True, help="saved model folder (or HF id / local encoder)")
-    sp.add_argument("--senteval", required=True)
-    sp.add_argument("--out", required=True)
-    sp.add_argument("--tasks", nargs="+", default=None, help="subset of MR CR SUBJ MPQA SST2 TREC MRPC (default: all)")
-    classifier_options(sp, "subsample each classifier training set to N items")
-    sp.set_defaults(func=cmd_eval_transfer)
-
-    sp = eval_encoding(common(sub.add_parser("eval-probing", help="SentEval probing tasks, e.g. SentLen TreeDepth CoordInv (accuracy x100)")))
-    sp.add_argument("--model", required=True, help="saved model folder (or HF id / local encoder)")
-    sp.add_argument("--probing", required=True, help="folder of SentEval's probing files, or the prepared pointer folder")
-    sp.add_argument("--out", required=True)
-    sp.add_argument("--tasks", nargs="+", default=None,
-                    help="SentLen WC TreeDepth TopConst BShift Tense SubjNum ObjNum SOMO CoordInv, or SentEval's names "
-                         "(default: SSCL Table 4's SentLen TreeDepth CoordInv)")
-    classifier_options(sp, "subsample each train split to N sentences")
-    sp.set_defaults(func=cmd_eval_probing)
-
-    sp = eval_encoding(common(sub.add_parser("eval-mteb", help="MTEB tasks with the mteb package (MTEB protocol; pip install -e '.[mteb]')")),
-                       table=False)
-    sp.add_argument("--model", default=None, help="saved model folder (or HF id / local encoder)")
-    sp.add_argument("--out", default=None, help="folder for MTEB's result files (<Task>.json), model_meta.json and mteb.json")
-    sp.add_argument("--tasks", nargs="+", default=None,
-                    help="MTEB task names (default: the STS tasks of MTEB(eng, v2) and STS16, Banking77Classification, "
-                         "AmazonCounterfactualClassification, ArguAna, SciFact)")
-    sp.add_argument("--download-only", action="store_true",
-                    help="fetch the tasks' datasets into the Hugging Face datasets cache (needs network) and stop")
-    evaluated_run_options(sp)
-    sp.set_defaults(func=cmd_eval_mteb)
-
-    sp = sub.add_parser("model-card", help="write a run's model card: RUN/model_card.md and RUN/model/README.md")
-    sp.add_argument("--run", required=True, help="a finished run folder, RESULTS/SUITE/runs/RUN/seedN")
-    sp.set_defaults(func=cmd_model_card)
-
-    sp = sub.add_parser("push", help="upload a run's model/ folder with its model card to the Hugging Face hub")
-    sp.add_argument("--run", required=True, help="a finished run folder, RESULTS/SUITE/runs/RUN/seedN")
-    sp.add_argument("--repo-id", required=True, help="hub model repo, ORG/NAME (created if missing)")
-    sp.add_argument("--public", action="store_true", help="create the repo public (default: private)")
-    sp.add_argument("--dry-run", action="store_true",
-                    help="write the card and list the files that would be uploaded; no network access")
-    sp.set_defaults(func=cmd_push)
-
-    sp = common(sub.add_parser("suite-metrics", help="a suite's tidy metrics.json (run -> seed -> metric): DVC's metrics"))
-    sp.add_argument("--suite", required=True)
-    sp.add_argument("--results", default="results", help="results folder (default: results)")
-    sp.add_argument("--out", required=True, help="output file, RESULTS/SUITE/metrics.json")
-    sp.set_defaults(func=cmd_suite_metrics)
-
-    sp = common(sub.add_parser("dvc-yaml", help="generate dvc.yaml: a stage per suite and per paper item (docs/dvc.md)"))
-    sp.add_argument("--out", default="dvc.yaml", help="output file, '-' for stdout")
-    sp.add_argument("--check", action="store_true", help="exit 1 if the file is out of date")
-    sp.set_defaults(func=cmd_dvc_yaml)
-
-    from .analysis.cli import add_parsers as add_analysis_parsers
-
-    add_analysis_parsers(sub, lambda sp: no_verify_option(common(sp)))
-    from .results.cli import add_parsers as add_results_parsers
-
-    add_results_parsers(sub, common)
-    sp = common(sub.add_parser("plan", help="suites, jobs, training runs and GPU-hours before anything runs"))
-    sp.add_argument("--suites", nargs="+", default=None, help="default: every suite of the default target")
-    sp.set_defaults(func=cmd_plan)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
+    add_commands(sub, COMMANDS)
     return p
 
 

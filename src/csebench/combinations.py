@@ -64,7 +64,7 @@ class CombinationRow:
 
 def run_terms(params: dict, suite: str) -> dict[str, tuple[str, ...]]:
     """Each trained, evaluated run of ``suite`` -> its objective terms (teachers and `train: false` runs left out)."""
-    from . import workflow as wf
+    from . import suites as wf
     from .config import find_run, resolve_run
 
     out: dict[str, tuple[str, ...]] = {}
@@ -112,7 +112,7 @@ def combination_grid(params: dict, suite: str, results: str | os.PathLike | None
     number of terms). ``results``: the results root (default: params' paths.results). ``missing_ok``
     (a report drawn before every run is evaluated): the seeds without an sts.json are left out, and
     no row at all while SimCSE has none (nothing to compare with)."""
-    from . import workflow as wf
+    from . import suites as wf
     from .config import find_run, method_label
 
     if results is not None:

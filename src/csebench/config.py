@@ -519,7 +519,7 @@ def sts_pairs_file(params: dict, data_name: str, name: str, where: str, expand: 
     sentence2, score and an optional split column; evaluation/sts.py reads it). Kept out of DataConfig,
     like the probing source: adding a set retrains nothing; a run that selects on one (training.dev_set)
     has that file's path in its key, not the set's name (RunConfig.identity); a suite that scores them
-    has the files in its evaluation folder's name (workflow.eval_name). ``where`` names the key that asked;
+    has the files in its evaluation folder's name (suites.eval_name). ``where`` names the key that asked;
     expand=False: the path as params.yaml writes it ({shared} unexpanded)."""
     sets = _section(params, "data", data_name, "data source").get("sts_pairs") or {}
     if name not in sets:

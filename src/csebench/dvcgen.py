@@ -18,6 +18,7 @@ from pathlib import Path
 import yaml
 
 from .config import list_suites, load_params
+from . import paths
 from .paths import results_root, times_record
 from .schema import read_yaml
 
@@ -42,9 +43,8 @@ def config_stages(params: dict, cwd: str | Path = ".") -> dict[str, dict]:
             continue
         read = [suite]
         if cfg.get("reproduce") == "demo":
-            for item in load_registry().items:
-                if item.rebuilt and item.in_make_demo:  # as results.smk: make_demo: false stays out
-                    read += render.suites_of(render.input_files(item, params, results_root(params), "demo"), params)
+            for item in load_registry().built("demo"):  # what results.smk builds for `reproduce: demo`
+                read += render.suites_of(render.input_files(item, params, results_root(params), "demo"), params)
         out[suite] = {"config": f"config/{suite}.yaml", "suites": list(dict.fromkeys(read))}
     return out
 
@@ -55,10 +55,9 @@ def paper_items(params: dict) -> list[tuple[str, object, list[str]]]:
     from .results.registry import load_registry
 
     out = []
-    for item in load_registry().items:
-        if item.rebuilt:
-            files = render.input_files(item, params, results_root(params), "paper")
-            out.append((item.id.replace("/", "-"), item, render.suites_of(files, params)))
+    for item in load_registry().built("paper"):
+        files = render.input_files(item, params, results_root(params), "paper")
+        out.append((item.id.replace("/", "-"), item, render.suites_of(files, params)))
     return out
 
 
@@ -127,20 +126,20 @@ def build_dvc_yaml(params: dict, cwd: str | Path = ".") -> dict:
             "outs": outs,
         }
     stages["front-page"] = {  # every suite and item: params.yaml as a whole
-        "cmd": f"{SNAKEMAKE} --config reproduce=paper plan=false -- {results}/README.md",
+        "cmd": f"{SNAKEMAKE} --config reproduce=paper plan=false -- {paths.front_page(results)}",
         "deps": ["src/csebench", "params.yaml"],
-        "outs": [f"{results}/README.md", group_record(f"{results}/README.md")],
+        "outs": [paths.front_page(results), group_record(paths.front_page(results))],
     }
     all_suites = [s for c in configs.values() for s in c["suites"]] + suites
     return {"stages": stages,
-            "metrics": [f"{results}/{s}/metrics.json" for s in all_suites],
+            "metrics": [paths.suite_metrics(results, s) for s in all_suites],
             "plots": [entry for s in configs for entry in dvc_plots_spec_for_suite(params, s)]
-            + [{f"{results}/{s}/figures/training_curves.png": {}} for s in suites]}
+            + [{paths.suite_figure(results, s, "training_curves"): {}} for s in suites]}
 
 
 def suite_outs(results: str, suite: str) -> list:
     """What a suite's stage writes: its folder (persist: Snakemake decides what reruns inside)."""
-    return [{f"{results}/{suite}": {"persist": True}}]
+    return [{paths.suite_dir(results, suite): {"persist": True}}]
 
 
 def dvc_plots_spec(run_dirs: list[str], suite: str, figures: list[str] | None = None,
@@ -164,11 +163,11 @@ def dvc_plots_spec(run_dirs: list[str], suite: str, figures: list[str] | None = 
 
 
 def dvc_plots_spec_for_suite(params: dict, suite: str) -> list[dict]:
-    from . import workflow as wf
+    from . import suites as wf
 
     jobs = wf.jobs(params, suite)
     return dvc_plots_spec([wf.run_dir(params, suite, run, seed) for run, seed in jobs], suite,
-                          [f"{results_root(params)}/{suite}/figures/training_curves.png"],
+                          [paths.suite_figure(results_root(params), suite, "training_curves")],
                           [wf.run_dir(params, suite, run, seed) for run, seed in jobs if wf.trains(params, suite, run)])
 
 

@@ -8,7 +8,7 @@ the suite's training-set cap) and the STS-based analyses need, once, length-sort
                              meta  JSON: model fingerprint, pooler (resolved: the one it encoded with),
                                    precision, counts
 
-Consumers (`eval-sts`, `eval-transfer`, `analyze align-uniform|cosine-dist|embed-dim` with
+Consumers (`eval-sts`, `eval-transfer`, `analyze align_uniform|cosine_dist|embed_dim` with
 ``--embeddings``) look sentences up instead of running the model. A sentence the table lacks is
 encoded with the model (loaded only then) and logged, so a consumer never silently changes its
 inputs. The table records the model (as named), its embedding size and the content hash of its

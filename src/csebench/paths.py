@@ -1,5 +1,17 @@
-"""Where a run's files live: the one run-path function, read by the Snakemake rules (through
-csebench.workflow) and by the result readers (csebench.results). A leaf module."""
+"""Where every output lives: the one place the package (csebench.suites, csebench.results, the analyses),
+the Snakemake rules and csebench.dvcgen ask for a path (docs/runs.md). A leaf module.
+
+  data/{source}/corpus.txt, data/{source}/senteval/ROOT        prepared data (corpus_file, senteval_pointer)
+  results/runs/{key}/seed{seed}/                               ONE run, trained once (key_dir)
+      {ev}/                                                    evaluated under the settings named {ev} (eval_dir)
+      {ev}/analysis/{name}.json                                a per-run analysis, computed once (eval_analysis)
+  results/{suite}/runs/{run}/seed{seed}/                       a suite's view of the run (run_dir)
+  results/{suite}/analysis/[{run}/[seed{seed}/]]{name}.json    a suite's analyses (analysis_file)
+  results/{suite}/{figures,tables}/{name}.{png,md,csv}         a suite's figures and tables (suite_figure, suite_table)
+  results/{suite}/metrics.json, logs/                          DVC's metrics (suite_metrics), the jobs' logs (suite_log)
+  results/papers/{paper}/ (results/demo/papers/ at demo scale) the papers' items (items_root)
+  results/README.md                                            the front page (front_page)
+"""
 
 from __future__ import annotations
 
@@ -8,10 +20,42 @@ def results_root(params: dict | None) -> str:
     return ((params or {}).get("paths") or {}).get("results", "results")
 
 
+def data_root(params: dict | None) -> str:
+    return ((params or {}).get("paths") or {}).get("data", "data")
+
+
+# ----------------------------------------------------------------------------- prepared data
+
+def corpus_file(data: str, source: str) -> str:
+    return f"{data}/{source}/corpus.txt"
+
+
+def senteval_pointer(data: str, source: str) -> str:
+    """The pointer file to SentEval's downstream/ folder (its folder is what --senteval takes)."""
+    return f"{data}/{source}/senteval/ROOT"
+
+
+# ----------------------------------------------------------------------------- runs
+
 def key_dir(results: str, key: str, seed) -> str:
     """``{results}/runs/{key}/seed{seed}``: where one distinct run is trained and evaluated, whichever
-    suites list it (csebench.workflow.Runs; Snakemake's RUN pattern passes wildcards)."""
+    suites list it (csebench.suites.Runs; Snakemake's RUN pattern passes wildcards)."""
     return f"{results}/runs/{key}/seed{seed}"
+
+
+def eval_dir(run_folder: str, ev: str) -> str:
+    """The run evaluated under one set of evaluation settings (``ev``: csebench.suites.eval_name)."""
+    return f"{run_folder}/{ev}"
+
+
+def eval_analysis(eval_folder: str, name: str, ext: str = "json") -> str:
+    """A per-run analysis in the run's evaluation folder: computed once whichever suites list the run."""
+    return f"{eval_folder}/analysis/{name}.{ext}"
+
+
+def teacher_cache(run_folder: str) -> str:
+    """A teacher run's cached corpus embeddings (DistillCSE), in its own folder."""
+    return f"{run_folder}/teacher/embeddings.npy"
 
 
 def run_dir(params: dict | None, suite: str, run: str, seed: int, results: str | None = None) -> str:
@@ -19,9 +63,49 @@ def run_dir(params: dict | None, suite: str, run: str, seed: int, results: str |
     return f"{results or results_root(params)}/{suite}/runs/{run}/seed{seed}"
 
 
+# ----------------------------------------------------------------------------- a suite's folder
+
+def suite_dir(results: str, suite: str) -> str:
+    return f"{results}/{suite}"
+
+
+def suite_figure(results: str, suite: str, name: str) -> str:
+    return f"{results}/{suite}/figures/{name}.png"
+
+
+def suite_table(results: str, suite: str, name: str, ext: str = "md") -> str:
+    return f"{results}/{suite}/tables/{name}.{ext}"
+
+
+def suite_metrics(results: str, suite: str) -> str:
+    """A suite's tidy metrics (DVC's metrics)."""
+    return f"{results}/{suite}/metrics.json"
+
+
+def suite_log(results: str, suite: str, name: str) -> str:
+    return f"{results}/{suite}/logs/{name}.log"
+
+
+def analysis_file(results: str, suite: str, name: str, run: str | None = None, seed=None, ext: str = "json") -> str:
+    """A suite's analysis result: of the suite (no run), of all seeds of a run (no seed), or of one run
+    and seed (for an analysis computed once per run, a view of its eval_analysis file)."""
+    where = "" if run is None else f"{run}/" if seed is None else f"{run}/seed{seed}/"
+    return f"{results}/{suite}/analysis/{where}{name}.{ext}"
+
+
+# ----------------------------------------------------------------------------- pages
+
+def items_root(results: str = "results", scale: str = "paper") -> str:
+    """Where the papers' items go: results/papers (paper scale) or results/<scale>/papers."""
+    return f"{results}/papers" if scale == "paper" else f"{results}/{scale}/papers"
+
+
+def front_page(results: str) -> str:
+    return f"{results}/README.md"
+
+
 # The build's modification times, kept in each tree that DVC tracks (csebench.stamps, docs/dvc.md).
 TIMES_RECORD = "csebench-times.json"
-FRONT_PAGE = "README.md"
 
 
 def times_record(tree, group: str | None = None):

@@ -171,7 +171,7 @@ def measured_throughput(root: str | Path = ".") -> dict | None:
 
 
 def suite_plan(params: dict, suite: str, n_items: int = 0, probing: bool = False) -> SuitePlan:
-    from . import workflow as wf
+    from . import suites as wf
     from .config import resolve_run
 
     data = wf.suite_data(params, suite)

@@ -1,6 +1,6 @@
 """A suite's view of a run that is trained once for every suite listing it (issue 25, docs/runs.md).
 
-A run lives in results/runs/{key}/seed{seed} (csebench.workflow.Runs). What a suite reads, and a
+A run lives in results/runs/{key}/seed{seed} (csebench.suites.Runs). What a suite reads, and a
 reader browses, stays where it was: results/{suite}/runs/{run}/seed{seed} and
 results/{suite}/analysis/{run}/seed{seed}. ``write_view`` fills such a folder from the run's folder:
 

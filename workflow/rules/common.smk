@@ -1,4 +1,4 @@
-# The config check, shared wildcard constraints and input functions (thin wrappers over csebench.workflow).
+# The config check, shared wildcard constraints and input functions (thin wrappers over csebench.suites).
 
 from snakemake.utils import validate
 

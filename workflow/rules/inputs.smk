@@ -1,6 +1,6 @@
 # What the rules read and where their targets are: the input functions and target lists of the
 # rule files, kept apart from the rules (one kind of thing per file, as `snakemake --lint` asks). Thin
-# wrappers over csebench.workflow; include after common.smk and before the rule files.
+# wrappers over csebench.suites; include after common.smk and before the rule files.
 
 
 import functools
@@ -103,7 +103,7 @@ def results_of(path, suite):
 def reproduce_items(scale):
     if scale != REPRODUCE:
         return []
-    return [it for it in REGISTRY.items if it.rebuilt and (scale == "paper" or it.in_make_demo)]
+    return REGISTRY.built(scale)
 
 
 def reproduce_targets():

@@ -2,84 +2,99 @@
 # results/{suite}/analysis/{run}/seed{seed} are views of the run's own folder (results/runs/{key}/seed{seed}),
 # which every suite listing the run shares. `csebench view-run` copies the JSON results with this suite's
 # names in them (reports and figures show this suite's run) and links the rest (model/, curves, pairs).
-# Local jobs of a second or so: no cluster submission.
+# Local jobs of a second or so: no cluster submission. A change reruns only the views whose first
+# suite and run (the one that names the run: `--first`) changed.
+
+import os
+
+from csebench import paths
 
 localrules: view_trained, view_evaluated, view_probing, view_analysis
 
-VIEW = f"{RESULTS}/{{suite}}/runs/{{run}}/seed{{seed}}"
+VIEW = paths.run_dir(PARAMS, "{suite}", "{run}", "{seed}")  # a suite's view of a run
 VIEW_CMD = ("csebench view-run {params.cfg} --suite {wildcards.suite} --run {wildcards.run} --seed {wildcards.seed}"
-            " --first {params.first} --from $(dirname {input[0]}) --out $(dirname {output[0]})")
-
-
-def first_of_view(w):  # 'suite/run' that names the run (a change reruns only these views: their same_run_as)
-    return "/".join(RUNS.first(RUNS.key(w.suite, w.run), int(w.seed)))
-
-
-def run_files(*names, evaluated=False):
-    def files(w):
-        folder = (RUNS.eval_folder if evaluated else RUNS.folder)(w.suite, w.run, int(w.seed))
-        return [f"{folder}/{n}" for n in names]
-    return files
+            " --first {params.first} --from {params.source} --out {params.view} {params.names} 2> {log}")
 
 
 rule view_trained:
     input:
-        run_files("train.json", "train_curve.csv", "dev_curve.csv"),
+        lambda w: RUNS.files(w.suite, w.run, w.seed, ["train.json", "train_curve.csv", "dev_curve.csv"]),
     output:
-        f"{VIEW}/train.json",
-        f"{VIEW}/train_curve.csv",
-        f"{VIEW}/dev_curve.csv",
+        summary=f"{VIEW}/train.json",
+        curve=f"{VIEW}/train_curve.csv",
+        dev_curve=f"{VIEW}/dev_curve.csv",
     params:
-        first=first_of_view,
-        cfg=PARAMS_ARGS,
+        cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
+        first=lambda w: RUNS.first_name(w.suite, w.run, w.seed),
+        source=lambda w: RUNS.folder(w.suite, w.run, int(w.seed)),
+        view=lambda w, output: os.path.dirname(output.summary),
+        names="train.json train_curve.csv dev_curve.csv model",
     log:
         f"{RESULTS}/{{suite}}/logs/view.{{run}}.seed{{seed}}.log",
+    conda:
+        "../envs/csebench.yaml"
     shell:
-        VIEW_CMD + " train.json train_curve.csv dev_curve.csv model 2> {log}"
+        VIEW_CMD
 
 
 rule view_evaluated:
     input:
-        run_files("sts.json", "sts_pairs.npz", "transfer.json", "embeddings.npz", evaluated=True),
+        lambda w: RUNS.files(w.suite, w.run, w.seed, ["sts.json", "sts_pairs.npz", "transfer.json", "embeddings.npz"],
+                             evaluated=True),
     output:
-        f"{VIEW}/sts.json",
-        f"{VIEW}/sts_pairs.npz",
-        f"{VIEW}/transfer.json",
+        sts=f"{VIEW}/sts.json",
+        pairs=f"{VIEW}/sts_pairs.npz",
+        transfer=f"{VIEW}/transfer.json",
     params:
-        first=first_of_view,
-        cfg=PARAMS_ARGS,
+        cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
+        first=lambda w: RUNS.first_name(w.suite, w.run, w.seed),
+        source=lambda w: RUNS.eval_folder(w.suite, w.run, int(w.seed)),
+        view=lambda w, output: os.path.dirname(output.sts),
+        names="sts.json sts_pairs.npz transfer.json embeddings.npz",
     log:
         f"{RESULTS}/{{suite}}/logs/view.eval.{{run}}.seed{{seed}}.log",
+    conda:
+        "../envs/csebench.yaml"
     shell:
-        VIEW_CMD + " sts.json sts_pairs.npz transfer.json embeddings.npz 2> {log}"
+        VIEW_CMD
 
 
 rule view_probing:
     input:
-        run_files("probing.json", evaluated=True),
+        lambda w: RUNS.files(w.suite, w.run, w.seed, ["probing.json"], evaluated=True),
     output:
-        f"{VIEW}/probing.json",
+        probing=f"{VIEW}/probing.json",
     params:
-        first=first_of_view,
-        cfg=PARAMS_ARGS,
+        cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
+        first=lambda w: RUNS.first_name(w.suite, w.run, w.seed),
+        source=lambda w: RUNS.eval_folder(w.suite, w.run, int(w.seed)),
+        view=lambda w, output: os.path.dirname(output.probing),
+        names="probing.json",
     log:
         f"{RESULTS}/{{suite}}/logs/view.probing.{{run}}.seed{{seed}}.log",
+    conda:
+        "../envs/csebench.yaml"
     shell:
-        VIEW_CMD + " probing.json 2> {log}"
+        VIEW_CMD
 
 
-rule view_analysis:  # a per-run analysis (analysis.smk); model_correlation is the suite's own (its groups)
+rule view_analysis:  # a per-run analysis (analysis.smk); one computed per suite (model_correlation's groups) has no view
     input:
-        lambda w: run_files(f"analysis/{w.analysis}.{w.ext}", evaluated=True)(w),
+        lambda w: RUNS.files(w.suite, w.run, w.seed, [f"analysis/{w.analysis}.{w.ext}"], evaluated=True),
     output:
-        f"{RESULTS}/{{suite}}/analysis/{{run}}/seed{{seed}}/{{analysis}}.{{ext}}",
+        result=paths.analysis_file(RESULTS, "{suite}", "{analysis}", "{run}", "{seed}", "{ext}"),
     wildcard_constraints:
-        analysis="align_uniform|cosine_dist|layers|embed_dim|neighbours|token_matrix|distill_loss",
+        analysis=ANALYSES.viewed(),
         ext="json|md",
     params:
-        first=first_of_view,
-        cfg=PARAMS_ARGS,
+        cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
+        first=lambda w: RUNS.first_name(w.suite, w.run, w.seed),
+        source=lambda w: f"{RUNS.eval_folder(w.suite, w.run, int(w.seed))}/analysis",
+        view=lambda w, output: os.path.dirname(output.result),
+        names="{analysis}.{ext}",
     log:
         f"{RESULTS}/{{suite}}/logs/view.analysis.{{analysis}}.{{ext}}.{{run}}.seed{{seed}}.log",
+    conda:
+        "../envs/csebench.yaml"
     shell:
-        VIEW_CMD + " {wildcards.analysis}.{wildcards.ext} 2> {log}"
+        VIEW_CMD

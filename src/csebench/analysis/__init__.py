@@ -1,4 +1,6 @@
-"""The papers' analyses (issue 4): metrics (pure), core (model + data -> dict), plots (figures, tables).
+"""The papers' analyses (issue 4): metrics (pure), core (model + data -> dict), plots (figures, tables);
+one file per analysis in analyses/ (its declaration: base.Analysis), looked up by name in ANALYSES;
+cli (`csebench analyze`), pipeline (the Snakemake rules).
 
     align_uniform        IS-CSE Fig. 3    alignment / uniformity on STS-B (Wang & Isola)
     cosine_distribution  IS-CSE Fig. 4    pair cosines by gold-score group
@@ -12,6 +14,10 @@
     distill.distillation_loss   DistillCSE Table 9  distillation loss on training vs test batches
     distill.ensemble_encode     DistillCSE Table 5  mean of members' normalized embeddings (STS)
 """
+
+from ..lazy import LazyRegistry
+
+ANALYSES = LazyRegistry("analysis", package="csebench.analysis.analyses", attr="ANALYSIS")
 
 __all__ = ["align_uniform", "cosine_distribution", "layer_similarities", "neighbours_markdown", "projected_sts",
            "retrieve_neighbours", "stsb_sentences", "teacher_logit_stats", "token_matrices", "token_similarity_matrix",

@@ -174,7 +174,7 @@ def mteb_rows(params: dict, suite: str, results: str | os.PathLike | None = None
     and score (the task's main score x100), for the per-suite "MTEB protocol" table. Reads the
     result files only (no mteb install needed); ``results``: the results root (default paths.results);
     ``missing_ok``: a run and seed not yet evaluated on MTEB is left out instead of refused."""
-    from .. import workflow as wf
+    from .. import suites as wf
     from ..config import find_run, method_label
     from ..io import read_json
 

@@ -11,7 +11,6 @@ Every key listed is switched on; an empty mapping means "paper defaults".
 
 from __future__ import annotations
 
-import importlib
 import logging
 from typing import Any
 
@@ -19,14 +18,16 @@ import torch
 from torch import nn
 
 from ..errors import ConfigError
-from ..schema import _suggest, from_dict
+from ..lazy import LazyRegistry
+from ..schema import from_dict
 from .base import ObjectiveTerm, StepContext, settings_as_dict
 from .contrastive import info_nce
 
 log = logging.getLogger(__name__)
 
-# term key -> "module:Class"; modules are imported on use so one broken term cannot break the rest.
-TERMS: dict[str, str] = {
+# term key (its one spelling: params.yaml's, the logs') -> "module:Class"; modules are imported on use
+# so one broken term cannot break the rest. Adding a method: its ObjectiveTerm file and a line here.
+TERMS = LazyRegistry("objective", {
     "gaussian_negatives": "csebench.objectives.gaussian:GaussianNegatives",
     "instance_smoothing": "csebench.objectives.smoothing:InstanceSmoothing",
     "layer_negatives": "csebench.objectives.layer_negatives:LayerNegatives",
@@ -37,14 +38,13 @@ TERMS: dict[str, str] = {
     "prompt": "csebench.objectives.prompt:PromptTemplates",
     "soft_negatives": "csebench.objectives.soft_negatives:SoftNegatives",
     "ranking_distillation": "csebench.objectives.ranking:RankingDistillation",
-}
+})
 
 
 def term_class(key: str) -> type[ObjectiveTerm]:
-    if key not in TERMS:
-        raise ConfigError(f"unknown objective '{key}'{_suggest(key, list(TERMS))}")
-    module, cls = TERMS[key].split(":")
-    return getattr(importlib.import_module(module), cls)
+    cls = TERMS.get(key)
+    cls.key = key  # the term's name, written once (in TERMS): a teacher bank's messages and files name it
+    return cls
 
 
 def validate_objectives(objectives: dict | None, where: str, training: Any = None) -> dict[str, dict]:
@@ -52,7 +52,7 @@ def validate_objectives(objectives: dict | None, where: str, training: Any = Non
     out = {}
     for key, settings in (objectives or {}).items():
         if key not in TERMS:
-            raise ConfigError(f"{where}: objectives: unknown objective '{key}'{_suggest(str(key), list(TERMS))}")
+            raise ConfigError(f"{where}: objectives: {TERMS.unknown(key)}")
         cls = term_class(key)
         obj = from_dict(cls.Settings, settings or {}, f"{where}: objectives.{key}")
         check = getattr(obj, "check_with_training", None)
@@ -71,7 +71,7 @@ class Objective(nn.Module):
         for key, settings in objectives.items():
             cls = term_class(key)
             obj = from_dict(cls.Settings, settings, f"objectives.{key}")
-            kwargs = {k: v for k, v in term_kwargs.items() if k in getattr(cls, "extra_init_args", ())}
+            kwargs = {k: v for k, v in term_kwargs.items() if k in cls.extra_init_args}
             terms[key] = cls(obj, hidden_size=hidden_size, num_layers=num_layers, **kwargs)
         self.terms = nn.ModuleDict(terms)
 

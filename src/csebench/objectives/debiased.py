@@ -79,7 +79,6 @@ def perturb_noise(noise: torch.Tensor, inbatch_logits: torch.Tensor, anchors: to
 
 
 class DebiasedNegatives(ObjectiveTerm):
-    key: ClassVar[str] = "debiased_negatives"
     Settings: ClassVar[type] = DebiasedSettings
     extra_init_args: ClassVar[tuple[str, ...]] = ("run_config", "corpus_size", "teacher_cache", "corpus_path", "tokenizer")
 

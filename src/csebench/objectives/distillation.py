@@ -273,7 +273,6 @@ def open_teacher_bank(key: str, teachers, seed: int, run_config=None, corpus_siz
 
 
 class Distillation(ObjectiveTerm):
-    key: ClassVar[str] = "distillation"
     Settings: ClassVar[type] = DistillationSettings
     extra_init_args: ClassVar[tuple[str, ...]] = ("run_config", "corpus_size", "teacher_cache", "device",
                                                   "corpus_path", "tokenizer")

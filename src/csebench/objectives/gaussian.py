@@ -52,7 +52,6 @@ def step_seed(base: int, step: int) -> int:
 
 
 class GaussianNegatives(ObjectiveTerm):
-    key: ClassVar[str] = "gaussian_negatives"
     Settings: ClassVar[type] = GaussianSettings
     extra_init_args: ClassVar[tuple[str, ...]] = ("run_config",)
 

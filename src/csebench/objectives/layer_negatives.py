@@ -76,7 +76,6 @@ class LayerNegativesSettings:
 
 
 class LayerNegatives(ObjectiveTerm):
-    key: ClassVar[str] = "layer_negatives"
     Settings: ClassVar[type] = LayerNegativesSettings
 
     def __init__(self, settings: LayerNegativesSettings, hidden_size: int, num_layers: int):

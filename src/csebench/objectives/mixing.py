@@ -48,7 +48,6 @@ def roll_next(x: torch.Tensor) -> torch.Tensor:
 
 
 class MixedNegatives(ObjectiveTerm):
-    key: ClassVar[str] = "mixed_negatives"
     Settings: ClassVar[type] = MixingSettings
 
     def extra_negatives(self, ctx: StepContext) -> torch.Tensor | None:

@@ -114,7 +114,6 @@ def draw_dup_len(n_tokens: torch.Tensor, u: torch.Tensor, rate: float, bound: st
 
 
 class MomentumNegatives(ObjectiveTerm):
-    key: ClassVar[str] = "momentum_negatives"
     Settings: ClassVar[type] = MomentumSettings
     extra_init_args: ClassVar[tuple[str, ...]] = ("encoder", "run_config")
 

@@ -74,7 +74,6 @@ class PromptSettings:
 
 
 class PromptTemplates(ObjectiveTerm):
-    key: ClassVar[str] = "prompt"
     Settings: ClassVar[type] = PromptSettings
     extra_init_args: ClassVar[tuple[str, ...]] = ("encoder",)
     view_order: ClassVar[int] = 10  # after the terms that change or add content (negations, repetitions)

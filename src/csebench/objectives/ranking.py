@@ -112,7 +112,6 @@ def released_consistency(a: torch.Tensor, b: torch.Tensor, eps: float = 1e-7) ->
 
 
 class RankingDistillation(ObjectiveTerm):
-    key: ClassVar[str] = "ranking_distillation"
     Settings: ClassVar[type] = RankingSettings
     extra_init_args: ClassVar[tuple[str, ...]] = ("run_config", "corpus_size", "teacher_cache", "corpus_path", "tokenizer")
 

@@ -118,7 +118,6 @@ def spherical_kmeans(x: torch.Tensor, k: int, iterations: int) -> torch.Tensor:
 
 
 class InstanceSmoothing(ObjectiveTerm):
-    key: ClassVar[str] = "instance_smoothing"
     Settings: ClassVar[type] = SmoothingSettings
 
     def __init__(self, settings: SmoothingSettings, hidden_size: int, num_layers: int):

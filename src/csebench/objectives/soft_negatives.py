@@ -86,7 +86,6 @@ def bml_loss(anchor: torch.Tensor, positive: torch.Tensor, negative: torch.Tenso
 
 
 class SoftNegatives(ObjectiveTerm):
-    key: ClassVar[str] = "soft_negatives"
     Settings: ClassVar[type] = SoftNegativeSettings
     extra_init_args: ClassVar[tuple[str, ...]] = ("corpus_path", "tokenizer", "run_config")
 

@@ -7,6 +7,9 @@ import logging
 import sys
 from pathlib import Path
 
+from ..argtypes import positive_int
+from ..commands import Command, command, option
+
 log = logging.getLogger("csebench")
 
 
@@ -62,32 +65,29 @@ def cmd_list(args) -> None:
         print(f"{it.id:<28} {it.status:<15} {','.join(it.suites):<40} {target}")
 
 
-def add_parsers(sub, common) -> None:
-    from ..argtypes import positive_int
+def _build(parser) -> None:
+    from ..commands import PARAMS, add_commands
     from .context import SCALES
 
-    rp = sub.add_parser("results", help="tables, figures and pages: paper items, suite reports, the front page")
-    rsub = rp.add_subparsers(dest="results_command", required=True)
-    sp = common(rsub.add_parser("render", help="write one or more items"))
-    sp.add_argument("--item", nargs="+", required=True,
-                    help="item id(s): a paper item, e.g. is-cse/table-4 (see `results list`), suite/<suite> (its report) "
-                         "or mteb/<suite> (its MTEB table)")
-    sp.add_argument("--scale", default="paper", choices=SCALES)
-    sp.add_argument("--results", default="results", help="results root (default: results)")
-    sp.add_argument("--out-dir", default=None,
-                    help="default: results/papers/<paper> (demo: results/demo/papers/<paper>); a suite's: results/<suite>")
-    sp.add_argument("--link", nargs="*", default=[], help="a suite README's other files to link (analysis figures and tables)")
-    sp.add_argument("--n-boot", type=positive_int, default=1000, help="a suite table's paired bootstrap resamples (default: 1000)")
-    sp.set_defaults(func=cmd_render)
-    sp = rsub.add_parser("docs", help="write docs/reproduction.md from the registry")
-    sp.add_argument("--out", default="docs/reproduction.md")
-    sp.add_argument("--check", action="store_true", help="exit 1 if the file is stale")
-    sp.set_defaults(func=cmd_docs)
-    sp = common(rsub.add_parser("front-page", help="write results/README.md: every paper's items, linked when built"))
-    sp.add_argument("--results", default="results")
-    sp.add_argument("--out", default="results/README.md")
-    sp.set_defaults(func=cmd_front_page)
-    sp = rsub.add_parser("list", help="one line per registry item: id, status, suites, DAG target")
-    sp.add_argument("--suite", default=None)
-    sp.add_argument("--results", default="results")
-    sp.set_defaults(func=cmd_list)
+    results = option("--results", default="results", help="results root (default: results)")
+    add_commands(parser.add_subparsers(dest="results_command", required=True, metavar="COMMAND", title="commands"), [
+        Command("render", "write one or more items", cmd_render, (
+            PARAMS,
+            option("--item", nargs="+", required=True,
+                   help="item id(s): a paper item, e.g. is-cse/table-4 (see `results list`), suite/<suite> (its report) "
+                        "or mteb/<suite> (its MTEB table)"),
+            option("--scale", default="paper", choices=SCALES), results,
+            option("--out-dir", default=None,
+                   help="default: results/papers/<paper> (demo: results/demo/papers/<paper>); a suite's: results/<suite>"),
+            option("--link", nargs="*", default=[], help="a suite README's other files to link (analysis figures and tables)"),
+            option("--n-boot", type=positive_int, default=1000, help="a suite table's paired bootstrap resamples (default: 1000)"))),
+        Command("docs", "write docs/reproduction.md from the registry", cmd_docs, (
+            option("--out", default="docs/reproduction.md"), option("--check", action="store_true", help="exit 1 if the file is stale"))),
+        Command("front-page", "write results/README.md: every paper's items, linked when built", cmd_front_page, (
+            PARAMS, results.but(default="results", help=None), option("--out", default="results/README.md"))),
+        Command("list", "one line per registry item: id, status, suites, DAG target", cmd_list, (
+            option("--suite", default=None), results.but(help=None))),
+    ])
+
+
+command("results", "tables, figures and pages: paper items, suite reports, the front page", build=_build)(None)

@@ -15,6 +15,7 @@ Metric names (Spearman and accuracies x 100, as the papers print them):
 from __future__ import annotations
 
 from ..errors import ConfigError
+from ..paths import analysis_file
 from .runs import RunRef, RunResult, dig, number, read_json_cached, run_path
 
 DEV_KEYS = {"stsb_dev": "stsb_dev_best", "sickr_dev": "sickr_dev", "avg_sts_dev": "avg_sts_dev"}  # train.json keys
@@ -37,11 +38,11 @@ def files_for(metric: str, results: str, ref: RunRef, seed: int, params: dict | 
     if kind == "analysis":
         name = metric.split(":")[1]
         ext = "md" if name == "neighbours_md" else "json"
-        return [f"{results}/{ref.suite}/analysis/{ref.run}/seed{seed}/{name.removesuffix('_md')}.{ext}"]
+        return [analysis_file(results, ref.suite, name.removesuffix("_md"), ref.run, seed, ext)]
     if kind == "run_analysis":
-        return [f"{results}/{ref.suite}/analysis/{ref.run}/{metric.split(':')[1]}.json"]
+        return [analysis_file(results, ref.suite, metric.split(":")[1], ref.run)]
     if kind == "suite_analysis":
-        return [f"{results}/{ref.suite}/analysis/{metric.split(':')[1]}.json"]
+        return [analysis_file(results, ref.suite, metric.split(":")[1])]
     return []  # config: params.yaml
 
 

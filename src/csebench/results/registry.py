@@ -138,6 +138,11 @@ class Registry:
         which = f"of that paper: {', '.join(close)}" if close else "`csebench results list` lists them"
         raise ConfigError(f"unknown item '{item_id}': give a paper item ({which}), suite/<suite> or mteb/<suite>")
 
+    def built(self, scale: str) -> list[Item]:
+        """The items a build at this scale makes: every rebuilt item at paper scale; at demo scale
+        those with a demo section that do not say ``make_demo: false`` (config ``reproduce:``)."""
+        return [it for it in self.items if it.rebuilt and (scale == "paper" or it.in_make_demo)]
+
     def by_paper(self) -> dict[str, list[Item]]:
         out: dict[str, list[Item]] = {p: [] for p in self.papers}
         for it in self.items:

@@ -8,25 +8,22 @@ imports a renderer), build its Context, list its inputs or write its files.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from pathlib import Path
 
-from ..errors import ConfigError
-from ..paths import results_root
+from ..lazy import LazyRegistry
+from ..paths import items_root as output_root, results_root, suite_dir
 from .context import SCALES, Context, Renderer
 from .registry import MTEB, SUITE, Item, load_registry
 
 # A renderer named N is the RENDERER of the module renderers/N.py (grid, suite, retrieved_sentences):
 # adding a kind of table or figure is that one file (docs/results.md). The figures module holds several:
-RENDERERS = {
+RENDERERS = LazyRegistry("renderer", {
     "sweep": "csebench.results.renderers.figures:SWEEP",
     "curves": "csebench.results.renderers.figures:CURVES",
     "seeds": "csebench.results.renderers.figures:SEEDS",
     "analysis": "csebench.results.renderers.figures:ANALYSIS",
     "model_analysis": "csebench.results.renderers.figures:MODEL_ANALYSIS",
-}
-RENDERER_PACKAGE = "csebench.results.renderers"
+}, package="csebench.results.renderers", attr="RENDERER")
 TABLE_EXTS = ("md", "csv", "tex")
 FIGURE_EXTS = ("png", "md", "csv")
 SUITE_FILES = [*(f"tables/{k}.{e}" for k in ("sts", "transfer") for e in TABLE_EXTS),
@@ -34,23 +31,14 @@ SUITE_FILES = [*(f"tables/{k}.{e}" for k in ("sts", "transfer") for e in TABLE_E
 
 
 def get(name: str | None) -> Renderer:
-    module, obj = RENDERERS.get(name, f"{RENDERER_PACKAGE}.{name}:RENDERER").split(":")
-    if name not in RENDERERS and not (isinstance(name, str) and name.isidentifier() and importlib.util.find_spec(module)):
-        raise ConfigError(f"unknown renderer '{name}' (a module {RENDERER_PACKAGE}.<name> defining RENDERER, "
-                          f"or one of {', '.join(sorted(RENDERERS))})")
-    return getattr(importlib.import_module(module), obj)
-
-
-def output_root(results: str = "results", scale: str = "paper") -> str:
-    """results/papers (paper scale) or results/demo/papers (demo scale)."""
-    return f"{results}/papers" if scale == "paper" else f"{results}/{scale}/papers"
+    return RENDERERS.get(name)
 
 
 def out_dir(item: Item, results: str = "results", scale: str = "paper") -> str:
     """The folder an item writes into: the suite's for a suite item (its tables/ for the MTEB table),
     else its paper's."""
     if item.paper in (SUITE, MTEB):
-        return f"{results}/{item.slug}" + ("/tables" if item.paper == MTEB else "")
+        return suite_dir(results, item.slug) + ("/tables" if item.paper == MTEB else "")
     return f"{output_root(results, scale)}/{item.paper}"
 
 

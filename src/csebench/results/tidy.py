@@ -7,7 +7,7 @@ result file. Curves stay `dvc plots` (dvc.yaml's plots:).
 
 from __future__ import annotations
 
-from ..workflow import evaluated_jobs, jobs
+from ..suites import evaluated_jobs, jobs
 from .metrics import value
 from .runs import RunRef, mean_std
 

@@ -15,7 +15,7 @@ from ...combinations import COLUMNS, CombinationRow, combination_grid, pairwise_
 from ...io import save_png, write_csv, write_text
 from ...provenance import mixed_note
 from ...stats import TestResult
-from ...workflow import evaluated_jobs
+from ...suites import evaluated_jobs
 from ..context import Context, Renderer
 from ..plotting import placeholder, pyplot
 from ..runs import RunRef, run_path

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ...io import atomic_path, save_png, write_csv, write_text
+from ...paths import analysis_file, suite_dir
 from ..context import Context, Renderer
 from ..plotting import legend_or_empty, placeholder, plot_curve, pyplot
 from ..runs import RunRef, dig, mean_std, read_json_cached, run_path
@@ -210,8 +211,8 @@ def _analysis_files(ctx: Context) -> tuple[str, list[str]]:
     """(the source figure, the data files) of an analysis figure, under the (mapped) suite."""
     lay = ctx.item.layout
     suite = ctx.suite()
-    fig = f"{ctx.results}/{suite}/{lay['source']}"
-    data = [f"{ctx.results}/{suite}/{d}" for d in lay.get("data", [])]
+    fig = f"{suite_dir(ctx.results, suite)}/{lay['source']}"
+    data = [f"{suite_dir(ctx.results, suite)}/{d}" for d in lay.get("data", [])]
     return fig, data
 
 
@@ -262,7 +263,7 @@ def _model_analysis_files(ctx: Context) -> list[tuple[str, RunRef, str]]:
         ref = ctx.ref(s["run"])
         if ref is not None:
             seed = ctx.seeds(ref)[0]
-            out.append((s["label"], ref, f"{ctx.results}/{ref.suite}/analysis/{ref.run}/seed{seed}/{name}.json"))
+            out.append((s["label"], ref, analysis_file(ctx.results, ref.suite, name, ref.run, seed)))
     return out
 
 

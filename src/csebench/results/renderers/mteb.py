@@ -12,7 +12,7 @@ from pathlib import Path
 from ...evaluation.mteb_eval import PROTOCOL, SUMMARY, mteb_rows
 from ...io import write_csv, write_text
 from ...provenance import mixed_note
-from ...workflow import evaluated_jobs
+from ...suites import evaluated_jobs
 from ..context import Context, Renderer
 from ..runs import RunRef, mean_std, run_path
 from ..tables import Table, csv_number, latex_escape, ours_text

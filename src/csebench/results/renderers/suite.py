@@ -36,7 +36,7 @@ def records(ctx: Context, kind: str) -> list[RunResult]:
     """The ``kind`` result of every evaluated run and seed of the suite that exists, its identity
     (suite, run, seed) from params.yaml, method and backbone from run_info (else params.yaml)."""
     from ...config import find_run
-    from ...workflow import evaluated_jobs
+    from ...suites import evaluated_jobs
 
     suite, out = _suite(ctx), []
     for run, seed in evaluated_jobs(ctx.params, suite):
@@ -380,7 +380,7 @@ def glance_rows(rows: list[Row]) -> list[list[str]]:
 
 def suite_inputs(ctx: Context) -> list[str]:
     """sts.json, sts_pairs.npz and transfer.json of every evaluated run and seed, the curves of all."""
-    from ...workflow import evaluated_jobs, jobs
+    from ...suites import evaluated_jobs, jobs
 
     suite = _suite(ctx)
     evaluated = [run_path(ctx.params, ctx.results, RunRef(suite, r), s) for r, s in evaluated_jobs(ctx.params, suite)]

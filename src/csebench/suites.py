@@ -1,18 +1,8 @@
-"""What the Snakemake rules and the DVC stage generator ask of params.yaml: jobs, paths, deps.
-
-Path scheme (outputs only, under paths.data / paths.results; docs/runs.md):
-  data/{data}/corpus.txt                              prepared training corpus
-  data/{data}/senteval/ROOT                           pointer to the SentEval downstream/ folder
-  results/runs/{key}/seed{seed}/                      ONE run, trained once whichever suites list it (Runs):
-      train.json, model/, train_curve.csv, dev_curve.csv     training
-      model_card.md                                   its model card, also model/README.md (card.smk)
-      teacher/embeddings.npy                          its frozen-teacher corpus embeddings (DistillCSE)
-      {ev}/embeddings.npz, sts.json, sts_pairs.npz, transfer.json, probing.json, analysis/{name}.json
-                                                      evaluated under the settings named {ev} (eval_name)
-  results/{suite}/runs/{run}/seed{seed}/              what a suite sees: links into the run's folder, and
-                                                      its JSON results naming this suite's run (csebench.runviews)
-  results/{suite}/analysis/{run}/seed{seed}/{name}.json   the same for per-run analyses
-  results/{suite}/tables/sts.md                       report
+"""The suites of params.yaml as jobs: what the Snakemake rules, the DVC stage generator, plan and the
+reports ask of them. Each suite's (run, seed) jobs and the teacher jobs they need; its evaluation
+settings and the folder name they give (eval_name); every run by identity (Runs: a run listed by
+several suites is one run, trained once in its own folder); and the Snakefile's own steps: the check
+of its config, the one-line errors, the build's modification times. Where each file lives: csebench.paths.
 """
 
 from __future__ import annotations
@@ -22,6 +12,7 @@ import sys
 
 from .config import (EVAL_PRECISIONS, digest, expand_path, find_run, list_suites, load_params, resolve_run,
                      sts_pairs_file, suite_runs, suite_seeds)
+from . import paths
 from .paths import key_dir, results_root as results_dir, run_dir
 from .errors import CsebenchError
 from .schema import schema_path
@@ -64,6 +55,9 @@ def check_snakemake_config(config: dict, configfiles) -> None:
         if isinstance(config.get(key), str) and config[key].lower() in ("true", "false"):
             config[key] = config[key].lower() == "true"
     validate(config, "snakemake-config", "Snakemake config (config/*.yaml, --configfile, --config)")
+    from .analysis.config import check
+
+    check(config)  # `analyses:` and `analysis:`, against the analyses' own declarations
 
 
 def suite_data(params: dict, suite: str) -> str:
@@ -183,7 +177,16 @@ class Runs:
 
     def eval_folder(self, suite: str, run: str, seed: int) -> str:
         """Where it is evaluated under the suite's evaluation settings (embeddings, STS, transfer, analyses)."""
-        return f"{self.folder(suite, run, seed)}/{eval_name(suite_evaluation(self.params, suite))}"
+        return paths.eval_dir(self.folder(suite, run, seed), eval_name(suite_evaluation(self.params, suite)))
+
+    def files(self, suite: str, run: str, seed, names: list[str], evaluated: bool = False) -> list[str]:
+        """The run's files NAMES, in its folder or (``evaluated``) its evaluation folder (what a suite's view shows)."""
+        folder = (self.eval_folder if evaluated else self.folder)(suite, run, int(seed))
+        return [f"{folder}/{n}" for n in names]
+
+    def first_name(self, suite: str, run: str, seed) -> str:
+        """'suite/run' that names the run: the first suite and run of params.yaml that list it."""
+        return "/".join(self.first(self.key(suite, run), int(seed)))
 
     @property
     def listed(self) -> dict[tuple[str, int], list[tuple[str, str]]]:
@@ -273,7 +276,7 @@ def teacher_jobs(params: dict, suite: str, run: str, seed: int) -> list[tuple[st
 
 def teacher_cache(params: dict, suite: str, run: str, seed: int) -> str:
     """A teacher run's cached corpus embeddings, in its own folder (one per teacher, whichever students)."""
-    return f"{run_folder(params, suite, run, seed)}/teacher/embeddings.npy"
+    return paths.teacher_cache(run_folder(params, suite, run, seed))
 
 
 def all_runs_with_teachers(params: dict, suite: str) -> list[tuple[str, int]]:

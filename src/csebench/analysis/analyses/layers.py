@@ -1,0 +1,37 @@
+"""SSCL Figs. 1 and 4: the similarity of adjacent layers' sentence representations (SetSim) and the
+mean token similarity per layer (TokSim) over STS-B sentences; the suite's figure draws one line per run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..base import Analysis, Combine, StsbSplit, setting
+
+
+@dataclass
+class LayersSettings(StsbSplit):
+    include_special: bool = setting(False, "count [CLS]/[SEP] in TokSim")
+
+
+def run(ctx) -> dict:
+    from ..core import layer_similarities, stsb_sentences
+
+    s = ctx.settings
+    res = layer_similarities(ctx.encoder(), stsb_sentences(ctx.senteval_root, s.split), batch_size=ctx.batch_size,
+                             exclude_special=not s.include_special)
+    res["data"] = f"STS-B {s.split}"
+    return res
+
+
+def draw(results: dict, out: str, args, footer: str) -> None:
+    from ..plots import plot_layers
+
+    plot_layers(results, out, title=args.title, footer=footer)
+
+
+def pipeline(job) -> None:
+    job.model(), job.senteval(), job.label()
+
+
+ANALYSIS = Analysis(__name__, "SSCL Figs. 1, 4: inter-layer similarity and TokSim per layer", reads="model", run=run,
+                    Settings=LayersSettings, needs=("model", "senteval"), combine=Combine(draw), pipeline=pipeline)

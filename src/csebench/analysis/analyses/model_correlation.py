@@ -1,0 +1,83 @@
+"""DistillCSE Table 8: how a student's STS-B dev cosines correlate with those of its own teachers (S.T.),
+of other teachers (O.T.) and of other students (O.S.). The groups are the suite's: computed per suite."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from ...commands import option
+from ...errors import ConfigError
+from ..base import Analysis, NoSettings, model_label, unique_labels
+
+GROUPS = {"self_teacher": "the student's own teacher(s) (S.T.)", "other_teachers": "teachers not used by the student (O.T.)",
+          "other_students": "students of other teachers (O.S.)"}
+
+
+def _table_encoders(ctx, models: list[str]) -> dict:
+    """model path -> encode function: served by the --embeddings table made from that model (matched
+    by the weights' fingerprint, else by the recorded model path), else by the model itself. The
+    function's ``table`` attribute is the table used (None: encoded)."""
+    from ...embeddings import EmbeddingTable, model_encoder, model_fingerprint, table_encode
+
+    tables = [EmbeddingTable(t) for t in ctx.embeddings or []]
+    used, out = set(), {}
+    for m in models:
+        fp = model_fingerprint(m) if tables else None  # folders, packaged:minilm and hub ids alike
+        match = [t for t in tables if (fp is not None and t.meta.get("model_fingerprint") == fp)
+                 or os.path.normpath(str(t.meta.get("model", ""))) == os.path.normpath(m)]
+        if match:
+            t = match[0]
+            used.add(t.path)
+            use = ctx.precision or t.meta.get("precision") or "auto"
+            out[m] = table_encode(t, m, lambda m=m, use=use: model_encoder(m, ctx.pooler, ctx.batch_size, use),
+                                  settings={"precision": ctx.precision}, pooler=ctx.pooler)
+        else:
+            enc = ctx.encoder(m)
+            out[m] = ctx.encode_with(enc)
+            out[m].table, out[m].pooler = None, enc.pooler
+    unused = [str(t.path) for t in tables if t.path not in used]
+    if unused:
+        raise ConfigError(f"--embeddings {', '.join(unused)}: made from none of the models given")
+    return out
+
+
+def run(ctx) -> dict:
+    from pathlib import Path
+
+    from ...evaluation.sts import load_stsb
+    from .. import distill
+
+    groups = {g: getattr(ctx, g) for g in GROUPS}
+    paths = [ctx.model] + [m for ms in groups.values() for m in ms]
+    encoders = _table_encoders(ctx, list(dict.fromkeys(paths)))
+    others = list(dict.fromkeys(paths[1:]))
+    labels = dict(zip(others, unique_labels([model_label(p) for p in others])))
+    res = distill.model_correlation(encoders[ctx.model], {k: [(labels[m], encoders[m]) for m in ms] for k, ms in groups.items()},
+                                    load_stsb(Path(ctx.senteval_root), "dev"))
+    res["data"] = "STS-B dev"
+    res["paths"] = {k: {labels[m]: m for m in ms} for k, ms in groups.items()}
+    res["tables"] = {p: str(encoders[p].table.path) if encoders[p].table is not None else None for p in encoders}
+    res["pooler"] = {p: encoders[p].pooler for p in encoders}
+    ctx.tables += [e.table for e in encoders.values()]
+    return res
+
+
+def check(args) -> None:
+    if not any(getattr(args, g) for g in GROUPS):
+        raise ConfigError("analyze model_correlation needs --self-teacher, --other-teachers and/or --other-students")
+
+
+def pipeline(job) -> None:
+    from ...suites import correlation_groups
+
+    job.view_models([(job.run, int(job.seed))])
+    for group, jobs in correlation_groups(job.params, job.suite, job.run, int(job.seed)).items():
+        job.view_models(jobs, name=group)
+    job.senteval()
+
+
+ANALYSIS = Analysis(__name__, "DistillCSE Table 8: a student's cosines against teachers' and students'", reads="model",
+                    run=run, Settings=NoSettings, needs=("model", "senteval"), takes=("embeddings",),
+                    options=tuple(option(f"--{g.replace('_', '-')}", nargs="+", default=[], help=h) for g, h in GROUPS.items()),
+                    check=check, pipeline=pipeline, listed=False, shared=False, gpu=True)

@@ -1,0 +1,45 @@
+"""IS-CSE Table 9: the nearest neighbours, by cosine, of a few query sentences in a buffer of corpus
+sentences embedded by the model; the suite's table puts every run's side by side."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..base import Analysis, Combine, Settings, setting
+
+
+@dataclass
+class NeighboursSettings(Settings):
+    buffer_size: int = setting(1024, "buffer length L", minimum=1)
+    k: int = setting(3, "neighbours per query", minimum=1)
+    n_queries: int = setting(4, "random queries when no --query", minimum=1)
+    query: list[str] = setting([], "query sentence (repeatable)", repeat=True)
+    seed: int = setting(0, "sampling seed")
+
+
+def run(ctx) -> dict:
+    from ..core import neighbours_markdown, retrieve_neighbours
+
+    res = retrieve_neighbours(ctx.encode(), ctx.corpus(), queries=ctx.settings.query, **ctx.options("query"))
+    if ctx.markdown:
+        from ...io import write_text
+
+        write_text(ctx.markdown, neighbours_markdown(res, f"Retrieved neighbours ({ctx.label or ctx.model})") + f"\n{ctx.footer()}\n")
+    return res
+
+
+def draw(tables: dict, out: str, args, footer: str) -> None:
+    """The per-model Markdown tables, one after the other."""
+    from ...io import write_text
+
+    parts = ["# Retrieved neighbours (IS-CSE Table 9 case study)", ""] + [text.strip() + "\n" for text in tables.values()]
+    write_text(out, "\n".join(parts + [footer, ""]))
+
+
+def pipeline(job) -> None:
+    job.model(), job.corpus(), job.label()
+
+
+ANALYSIS = Analysis(__name__, "IS-CSE Table 9: nearest corpus neighbours of query sentences", reads="model", run=run,
+                    Settings=NeighboursSettings, needs=("model", "corpus"), writes=("markdown",),
+                    combine=Combine(draw, output="table", reads="md"), pipeline=pipeline)
