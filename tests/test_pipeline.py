@@ -166,3 +166,12 @@ def test_csebench_not_reachable_is_one_line_before_any_job(tmp_path, monkeypatch
     (tmp_path / "bin" / "csebench").chmod(0o755)
     wf.find_cli(uses_conda=False)
     assert os.environ["PATH"].split(os.pathsep)[0] == str(tmp_path / "bin")
+
+
+def test_snakemakes_lint_is_clean():
+    """`snakemake --lint` (docs/cluster.md): functions apart from rules, no global in a shell command, named
+    files, no '+' next to a path, a conda environment on every rule; exit 0 and no finding."""
+    proc = subprocess.run([str(BIN / "snakemake"), "--lint", "--configfile", "config/ci.yaml"], cwd=ROOT, env=_env(),
+                          capture_output=True, text=True, timeout=300)
+    findings = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("    * ")]
+    assert proc.returncode == 0 and not findings, "\n".join(findings) or proc.stderr[-2000:]

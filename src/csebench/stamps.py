@@ -114,7 +114,7 @@ def record_times(results: str | Path) -> list[str]:
     """Write the record of every tracked tree under ``results`` that changed since its record (a tree
     restored by ``restore_times`` is unchanged: its times differ from the record by one offset).
     Returns the records written."""
-    from .io import write_text
+    from .io import dumps_json, write_text
 
     written = []
     for tree, record in tracked_trees(results):
@@ -128,7 +128,7 @@ def record_times(results: str | Path) -> list[str]:
         if old and record.stat().st_mtime_ns == old["stamp"] and len(_deltas(old, files, links) or ()) == 1:
             continue
         stamp = max([time.time_ns(), *(m for m, _ in files.values())])
-        text = json.dumps({"stamp": stamp, "files": files, "links": links}, sort_keys=True, separators=(",", ":"))
+        text = dumps_json({"stamp": stamp, "files": files, "links": links}, indent=None, sort_keys=True, separators=(",", ":"))
         write_text(record, text + "\n")
         os.utime(record, ns=(stamp, stamp))
         written.append(str(record))
