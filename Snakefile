@@ -49,7 +49,9 @@ EVAL = f"{RUN}/{{ev}}"  # the run evaluated under one suite's evaluation setting
 
 onstart:  # what this build will cost, when it runs jobs (not for -n, --lint, --touch, ...)
     if config.get("plan", True) and not workflow.touch:
-        wf.print_plan(PARAMS, SUITES)
+        from csebench.plan import print_plan
+
+        print_plan(PARAMS, SUITES)
 
 include: "workflow/rules/inputs.smk"  # the rules' input functions and targets
 include: "workflow/rules/data.smk"

@@ -250,8 +250,8 @@ def test_non_finite_loss_stops_with_step_and_checkpoint(inputs, capsys, monkeypa
 
     real = objectives.info_nce
 
-    def poisoned(ctx, extra=None):
-        loss = real(ctx, extra)
+    def poisoned(ctx, *args, **kwargs):
+        loss = real(ctx, *args, **kwargs)
         return loss * bad if ctx.step >= 2 else loss  # the 3rd step (1-based) goes bad
 
     monkeypatch.setattr(objectives, "info_nce", poisoned)
@@ -276,9 +276,9 @@ def test_non_finite_loss_is_read_back_every_log_steps(inputs, capsys, monkeypatc
 
     real, calls = objectives.info_nce, []
 
-    def poisoned(ctx, extra=None):
+    def poisoned(ctx, *args, **kwargs):
         calls.append(ctx.step)
-        loss = real(ctx, extra)
+        loss = real(ctx, *args, **kwargs)
         return loss * math.nan if ctx.step >= 4 else loss  # the 5th step (1-based) goes bad
 
     monkeypatch.setattr(objectives, "info_nce", poisoned)
@@ -293,7 +293,7 @@ def test_non_finite_loss_is_read_back_every_log_steps(inputs, capsys, monkeypatc
 def test_non_finite_loss_before_any_checkpoint(inputs, capsys, monkeypatch):
     import csebench.objectives as objectives
 
-    monkeypatch.setattr(objectives, "info_nce", lambda ctx, extra=None: ctx.z1.sum() * math.nan)
+    monkeypatch.setattr(objectives, "info_nce", lambda ctx, *args, **kwargs: ctx.z1.sum() * math.nan)
     cfg = write_config(inputs / "over.yaml", ci_training(max_steps=4, batch_size=8))
     out = inputs / "run"
     assert_fails(capsys, train_argv(inputs, out, cfg), "loss is nan at step 1", "no checkpoint was written yet")

@@ -44,7 +44,7 @@ def _poison_from_step(monkeypatch, step: int) -> None:
     import csebench.objectives as objectives
 
     real = objectives.info_nce
-    monkeypatch.setattr(objectives, "info_nce", lambda ctx, extra=None: real(ctx, extra) * (math.nan if ctx.step >= step else 1))
+    monkeypatch.setattr(objectives, "info_nce", lambda ctx, *args, **kwargs: real(ctx, *args, **kwargs) * (math.nan if ctx.step >= step else 1))
 
 
 # ----------------------------------------------------------------------------- a finished run

@@ -331,13 +331,6 @@ def record_times(results: str) -> None:
     record(results)
 
 
-def print_plan(params: dict, suites: list[str]) -> None:
-    """The Snakefile's onstart: what the build costs (csebench.plan), when it runs jobs."""
-    from .plan import print_plan as _print
-
-    _print(params, suites)
-
-
 def params_args(config: dict) -> str:
     """The params file and override files of the Snakemake config as the csebench CLI takes them
     (`--params P --config O ...`), so every rule's command resolves the runs the DAG was planned
