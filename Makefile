@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup demo test test-fast test-slurm paper-dryrun bench bench-gpu clean-demo
+.PHONY: setup demo test test-fast test-slurm paper-dryrun rehearse bench bench-gpu clean-demo
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,9 @@ test-slurm: setup  ## root: install Debian SLURM, run the ci suite through workf
 
 paper-dryrun: setup  ## list every job of the paper suites (offline)
 	$(BIN)/snakemake -n --quiet rules --configfile config/paper.yaml
+
+rehearse: setup  ## every distinct run of the default target through the real code, offline: random-weight BERT/RoBERTa (README)
+	$(BIN)/csebench rehearse
 
 bench: setup  ## speed benchmarks -> BENCHMARKS.md
 	$(BIN)/pip install --quiet -e '.[bench]'

@@ -88,6 +88,11 @@ def load_tokenizer(backbone: BackboneConfig):
     from transformers import AutoTokenizer
 
     name = backbone.tokenizer or ("packaged:minilm" if backbone.model == "random" else backbone.model)
+    from .rehearsal import tokenizer_for
+
+    offline = tokenizer_for(name)  # rehearsing (csebench.rehearsal): a paper backbone's offline stand-in
+    if offline is not None:
+        return offline
     try:
         return AutoTokenizer.from_pretrained(resolve_model_path(name))
     except (OSError, ValueError) as exc:
@@ -372,6 +377,11 @@ def build_backbone(backbone: BackboneConfig, tokenizer, seed: int = 0, dropout: 
         model.pooler_weights = {"pooler.dense.weight": torch.randn(h, h, generator=g) * model.config.initializer_range,
                                 "pooler.dense.bias": torch.zeros(h)}
         return model
+    from .rehearsal import backbone_for
+
+    offline = backbone_for(backbone.model, dropout)  # rehearsing: the published architecture, random weights
+    if offline is not None:
+        return detach_pooler(offline)
     path = resolve_model_path(backbone.model)
     kwargs = {}
     if dropout is not None:

@@ -176,6 +176,10 @@ def collect(device=None, world_size: int = 1, precision: str | None = None, auto
     out["data_check"] = "published" if data_check_on() else "off"
     if _NOT_PUBLISHED:
         out["data_not_published"] = sorted(_NOT_PUBLISHED)
+    from .rehearsal import active
+
+    if active() is not None:  # random-weight stand-ins of the paper backbones: not results (csebench.rehearsal)
+        out["rehearsal"] = active().describe()
     return out
 
 
