@@ -94,9 +94,13 @@ def load_tokenizer(backbone: BackboneConfig):
     if offline is not None:
         return offline
     try:
-        return AutoTokenizer.from_pretrained(resolve_model_path(name))
+        tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(name))
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot load the tokenizer '{name}': {_one_line(exc)}") from None
+    from .provenance import record_model_revision
+
+    record_model_revision(name)  # a hub id: the commit it was read at, in the results' provenance
+    return tokenizer
 
 
 def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -250,6 +254,8 @@ class SentenceEncoder(nn.Module):
                 save_file(head, str(tmp / HEAD_FILE))
             eval_pooler = "cls_before_pooler" if self.pooler == "cls" else self.pooler
             meta = {"pooler": self.pooler, "eval_pooler": eval_pooler}
+            if getattr(self.backbone, "hub_revisions", None):  # the hub commit of the backbone it was trained from
+                meta["hub"] = dict(self.backbone.hub_revisions)
             if self.projection_dim:  # load_encoder applies the head at evaluation
                 meta.update(projection_dim=self.projection_dim, projection_head=self.projection_head)
             (tmp / ENCODER_META).write_text(dumps_json(meta) + "\n")
@@ -389,9 +395,14 @@ def build_backbone(backbone: BackboneConfig, tokenizer, seed: int = 0, dropout: 
     try:
         config = AutoConfig.from_pretrained(path, **kwargs)
         with torch.random.fork_rng(devices=[]):  # a pooler the checkpoint lacks is drawn without moving the caller's RNG
-            return detach_pooler(AutoModel.from_pretrained(path, config=config))
+            model = detach_pooler(AutoModel.from_pretrained(path, config=config))
     except OSError as exc:
         raise ConfigError(f"cannot load backbone '{backbone.model}': {_one_line(exc)}") from None
+    from .provenance import record_model_revision
+
+    commit = record_model_revision(backbone.model)  # a hub id: the commit it was read at
+    model.hub_revisions = {f"models/{backbone.model}": commit} if commit else {}  # SentenceEncoder.save keeps them
+    return model
 
 
 def detach_pooler(model: nn.Module) -> nn.Module:
@@ -489,6 +500,10 @@ def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None, what: 
     check_model_source(str(model_dir), what)
     path = Path(resolve_model_path(str(model_dir)))
     meta = read_encoder_meta(path)
+    from .provenance import record_hub, record_model_revision
+
+    for name, commit in (meta.get("hub") or {}).items():  # the backbone a saved model was trained from
+        record_hub(name, commit)
     pooler = pooler or meta.get("eval_pooler") or "cls_before_pooler"
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(path))
@@ -500,6 +515,7 @@ def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None, what: 
         backbone = AutoModel.from_pretrained(str(path))
     except OSError as exc:
         raise ConfigError(f"cannot load model from {model_dir}: {_one_line(exc)}") from None
+    record_model_revision(str(model_dir))  # a hub id evaluated as it is
     head, proj = None, meta.get("projection_dim")
     # models saved before projection_head existed had the tanh head
     kind = meta.get("projection_head", "linear_tanh")
