@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup demo test test-fast test-slurm paper-dryrun rehearse bench bench-gpu clean-demo
+.PHONY: setup demo test test-fast test-slurm paper-dryrun rehearse bench bench-gpu device-bundle clean-demo
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -49,6 +49,9 @@ bench: setup  ## speed benchmarks -> BENCHMARKS.md
 bench-gpu: setup  ## GPU benchmark on any CUDA machine -> the "GPU (measured)" section of BENCHMARKS.md
 	$(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python benchmarks/gpu.py
+
+device-bundle: setup  ## benchmarks/device-bundle/: what benchmarks/device.sh needs on a GPU machine without network (docs/gpu.md)
+	$(BIN)/python benchmarks/device_bundle.py
 
 clean-demo:
 	rm -rf results/demo data/demo

@@ -44,10 +44,12 @@ class Rehearsal:
     folder: Path  # the offline tokenizers, one folder per family
     corpus: Path  # what they are trained on (the demo corpus)
     depth: int | None = None  # None: the published depth; a number: that many layers (the build-only check)
+    shape: dict = field(default_factory=dict)  # config overrides (benchmarks/device.py --tiny: hidden 32); {}: published
     _tokenizers: dict = field(default_factory=dict)
 
     def describe(self) -> dict:
-        return {"backbones": "random weights, published architectures", "depth": self.depth or "published"}
+        out = {"backbones": "random weights, published architectures", "depth": self.depth or "published"}
+        return {**out, "shape": dict(self.shape)} if self.shape else out
 
 
 _ACTIVE: Rehearsal | None = None
@@ -58,7 +60,7 @@ def active() -> Rehearsal | None:
 
 
 @contextlib.contextmanager
-def activate(folder: str | os.PathLike, corpus: str | os.PathLike, depth: int | None = None):
+def activate(folder: str | os.PathLike, corpus: str | os.PathLike, depth: int | None = None, shape: dict | None = None):
     """Rehearse within the block: paper backbones are built offline, at random (this process only)."""
     global _ACTIVE
     corpus = Path(corpus)
@@ -67,7 +69,7 @@ def activate(folder: str | os.PathLike, corpus: str | os.PathLike, depth: int | 
     if depth is not None and depth < 1:
         raise ConfigError(f"rehearsal depth must be >= 1 layer, got {depth}")
     before = _ACTIVE
-    _ACTIVE = Rehearsal(Path(folder), corpus, depth)
+    _ACTIVE = Rehearsal(Path(folder), corpus, depth, dict(shape or {}))
     try:
         yield _ACTIVE
     finally:
@@ -135,10 +137,10 @@ def tokenizer_for(model: str):
     return _tokenizer(_ACTIVE, arch)
 
 
-def model_config(arch: Architecture, dropout: float | None = None, depth: int | None = None):
+def model_config(arch: Architecture, dropout: float | None = None, depth: int | None = None, shape: dict | None = None):
     from transformers import BertConfig, RobertaConfig
 
-    kw = arch.config_kwargs()
+    kw = {**arch.config_kwargs(), **(shape or {})}
     if dropout is not None:
         kw.update(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
     if depth is not None:
@@ -149,7 +151,8 @@ def model_config(arch: Architecture, dropout: float | None = None, depth: int | 
 WEIGHTS_SEED = 0  # one set of "pretrained" weights per architecture, whatever the run's seed (as on the hub)
 
 
-def build_model(arch: Architecture, seed: int = WEIGHTS_SEED, dropout: float | None = None, depth: int | None = None):
+def build_model(arch: Architecture, seed: int = WEIGHTS_SEED, dropout: float | None = None, depth: int | None = None,
+                shape: dict | None = None):
     """The published architecture's model class with random weights drawn from ``seed`` (the caller's RNG
     is left as loading a checkpoint leaves it), with its pooler, as a hub checkpoint has one."""
     import torch
@@ -158,7 +161,7 @@ def build_model(arch: Architecture, seed: int = WEIGHTS_SEED, dropout: float | N
     cls = BertModel if arch.family == "bert" else RobertaModel
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        return cls(model_config(arch, dropout, depth), add_pooling_layer=True)
+        return cls(model_config(arch, dropout, depth, shape), add_pooling_layer=True)
 
 
 def depth_for(cfg, depth: int | None) -> int | None:
@@ -181,4 +184,4 @@ def backbone_for(model: str, dropout: float | None = None):
     arch = architecture(model)
     if _ACTIVE is None or arch is None:
         return None
-    return build_model(arch, WEIGHTS_SEED, dropout, _ACTIVE.depth)
+    return build_model(arch, WEIGHTS_SEED, dropout, _ACTIVE.depth, _ACTIVE.shape)

@@ -15,8 +15,7 @@ architectures with random weights (csebench.rehearsal):
      files): align-uniform, cosine-dist, layers, token-matrix, neighbours, distill-loss,
      model-correlation, ensemble-sts, topk-negatives, teacher-logits.
 
-What is made small, and why the code paths stay those of the paper runs (docs/reproduction.md,
-"Rehearsal"): the corpus (128 demo sentences), the steps (2), the batch (8, or the run's own where its
+What is made small, and why the code paths stay those of the paper runs (README, "Rehearsal"): the corpus (128 demo sentences), the steps (2), the batch (8, or the run's own where its
 settings name in-batch ranks: DistillCSE's rank-range shuffling), the length (16 tokens), the dev, STS,
 transfer and probing sets (seeded subsets, the code's own caps), and a student's teacher components
 (its first 2 seeds: the bank of M teachers is one code path for any M >= 2). Every setting that selects
@@ -247,15 +246,17 @@ class Rehearsal:
 
         return runs_of(self.rp).key(suite, run)
 
-    def folder(self, suite: str, run: str, seed: int, name: str | None = None) -> Path:
-        return self.out / "results" / "runs" / (name or self.key(suite, run)) / f"seed{seed}"
+    def folder(self, suite: str, run: str, seed: int) -> Path:
+        """The run's folder, named by its key under the rehearsal's settings (so a rerun with other sizes
+        reuses nothing; two runs of the target that the rehearsal's sizes make alike share it)."""
+        return self.out / "results" / "runs" / self.key(suite, run) / f"seed{seed}"
 
-    def train(self, suite: str, run: str, seed: int, name: str | None = None, resume: bool = False) -> Path:
+    def train(self, suite: str, run: str, seed: int, resume: bool = False) -> Path:
         """Train (suite, run, seed) once (its teachers and their caches first); ``resume``: stop after the
         first checkpoint and resume, as a killed and rerun job does."""
         from . import workflow as wf
 
-        k = (name or self.key(suite, run), int(seed))
+        k = (self.key(suite, run), int(seed))
         if k in self.trained:
             return self.trained[k]
         cfg = resolve_run(self.rp, suite, run, seed)
@@ -270,7 +271,7 @@ class Rehearsal:
                 self.cli("teacher-cache", "--model", folder / "model", "--corpus", self.corpus, "--out", cache,
                          "--max-seq-length", tcfg.training.max_seq_length, "--cache-dir", self.cache, params=False)
             teachers.append(str(cache))
-        out = self.folder(suite, run, seed, name)
+        out = self.folder(suite, run, seed)
         if (out / "train.json").is_file():  # rehearsed by an earlier `csebench rehearse` with the same params
             self.reused += 1
             self.trained[k] = out
@@ -518,12 +519,8 @@ def rehearse(params_path: str = "params.yaml", overrides=None, suites: list[str]
     probing = write_probing(read_corpus(corpus), out / "data" / "probing")
     senteval = write_senteval(shared / "senteval", out / "data" / "senteval")
     pfile = out / "params.yaml"
-    text = yaml.safe_dump(rehearsal_params(params, suites, corpus, probing, senteval, out), sort_keys=False, width=200)
-    if pfile.is_file() and pfile.read_text(encoding="utf-8") != text:  # other settings: nothing earlier is reused
-        import shutil
-
-        shutil.rmtree(out / "results", ignore_errors=True)
-    write_text(pfile, text)
+    write_text(pfile, yaml.safe_dump(rehearsal_params(params, suites, corpus, probing, senteval, out), sort_keys=False,
+                                     width=200))
     rp = load_params(pfile)  # as every command reads it
     check = os.environ.get("CSEBENCH_DATA_CHECK")
     os.environ["CSEBENCH_DATA_CHECK"] = "0"  # the cut SentEval files (write_senteval)
@@ -568,9 +565,8 @@ def _rehearse_all(r: Rehearsal, groups: list[Distinct], keep_going: bool, keep_m
         what = f"{suite}/{run} seed {seed} ({arch.model_class if arch else g.backbone})"
         t1 = time.perf_counter()
         try:
-            folder = r.train(suite, run, seed, name=g.id, resume=True)
+            folder = r.train(suite, run, seed, resume=True)
             rep[g.id] = folder
-            r.trained.setdefault((r.key(suite, run), int(seed)), folder)
             extras = sorted({e for listing in g.listings for e in per_run.get(listing, [])})
             if g.evaluated:
                 ev_suite, ev_run, ev_seed = next((s, n, sd) for s, n, sd in g.listings if (n, sd) in _evaluated(r.rp, s))
@@ -641,7 +637,8 @@ def report(o: Outcome) -> str:
     lines = [f"rehearsed {o.rehearsed} of the target's {o.distinct} distinct runs{asked} ({o.listed} listings of suite, "
              f"run and seed share them; {o.extra_trainings} more trainings of teacher seeds), {len(o.classes)} classes: "
              f"{classes}; {depth}; {m} min {s:02d} s",
-             (f"{o.reused} run folders reused from an earlier rehearsal with the same settings; " if o.reused else "")
+             (f"{o.reused} run folders reused from an earlier rehearsal (or another run alike at the rehearsal's sizes); "
+              if o.reused else "")
              + "commands run: " + ", ".join(f"{k} {v}" for k, v in sorted(o.commands.items()))]
     for what, err in o.failed:
         lines.append(f"FAILED {what}: {err}")
