@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from csebench.architectures import ARCHITECTURES, architecture
-from csebench.rehearsal import activate, build_model, depth_for, model_config, train_tokenizer
+from csebench.rehearsal import activate, build_model, depth_for, train_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 SENTENCE = "A man is playing a guitar on the stage."

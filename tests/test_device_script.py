@@ -51,7 +51,8 @@ def _device_sh(bin_dir: Path, out: Path, *args: str) -> subprocess.CompletedProc
 
 @pytest.mark.slow
 def test_device_script_tiny_in_a_bare_venv(bare_python, bundle, tmp_path):
-    check = subprocess.run([str(bare_python / "python3"), "-c", "import csebench"], capture_output=True, text=True)
+    bare = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    check = subprocess.run([str(bare_python / "python3"), "-c", "import csebench"], capture_output=True, text=True, env=bare)
     assert check.returncode != 0, "csebench must come from the checkout's src/, not be installed"
     out = tmp_path / "out"
     proc = _device_sh(bare_python, out, "--tiny", "--bundle", str(bundle), "--sections",

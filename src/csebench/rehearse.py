@@ -39,7 +39,7 @@ from pathlib import Path
 
 from .architectures import architecture
 from .config import deep_merge, digest, load_params, resolve_run, suite_runs
-from .errors import ConfigError, CsebenchError, TrainingError
+from .errors import ConfigError, TrainingError
 
 log = logging.getLogger("csebench.rehearse")
 
