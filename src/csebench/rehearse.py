@@ -257,7 +257,7 @@ class Rehearsal:
         from . import workflow as wf
 
         k = (self.key(suite, run), int(seed))
-        if k in self.trained:
+        if k in self.trained and any((self.trained[k] / "model").glob("*.safetensors")):
             return self.trained[k]
         cfg = resolve_run(self.rp, suite, run, seed)
         from .rehearsal import active, depth_for
@@ -272,7 +272,8 @@ class Rehearsal:
                          "--max-seq-length", tcfg.training.max_seq_length, "--cache-dir", self.cache, params=False)
             teachers.append(str(cache))
         out = self.folder(suite, run, seed)
-        if (out / "train.json").is_file():  # rehearsed by an earlier `csebench rehearse` with the same params
+        again = (out / "train.json").is_file()  # rehearsed before: by an earlier `csebench rehearse`, or a run alike
+        if again and any((out / "model").glob("*.safetensors")):
             self.reused += 1
             self.trained[k] = out
             return out
@@ -281,7 +282,17 @@ class Rehearsal:
                 "--cache-dir", self.cache, "--no-progress"]
         if cfg.train:
             argv += ["--corpus", self.corpus] + [a for t in teachers for a in ("--teacher-cache", t)]
-        if resume and cfg.train:
+        if again:  # its weights were dropped (drop_weights) and something reads them now: the same run again, and
+            import shutil  # its evaluation too (the embeddings table checks the weights it was made from)
+
+            for ev in out.glob("eval-*"):
+                shutil.rmtree(ev)
+            self.cli(*argv, "--force")
+        elif resume and cfg.train:
+            import shutil  # a checkpoint an interrupted rehearsal left: this one's stop and resume start afresh
+
+            for stale in ("checkpoint", ".checkpoint.old"):
+                shutil.rmtree(out / stale, ignore_errors=True)
             step = _stop_after_checkpoint(cfg, str(self.corpus), self.senteval, out, self.cache, teachers)
             self.cli(*argv)
             from .io import read_json
@@ -316,7 +327,7 @@ class Rehearsal:
         ev = folder / self.ev[suite]
         emb = ev / "embeddings.npz"
         caps = ["--max-train-sentences", TRANSFER_TRAIN, "--max-test-sentences", TRANSFER_TEST]
-        if not emb.is_file():
+        if not all((ev / f).is_file() for f in ("embeddings.npz", "sts.json", "transfer.json")):  # all, or again
             full = self.full_transfer(folder)
             self.cli("embed", "--model", folder / "model", "--senteval", self.senteval,
                      *(caps if full else ["--no-transfer"]), "--max-sts-pairs", STS_PAIRS,
