@@ -448,9 +448,10 @@ class Analyses:
         out = r.out / "results" / suite / "analysis"
         if (out / (f"{run}/ensemble_sts.json" if name == "ensemble_sts" else f"{name}.json")).is_file():
             return out
-        if name == "ensemble_sts":
-            tables = list(dict.fromkeys(str(self.folder_of(suite, run, s) / r.ev[suite] / "embeddings.npz")
-                                        for x, s in wf.evaluated_jobs(r.rp, suite) if x == run))
+        if name == "ensemble_sts":  # every evaluated seed of the run: a seed rehearsed only as a teacher is evaluated now
+            seeds = [s for x, s in wf.evaluated_jobs(r.rp, suite) if x == run]
+            tables = list(dict.fromkeys(str(r.evaluate(suite, run, s, self.folder_of(suite, run, s), probing=False)
+                                            / "embeddings.npz") for s in seeds))
             r.cli("analyze", "ensemble-sts", "--embeddings", *tables, "--senteval", r.senteval, "--label",
                   f"{run} ensemble", "--out", out / run / "ensemble_sts.json", params=False)
         elif name == "topk_negatives":
