@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup demo test test-fast test-slurm paper-dryrun bench bench-gpu clean-demo
+.PHONY: setup demo test test-fast test-slurm paper-dryrun rehearse bench bench-gpu device-bundle clean-demo
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,9 @@ test-slurm: setup  ## root: install Debian SLURM, run the ci suite through workf
 paper-dryrun: setup  ## list every job of the paper suites (offline)
 	$(BIN)/snakemake -n --quiet rules --configfile config/paper.yaml
 
+rehearse: setup  ## every distinct run of the default target through the real code, offline: random-weight BERT/RoBERTa (README)
+	$(BIN)/csebench rehearse
+
 bench: setup  ## speed benchmarks -> BENCHMARKS.md
 	$(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python benchmarks/run.py
@@ -46,6 +49,9 @@ bench: setup  ## speed benchmarks -> BENCHMARKS.md
 bench-gpu: setup  ## GPU benchmark on any CUDA machine -> the "GPU (measured)" section of BENCHMARKS.md
 	$(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python benchmarks/gpu.py
+
+device-bundle: setup  ## benchmarks/device-bundle/: what benchmarks/device.sh needs on a GPU machine without network (docs/gpu.md)
+	$(BIN)/python benchmarks/device_bundle.py
 
 clean-demo:
 	rm -rf results/demo data/demo

@@ -437,6 +437,57 @@ def cmd_plan(args) -> None:
     print(render_plan(plan(params, args.suites or default_suites(params))))
 
 
+def _depth(text: str) -> int | None:
+    if text == "published":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number of layers >= 1 or 'published', got {text!r}")
+    return value
+
+
+@command("rehearse", "every distinct run of the default target through the real code, offline: random-weight "
+         "BERT/RoBERTa of the published shapes, 2 steps (README, Rehearsal)", PARAMS,
+         option("--suites", nargs="+", default=None, help="default: every suite of the default target"),
+         option("--out", default="results/rehearsal", help="the rehearsal's folder (default: results/rehearsal)"),
+         option("--only", default=None, help="only the distinct runs listed as SUITE/RUN containing this text"),
+         option("--limit", type=positive_int, default=None, help="only the first N distinct runs"),
+         option("--stop", action="store_true", help="stop at the first failure (default: rehearse every run, list failures)"),
+         option("--depth", type=_depth, default=2, help="layers of each backbone (default 2, or as many as a run's "
+                "settings use); 'published': 12 or 24, as the papers' models"),
+         option("--keep-models", action="store_true", help="keep every rehearsed model's weights (default: delete "
+                "them once nothing reads them, several GB otherwise)"))
+def cmd_rehearse(args) -> None:
+    from pathlib import Path
+
+    from .rehearse import rehearse, report
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    root = logging.getLogger()
+    quiet = logging.Filter()  # the console shows the rehearsal's lines and errors; every command's log goes to the file
+    quiet.filter = lambda rec: rec.name == "csebench.rehearse" or rec.levelno >= logging.ERROR
+    for h in root.handlers:
+        h.addFilter(quiet)
+    fh = logging.FileHandler(out / "rehearse.log", mode="w", encoding="utf-8")
+    fh.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%H:%M:%S"))
+    root.addHandler(fh)
+    try:
+        outcome = rehearse(args.params, args.config, args.suites, out, limit=args.limit, only=args.only,
+                           keep_going=not args.stop, keep_models=args.keep_models, depth=args.depth)
+    finally:
+        root.removeHandler(fh)
+        fh.close()
+        for h in root.handlers:
+            h.removeFilter(quiet)
+    print(report(outcome))
+    if outcome.failed:
+        raise TrainingError(f"{len(outcome.failed)} rehearsal(s) failed (listed above; {out / 'rehearse.log'} has each traceback)")
+
+
 @command("view-run", "a suite's view of a shared run: relabelled JSON results, links to the rest", PARAMS,
          option("--suite", required=True), option("--run", required=True), option("--seed", type=int, required=True),
          option("--from", dest="source", required=True, help="the run's folder (or its evaluation/analysis folder)"),

@@ -25,7 +25,7 @@ import numpy as np
 from .config import ProbingSourceConfig, SourceConfig
 from .errors import DataError
 from .io import atomic_path, read_utf8, write_text
-from .provenance import file_sha256, record_corpus
+from .provenance import SOURCE_FILE, file_sha256, read_source, record_corpus, record_hub, hub_commit, write_source
 from .tokens import TokenizedCorpus
 
 log = logging.getLogger(__name__)
@@ -43,7 +43,9 @@ def hub_download(repo: str, filename: str, cache_dir: str | None = None) -> Path
     from huggingface_hub import hf_hub_download
 
     try:
-        return Path(hf_hub_download(repo_id=repo, filename=filename, repo_type="dataset", cache_dir=cache_dir))
+        path = Path(hf_hub_download(repo_id=repo, filename=filename, repo_type="dataset", cache_dir=cache_dir))
+        record_hub(f"datasets/{repo}/{filename}", hub_commit(path))
+        return path
     except Exception as exc:  # network errors, offline mode with an empty cache
         raise DataError(
             f"could not fetch {filename} from hub dataset {repo}: {exc.__class__.__name__}: {exc}. "
@@ -91,6 +93,11 @@ def prepare_corpus(source: SourceConfig, out: str | os.PathLike) -> int:
         keep = sorted(rng.sample(range(len(sentences)), source.sample))
         sentences = [sentences[i] for i in keep]
     write_text(out, "\n".join(sentences) + "\n")
+    note = Path(f"{out}{SOURCE_FILE}")
+    if source.hub_repo:  # which hub commit it came from: the training results record it (provenance.read_source)
+        write_source(note, source.hub_repo, source.hub_file, path)
+    else:
+        note.unlink(missing_ok=True)
     log.info("corpus: %d sentences from %s -> %s", len(sentences), path, out)
     return len(sentences)
 
@@ -125,6 +132,9 @@ def prepare_senteval(source: SourceConfig, out_dir: str | os.PathLike) -> Path:
                     tar.extractall(tmp, filter="data")
         candidates = [p for p in target.rglob("downstream") if p.is_dir()] or [target]
         root = check_senteval_dir(candidates[0])
+        write_source(out_dir / SOURCE_FILE, source.hub_repo, source.hub_file, tar_path)
+    if source.path:
+        (out_dir / SOURCE_FILE).unlink(missing_ok=True)
     write_text(out_dir / "ROOT", str(root.resolve()) + "\n")
     return root
 
@@ -133,6 +143,7 @@ def senteval_root(pointer_or_dir: str | os.PathLike) -> Path:
     """Accept a prepared pointer folder (with ROOT) or a SentEval folder directly."""
     p = Path(pointer_or_dir)
     if (p / "ROOT").is_file():
+        read_source(p / SOURCE_FILE)  # extracted from the hub's senteval.tar: at which commit
         return Path((p / "ROOT").read_text(encoding="utf-8").strip())
     if (p / "downstream").is_dir():
         return p / "downstream"

@@ -163,10 +163,19 @@ def load_tokenizer(backbone: BackboneConfig):
     from transformers import AutoTokenizer
 
     name = backbone.tokenizer or ("packaged:minilm" if backbone.model == "random" else backbone.model)
+    from .rehearsal import tokenizer_for
+
+    offline = tokenizer_for(name)  # rehearsing (csebench.rehearsal): a paper backbone's offline stand-in
+    if offline is not None:
+        return offline
     try:
-        return AutoTokenizer.from_pretrained(resolve_model_path(name))
+        tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(name))
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot load the tokenizer '{name}': {_one_line(exc)}") from None
+    from .provenance import record_model_revision
+
+    record_model_revision(name)  # a hub id: the commit it was read at, in the results' provenance
+    return tokenizer
 
 
 def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -347,6 +356,8 @@ class SentenceEncoder(nn.Module):
             meta = {"pooler": self.pooler, "eval_pooler": eval_pooler}
             if self.prompt:  # load_encoder encodes inside the same template
                 meta["prompt"] = self.prompt
+            if getattr(self.backbone, "hub_revisions", None):  # the hub commit of the backbone it was trained from
+                meta["hub"] = dict(self.backbone.hub_revisions)
             if self.projection_dim:  # load_encoder applies the head at evaluation
                 meta.update(projection_dim=self.projection_dim, projection_head=self.projection_head)
             (tmp / ENCODER_META).write_text(dumps_json(meta) + "\n")
@@ -475,6 +486,11 @@ def build_backbone(backbone: BackboneConfig, tokenizer, seed: int = 0, dropout: 
         model.pooler_weights = {"pooler.dense.weight": torch.randn(h, h, generator=g) * model.config.initializer_range,
                                 "pooler.dense.bias": torch.zeros(h)}
         return model
+    from .rehearsal import backbone_for
+
+    offline = backbone_for(backbone.model, dropout)  # rehearsing: the published architecture, random weights
+    if offline is not None:
+        return detach_pooler(offline)
     path = resolve_model_path(backbone.model)
     kwargs = {}
     if dropout is not None:
@@ -482,11 +498,16 @@ def build_backbone(backbone: BackboneConfig, tokenizer, seed: int = 0, dropout: 
     try:
         config = AutoConfig.from_pretrained(path, **kwargs)
         with torch.random.fork_rng(devices=[]):  # a pooler the checkpoint lacks is drawn without moving the caller's RNG
-            return detach_pooler(AutoModel.from_pretrained(path, config=config))
+            model = detach_pooler(AutoModel.from_pretrained(path, config=config))
     except OSError as exc:
         raise ConfigError(f"cannot load backbone '{backbone.model}': {_one_line(exc)}") from None
     except Exception as exc:  # damaged safetensors, an unsafe pickle: one line naming the file
         raise _unreadable_weights(exc, path) or exc from None
+    from .provenance import record_model_revision
+
+    commit = record_model_revision(backbone.model)  # a hub id: the commit it was read at
+    model.hub_revisions = {f"models/{backbone.model}": commit} if commit else {}  # SentenceEncoder.save keeps them
+    return model
 
 
 def detach_pooler(model: nn.Module) -> nn.Module:
@@ -599,6 +620,10 @@ def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None, what: 
     if path.is_dir():
         verify_weights(path)
     meta = read_encoder_meta(path)
+    from .provenance import record_hub, record_model_revision
+
+    for name, commit in (meta.get("hub") or {}).items():  # the backbone a saved model was trained from
+        record_hub(name, commit)
     pooler = eval_pooler_of(path, pooler)
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(path))
@@ -613,6 +638,7 @@ def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None, what: 
         raise ConfigError(f"cannot load model from {model_dir}: {_one_line(exc)}") from None
     except Exception as exc:  # damaged safetensors, an unsafe pickle: one line naming the file
         raise _unreadable_weights(exc, path) or exc from None
+    record_model_revision(str(model_dir))  # a hub id evaluated as it is
     head, proj = None, meta.get("projection_dim")
     # models saved before projection_head existed had the tanh head
     kind = meta.get("projection_head", "linear_tanh")

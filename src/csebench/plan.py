@@ -21,11 +21,12 @@ from pathlib import Path
 
 import numpy as np
 
+from .architectures import ARCHITECTURES
 from .paths import key_dir
 
-# parameter counts (total, of which token/position embeddings) of the paper backbones, from their configs
-BACKBONE_PARAMS = {"bert-base-uncased": (109.5e6, 23.8e6), "bert-large-uncased": (335.1e6, 31.8e6),
-                   "roberta-base": (124.6e6, 39.0e6), "roberta-large": (355.4e6, 52.5e6)}
+# parameter counts (total, of which token/position embeddings) of the paper backbones, from their published
+# architecture facts (csebench.architectures; the pooler included, as the hub checkpoints carry it)
+BACKBONE_PARAMS = {model: tuple(float(n) for n in arch.parameters()) for model, arch in ARCHITECTURES.items()}
 GPU_PEAKS = {"H100": 989e12, "A100": 312e12}  # bf16 dense peak FLOP/s
 # Assumed model-FLOP utilisation until benchmarks/gpu.py measures it (its MFU counts padded tokens,
 # as here). A step of 64 x 2 sentences padded to ~31 tokens is launch-bound on a large GPU: 3% puts

@@ -30,6 +30,8 @@ _HASHES: dict[tuple, tuple[str, int]] = {}  # (path, size, mtime_ns) -> (sha256,
 _DATA: dict[str, str] = {}  # files read by this command: name -> sha256
 _NOT_PUBLISHED: set[str] = set()
 _CORPUS: dict[str, str] = {}
+_HUB: dict[str, str] = {}  # "models/ID" or "datasets/REPO/FILE" -> the hub commit it was read at
+SOURCE_FILE = ".hub.json"  # beside a prepared file (corpus.txt.hub.json) or in a prepared folder (senteval/.hub.json)
 
 
 def reset() -> None:
@@ -37,6 +39,56 @@ def reset() -> None:
     _DATA.clear()
     _NOT_PUBLISHED.clear()
     _CORPUS.clear()
+    _HUB.clear()
+
+
+def hub_commit(path: str | os.PathLike) -> str | None:
+    """The commit of a file in the Hugging Face cache, from its place there: .../snapshots/<commit>/<file>."""
+    parts = Path(path).parts
+    for i in range(len(parts) - 2, 0, -1):
+        if parts[i - 1] == "snapshots" and len(parts[i]) == 40:
+            return parts[i]
+    return None
+
+
+def record_hub(name: str, commit: str | None) -> None:
+    """A backbone ("models/ID") or data file ("datasets/REPO/FILE") read from the hub, at this commit."""
+    if commit:
+        _HUB[name] = commit
+
+
+def record_model_revision(model: str) -> str | None:
+    """The commit at which a hub id's files are in the local cache (what from_pretrained just read), recorded;
+    None for anything that is not a hub id in the cache (a folder, packaged:minilm, random)."""
+    if Path(model).expanduser().exists() or ":" in model or model == "random":
+        return None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(model, "config.json")
+    except Exception:  # not a valid repo id
+        return None
+    commit = hub_commit(found) if isinstance(found, str) else None
+    record_hub(f"models/{model}", commit)
+    return commit
+
+
+def write_source(path: str | os.PathLike, repo: str, filename: str, downloaded: str | os.PathLike) -> None:
+    """Note beside a file prepared from a hub dataset file which commit it came from; results made from the
+    prepared file record it (read_source)."""
+    from .io import dumps_json, write_text
+
+    write_text(path, dumps_json({"repo": repo, "file": filename, "revision": hub_commit(downloaded)}) + "\n")
+
+
+def read_source(path: str | os.PathLike) -> None:
+    """Record the hub commit noted by write_source, if there is a note."""
+    import json
+
+    p = Path(path)
+    if p.is_file():
+        note = json.loads(p.read_text(encoding="utf-8"))
+        record_hub(f"datasets/{note['repo']}/{note['file']}", note.get("revision"))
 
 
 def file_digest(path: str | os.PathLike) -> tuple[str, int]:
@@ -108,6 +160,7 @@ def record_corpus(path: str | os.PathLike) -> str:
     sha = file_sha256(path)
     _CORPUS.clear()
     _CORPUS.update(file=Path(path).name, sha256=sha)
+    read_source(f"{path}{SOURCE_FILE}")  # prepared from the hub: at which commit
     return sha
 
 
@@ -173,9 +226,15 @@ def collect(device=None, world_size: int = 1, precision: str | None = None, auto
     if _CORPUS:
         out["corpus"] = dict(_CORPUS)
     out["data"] = dict(sorted(_DATA.items()))
+    if _HUB:  # the hub commit of every backbone and data file read from the hub
+        out["hub"] = dict(sorted(_HUB.items()))
     out["data_check"] = "published" if data_check_on() else "off"
     if _NOT_PUBLISHED:
         out["data_not_published"] = sorted(_NOT_PUBLISHED)
+    from .rehearsal import active
+
+    if active() is not None:  # random-weight stand-ins of the paper backbones: not results (csebench.rehearsal)
+        out["rehearsal"] = active().describe()
     return out
 
 

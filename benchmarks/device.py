@@ -1,0 +1,448 @@
+"""The GPU check that works on its first call (issue 29 part 5): run by benchmarks/device.sh (docs/gpu.md).
+
+On a machine with its own python3 (torch, transformers, sentence-transformers preinstalled), no network and
+nothing installed: the checkout's src/ on PYTHONPATH, the git-ignored benchmarks/device-bundle/ beside it
+(tokenizers, a corpus sample, the STS files: benchmarks/device_bundle.py writes it). Models are the real
+classes (BertModel, RobertaModel) of the published shapes (csebench.architectures) with random weights.
+
+Sections, in priority order, within --budget seconds (a section that cannot start in time is skipped, a grid
+stops where the budget ends); gpu_results.json and gpu.md are rewritten in --out after EACH section, so a
+timeout keeps what was measured:
+  1 correctness: every objective term alone and all composed, bf16 / fp16 (GradScaler) / fp32, BERT-base and
+    RoBERTa-base: every loss finite; a run stopped after its checkpoint and resumed matches the uninterrupted
+    one within RESUME_LOSS_RTOL (bitwise on CPU)
+  2 BERT-base batch 64: training sentences/s, ours vs sentence-transformers' unsupervised SimCSE recipe
+    (MultipleNegativesRankingLoss, anchor = positive, AdamW, the same autocast) on the same weights and batches
+  3 RoBERTa-large batch 512, the real RobertaModel: sentences/s and MFU
+  4 evaluation: the 7 STS tasks, ours in bf16 and fp32 vs sentence-transformers' EmbeddingSimilarityEvaluator
+    (fp32); STS-B and SICK-R scores agree within 0.01
+  5 Group-P shuffling on the device vs the per-row loop
+  6 torch.compile: the BERT-base step compiled vs eager
+--tiny: the same sections on CPU at toy sizes (hidden 32, 2 layers), the rehearsal of this script here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import gpu  # noqa: E402  (peak FLOP/s, RESUME_LOSS_RTOL, the objective terms, the step loop)
+
+SECTIONS = ("correctness", "training", "large", "eval", "group_p", "compile")
+TINY_SHAPE = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
+MODELS = {"bert-base": "bert-base-uncased", "roberta-base": "roberta-base", "roberta-large": "roberta-large"}
+TEMPERATURE, LR, MAX_LEN = 0.05, 3e-5, 32
+
+
+class Run:
+    def __init__(self, a):
+        import torch
+
+        self.a, self.t0 = a, time.time()
+        self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.bundle = Path(a.bundle)
+        self.corpus = self.bundle / "corpus.txt"
+        self.senteval = self.bundle / "senteval" / "downstream"
+        self.tmp = Path(tempfile.mkdtemp(prefix="csebench-device-"))
+        self.out = Path(a.out)
+        self.res: dict = {"sections": {}, "budget_s": a.budget, "tiny": a.tiny}
+
+    def left(self) -> float:
+        return self.a.budget - (time.time() - self.t0)
+
+    def cfg(self, model: str, batch: int, steps: int, precision: str, objectives: dict | None = None,
+            checkpoint_steps: int = 10**6, compile_: bool = False, dropout: float | None = None):
+        """A RunConfig of the backbone ``model`` (a paper hub id, built by the rehearsal) without params.yaml."""
+        from csebench.config import BackboneConfig, DataConfig, RunConfig, SourceConfig, TrainingConfig
+        from csebench.objectives import validate_objectives
+
+        t = TrainingConfig(batch_size=batch, max_steps=steps, eval_steps=steps, log_steps=1, checkpoint_steps=checkpoint_steps,
+                           precision=precision, max_seq_length=MAX_LEN, learning_rate=LR, temperature=TEMPERATURE,
+                           dev_max_pairs=64, eval_batch_size=128, compile=compile_, dropout=dropout)
+        data = DataConfig(SourceConfig(path=str(self.corpus)), SourceConfig(path=str(self.senteval)))
+        return RunConfig(suite="device", name=model, seed=42, method="device", method_label="device", backbone_name=model,
+                         backbone=BackboneConfig(model=MODELS[model], pooler="cls"), data_name="device", data=data,
+                         training=t, objectives=validate_objectives(objectives or {}, "device check", t),
+                         paths={"data": str(self.tmp), "results": str(self.tmp)})
+
+    def trainer(self, cfg, out, teacher=None):
+        from csebench.trainer import Trainer
+
+        return Trainer(cfg, self.corpus, self.senteval, out, cache_dir=self.tmp / "cache", show_progress=False,
+                       teacher_cache=[teacher] if teacher and "distillation" in cfg.objectives else None)
+
+    def write(self) -> None:
+        self.res["seconds"] = round(time.time() - self.t0, 1)
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / "gpu_results.json").write_text(json.dumps(self.res, indent=2, default=str))
+        (self.out / "gpu.md").write_text(render(self.res))
+
+
+def versions() -> dict:
+    import torch
+    import transformers
+
+    try:
+        import sentence_transformers as st
+        st_version = st.__version__
+    except ImportError:
+        st_version = None
+    name = torch.cuda.get_device_name(0) if torch.cuda.is_available() else platform.processor() or "CPU"
+    return {"device": name, "python": platform.python_version(), "torch": torch.__version__,
+            "transformers": transformers.__version__, "sentence_transformers": st_version, "cuda": torch.version.cuda,
+            "peak_bf16_flops": gpu.peak_flops(name) if torch.cuda.is_available() else None}
+
+
+def teacher_cache(r: Run, model: str) -> str:
+    """A frozen teacher's corpus cache (DistillCSE), from the untrained backbone (csebench teacher-cache's code)."""
+    from csebench.config import BackboneConfig
+    from csebench.encoder import build_encoder
+    from csebench.teachers import embed_corpus, save_teacher_cache
+
+    out = r.tmp / f"teacher-{model}.npy"
+    if not out.is_file():
+        from csebench.data import tokenizer_fingerprint
+        from csebench.teachers import corpus_sha256
+
+        enc = build_encoder(BackboneConfig(model=MODELS[model], pooler="cls")).to(r.device)
+        emb = embed_corpus(enc, r.corpus, MAX_LEN, device=r.device)
+        save_teacher_cache(out, emb, {"format": 1, "model": model, "teacher_run": None, "pooler": "cls", "rows": emb.shape[0],
+                                      "dim": emb.shape[1], "dtype": "float32", "normalized": True, "max_seq_length": MAX_LEN,
+                                      "tokenizer": tokenizer_fingerprint(enc.tokenizer), "corpus": str(r.corpus),
+                                      "corpus_sha256": corpus_sha256(r.corpus)})
+        gpu.free(enc)
+    return str(out)
+
+
+# ----------------------------------------------------------------------------- 1 correctness
+
+
+def section_correctness(r: Run) -> dict:
+    from csebench.io import read_json
+    from csebench.rehearse import _stop_after_checkpoint
+
+    batch, steps = (8, 2) if r.a.tiny else (64, 4)
+    cuda = r.device == "cuda"
+    rows, complete = [], True
+    for model in ("bert-base", "roberta-base"):
+        teacher = teacher_cache(r, model)
+        terms = gpu.terms_for(batch, teacher=True)
+        for precision in ("bf16", "fp16", "fp32"):
+            for name, objectives in terms.items():
+                if r.a.tiny and name != "all" and precision != "fp32":  # --tiny: each term once, all of them in each precision
+                    continue
+                if r.left() < 10:
+                    complete = False
+                    break
+                out = r.tmp / f"c-{model}-{precision}-{name}"
+                row = {"model": model, "precision": precision, "terms": name}
+                try:
+                    cfg = r.cfg(model, batch, steps, precision, objectives, checkpoint_steps=1 if name == "all" else 10**6)
+                    tr = r.trainer(cfg, out / "whole", teacher)
+                    row["amp"] = str(tr.amp_dtype).replace("torch.", "") if tr.amp_dtype else "fp32"
+                    row["scaler"] = tr.scaler is not None
+                    losses = gpu.advance(tr, steps)
+                    gpu.free(tr)
+                    row["losses"] = [round(x, 6) for x in losses]
+                    row["finite"] = all(math.isfinite(x) for x in losses)
+                    if name == "all":  # checkpoint at step 1, a new Trainer resumes; per-step losses compared
+                        _stop_after_checkpoint(cfg, str(r.corpus), str(r.senteval), out / "resumed", r.tmp / "cache",
+                                               [teacher] if "distillation" in cfg.objectives else [])
+                        tr = r.trainer(cfg, out / "resumed", teacher)
+                        tr.run()
+                        gpu.free(tr)
+                        curve = (out / "resumed" / "train_curve.csv").read_text().splitlines()
+                        keys = curve[0].split(",")
+                        resumed = [float(line.split(",")[keys.index("loss")]) for line in curve[1:]]
+                        tol = gpu.RESUME_LOSS_RTOL[row["amp"] if row["amp"] in gpu.RESUME_LOSS_RTOL else "fp32"] if cuda else 0.0
+                        diff = gpu.rel_diff(resumed, [round(x, 6) for x in losses])
+                        row.update(resume_rel_diff=diff, resume_tol=tol,
+                                   resumed_from=read_json(out / "resumed" / "train_timing.json")["resumed_from_step"],
+                                   resume_ok=diff <= max(tol, 1e-6) and len(resumed) == steps)
+                    row["ok"] = row["finite"] and row.get("resume_ok", True)
+                except Exception as exc:  # noqa: BLE001
+                    row.update(ok=False, error=f"{exc.__class__.__name__}: {str(exc)[:300]}")
+                    traceback.print_exc()
+                rows.append(row)
+                print(f"  {model} {precision:<4} {name:<20} {'ok' if row['ok'] else 'FAILED'} "
+                      f"{row.get('error', '')}", flush=True)
+    return {"rows": rows, "complete": complete, "ok": all(x["ok"] for x in rows)}
+
+
+# ----------------------------------------------------------------------------- 2, 3 training throughput
+
+
+def padded_tokens(tr, batches) -> int:
+    lens = tr.tokens.lengths()
+    return sum(2 * len(b) * int(lens[b].max()) for b in batches)
+
+
+def time_ours(r: Run, model: str, batch: int, precision: str, steps: int, warmup: int, compile_: bool = False) -> dict:
+    from csebench.trainer import data_order
+
+    tr = r.trainer(r.cfg(model, batch, warmup + steps + 1, precision, compile_=compile_), r.tmp / f"t-{model}-{batch}")
+    nonemb = sum(p.numel() for n, p in tr.encoder.backbone.named_parameters() if "embeddings" not in n)
+    t0 = time.perf_counter()
+    gpu.advance(tr, warmup)
+    gpu.sync(tr.device)
+    warm_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    gpu.advance(tr, steps, like_run=True)
+    gpu.sync(tr.device)
+    total = time.perf_counter() - t0
+    toks = padded_tokens(tr, data_order(len(tr.tokens), batch, 42, 0)[warmup: warmup + steps])
+    model_dir = r.tmp / f"weights-{model}"
+    if not model_dir.is_dir():  # the same random weights for the reference
+        tr.encoder.backbone.save_pretrained(model_dir)
+        tr.encoder.tokenizer.save_pretrained(model_dir)
+    amp = str(tr.amp_dtype).replace("torch.", "") if tr.amp_dtype else "fp32"
+    gpu.free(tr)
+    return {"sps": batch * steps / total, "step_s": total / steps, "tokens_per_s": toks / total, "nonemb_params": nonemb,
+            "amp": amp, "warmup_s": warm_s, "model_dir": str(model_dir)}
+
+
+def time_st(r: Run, model_dir: str, batch: int, amp: str, steps: int, warmup: int) -> dict:
+    """sentence-transformers' unsupervised SimCSE recipe: its model (Transformer + CLS pooling), its
+    MultipleNegativesRankingLoss with anchor = positive (scale 1/tau), AdamW, the same autocast and batches."""
+    import torch
+    from sentence_transformers import SentenceTransformer, losses, models
+
+    from csebench.data import read_corpus
+    from csebench.trainer import data_order
+
+    sentences = read_corpus(r.corpus)
+    word = models.Transformer(model_dir, max_seq_length=MAX_LEN)
+    st = SentenceTransformer(modules=[word, models.Pooling(word.get_embedding_dimension(), pooling_mode="cls")],
+                             device=r.device)
+    loss = losses.MultipleNegativesRankingLoss(st, scale=1.0 / TEMPERATURE)
+    opt = torch.optim.AdamW(st.parameters(), lr=LR, fused=r.device == "cuda")
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(amp)
+    scaler = torch.amp.GradScaler("cuda") if dtype == torch.float16 else None
+    st.train()
+
+    def step(b):
+        batch_s = [sentences[i] for i in b]
+        prep = getattr(st, "preprocess", None) or st.tokenize  # sentence-transformers 6: preprocess
+        feats = [{k: v.to(r.device) for k, v in prep(batch_s).items() if hasattr(v, "to")} for _ in range(2)]
+        with torch.autocast(r.device, dtype=dtype, enabled=dtype is not None):
+            value = loss(feats, None)
+        opt.zero_grad(set_to_none=True)
+        (scaler.scale(value) if scaler else value).backward()
+        if scaler:
+            scaler.step(opt)
+            scaler.update()
+        else:
+            opt.step()
+
+    order = data_order(len(sentences), batch, 42, 0)
+    for b in order[:warmup]:
+        step(b)
+    gpu.sync(r.device)
+    t0 = time.perf_counter()
+    for b in order[warmup: warmup + steps]:
+        step(b)
+    gpu.sync(r.device)
+    total = time.perf_counter() - t0
+    gpu.free(st, opt)
+    return {"sps": batch * steps / total, "step_s": total / steps}
+
+
+def section_training(r: Run) -> dict:
+    batch, steps, warmup = (8, 3, 1) if r.a.tiny else (64, 30, 5)
+    amp = "bf16" if r.device == "cuda" else "fp32"
+    ours = time_ours(r, "bert-base", batch, amp, steps, warmup)
+    try:
+        st = time_st(r, ours["model_dir"], batch, ours["amp"], steps, warmup)
+    except Exception as exc:  # noqa: BLE001
+        st = {"error": f"{exc.__class__.__name__}: {str(exc)[:300]}"}
+        traceback.print_exc()
+    ratio = ours["sps"] / st["sps"] if "sps" in st else None
+    print(f"  BERT-base batch {batch}: ours {ours['sps']:.1f} sent/s, sentence-transformers {st.get('sps')}, ratio {ratio}")
+    return {"batch": batch, "ours": ours, "st": st, "ratio": ratio}
+
+
+def section_large(r: Run) -> dict:
+    batch, steps, warmup = (16, 2, 1) if r.a.tiny else (512, 8, 2)
+    ours = time_ours(r, "roberta-large", batch, "bf16" if r.device == "cuda" else "fp32", steps, warmup)
+    peak = versions()["peak_bf16_flops"]
+    mfu = 6 * ours["nonemb_params"] * ours["tokens_per_s"] / peak if peak else None
+    print(f"  RoBERTa-large batch {batch}: {ours['sps']:.1f} sent/s, MFU {mfu}")
+    return {"batch": batch, "ours": ours, "mfu": mfu, "peak": peak}
+
+
+# ----------------------------------------------------------------------------- 4 evaluation
+
+
+def section_eval(r: Run) -> dict:
+    import torch
+    from sentence_transformers import SentenceTransformer, models
+    from sentence_transformers.evaluation import EmbeddingSimilarityEvaluator
+
+    from csebench.encoder import load_encoder
+    from csebench.evaluation.sts import evaluate_sts, load_task
+
+    model_dir = r.tmp / "weights-bert-base"
+    if not model_dir.is_dir():
+        time_ours(r, "bert-base", 8, "fp32", 1, 0)
+    max_pairs = 40 if r.a.tiny else None
+    enc = load_encoder(model_dir, pooler="avg").to(r.device)
+    out = {"ours": {}}
+    for precision in ("bf16", "fp32"):
+        gpu.sync(r.device)
+        t0 = time.perf_counter()
+        res = evaluate_sts(lambda s, p=precision: enc.encode(s, precision=p), r.senteval, max_pairs=max_pairs)
+        gpu.sync(r.device)
+        out["ours"][precision] = {"seconds": time.perf_counter() - t0, "tasks": res["tasks"], "avg": res.get("avg")}
+    gpu.free(enc)
+    word = models.Transformer(str(model_dir), max_seq_length=512)
+    st = SentenceTransformer(modules=[word, models.Pooling(word.get_embedding_dimension(), pooling_mode="mean")],
+                             device=r.device)
+    out["st"], agree = {}, {}
+    from csebench.evaluation.sts import cap_pairs
+
+    t_all = 0.0
+    for task in ("STSBenchmark", "SICKRelatedness"):
+        ps = cap_pairs(load_task(r.senteval, task), max_pairs, 1111)
+        ev = EmbeddingSimilarityEvaluator(list(ps.sent1), list(ps.sent2), [float(x) for x in ps.scores], batch_size=128,
+                                          show_progress_bar=False)
+        gpu.sync(r.device)
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            scores = ev(st)
+        gpu.sync(r.device)
+        t_all += time.perf_counter() - t0
+        theirs = 100 * next(v for k, v in scores.items() if k.endswith("spearman_cosine"))
+        ours = out["ours"]["fp32"]["tasks"][task]
+        out["st"][task] = theirs
+        agree[task] = abs(ours - theirs)
+    out["st_seconds_2_tasks"] = t_all
+    out["agree_within_0.01"] = all(d <= 0.01 for d in agree.values())
+    out["abs_diff"] = agree
+    gpu.free(st)
+    print(f"  STS: ours bf16 {out['ours']['bf16']['seconds']:.1f} s, fp32 {out['ours']['fp32']['seconds']:.1f} s (7 tasks); "
+          f"STS-B/SICK-R vs sentence-transformers |diff| {agree}")
+    return out
+
+
+# ----------------------------------------------------------------------------- 5 Group-P, 6 compile
+
+
+def section_group_p(r: Run) -> dict:
+    import run as bench
+
+    from csebench.objectives.distillation import group_p_shuffle
+
+    sizes = (16, 64) if r.a.tiny else (64, 512)
+    rows = bench.time_group_p(group_p_shuffle, sizes, 1 if r.a.tiny else 3, r.device)
+    print("  Group-P: " + ", ".join(f"batch {x['batch']}: {x['ratio']:.0f}x" for x in rows))
+    return {"rows": rows}
+
+
+def section_compile(r: Run) -> dict:
+    batch, steps = (8, 2) if r.a.tiny else (64, 20)
+    amp = "bf16" if r.device == "cuda" else "fp32"
+    eager = time_ours(r, "bert-base", batch, amp, steps, 1)
+    gpu.fresh_compile_state()
+    compiled = time_ours(r, "bert-base", batch, amp, steps, 2, compile_=True)
+    graphs = gpu.graphs_compiled()
+    print(f"  torch.compile: {compiled['sps']:.1f} vs eager {eager['sps']:.1f} sent/s ({graphs} graphs, "
+          f"first steps {compiled['warmup_s']:.1f} s)")
+    return {"eager": eager, "compiled": compiled, "graphs": graphs, "speedup": compiled["sps"] / eager["sps"]}
+
+
+FUNCS = {"correctness": section_correctness, "training": section_training, "large": section_large,
+         "eval": section_eval, "group_p": section_group_p, "compile": section_compile}
+MIN_SECONDS = {"correctness": 30, "training": 30, "large": 40, "eval": 20, "group_p": 10, "compile": 60}
+
+
+def render(res: dict) -> str:
+    v = res.get("versions", {})
+    s = res["sections"]
+    lines = [f"## GPU check (benchmarks/device.sh{' --tiny' if res.get('tiny') else ''})", "",
+             f"{v.get('device')} · torch {v.get('torch')} · transformers {v.get('transformers')} · "
+             f"sentence-transformers {v.get('sentence_transformers')} · CUDA {v.get('cuda')} · "
+             f"{res.get('seconds')} s of a {res.get('budget_s')} s budget", ""]
+    for name in SECTIONS:
+        sec = s.get(name)
+        if sec is None:
+            lines.append(f"- {name}: not run")
+        elif "skipped" in sec or "error" in sec:
+            lines.append(f"- {name}: {sec.get('skipped') or sec.get('error')}")
+        elif name == "correctness":
+            bad = [f"{x['model']} {x['precision']} {x['terms']}" for x in sec["rows"] if not x["ok"]]
+            lines.append(f"- correctness: {len(sec['rows'])} rows, {'all finite and resumed within tolerance' if not bad else 'FAILED: ' + '; '.join(bad)}"
+                         + ("" if sec["complete"] else " (stopped by the budget)"))
+        elif name == "training":
+            lines.append(f"- BERT-base batch {sec['batch']}: ours {sec['ours']['sps']:.1f} sentences/s, sentence-transformers "
+                         f"{sec['st'].get('sps', sec['st'].get('error'))}, ratio {sec['ratio']}")
+        elif name == "large":
+            lines.append(f"- RoBERTa-large (RobertaModel) batch {sec['batch']}: {sec['ours']['sps']:.1f} sentences/s, MFU {sec['mfu']}")
+        elif name == "eval":
+            lines.append(f"- 7 STS tasks: ours bf16 {sec['ours']['bf16']['seconds']:.1f} s, fp32 {sec['ours']['fp32']['seconds']:.1f} s; "
+                         f"vs sentence-transformers' evaluator |diff| {sec['abs_diff']} (within 0.01: {sec['agree_within_0.01']})")
+        elif name == "group_p":
+            lines.append("- Group-P on the device vs the per-row loop: " + ", ".join(f"batch {x['batch']} {x['ratio']:.0f}x" for x in sec["rows"]))
+        elif name == "compile":
+            lines.append(f"- torch.compile: {sec['speedup']:.2f}x eager ({sec['graphs']} graphs)")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True, help="folder for gpu_results.json and gpu.md (rewritten after each section)")
+    ap.add_argument("--budget", type=float, default=420.0, help="seconds for all sections (default 420)")
+    ap.add_argument("--tiny", action="store_true", help="CPU rehearsal: toy sizes (hidden 32, 2 layers)")
+    ap.add_argument("--sections", default=",".join(SECTIONS), help=f"subset of {','.join(SECTIONS)}, in this order")
+    ap.add_argument("--bundle", default=str(HERE / "device-bundle"), help="benchmarks/device_bundle.py's folder")
+    a = ap.parse_args(argv)
+    unknown = [s for s in a.sections.split(",") if s not in SECTIONS]
+    if unknown:
+        ap.error(f"unknown sections {unknown} (valid: {','.join(SECTIONS)})")
+    if not (Path(a.bundle) / "corpus.txt").is_file():
+        ap.error(f"{a.bundle} is missing: run `python benchmarks/device_bundle.py` where ../shared is, and carry it (docs/gpu.md)")
+    import torch
+
+    from csebench.rehearsal import activate
+
+    if not torch.cuda.is_available() and not a.tiny:
+        ap.error("no CUDA device: use --tiny for the CPU rehearsal")
+    if a.tiny:
+        torch.set_num_threads(min(2, torch.get_num_threads()))
+    r = Run(a)
+    r.res["versions"] = versions()
+    print("device: " + ", ".join(f"{k} {v}" for k, v in r.res["versions"].items()), flush=True)
+    with activate(r.bundle, r.corpus, shape=TINY_SHAPE if a.tiny else None):
+        for i, name in enumerate(a.sections.split(","), 1):
+            if r.left() < MIN_SECONDS[name] * (0.2 if a.tiny else 1):
+                r.res["sections"][name] = {"skipped": f"budget: {r.left():.0f} s left"}
+                print(f"[{i}] {name}: skipped ({r.left():.0f} s of the budget left)", flush=True)
+            else:
+                print(f"[{i}] {name} ({r.left():.0f} s left)", flush=True)
+                t0 = time.time()
+                try:
+                    r.res["sections"][name] = FUNCS[name](r)
+                except Exception as exc:  # noqa: BLE001  the next sections still run
+                    traceback.print_exc()
+                    r.res["sections"][name] = {"error": f"{exc.__class__.__name__}: {str(exc)[:500]}"}
+                r.res["sections"][name]["seconds"] = round(time.time() - t0, 1)
+            r.write()
+    import shutil
+
+    shutil.rmtree(r.tmp, ignore_errors=True)
+    print(f"wrote {r.out / 'gpu_results.json'} and {r.out / 'gpu.md'} ({time.time() - r.t0:.0f} s)")
+    return r.res
+
+
+if __name__ == "__main__":
+    res = main()
+    failed = [n for n, s in res["sections"].items() if "error" in s or s.get("ok") is False]
+    sys.exit(1 if failed else 0)

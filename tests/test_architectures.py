@@ -1,0 +1,245 @@
+"""The paper backbones' architecture facts, the rehearsal's offline tokenizers and models (csebench.rehearsal),
+every run of the default target resolved and built, and one run of each architecture class (BERT-base,
+BERT-large, RoBERTa-base, RoBERTa-large) at its real shape through the real Trainer (issue 29)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from csebench.architectures import ARCHITECTURES, architecture
+from csebench.rehearsal import activate, build_model, depth_for, train_tokenizer
+
+ROOT = Path(__file__).resolve().parents[1]
+SENTENCE = "A man is playing a guitar on the stage."
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory, shared_dir):
+    """The first 4000 demo sentences: enough for both offline tokenizers, trained in about a second."""
+    lines = (shared_dir / "corpus" / "demo-sentences.txt").read_text(encoding="utf-8").splitlines()[:4000]
+    path = tmp_path_factory.mktemp("corpus") / "corpus.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def rehearsing(tmp_path_factory, corpus):
+    with activate(tmp_path_factory.mktemp("tokenizers"), corpus) as r:
+        yield r
+
+
+def test_facts_are_the_published_configs_and_plan_counts():
+    """The facts as the hub's config.json files state them, the parameter counts csebench.plan costs with,
+    and the models built from them (on the meta device: no memory, no time)."""
+    from csebench.plan import BACKBONE_PARAMS
+
+    published = {"bert-base-uncased": (12, 768, 12, 3072, 30522, 512, 2, 1e-12, 109_482_240),
+                 "bert-large-uncased": (24, 1024, 16, 4096, 30522, 512, 2, 1e-12, 335_141_888),
+                 "roberta-base": (12, 768, 12, 3072, 50265, 514, 1, 1e-5, 124_645_632),
+                 "roberta-large": (24, 1024, 16, 4096, 50265, 514, 1, 1e-5, 355_359_744)}
+    for model, (layers, hidden, heads, ffn, vocab, positions, types, eps, total) in published.items():
+        a = ARCHITECTURES[model]
+        assert (a.layers, a.hidden, a.heads, a.ffn, a.vocab, a.max_positions, a.type_vocab, a.layer_norm_eps) == \
+            (layers, hidden, heads, ffn, vocab, positions, types, eps), model
+        assert a.parameters()[0] == total, model
+        assert BACKBONE_PARAMS[model] == tuple(float(n) for n in a.parameters())
+        with torch.device("meta"):
+            built = build_model(a)
+        assert built.__class__.__name__ == a.model_class
+        assert sum(p.numel() for p in built.parameters()) == total, model
+        assert len(built.encoder.layer) == layers and built.config.num_attention_heads == heads
+        assert built.embeddings.word_embeddings.padding_idx == a.pad_id
+    assert ARCHITECTURES["roberta-base"].special_tokens == {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "<mask>": 50264}
+    assert ARCHITECTURES["bert-base-uncased"].pad_id == 0 and ARCHITECTURES["roberta-large"].pad_id == 1
+    assert architecture("FacebookAI/roberta-large") is ARCHITECTURES["roberta-large"]
+    assert architecture("packaged:minilm") is None and architecture("random") is None
+
+
+def test_offline_tokenizers_are_of_the_right_kind(corpus, tmp_path):
+    from transformers import AutoTokenizer
+
+    sentences = corpus.read_text(encoding="utf-8").splitlines()
+    bert, roberta = train_tokenizer("bert", sentences), train_tokenizer("roberta", sentences)
+    facts = ARCHITECTURES["bert-base-uncased"].special_tokens
+    assert {t: bert.convert_tokens_to_ids(t) for t in facts} == facts  # bert-base-uncased's own ids
+    ids = bert(SENTENCE)["input_ids"]
+    assert ids[0] == 101 and ids[-1] == 102 and len(ids) > 4
+    assert bert.tokenize("Guitar") == bert.tokenize("guitar")  # uncased
+    facts = ARCHITECTURES["roberta-base"].special_tokens
+    assert [roberta.bos_token_id, roberta.pad_token_id, roberta.eos_token_id, roberta.unk_token_id] == [0, 1, 2, 3]
+    assert roberta.mask_token_id == len(roberta) - 1 < ARCHITECTURES["roberta-base"].vocab
+    enc = roberta(SENTENCE)
+    # transformers 5's trap: vocab_file=/merges_file= are ignored and every sentence becomes <s></s>
+    assert len(enc["input_ids"]) > 4 and enc["input_ids"][0] == facts["<s>"] and enc["input_ids"][-1] == facts["</s>"]
+    assert "token_type_ids" not in enc
+    assert roberta.decode(enc["input_ids"], skip_special_tokens=True) == SENTENCE  # byte-level: lossless
+    for tok, kind in ((bert, "BertTokenizer"), (roberta, "RobertaTokenizer")):
+        tok.save_pretrained(tmp_path / kind)
+        again = AutoTokenizer.from_pretrained(str(tmp_path / kind))
+        assert again.__class__.__name__ == kind and again(SENTENCE)["input_ids"] == tok(SENTENCE)["input_ids"]
+
+
+def test_rehearsal_backbones_and_depth(rehearsing):
+    from csebench.config import BackboneConfig
+    from csebench.encoder import build_encoder, load_tokenizer
+
+    tok = load_tokenizer(BackboneConfig(model="roberta-base"))
+    assert tok.__class__.__name__ == "RobertaTokenizer" and tok.pad_token_id == 1
+    assert load_tokenizer(BackboneConfig(model="bert-large-uncased")).__class__.__name__ == "BertTokenizer"
+    rehearsing.depth = 2
+    try:
+        enc = build_encoder(BackboneConfig(model="roberta-large", pooler="cls"), dropout=0.2)
+        again = build_encoder(BackboneConfig(model="roberta-large", pooler="cls"), seed=7)
+    finally:
+        rehearsing.depth = None
+    assert enc.backbone.__class__.__name__ == "RobertaModel" and enc.num_layers == 2 and enc.hidden_size == 1024
+    assert enc.backbone.config.hidden_dropout_prob == 0.2 and enc.backbone.pooler is None and enc.backbone.pooler_weights
+    # the same "pretrained" weights whatever the run's seed, as a hub checkpoint's
+    assert torch.equal(enc.backbone.embeddings.word_embeddings.weight, again.backbone.embeddings.word_embeddings.weight)
+    # a model that is not one of the four is left alone
+    assert load_tokenizer(BackboneConfig(model="random")).__class__.__name__ != "RobertaTokenizer"
+
+
+def _cfg(**training):
+    from types import SimpleNamespace
+
+    from csebench.config import BackboneConfig, TrainingConfig
+
+    return SimpleNamespace(backbone=BackboneConfig(model="bert-base-uncased"), training=TrainingConfig(**training),
+                           objectives={})
+
+
+def test_depth_for_keeps_the_layers_a_run_uses():
+    assert depth_for(_cfg(), 2) == 2 and depth_for(_cfg(), None) is None
+    assert depth_for(_cfg(num_layers=10), 2) == 10
+    c = _cfg()
+    c.objectives = {"layer_negatives": {"layer": 9, "stacked": 1}}
+    assert depth_for(c, 2) == 10
+    c.objectives = {"layer_negatives": {"layer": None, "stacked": 3}}
+    assert depth_for(c, 2) == 4
+    c.objectives = {"layer_negatives": {"layer": 12, "stacked": 1}}  # past the 12 layers: built whole, so it fails as it would
+    assert depth_for(c, 2) is None
+
+
+def test_every_run_of_the_default_target_resolves_and_builds(rehearsing):
+    """Every run of the default target resolves, and its model and objective terms build: the real class at the
+    published width, at the depth its settings need (csebench.rehearsal.depth_for); models alike in every
+    setting that shapes them are built once."""
+    from csebench import suites as wf
+    from csebench.config import load_params, resolve_run
+    from csebench.encoder import build_encoder
+    from csebench.objectives import Objective
+    from csebench.rehearse import distinct_runs
+    from csebench.results.registry import default_suites
+
+    params = load_params(ROOT / "params.yaml")
+    suites = default_suites(params)
+    groups = distinct_runs(params, suites)  # resolves every run of every suite (all seeds)
+    keys = {wf.runs_of(params).key(s, r) for s in suites for r, _ in wf.all_runs_with_teachers(params, s)}
+    assert len(groups) == len(keys) > 100  # no two runs of the target differ only in their learning rate today
+    built: dict[tuple, tuple[int, int, str]] = {}
+    for g in groups:
+        cfg = resolve_run(params, *g.first)
+        arch = architecture(cfg.backbone.model)
+        assert arch is not None, f"{g.first}: {cfg.backbone.model} is not a paper backbone"
+        t = cfg.training
+        depth = depth_for(cfg, 1)
+        shape = (cfg.backbone.model, cfg.backbone.pooler, t.dropout, t.projection_dim, t.projection_head, t.num_layers, depth)
+        if shape not in built:
+            rehearsing.depth = depth
+            try:
+                enc = build_encoder(cfg.backbone, seed=cfg.seed, dropout=t.dropout, projection_dim=t.projection_dim,
+                                    num_layers=t.num_layers, projection_head=t.projection_head)
+            finally:
+                rehearsing.depth = None
+            assert enc.hidden_size == arch.hidden and enc.backbone.config.num_attention_heads == arch.heads
+            built[shape] = (enc.out_dim, enc.num_layers, enc.backbone.__class__.__name__)
+            del enc
+        out_dim, layers, cls = built[shape]
+        assert cls == arch.model_class
+        terms = {k: v for k, v in cfg.objectives.items() if k != "distillation"}  # its teacher caches: the rehearsal
+        Objective(terms, out_dim, layers, run_config=cfg, corpus_size=1000)
+    assert {c for _, _, c in built.values()} == {"BertModel", "RobertaModel"}
+
+
+# ----------------------------------------------------------------------------- one run per class, real shapes
+
+CLASS_RUNS = {"bert-base": "bert-base-uncased", "bert-large": "bert-large-uncased",
+              "roberta-base": "roberta-base", "roberta-large": "roberta-large"}
+
+
+@pytest.fixture(scope="module")
+def small_senteval(tmp_path_factory, shared_dir):
+    from csebench.rehearse import write_senteval
+
+    return write_senteval(shared_dir / "senteval", tmp_path_factory.mktemp("senteval"), lines=12) / "downstream"
+
+
+@pytest.mark.parametrize("backbone", list(CLASS_RUNS))
+def test_one_run_of_each_class_at_its_real_shape(backbone, rehearsing, small_senteval, tmp_path, monkeypatch, corpus):
+    """The published shape (12/24 layers, 768/1024 wide, 12/16 heads) through the real Trainer with three
+    objective terms (GS-InfoNCE + IS-CSE + SSCL): 2 steps of batch 2 (the base models: the first attempt
+    stopped after its checkpoint and resumed; a large model's checkpoint is 4 GB, written in `make rehearse`
+    at 2 layers); then the saved folder reloads, pads and positions as its class does."""
+    import gc
+
+    from csebench.config import load_params, resolve_run
+    from csebench.encoder import load_encoder
+    from csebench.io import read_json
+    from csebench.rehearse import _stop_after_checkpoint
+    from csebench.trainer import Trainer
+
+    monkeypatch.setenv("CSEBENCH_DATA_CHECK", "0")
+    over = tmp_path / "over.yaml"
+    resume = "large" not in backbone
+    training = {"max_steps": 2, "eval_steps": 2, "checkpoint_steps": 1 if resume else 100, "log_steps": 1, "batch_size": 2,
+                "max_seq_length": 8, "dev_max_pairs": 4, "eval_batch_size": 8, "learning_rate": 1.0e-5}
+    over.write_text(json.dumps({"suites": {"one": {"data": "ci", "seeds": [1], "training": training, "runs": {
+        "run": {"backbone": backbone, "method": "three", "objectives": {"instance_smoothing": {"buffer_size": 8, "neighbors": 2}}}}}},
+        "methods": {"three": {"compose": ["gs_infonce", "iscse", "sscl"], "training": {"batch_size": 2, "max_seq_length": 8}}}}))
+    cfg = resolve_run(load_params(ROOT / "params.yaml", [over]), "one", "run", 1)
+    assert set(cfg.objectives) == {"gaussian_negatives", "instance_smoothing", "layer_negatives"}
+    small = tmp_path / "corpus.txt"
+    small.write_text("\n".join(corpus.read_text(encoding="utf-8").splitlines()[:8]) + "\n", encoding="utf-8")
+    out = tmp_path / "run"
+    if resume:
+        assert _stop_after_checkpoint(cfg, small, small_senteval, out, None, []) == 1
+    trainer = Trainer(cfg, small, small_senteval, out, show_progress=False)
+    arch = architecture(CLASS_RUNS[backbone])
+    bb = trainer.encoder.backbone
+    assert (bb.__class__.__name__, trainer.encoder.num_layers, trainer.encoder.hidden_size,
+            bb.config.num_attention_heads, bb.config.intermediate_size, bb.config.vocab_size) == \
+        (arch.model_class, arch.layers, arch.hidden, arch.heads, arch.ffn, arch.vocab)
+    summary = trainer.run()
+    del trainer, bb
+    gc.collect()  # one large model at a time
+    timing = read_json(out / "train_timing.json")
+    assert timing["resumed_from_step"] == (1 if resume else None) and timing["steps_this_attempt"] == (1 if resume else 2)
+    assert summary["steps"] == 2 and math.isfinite(summary["stsb_dev_best"])
+    rows = (out / "train_curve.csv").read_text().splitlines()
+    assert len(rows) == 3 and all(math.isfinite(float(x)) for row in rows[1:] for x in row.split(",")[1:] if x)
+    assert read_json(out / "train.json")["provenance"]["rehearsal"]["depth"] == "published"
+
+    enc = load_encoder(out / "model")  # as evaluation loads it
+    assert enc.backbone.__class__.__name__ == arch.model_class and enc.num_layers == arch.layers
+    tok = enc.tokenizer
+    batch = tok(["a short one", SENTENCE], padding=True, return_tensors="pt")
+    assert tok.pad_token_id == arch.pad_id and batch["input_ids"][0, -1] == arch.pad_id
+    assert batch["input_ids"][0, 0] == (arch.special_tokens["<s>"] if arch.family == "roberta" else 101)
+    assert ("token_type_ids" in batch) == (arch.family == "bert")
+    if arch.family == "roberta":  # positions start after the padding index; padding keeps it
+        from transformers.models.roberta.modeling_roberta import RobertaEmbeddings
+
+        pos = RobertaEmbeddings.create_position_ids_from_input_ids(batch["input_ids"], arch.pad_id)
+        assert pos[1, 0] == arch.pad_id + 1 and pos[0, -1] == arch.pad_id
+    emb = enc.encode(["a short one", SENTENCE], batch_size=2)
+    assert emb.shape == (2, arch.hidden) and torch.isfinite(emb).all()
+    enc.eval()
+    with torch.no_grad():  # the cls pooler is the <s> / [CLS] row of the last layer
+        hidden = enc.backbone(**{k: v for k, v in batch.items() if k != "token_type_ids"}).last_hidden_state
+    assert torch.allclose(emb[1], hidden[1, 0], atol=1e-4)

@@ -1,0 +1,81 @@
+"""benchmarks/device.sh rehearsed here (issue 29 part 5): in a fresh venv holding only torch, transformers and
+sentence-transformers, with PIP_NO_INDEX=1 and no csebench installed, its --tiny run on CPU passes every
+section but torch.compile (CPU inductor compiles for minutes; it is the last section on the device), and a
+budget too short for any section still writes gpu_results.json and gpu.md. Building the venv takes about
+3 minutes (torch), the runs about 3: marked slow."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TORCH = "torch==2.13.0"  # the CPU wheel on local disk (Makefile); an unpinned torch downloads GBs
+
+
+@pytest.fixture(scope="module")
+def bare_python(tmp_path_factory):
+    """A plain venv with torch, transformers and sentence-transformers at this environment's versions."""
+    import sentence_transformers
+    import transformers
+
+    venv = tmp_path_factory.mktemp("venv") / "v"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    proc = subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", TORCH, f"transformers=={transformers.__version__}",
+                           f"sentence-transformers=={sentence_transformers.__version__}"], capture_output=True, text=True,
+                          timeout=1200)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot build the bare venv here: {proc.stderr.strip().splitlines()[-1:]}")
+    return venv / "bin"
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory, shared_dir):
+    out = tmp_path_factory.mktemp("bundle") / "device-bundle"
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "device_bundle.py"), str(out)], check=True, timeout=300,
+                   env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    return out
+
+
+def _device_sh(bin_dir: Path, out: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env.update(PATH=f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin", PIP_NO_INDEX="1")  # the machine's python3 only
+    return subprocess.run([str(ROOT / "benchmarks" / "device.sh"), str(out), *args], env=env, capture_output=True,
+                          text=True, timeout=900)
+
+
+@pytest.mark.slow
+def test_device_script_tiny_in_a_bare_venv(bare_python, bundle, tmp_path):
+    bare = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    check = subprocess.run([str(bare_python / "python3"), "-c", "import csebench"], capture_output=True, text=True, env=bare)
+    assert check.returncode != 0, "csebench must come from the checkout's src/, not be installed"
+    out = tmp_path / "out"
+    proc = _device_sh(bare_python, out, "--tiny", "--bundle", str(bundle), "--sections",
+                      "correctness,training,large,eval,group_p")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.stdout.startswith("device: ") and "torch 2.13.0" in proc.stdout.splitlines()[0]
+    res = json.loads((out / "gpu_results.json").read_text())
+    secs = res["sections"]
+    assert list(secs) == ["correctness", "training", "large", "eval", "group_p"]
+    assert not [n for n, s in secs.items() if "error" in s or "skipped" in s], secs
+    rows = secs["correctness"]["rows"]
+    assert secs["correctness"]["ok"] and {r["terms"] for r in rows} >= {"simcse", "gaussian_negatives", "instance_smoothing",
+                                                                         "layer_negatives", "distillation", "all"}
+    assert {r["model"] for r in rows} == {"bert-base", "roberta-base"}
+    assert all(r["resumed_from"] == 1 and r["resume_rel_diff"] == 0.0 for r in rows if r["terms"] == "all")  # CPU: bitwise
+    assert secs["training"]["ratio"] > 0 and secs["eval"]["agree_within_0.01"]
+    assert "## GPU check" in (out / "gpu.md").read_text()
+
+
+@pytest.mark.slow
+def test_a_budget_too_short_still_writes_the_results(bare_python, bundle, tmp_path):
+    proc = _device_sh(bare_python, tmp_path / "out", "--tiny", "--bundle", str(bundle), "--budget", "1")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    secs = json.loads((tmp_path / "out" / "gpu_results.json").read_text())["sections"]
+    assert list(secs) == ["correctness", "training", "large", "eval", "group_p", "compile"]
+    assert all("skipped" in s for s in secs.values())

@@ -1,0 +1,167 @@
+"""The hub path, offline (issue 29 part 2): a Hugging Face cache filled here in the hub's own layout (blobs,
+snapshots/<commit>/ links, refs/main) with tiny files, then, with HF_HUB_OFFLINE=1, the commands a cluster
+node with a warmed cache runs: the wiki1m corpus, senteval.tar and its extraction, the probing data, and
+training and evaluation of backbones loaded by hub id (a legacy id and an ORG/NAME one). Every result
+records the hub commit of each backbone and data file it was made from."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA_REPO = "princeton-nlp/datasets-for-simcse"
+PROBING_URL = "https://raw.githubusercontent.com/facebookresearch/SentEval/main/data/probing"
+
+
+def commit_of(name: str) -> str:
+    return hashlib.sha1(name.encode()).hexdigest()  # 40 hex digits, as the hub's commits
+
+
+def put_repo(hub: Path, kind: str, repo: str, files: dict[str, bytes]) -> str:
+    """A repository in the hub cache's own layout: blobs/<sha256>, snapshots/<commit>/<file> -> ../../blobs/<sha256>,
+    refs/main holding the commit. Returns the commit."""
+    folder = hub / f"{kind}--{repo.replace('/', '--')}"
+    commit = commit_of(repo)
+    for name, data in files.items():
+        blob = folder / "blobs" / hashlib.sha256(data).hexdigest()
+        blob.parent.mkdir(parents=True, exist_ok=True)
+        blob.write_bytes(data)
+        link = folder / "snapshots" / commit / name
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(os.path.relpath(blob, link.parent))
+    (folder / "refs").mkdir(parents=True, exist_ok=True)
+    (folder / "refs" / "main").write_text(commit)
+    return commit
+
+
+def model_files(family: str, sentences: list[str], tmp: Path) -> dict[str, bytes]:
+    """A tiny model of the family's class (2 layers, hidden 32) and its offline tokenizer, as a hub repo holds them."""
+    from csebench.architectures import ARCHITECTURES
+    from csebench.rehearsal import model_config, train_tokenizer
+    from transformers import BertModel, RobertaModel
+
+    arch = ARCHITECTURES["bert-base-uncased" if family == "bert" else "roberta-base"]
+    cfg = model_config(arch)
+    cfg.update(dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64))
+    model = (BertModel if family == "bert" else RobertaModel)(cfg)
+    out = tmp / family
+    model.save_pretrained(out)
+    train_tokenizer(family, sentences, vocab_size=1000).save_pretrained(out)
+    return {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+
+
+def senteval_tar(shared: Path, tmp: Path) -> bytes:
+    """senteval.tar as SimCSE publishes it (SentEval/data/downstream/...), its STS and SICK files cut short."""
+    from csebench.rehearse import write_senteval
+
+    src = write_senteval(shared / "senteval", tmp / "cut", lines=10) / "downstream"
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for task in ("STS", "SICK"):
+            tar.add(src / task, arcname=f"SentEval/data/downstream/{task}")
+    return buf.getvalue()
+
+
+@pytest.fixture(scope="module")
+def warm_cache(tmp_path_factory, shared_dir):
+    tmp = tmp_path_factory.mktemp("hub")
+    hub = tmp / "hf" / "hub"
+    sentences = (shared_dir / "corpus" / "demo-sentences.txt").read_text(encoding="utf-8").splitlines()[:600]
+    commits = {
+        "datasets": put_repo(hub, "datasets", DATA_REPO, {"wiki1m_for_simcse.txt": ("\n".join(sentences[:64]) + "\n").encode(),
+                                                          "senteval.tar": senteval_tar(shared_dir, tmp)}),
+        "bert-base-uncased": put_repo(hub, "models", "bert-base-uncased", model_files("bert", sentences, tmp)),
+        "FacebookAI/roberta-base": put_repo(hub, "models", "FacebookAI/roberta-base", model_files("roberta", sentences, tmp)),
+    }
+    from csebench.rehearse import write_probing
+
+    probing = tmp / "csebench-cache" / "probing" / hashlib.sha256(PROBING_URL.encode()).hexdigest()[:12]
+    write_probing(sentences, probing)  # url_download's cache of SentEval's probing files
+    return tmp, commits
+
+
+NODE = """
+import json, sys
+from csebench.cli import main
+for argv in json.loads(sys.argv[1]):
+    rc = main(argv)
+    if rc:
+        sys.exit(f"csebench {' '.join(argv)} exited with {rc}")
+"""
+
+
+def test_a_warm_cache_serves_the_whole_hub_path_offline(warm_cache, tmp_path):
+    tmp, commits = warm_cache
+    over = tmp_path / "over.yaml"
+    training = {"max_steps": 2, "eval_steps": 2, "batch_size": 4, "max_seq_length": 16, "dev_max_pairs": 6,
+                "eval_batch_size": 16, "log_steps": 1}
+    over.write_text(yaml.safe_dump({
+        "backbones": {"roberta-org": {"model": "FacebookAI/roberta-base", "pooler": "cls"}},
+        "suites": {"hub": {"data": "wiki1m", "seeds": [1], "training": training, "runs": {
+            "bert": {"backbone": "bert-base", "method": "simcse", "training": {"batch_size": 4, "learning_rate": 1.0e-4}},
+            "roberta": {"backbone": "roberta-org", "method": "gs_infonce"},
+            "untrained": {"backbone": "bert-base", "method": "backbone", "train": False}}}}}))
+    data, runs = tmp_path / "data", tmp_path / "runs"
+    common = ["--params", str(ROOT / "params.yaml"), "--config", str(over)]
+    argv = [["prepare-corpus", *common, "--data", "wiki1m", "--out", str(data / "corpus.txt")],
+            ["prepare-senteval", *common, "--data", "wiki1m", "--out", str(data / "senteval")],
+            ["prepare-probing", *common, "--data", "wiki1m", "--out", str(data / "probing")]]
+    for run in ("bert", "roberta", "untrained"):
+        corpus = ["--corpus", str(data / "corpus.txt")] if run != "untrained" else []
+        argv.append(["train", *common, "--suite", "hub", "--run", run, "--seed", "1", *corpus, "--senteval",
+                     str(data / "senteval"), "--out", str(runs / run), "--cache-dir", str(data / "cache"), "--no-progress"])
+    argv += [["eval-sts", *common, "--model", str(runs / "bert" / "model"), "--senteval", str(data / "senteval"),
+              "--suite", "hub", "--run", "bert", "--seed", "1", "--max-sts-pairs", "6", "--out", str(runs / "bert" / "sts.json"),
+              "--no-progress"],
+             ["eval-probing", *common, "--model", str(runs / "roberta" / "model"), "--probing", str(data / "probing"),
+              "--max-train-sentences", "40", "--out", str(runs / "roberta" / "probing.json"), "--no-progress"],
+             ["eval-sts", "--model", "FacebookAI/roberta-base", "--pooler", "avg", "--senteval", str(data / "senteval"),
+              "--max-sts-pairs", "6", "--out", str(tmp_path / "hub-model-sts.json"), "--no-progress"]]
+    env = {**os.environ, "HF_HOME": str(tmp / "hf"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "CSEBENCH_CACHE": str(tmp / "csebench-cache"), "CSEBENCH_DATA_CHECK": "0",
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    env.pop("HF_HUB_CACHE", None)
+    env.pop("HUGGINGFACE_HUB_CACHE", None)
+    proc = subprocess.run([sys.executable, "-c", NODE, json.dumps(argv)], env=env, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
+    wiki = f"datasets/{DATA_REPO}/wiki1m_for_simcse.txt"
+    tar = f"datasets/{DATA_REPO}/senteval.tar"
+    assert (data / "senteval" / "extracted").is_dir() and (data / "corpus.txt").read_text().count("\n") == 64
+    read = lambda p: json.loads(Path(p).read_text())  # noqa: E731
+    bert = read(runs / "bert" / "train.json")["provenance"]["hub"]
+    assert bert == {"models/bert-base-uncased": commits["bert-base-uncased"], wiki: commits["datasets"],
+                    tar: commits["datasets"]}
+    roberta = read(runs / "roberta" / "train.json")["provenance"]["hub"]
+    assert roberta["models/FacebookAI/roberta-base"] == commits["FacebookAI/roberta-base"]
+    assert read(runs / "untrained" / "train.json")["provenance"]["hub"] == {
+        "models/bert-base-uncased": commits["bert-base-uncased"], tar: commits["datasets"]}  # no corpus read
+    sts = read(runs / "bert" / "sts.json")["provenance"]["hub"]  # the saved model names the backbone it came from
+    assert sts == {"models/bert-base-uncased": commits["bert-base-uncased"], tar: commits["datasets"]}
+    assert read(runs / "roberta" / "probing.json")["provenance"]["hub"] == {
+        "models/FacebookAI/roberta-base": commits["FacebookAI/roberta-base"]}
+    assert read(tmp_path / "hub-model-sts.json")["provenance"]["hub"]["models/FacebookAI/roberta-base"] == \
+        commits["FacebookAI/roberta-base"]
+    assert read(runs / "roberta" / "model" / "csebench_encoder.json")["hub"] == {
+        "models/FacebookAI/roberta-base": commits["FacebookAI/roberta-base"]}
+
+
+def test_an_empty_cache_fails_in_one_line(tmp_path):
+    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1",
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-m", "csebench", "prepare-corpus", "--params", str(ROOT / "params.yaml"),
+                           "--data", "wiki1m", "--out", str(tmp_path / "c.txt")], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2 and "could not fetch wiki1m_for_simcse.txt" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
