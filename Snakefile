@@ -34,6 +34,8 @@ PROGRESS = "" if config.get("progress", True) else "--no-progress"
 with wf.one_line():
     RUNS = wf.Runs(PARAMS)
 
+wf.offline_if_submitted(workflow.is_main_process)  # a cluster job downloads nothing (csebench.fetch)
+
 if workflow.is_main_process:  # results a DVC checkout or a copy wrote anew count as built (docs/dvc.md)
     wf.restore_times(RESULTS)
     wf.record_times(RESULTS)

@@ -163,5 +163,45 @@ def test_an_empty_cache_fails_in_one_line(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "csebench", "prepare-corpus", "--params", str(ROOT / "params.yaml"),
                            "--data", "wiki1m", "--out", str(tmp_path / "c.txt")], env=env, capture_output=True, text=True,
                           timeout=120)
-    assert proc.returncode == 2 and "could not fetch wiki1m_for_simcse.txt" in proc.stderr
+    assert proc.returncode == 2 and "wiki1m_for_simcse.txt of hub dataset princeton-nlp/datasets-for-simcse is not in " \
+        "this machine's Hugging Face cache and downloads are off" in proc.stderr and "prepare-corpus" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_fetch_backbone_serves_a_warm_cache_and_a_missing_repo_is_one_line(warm_cache, tmp_path):
+    """The submitting host's step (csebench.fetch, docs/cluster.md): `csebench fetch-backbone` writes the note of
+    what it fetched with each repo's commit; offline with the repo not in the cache, one line naming the step."""
+    tmp, commits = warm_cache
+    over = tmp_path / "over.yaml"
+    over.write_text(yaml.safe_dump({"backbones": {"roberta-org": {"model": "FacebookAI/roberta-base", "pooler": "cls"},
+                                                  "absent": {"model": "org/not-in-the-cache"}}}))
+    env = {**os.environ, "HF_HOME": str(tmp / "hf"), "HF_HUB_OFFLINE": "1",
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    env.pop("HF_HUB_CACHE", None)
+    env.pop("HUGGINGFACE_HUB_CACHE", None)
+    cli = [sys.executable, "-m", "csebench", "fetch-backbone", "--params", str(ROOT / "params.yaml"), "--config", str(over)]
+    ok = subprocess.run([*cli, "--backbone", "roberta-org", "--out", str(tmp_path / "roberta-org.json")], env=env,
+                        capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    note = json.loads((tmp_path / "roberta-org.json").read_text())
+    assert note["hub"] == {"models/FacebookAI/roberta-base": commits["FacebookAI/roberta-base"]}
+    missing = subprocess.run([*cli, "--backbone", "absent", "--out", str(tmp_path / "absent.json")], env=env,
+                             capture_output=True, text=True, timeout=300)
+    lines = [line for line in missing.stderr.splitlines() if line.strip()]
+    assert missing.returncode == 2 and len(lines) == 1 and not (tmp_path / "absent.json").exists(), missing.stderr
+    assert "org/not-in-the-cache is not in this machine's Hugging Face cache and downloads are off" in lines[0]
+    assert "on the submitting host" in lines[0]
+
+
+def test_a_job_that_finds_its_backbone_missing_offline_names_the_fetch_step(tmp_path, monkeypatch):
+    """A cluster job (HF_HUB_OFFLINE=1) whose hub backbone is not in the cache: one line naming the fetch."""
+    from csebench.config import BackboneConfig
+    from csebench.encoder import build_backbone
+    from csebench.errors import ConfigError
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-hf"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    with pytest.raises(ConfigError, match=r"cannot load backbone 'org/absent': org/absent is not in this machine's "
+                                          r"Hugging Face cache and downloads are off .* fetch-backbone"):
+        build_backbone(BackboneConfig(model="org/absent"), tokenizer=None)

@@ -228,9 +228,10 @@ def test_ci_suite_runs_through_a_real_slurm(slurm_cluster, tmp_path):
     (profile / "config.yaml").write_text(yaml.safe_dump(merged, sort_keys=False))
 
     shared = os.environ.get("CSEBENCH_SHARED") or str((REPO / "../shared").resolve())
-    env = dict(os.environ, SLURM_CONF=str(slurm_cluster["conf"]), CSEBENCH_SHARED=shared,
-               HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
+    env = dict(os.environ, SLURM_CONF=str(slurm_cluster["conf"]), CSEBENCH_SHARED=shared, TOKENIZERS_PARALLELISM="false",
                PATH=f"{BIN}:{os.environ.get('PATH', '')}")
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):  # the jobs set it themselves
+        env.pop(var, None)
     log = tmp_path / "snakemake.log"
     with log.open("w") as fh:
         run = _sh([BIN / "snakemake", "--profile", profile, "--configfile", "config/ci.yaml", *CI_EXTRA], RUN_TIMEOUT_S,
@@ -260,8 +261,13 @@ def test_ci_suite_runs_through_a_real_slurm(slurm_cluster, tmp_path):
         m = re.match(r"rule_(\w+?)_wildcards|rule_(\w+)$", comment)
         if m:
             by_rule.setdefault(m.group(1) or m.group(2), []).append((part, state))
-    for rule in ["prepare_corpus", "prepare_senteval", "train", "eval_sts", "report"]:
+    for rule in ["train", "eval_sts", "report"]:
         assert rule in by_rule, f"no SLURM job for rule {rule}: {jobs.stdout}"
+    # what downloads ran on the submitting host (localrules, csebench.fetch); every submitted job ran offline
+    assert "prepare_corpus" not in by_rule and "prepare_senteval" not in by_rule, jobs.stdout
+    assert (project / "data" / "ci" / "corpus.txt").is_file()
+    train_logs = sorted((project / "results" / "runs").glob("*/seed*/logs/train.log"))
+    assert train_logs and all("hub downloads: off (HF_HUB_OFFLINE=1)" in p.read_text() for p in train_logs)
     assert all(state == "COMPLETED" for jl in by_rule.values() for _, state in jl), jobs.stdout
     for rule in gpu_rules():  # train, teacher_cache: the production profile's GPU partition
         assert all(part == "gpu" for part, _ in by_rule.get(rule, [])), jobs.stdout

@@ -67,6 +67,17 @@ def cmd_prepare_corpus(args) -> None:
     prepare_corpus(data_config(_params(args), args.data).corpus, args.out)
 
 
+@command("fetch-backbone", "download a backbone's model and tokenizer into the Hugging Face cache (the submitting "
+         "host's step before cluster jobs: docs/cluster.md)", PARAMS,
+         option("--backbone", required=True, help="backbone name in params.yaml"),
+         OUT.but(help="the note of what was fetched and its hub commits, e.g. data/backbones/NAME.json"))
+def cmd_fetch_backbone(args) -> None:
+    from .fetch import fetch_backbone
+    from .io import write_json
+
+    write_json(args.out, fetch_backbone(_params(args), args.backbone))
+
+
 @command("prepare-senteval", "locate or download the SentEval data", PARAMS, option("--data", required=True, help="data source name in params.yaml"),
          OUT.but(help="folder for the pointer file ROOT (and the extracted tarball)"))
 def cmd_prepare_senteval(args) -> None:
@@ -175,9 +186,12 @@ def cmd_train(args) -> None:
     from .io import dumps_json
     from .runlock import run_lock
 
+    from .fetch import offline
+
     params = _params(args)
     _name_run(args, params)
     cfg = resolve_run(params, args.suite, args.run, args.seed)
+    logging.getLogger("csebench").info("hub downloads: %s", "off (HF_HUB_OFFLINE=1)" if offline() else "on")
     _refuse_view(args.out, params, args.suite, args.run, args.seed)
     _refuse_links_out(args.out)
     # one process per run folder (under torchrun rank 0 holds the lock: the other ranks write nothing there)

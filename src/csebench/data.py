@@ -47,6 +47,11 @@ def hub_download(repo: str, filename: str, cache_dir: str | None = None) -> Path
         record_hub(f"datasets/{repo}/{filename}", hub_commit(path))
         return path
     except Exception as exc:  # network errors, offline mode with an empty cache
+        from .fetch import offline, offline_hint
+
+        if offline():  # a cluster job: the submitting host prepares the data (prepare_* are localrules)
+            raise DataError(offline_hint(f"{filename} of hub dataset {repo}",
+                                         "`csebench prepare-corpus` / `prepare-senteval --data NAME` there")) from None
         raise DataError(
             f"could not fetch {filename} from hub dataset {repo}: {exc.__class__.__name__}: {exc}. "
             f"Offline? Point the data source at a local file instead (params.yaml data.*.path, "

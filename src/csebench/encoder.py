@@ -171,6 +171,10 @@ def load_tokenizer(backbone: BackboneConfig):
     try:
         tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(name))
     except (OSError, ValueError) as exc:
+        from .fetch import hub_id, offline as downloads_off, offline_hint
+
+        if downloads_off() and hub_id(name):  # a cluster job: the submitting host fetches backbones
+            raise ConfigError(f"cannot load the tokenizer '{name}': {offline_hint(name)}") from None
         raise ConfigError(f"cannot load the tokenizer '{name}': {_one_line(exc)}") from None
     from .provenance import record_model_revision
 
@@ -500,6 +504,10 @@ def build_backbone(backbone: BackboneConfig, tokenizer, seed: int = 0, dropout: 
         with torch.random.fork_rng(devices=[]):  # a pooler the checkpoint lacks is drawn without moving the caller's RNG
             model = detach_pooler(AutoModel.from_pretrained(path, config=config))
     except OSError as exc:
+        from .fetch import hub_id, offline, offline_hint
+
+        if offline() and hub_id(backbone.model):  # a cluster job: the submitting host fetches backbones
+            raise ConfigError(f"cannot load backbone '{backbone.model}': {offline_hint(backbone.model)}") from None
         raise ConfigError(f"cannot load backbone '{backbone.model}': {_one_line(exc)}") from None
     except Exception as exc:  # damaged safetensors, an unsafe pickle: one line naming the file
         raise _unreadable_weights(exc, path) or exc from None

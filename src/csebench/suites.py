@@ -364,3 +364,23 @@ def find_cli(uses_conda: bool) -> None:
     raise ConfigError("the rules run the `csebench` command, which is not on PATH nor beside this Python "
                       f"({sys.executable}): activate the project's venv first (`. .venv/bin/activate`; "
                       "`make setup` creates it), or install the package (`pip install -e .`)")
+
+
+def trains_from_hub(params: dict, suite: str, run: str) -> bool:
+    """The run reads its backbone (model or tokenizer) from the Hugging Face hub: the fetch_backbone job
+    downloads it on the submitting host first (csebench.fetch)."""
+    from .config import backbone_config
+    from .fetch import hub_id
+
+    bb = backbone_config(params, find_run(params, suite, run)["backbone"])
+    return hub_id(bb.model) or hub_id(bb.tokenizer)
+
+
+def offline_if_submitted(is_main_process: bool) -> None:
+    """In a job Snakemake submitted (a cluster node runs the Snakefile again for it): no download, the
+    submitting host fetched what the job reads (csebench.fetch); a missing file is one line, at once."""
+    import os
+
+    if not is_main_process:
+        for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
+            os.environ[var] = "1"

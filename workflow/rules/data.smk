@@ -1,3 +1,10 @@
+# The data each suite reads, and each hub backbone its runs train from: what needs the network, so
+# these run on the host that runs Snakemake (localrules), before any job that needs them is
+# submitted to a cluster, whose nodes often have none (csebench.fetch, docs/cluster.md).
+
+localrules: prepare_corpus, prepare_senteval, fetch_backbone
+
+
 rule prepare_corpus:
     conda:
         CONDA_ENV
@@ -24,3 +31,16 @@ rule prepare_senteval:
         f"{DATA}/logs/prepare_senteval.{{data}}.log",
     shell:
         "csebench prepare-senteval {params.cfg} --data {wildcards.data} --out $(dirname {output.root}) 2> {log}"
+
+
+rule fetch_backbone:  # only for a backbone that is a hub id (train.smk asks for it then)
+    conda:
+        CONDA_ENV
+    output:
+        note=f"{DATA}/backbones/{{backbone}}.json",
+    params:
+        cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
+    log:
+        f"{DATA}/logs/fetch_backbone.{{backbone}}.log",
+    shell:
+        "csebench fetch-backbone {params.cfg} --backbone {wildcards.backbone} --out {output.note} 2> {log}"

@@ -28,6 +28,12 @@ def teacher_max_len(w):
     return resolve_run(PARAMS, *first_listed(w), int(w.seed)).training.max_seq_length
 
 
+def backbone_of(w):  # a hub backbone: fetched on the submitting host first (data.smk)
+    suite, run = first_listed(w)
+    name = wf.find_run(PARAMS, suite, run)["backbone"]
+    return [f"{DATA}/backbones/{name}.json"] if wf.trains_from_hub(PARAMS, suite, run) else []
+
+
 # ---- evaluation (embed.smk, sts.smk, transfer.smk, probing.smk, mteb.smk)
 
 def eval_settings(w):  # a run's job: the settings its {ev} folder names; a suite's job: the suite's

@@ -6,6 +6,9 @@
 # splits too ("capped"). Include this file after embed.smk (eval_settings, transfer_cap).
 
 
+localrules: prepare_probing  # downloads (data.smk)
+
+
 rule prepare_probing:
     conda:
         CONDA_ENV

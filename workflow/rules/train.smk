@@ -10,6 +10,7 @@ rule train:  # with `train: false` it writes the untrained backbone as model/ (c
         senteval=senteval_of,
         teachers=teacher_caches_of,
         dev_set=dev_set_of,
+        backbone=backbone_of,
     output:
         summary=f"{RUN}/train.json",
         model=directory(f"{RUN}/model"),
