@@ -422,7 +422,9 @@ def test_the_combinations_items_from_tiny_model_runs(tmp_path, shared_dir):
     write_mini_senteval(tmp_path / "se", pairs=16)
     training = {"max_steps": 4, "eval_steps": 4, "batch_size": 8, "learning_rate": 1.0e-4, "log_steps": 2}
     runs = load_params(PARAMS)["suites"]["demo-combinations"]["runs"]
-    over = write_config(tmp_path / "over.yaml", {"suites": {"demo-combinations": {
+    # 3 layers: SSCL's default stacks the two layers below the last (a 2-layer model has one)
+    over = write_config(tmp_path / "over.yaml", {"backbones": {"tiny": {"random_config": {"num_hidden_layers": 3}}},
+                                                 "suites": {"demo-combinations": {
         "training": training, "runs": [{**r, "backbone": "tiny"} for r in runs]}}})
     params, results = load_params(PARAMS, [over]), tmp_path / "results"
     for run in ("simcse", "gs-infonce", "sscl", "gs-infonce+sscl"):
@@ -456,6 +458,7 @@ def test_a_composed_method_trains_with_every_term_on(tmp_path):
     write_mini_senteval(tmp_path / "se", pairs=16)
     over = ci_training(max_steps=4, eval_steps=4, batch_size=8, log_steps=1, eval_batch_size=64)
     over["methods"] = {"three": {"compose": ["gs_infonce", "iscse", "sscl"]}}
+    over["backbones"] = {"tiny": {"random_config": {"num_hidden_layers": 3}}}  # SSCL's two stacked layers below the last
     over["suites"]["ci"]["runs"] = [{"name": "simcse", "backbone": "tiny", "method": "three",
                                      "objectives": {"instance_smoothing": {"buffer_size": 16, "neighbors": 4}}}]
     out = tmp_path / "run"

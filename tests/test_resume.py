@@ -149,7 +149,7 @@ def test_half_swapped_checkpoint_stale_files_and_changed_config(tmp_path, monkey
     cfg = write_config(tmp_path / "over.yaml", ci_training(**training))
     out = tmp_path / "run"
     real = objectives.info_nce
-    monkeypatch.setattr(objectives, "info_nce", lambda ctx, extra=None: real(ctx, extra) * (math.nan if ctx.step >= 2 else 1))
+    monkeypatch.setattr(objectives, "info_nce", lambda ctx, *a: real(ctx, *a) * (math.nan if ctx.step >= 2 else 1))
     assert cli.main(train_argv(tmp_path, out, cfg)) == 2  # stops at step 3, checkpoint of step 2 kept
     monkeypatch.setattr(objectives, "info_nce", real)
     (out / "checkpoint").rename(out / ".checkpoint.old")
@@ -165,7 +165,7 @@ def test_half_swapped_checkpoint_stale_files_and_changed_config(tmp_path, monkey
 
     # a checkpoint written with another learning rate is not resumed
     out2 = tmp_path / "run2"
-    monkeypatch.setattr(objectives, "info_nce", lambda ctx, extra=None: real(ctx, extra) * (math.nan if ctx.step >= 2 else 1))
+    monkeypatch.setattr(objectives, "info_nce", lambda ctx, *a: real(ctx, *a) * (math.nan if ctx.step >= 2 else 1))
     assert cli.main(train_argv(tmp_path, out2, cfg)) == 2
     monkeypatch.setattr(objectives, "info_nce", real)
     cfg2 = write_config(tmp_path / "over2.yaml", ci_training(**{**training, "learning_rate": 5e-5}))

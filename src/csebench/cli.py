@@ -243,7 +243,8 @@ def cmd_embed(args) -> None:
     from .embeddings import evaluation_sentences, model_encoder, model_fingerprint, write_embeddings
     from .encoder import eval_pooler_of
     from .evaluation.sts import load_extra_sets
-    from .provenance import autocast_name, collect
+    from .encoder import autocast_name
+    from .provenance import collect
 
     t0 = time.perf_counter()
     extra = load_extra_sets(args.sts_pairs, args.max_sts_pairs, args.senteval_seed)
@@ -490,7 +491,7 @@ def cmd_rehearse(args) -> None:
     fh.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%H:%M:%S"))
     root.addHandler(fh)
     try:
-        outcome = rehearse(args.params, args.config, args.suites, out, limit=args.limit, only=args.only,
+        outcome = rehearse(main, args.params, args.config, args.suites, out, limit=args.limit, only=args.only,
                            keep_going=not args.stop, keep_models=args.keep_models, depth=args.depth)
     finally:
         root.removeHandler(fh)

@@ -25,6 +25,7 @@ from torch import nn
 from .config import EVAL_PRECISIONS, POOLERS, PROJECTION_HEADS, BackboneConfig
 from .tokens import TokenizedCorpus
 from .errors import ConfigError, DataError
+from .fetch import looks_like_path
 from .io import atomic_path, dumps_json
 
 log = logging.getLogger(__name__)
@@ -57,12 +58,6 @@ WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_mo
 MODEL_ACCEPTS = "a saved run's model/ folder, a Hugging Face hub id (e.g. bert-base-uncased) or packaged:minilm"
 
 
-def _looks_like_path(model: str) -> bool:
-    """A hub id is NAME or ORG/NAME; anything else (absolute, ./, ~, a/b/c, trailing /) is a path."""
-    return model.startswith(("/", ".", "~")) or model.endswith(("/", os.sep)) or model.count("/") > 1 \
-        or (os.sep != "/" and os.sep in model)
-
-
 def check_model_source(model: str, what: str = "--model") -> None:
     """The one check of a model argument before transformers sees it: a local folder must hold a
     config.json and weights; a missing path is an error, a hub id is left to transformers.
@@ -79,7 +74,7 @@ def check_model_source(model: str, what: str = "--model") -> None:
             raise ConfigError(f"model folder {model} holds no model ({', '.join(missing)}); {what} takes {MODEL_ACCEPTS}")
     elif p.exists():
         raise ConfigError(f"{model} is a file, not a model folder; {what} takes {MODEL_ACCEPTS}")
-    elif _looks_like_path(model):
+    elif looks_like_path(model):
         raise ConfigError(f"model folder not found: {model}; {what} takes {MODEL_ACCEPTS}")
 
 
@@ -427,6 +422,13 @@ def eval_autocast_dtype(precision: str, device: torch.device) -> torch.dtype | N
     if precision == "fast" and (gpu_bf16 or (device.type == "cpu" and cpu_has_native_bf16())):
         return torch.bfloat16
     return None
+
+
+def autocast_name(precision: str, device=None) -> str:
+    """The dtype evaluation at ``precision`` computes in on ``device`` (default: the evaluation device)."""
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    dtype = eval_autocast_dtype(precision, device)
+    return "fp32" if dtype is None else str(dtype).replace("torch.", "")
 
 
 class _null:

@@ -12,9 +12,22 @@ import os
 def envelope(fields: dict, precision: str | None, tables=()) -> dict:
     """What a result says of how it was made: ``fields``, then its provenance block (with those of the
     embeddings tables that served it, ``tables``)."""
-    from .provenance import for_evaluation
-
     return {**fields, "provenance": for_evaluation(precision, tables)}
+
+
+def for_evaluation(precision: str | None, tables=()) -> dict:
+    """The provenance block of an evaluation or analysis result, with the blocks of the embeddings tables
+    it was scored from (their device and precision made the vectors) under ``embeddings``."""
+    from .encoder import autocast_name
+    from .provenance import collect
+
+    tables = [t for t in tables if t is not None]
+    precision = precision or next((t.meta["precision"] for t in tables if t.meta.get("precision")), "auto")
+    block = collect(precision=precision, autocast=autocast_name(precision))
+    made = [t.meta.get("provenance") for t in tables]
+    if made:
+        block["embeddings"] = made
+    return block
 
 
 def write_result(path: str | os.PathLike, scores: dict, fields: dict, precision: str | None, tables=()) -> dict:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from . import provenance
 from .config import RunConfig
-from .encoder import MODEL_FILES, build_encoder, model_files
+from .encoder import MODEL_FILES, autocast_name, build_encoder, model_files
 from .io import dumps_json, replace_dir, staged_outputs, write_csv, write_json
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ def write_untrained_run(cfg: RunConfig, senteval_dir: str | os.PathLike, out_dir
     if t.dev_max_pairs is not None:  # the CPU demo's subset, as in a trained run's train.json
         summary.update(dev.capped())
     # what scored it (no training: no corpus, no training precision)
-    summary["provenance"] = provenance.collect(device, 1, t.eval_precision, provenance.autocast_name(t.eval_precision, device))
+    summary["provenance"] = provenance.collect(device, 1, t.eval_precision, autocast_name(t.eval_precision, device))
     # as the trainer writes its outputs: the model folder complete first, then the set renamed into place
     # together (a finished run there before is replaced only now), train.json last
     partial = out / "model.partial"

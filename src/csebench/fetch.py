@@ -24,9 +24,13 @@ def hub_id(model: str | None) -> bool:
     """A Hugging Face hub id (NAME or ORG/NAME), not a folder, packaged:minilm or random."""
     if not model or model == "random" or ":" in model or Path(model).expanduser().exists():
         return False
-    from .encoder import _looks_like_path
+    return not looks_like_path(model)
 
-    return not _looks_like_path(model)
+
+def looks_like_path(model: str) -> bool:
+    """A hub id is NAME or ORG/NAME; anything else (absolute, ./, ~, a/b/c, trailing /) is a path."""
+    return model.startswith(("/", ".", "~")) or model.endswith(("/", os.sep)) or model.count("/") > 1 \
+        or (os.sep != "/" and os.sep in model)
 
 
 def offline() -> bool:

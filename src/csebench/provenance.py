@@ -231,34 +231,20 @@ def collect(device=None, world_size: int = 1, precision: str | None = None, auto
     out["data_check"] = "published" if data_check_on() else "off"
     if _NOT_PUBLISHED:
         out["data_not_published"] = sorted(_NOT_PUBLISHED)
-    from .rehearsal import active
-
-    if active() is not None:  # random-weight stand-ins of the paper backbones: not results (csebench.rehearsal)
-        out["rehearsal"] = active().describe()
+    if _REHEARSAL is not None:  # random-weight stand-ins of the paper backbones: not results (csebench.rehearsal)
+        out["rehearsal"] = _REHEARSAL.describe()
     return out
 
 
-def autocast_name(precision: str, device=None) -> str:
-    """The dtype evaluation at ``precision`` computes in on ``device`` (default: the evaluation device)."""
-    import torch
-
-    from .encoder import eval_autocast_dtype
-
-    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    dtype = eval_autocast_dtype(precision, device)
-    return "fp32" if dtype is None else str(dtype).replace("torch.", "")
+# set by csebench.rehearsal while a rehearsal is active (that module registers itself here, so that this
+# low-level one imports nothing above it)
+_REHEARSAL = None
 
 
-def for_evaluation(precision: str | None, tables=()) -> dict:
-    """The block of an evaluation or analysis result, with the blocks of the embeddings tables it
-    was scored from (their device and precision made the vectors) under ``embeddings``."""
-    tables = [t for t in tables if t is not None]
-    precision = precision or next((t.meta["precision"] for t in tables if t.meta.get("precision")), "auto")
-    block = collect(precision=precision, autocast=autocast_name(precision))
-    made = [t.meta.get("provenance") for t in tables]
-    if made:
-        block["embeddings"] = made
-    return block
+def set_rehearsal(rehearsal) -> None:
+    """The active rehearsal (an object with ``describe() -> dict``), or None."""
+    global _REHEARSAL
+    _REHEARSAL = rehearsal
 
 
 # ------------------------------------------------------------------------------------- summaries

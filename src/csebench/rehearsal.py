@@ -68,12 +68,16 @@ def activate(folder: str | os.PathLike, corpus: str | os.PathLike, depth: int | 
         raise ConfigError(f"rehearsal: the corpus the offline tokenizers are trained on is missing: {corpus}")
     if depth is not None and depth < 1:
         raise ConfigError(f"rehearsal depth must be >= 1 layer, got {depth}")
+    from . import provenance
+
     before = _ACTIVE
     _ACTIVE = Rehearsal(Path(folder), corpus, depth, dict(shape or {}))
+    provenance.set_rehearsal(_ACTIVE)  # results made inside say so
     try:
         yield _ACTIVE
     finally:
         _ACTIVE = before
+        provenance.set_rehearsal(before)
 
 
 def _sentences(corpus: Path) -> list[str]:

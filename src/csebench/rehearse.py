@@ -214,10 +214,11 @@ def _stop_after_checkpoint(cfg, corpus, senteval, out, cache, teachers) -> int:
 
 
 class Rehearsal:
-    def __init__(self, params: dict, suites: list[str], out: Path, params_file: Path, senteval: str,
+    def __init__(self, main, params: dict, suites: list[str], out: Path, params_file: Path, senteval: str,
                  corpus: Path, probing: Path, depth: int | None = DEPTH):
         from .suites import eval_name, suite_evaluation
 
+        self.main = main  # csebench.cli.main: every step is the command a user would type
         self.rp, self.suites, self.out, self.pfile = params, suites, out, params_file
         self.senteval, self.corpus, self.probing, self.depth = senteval, corpus, probing, depth
         self.cache = str(out / "data" / "cache")
@@ -228,14 +229,12 @@ class Rehearsal:
         self.reused = 0
 
     def cli(self, *argv: str, params: bool = True) -> None:
-        from .cli import main
-
         argv = [str(a) for a in argv]
         full = [argv[0], "--params", str(self.pfile), *argv[1:]] if params else argv
         t0 = time.perf_counter()
         err = io.StringIO()
         with contextlib.redirect_stderr(err):  # its one-line error, for the report
-            rc = main(full)
+            rc = self.main(full)
         self.steps[argv[0]] = self.steps.get(argv[0], 0) + 1
         log.debug("csebench %s: %.1f s", " ".join(argv[:1]), time.perf_counter() - t0)
         if rc != 0:
@@ -493,10 +492,11 @@ class Outcome:
     reused: int = 0  # run folders finished by an earlier rehearsal with the same params
 
 
-def rehearse(params_path: str = "params.yaml", overrides=None, suites: list[str] | None = None,
+def rehearse(main, params_path: str = "params.yaml", overrides=None, suites: list[str] | None = None,
              out: str | Path = "results/rehearsal", limit: int | None = None, only: str | None = None,
              keep_going: bool = True, keep_models: bool = False, depth: int | None = DEPTH) -> Outcome:
-    """Rehearse the distinct runs of ``suites`` (default: the default target). ``only``: the distinct runs
+    """Rehearse the distinct runs of ``suites`` (default: the default target) through ``main`` (csebench.cli.main,
+    passed in by the command: this module runs the real commands without importing the CLI that declares it). ``only``: the distinct runs
     listed as 'suite/run' containing this text; ``limit``: the first N of them (the suites' own analyses are
     then left out); ``depth``: layers of each backbone (rehearsal.depth_for), None: the published depth."""
     import os
@@ -538,7 +538,7 @@ def rehearse(params_path: str = "params.yaml", overrides=None, suites: list[str]
     os.environ["CSEBENCH_DATA_CHECK"] = "0"  # the cut SentEval files (write_senteval)
     try:
         with activate(out / "tokenizers", demo):
-            r = Rehearsal(rp, suites, out, pfile, str(senteval / "downstream"), corpus, probing, depth)
+            r = Rehearsal(main, rp, suites, out, pfile, str(senteval / "downstream"), corpus, probing, depth)
             failed, rep = _rehearse_all(r, groups, keep_going, keep_models, filtered=len(groups) < total)
     finally:
         if check is None:

@@ -266,7 +266,8 @@ class Context:
 
     def footer(self) -> str:
         """The provenance line under a figure or table this command draws from its own result."""
-        from ..provenance import for_evaluation, summary_line
+        from ..envelope import for_evaluation
+        from ..provenance import summary_line
 
         return summary_line([for_evaluation(self.args.precision)])
 

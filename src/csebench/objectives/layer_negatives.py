@@ -85,8 +85,9 @@ class LayerNegatives(ObjectiveTerm):
             raise ConfigError(f"objectives.layer_negatives.layer must be in [1, {num_layers - 1}] for a "
                               f"{num_layers}-layer backbone (the last layer is the representation itself), got {top}")
         if top - settings.stacked + 1 < 1:
-            raise ConfigError(f"objectives.layer_negatives.stacked={settings.stacked} needs layers {top}..{top - settings.stacked + 1}, "
-                              f"but a {num_layers}-layer backbone has intermediate layers 1..{num_layers - 1}")
+            raise ConfigError(f"objectives.layer_negatives.stacked={settings.stacked} needs {settings.stacked} intermediate layers "
+                              f"(layers {top - settings.stacked + 1}..{top}), but a {num_layers}-layer backbone has "
+                              f"{num_layers - 1} (layers 1..{num_layers - 1}): set stacked <= {top} or use a deeper backbone")
         self.layers = list(range(top, top - settings.stacked, -1))
 
     def intermediate_layers(self) -> list[int]:
