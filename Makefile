@@ -27,11 +27,15 @@ DEMO_SLOTS ?= 2
 demo: setup  ## the offline CPU demo suite through Snakemake
 	$(BIN)/snakemake --cores $(CORES) --configfile config/demo.yaml --profile workflow/profiles/default --resources gpu=$(DEMO_SLOTS)
 
+# workers for make test: as many as the machine has cores, at most 4 (each test module stays on one
+# worker: module fixtures such as the SLURM cluster start once). TEST_WORKERS=0 runs the suite in one process.
+TEST_WORKERS ?= auto
+
 test: setup  ## the test suite (CI runs exactly this)
-	$(BIN)/python -m pytest -q -ra
+	$(BIN)/python -m pytest -q -ra -n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile
 
 test-fast: setup
-	$(BIN)/python -m pytest -q -ra -m "not slow and not slurm"
+	$(BIN)/python -m pytest -q -ra -n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile -m "not slow and not slurm"
 
 test-slurm: setup  ## root: install Debian SLURM, run the ci suite through workflow/profiles/slurm (docs/cluster.md)
 	CSEBENCH_SLURM_TEST=1 $(BIN)/python -m pytest -q -ra -s -m slurm tests/test_slurm.py

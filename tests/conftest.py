@@ -11,6 +11,14 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("CSEBENCH_SHARED", ROOT.parent / "shared"))
 
 
+def pytest_collection_modifyitems(config, items):
+    """The modules with end-to-end tests (marked slow or slurm) first: `make test` hands whole modules to
+    its workers in this order, and the long ones started first end with the short ones, not after them
+    (measured on 2 cores: 1,420 s in one process, 1,038 s on two workers in file order)."""
+    long = {item.module.__name__ for item in items if item.get_closest_marker("slow") or item.get_closest_marker("slurm")}
+    items.sort(key=lambda item: item.module.__name__ not in long)  # stable: each module's tests keep their order
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _synthetic_senteval_allowed():
     """Most tests read small SentEval-layout files they write themselves (a few STS-B dev pairs, a
