@@ -315,3 +315,50 @@ def test_snakemake_rerun_of_a_finished_training_job(tmp_path, shared_dir):
     assert (proj / target).stat().st_mtime_ns > before
     assert sorted(p.name for p in run.iterdir() if p.name != "logs") == FINISHED
     assert (proj / "results/ci/runs/simcse/seed1/model").resolve() == (run / "model").resolve()
+
+
+@pytest.mark.slow
+def test_snakemake_killed_with_kill_9_then_rerun_as_documented_resumes_the_training_job(tmp_path, shared_dir):
+    """Issue 31 part 5: kill -9 of the whole Snakemake build mid-training (docs/reliability.md). A plain
+    rerun stops at Snakemake's stale lock and says so; after `snakemake --unlock`, the rerun with the
+    workflow's profile (rerun-incomplete: true) runs the train job again, and it resumes from the
+    checkpoint the killed job left."""
+    import signal
+    import time
+
+    from csebench import suites as wf
+    from csebench.config import load_params
+    from test_pipeline import BIN, _copy_project, _env
+
+    proj = _copy_project(tmp_path / "proj")
+    # a run long enough to be killed between its first checkpoint and its end (STS-B dev at every step)
+    over = write_config(proj / "longer.yaml", {"suites": {"ci": {"training": {
+        "max_steps": 16, "checkpoint_steps": 2, "eval_steps": 1}}}})
+    target = "results/ci/runs/simcse/seed1/train.json"
+    base = [str(BIN / "snakemake"), "--cores", "2", "--configfile", "config/ci.yaml",
+            "--config", "plan=false", f"params_overrides=[{over.name}]"]
+    run = proj / wf.run_folder(load_params(proj / "params.yaml", [over]), "ci", "simcse", 1)
+    manifest = run / "checkpoint" / "manifest.json"
+    with (tmp_path / "killed.log").open("w") as log:
+        build = subprocess.Popen(base + ["--profile", "workflow/profiles/default", "--", target], cwd=proj,
+                                 env=_env(shared_dir), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.time() + 300
+        while not manifest.exists() and build.poll() is None and time.time() < deadline:
+            time.sleep(0.05)
+        alive = build.poll() is None
+        os.killpg(build.pid, signal.SIGKILL)  # Snakemake, its job's shell and `csebench train`
+        build.wait()
+    assert alive and manifest.exists(), (tmp_path / "killed.log").read_text()[-3000:]
+    assert not (run / "train.json").exists()
+
+    plain = subprocess.run(base + ["--", target], cwd=proj, env=_env(shared_dir), capture_output=True, text=True, timeout=300)
+    assert plain.returncode != 0 and "--unlock" in plain.stdout + plain.stderr, plain.stdout[-2000:] + plain.stderr[-2000:]
+    unlock = subprocess.run(base + ["--unlock"], cwd=proj, env=_env(shared_dir), capture_output=True, text=True, timeout=300)
+    assert unlock.returncode == 0, unlock.stderr[-2000:]
+    rerun = subprocess.run(base + ["--profile", "workflow/profiles/default", "--", target], cwd=proj, env=_env(shared_dir),
+                           capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    timing = json.loads((run / "train_timing.json").read_text())
+    assert timing["resumed_from_step"] >= 2, timing
+    assert f"from step {timing['resumed_from_step']}" in (run / "logs" / "train.log").read_text()
+    assert json.loads((run / "train.json").read_text())["steps"] == 16
