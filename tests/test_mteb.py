@@ -19,6 +19,12 @@ from runhelpers import PARAMS, ROOT, SHARED, write_config
 WORDS = "cat dog bird fish tree river stone cloud bread lamp".split()
 
 
+def needs_mteb() -> None:
+    """Skip, saying why, where the optional [mteb] extra is not installed (the tests of csebench's own
+    messages without mteb run anyway)."""
+    pytest.importorskip("mteb", reason="the optional [mteb] extra is not installed: pip install -e '.[mteb]'")
+
+
 def write_jsonl(path, rows):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
@@ -28,6 +34,7 @@ def local_tasks(root):
     """An STS and a classification task in MTEB's format (a dataset folder of split files), defined
     like mteb's own tasks: an AbsTask subclass whose metadata names the dataset. The STS pairs are
     the first 60 of STS-B dev (real sentences: no two cosines tie)."""
+    needs_mteb()
     from mteb.abstasks.classification import AbsTaskClassification
     from mteb.abstasks.sts import AbsTaskSTS
     from mteb.abstasks.task_metadata import TaskMetadata
@@ -59,6 +66,7 @@ def local_tasks(root):
 def mteb_run(tmp_path_factory, shared_dir):
     """`csebench eval-mteb` on the packaged MiniLM (a real encoder: a random tiny BERT's cosines all lie
     near 1, where float32 rounding reorders them) and the two local tasks (the names resolved to them)."""
+    needs_mteb()
     import datasets
 
     from csebench.encoder import packaged_model_dir
@@ -78,6 +86,7 @@ def mteb_run(tmp_path_factory, shared_dir):
 
 
 def test_eval_mteb_writes_mteb_result_files_from_the_real_loop(mteb_run):
+    needs_mteb()
     from mteb import TaskResult
 
     from csebench.embeddings import model_encoder, model_fingerprint
@@ -182,6 +191,7 @@ def test_the_mteb_table_from_the_real_loop(mteb_run, tmp_path):
 
 
 def test_a_missing_dataset_offline_is_one_line(tmp_path, monkeypatch, capsys):
+    needs_mteb()
     import datasets
 
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "empty-cache")
@@ -200,6 +210,7 @@ def test_a_missing_dataset_offline_is_one_line(tmp_path, monkeypatch, capsys):
     (["--tasks", "STS12"], "eval-mteb: --model and --out are required (only --download-only runs without them)"),
 ])
 def test_bad_eval_mteb_arguments(argv, message, capsys):
+    needs_mteb()
     assert main(["eval-mteb", *argv]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == f"csebench eval-mteb: error: {message}"
 
@@ -212,6 +223,7 @@ def test_without_the_mteb_package_the_error_says_how_to_install_it(monkeypatch, 
 
 
 def test_default_tasks_are_mtebs_english_sts_and_a_small_classification_and_retrieval_set():
+    needs_mteb()
     from csebench.evaluation.mteb_eval import DEFAULT_TASKS, resolve_tasks
 
     tasks = {t.metadata.name: t for t in resolve_tasks(DEFAULT_TASKS)}
