@@ -456,12 +456,9 @@ def _depth(text: str) -> int | None:
     if text == "published":
         return None
     try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number of layers >= 1 or 'published', got {text!r}")
-    return value
+        return positive_int(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"expected a number of layers >= 1 or 'published', got {text!r}") from None
 
 
 @command("rehearse", "every distinct run of the default target through the real code, offline: random-weight "
