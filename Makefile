@@ -32,10 +32,10 @@ demo: setup  ## the offline CPU demo suite through Snakemake
 TEST_WORKERS ?= auto
 
 test: setup  ## the test suite (CI runs exactly this)
-	$(BIN)/python -m pytest -q -ra -n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile
+	$(BIN)/python -m pytest -q -ra -n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile --no-loadscope-reorder
 
 test-fast: setup
-	$(BIN)/python -m pytest -q -ra -n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile -m "not slow and not slurm"
+	$(BIN)/python -m pytest -q -ra -n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile --no-loadscope-reorder -m "not slow and not slurm"
 
 test-slurm: setup  ## root: install Debian SLURM, run the ci suite through workflow/profiles/slurm (docs/cluster.md)
 	CSEBENCH_SLURM_TEST=1 $(BIN)/python -m pytest -q -ra -s -m slurm tests/test_slurm.py

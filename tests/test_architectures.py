@@ -126,6 +126,7 @@ def test_depth_for_keeps_the_layers_a_run_uses():
     assert depth_for(c, 2) is None
 
 
+@pytest.mark.slow(seconds=45)
 def test_every_run_of_the_default_target_resolves_and_builds(rehearsing):
     """Every run of the default target resolves, and its model and objective terms build: the real class at the
     published width, at the depth its settings need (csebench.rehearsal.depth_for); models alike in every
@@ -188,6 +189,7 @@ def small_senteval(tmp_path_factory, shared_dir):
     return write_senteval(shared_dir / "senteval", tmp_path_factory.mktemp("senteval"), lines=12) / "downstream"
 
 
+@pytest.mark.slow(seconds=30)
 @pytest.mark.parametrize("backbone", list(CLASS_RUNS))
 def test_one_run_of_each_class_at_its_real_shape(backbone, rehearsing, small_senteval, tmp_path, monkeypatch, corpus):
     """The published shape (12/24 layers, 768/1024 wide, 12/16 heads) through the real Trainer with three

@@ -215,7 +215,7 @@ def _as_exp(cmd: str) -> str:
     return re.sub(r"\bci\b", "exp", cmd)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=220)
 def test_readmes_queued_sweep_gives_two_experiments_with_their_metrics(tmp_path):
     env = user_env()
     proj = _exp_repo(tmp_path, env)
@@ -246,7 +246,7 @@ def test_readmes_queued_sweep_gives_two_experiments_with_their_metrics(tmp_path)
             "-      learning_rate: 1.0e-4", f"+      learning_rate: {value}"], diff
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=170)
 def test_readmes_push_and_pull_restore_a_suite_that_snakemake_counts_as_built(tmp_path):
     """The README's team workflow, as typed (ci read as exp): build, commit, push; a fresh clone
     pulls, `dvc status` is up to date and the stage's command, dry, plans nothing, with no hand step."""

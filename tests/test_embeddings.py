@@ -111,7 +111,7 @@ def _cli(*argv, cwd=None):
     return proc
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=120)
 def test_evaluators_from_the_table_match_direct_encoding(tiny_encoder, tmp_path, shared_dir):
     """eval-sts / eval-transfer / align-uniform with --embeddings give the numbers of encoding directly,
     and the table is written atomically with its provenance."""

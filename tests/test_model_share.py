@@ -219,7 +219,7 @@ def test_push_creates_a_private_repo_and_uploads_the_model_folder(runs, monkeypa
     assert calls[2][2]["private"] is False
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=65)
 def test_snakemake_makes_the_cards_and_a_second_run_plans_nothing(tmp_path, small_shared):
     """The model_card rule writes model/README.md after the train rule's model/ output is done: nothing reruns.
     One card per run, in its own folder; the suite's view shows it through its model/ link."""

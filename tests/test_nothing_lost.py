@@ -292,7 +292,7 @@ def test_every_written_file_follows_the_umask(inputs, capsys, monkeypatch):
 # ----------------------------------------------------------------------------- Snakemake reruns
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=35)
 def test_snakemake_rerun_of_a_finished_training_job(tmp_path, shared_dir):
     """Snakemake removes a job's declared outputs before it runs it again, so `train` sees no finished
     run there and needs no --force: a forced rerun (as after a hyperparameter change) completes."""
@@ -317,7 +317,7 @@ def test_snakemake_rerun_of_a_finished_training_job(tmp_path, shared_dir):
     assert (proj / "results/ci/runs/simcse/seed1/model").resolve() == (run / "model").resolve()
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=70)
 def test_snakemake_killed_with_kill_9_then_rerun_as_documented_resumes_the_training_job(tmp_path, shared_dir):
     """Issue 31 part 5: kill -9 of the whole Snakemake build mid-training (docs/reliability.md). A plain
     rerun stops at Snakemake's stale lock and says so; after `snakemake --unlock`, the rerun with the

@@ -59,7 +59,7 @@ def _copy_project(dst: Path) -> Path:
     return dst
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=300)
 def test_ci_suite_end_to_end_through_snakemake(tmp_path, shared_dir):
     proj = _copy_project(tmp_path / "proj")
     # two one-thread jobs at a time, as make demo runs on 2 cores (tiny models: mostly Python start-up)
@@ -129,7 +129,7 @@ suites:
 """
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=100)
 def test_a_suite_in_an_override_file_builds_with_snakemake_typed_without_the_venv_activated(tmp_path):
     """The README's command for a suite of one's own, run for real (not a dry run), by the venv's
     snakemake with the venv not on PATH: every rule's command reads the override file (the run's key

@@ -56,7 +56,7 @@ def _tiny_suites(params_path: Path, suites: dict[str, list[str]]) -> None:
     params_path.write_text(yaml.safe_dump(params, sort_keys=False))
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=60)
 def test_three_paper_tables_end_to_end(tmp_path, shared_dir):
     proj = _copy_project(tmp_path / "proj")
     runs = {"ablation-iscse-retrieval": ["knn", "kmeans"], "ablation-iscse-k": ["k-8", "k-16"],

@@ -285,7 +285,7 @@ def test_snakemake_plans_a_run_two_suites_share_once(tmp_path):
     assert "csebench plan" not in proc.stderr  # a dry run prints Snakemake's plan only (the cost: `csebench plan`)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=120)
 def test_two_suites_sharing_a_run_train_it_once(tmp_path, shared_dir):
     from test_pipeline import BIN, _env
 
