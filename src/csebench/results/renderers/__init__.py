@@ -6,6 +6,8 @@ another renderer.
     grid                 tables in a paper's layout: rows x columns, ours beside published and Δ
     suite                the report of one suite: STS and transfer tables with significance, figures, README
     retrieved_sentences  IS-CSE Table 9 (retrieved sentences, qualitative)
+    combinations         the combinations study: its table and its term x term matrix of gains
+    ranking              a study's methods ranked by one metric with 95% t intervals (zoo Figure 1)
     figures              sweep, curves, seeds, analysis, model_analysis (several renderers, named in
                          render.RENDERERS), each figure with Markdown/CSV companions
 """

@@ -1,0 +1,90 @@
+"""The zoo's one fair table (zoo/table-1) and its ranking figure (zoo/figure-1, renderers/ranking.py)
+rendered from result files of every method of the zoo suite, three seeds each."""
+
+from __future__ import annotations
+
+import csv
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from csebench.config import load_params
+from csebench.evaluation.sts import TEST_TASKS
+from csebench.io import write_json
+from csebench.results.registry import load_registry
+from csebench.results.render import input_files, render_item
+from runhelpers import PARAMS
+
+SEEDS = (42, 43, 44)
+
+
+def _write_zoo(results, rows, skip=()) -> dict[tuple[str, int], float]:
+    """sts.json of every row's run and seed (a level per run, noise per task); returns each Avg."""
+    rng = np.random.default_rng(1)
+    avg = {}
+    for i, row in enumerate(rows):
+        if row["run"] in skip:
+            continue
+        for seed in SEEDS:
+            scores = 70 + 0.3 * i + rng.normal(0, 0.4, len(TEST_TASKS))
+            path = results / "zoo" / "runs" / row["run"] / f"seed{seed}" / "sts.json"
+            write_json(path, {"tasks": dict(zip(TEST_TASKS, scores.tolist())), "avg": float(np.mean(scores))})
+            avg[row["run"], seed] = float(np.mean(scores))
+    return avg
+
+
+def test_the_zoo_table_and_its_ranking_figure_render_with_t_intervals(tmp_path):
+    reg = load_registry()
+    table, figure = reg.item("zoo/table-1"), reg.item("zoo/figure-1")
+    assert reg.is_study("zoo") and figure.renderer == "ranking" and figure.suites == table.suites == ["zoo"]
+    rows = table.blocks()[0]["rows"]
+    params, results, out = load_params(PARAMS), tmp_path / "results", tmp_path / "out"
+    avg = _write_zoo(results, rows, skip={"roberta-base-sncse"})
+    # the figure reads every row's sts.json of every seed (its Snakemake inputs)
+    assert len(input_files(figure, params, str(results))) == len(rows) * len(SEEDS)
+
+    render_item("zoo/table-1", params, str(results), "paper", out)
+    md = (out / "table-1.md").read_text()
+    line = next(ln for ln in md.splitlines() if ln.startswith("| **SimCSE-BERT base** | ours |"))
+    simcse = [avg["bert-base-simcse", s] for s in SEEDS]
+    assert line.rstrip(" |").endswith(f"{np.mean(simcse):.2f} ± {np.std(simcse, ddof=1):.2f}")
+
+    render_item("zoo/figure-1", params, str(results), "paper", out)
+    assert (out / "figure-1.png").stat().st_size > 5000
+    got = list(csv.DictReader(open(out / "figure-1.csv")))
+    assert {r["panel"] for r in got} == {"BERT base", "RoBERTa base"}
+    assert len(got) == len(rows) - 1  # the run not yet run is left out, and named
+    assert "Not yet run: `zoo/roberta-base-sncse`." in (out / "figure-1.md").read_text()
+    for panel in ("BERT base", "RoBERTa base"):
+        ranked = [r for r in got if r["panel"] == panel]
+        means = [float(r["mean"]) for r in ranked]
+        assert means == sorted(means, reverse=True) and [int(r["rank"]) for r in ranked] == list(range(1, len(ranked) + 1))
+        base = next(r for r in ranked if r["run"].endswith("-simcse"))
+        assert base["delta_baseline"] == ""
+        for r in ranked:
+            vals = [avg[r["run"], s] for s in SEEDS]
+            half = stats.t.ppf(0.975, 2) * np.std(vals, ddof=1) / math.sqrt(3)  # the interval, computed directly
+            assert float(r["mean"]) == pytest.approx(np.mean(vals), abs=1e-4)
+            assert float(r["ci_low"]) == pytest.approx(np.mean(vals) - half, abs=1e-4)
+            assert float(r["ci_high"]) == pytest.approx(np.mean(vals) + half, abs=1e-4)
+            if r is not base:
+                assert float(r["delta_baseline"]) == pytest.approx(np.mean(vals) - float(base["mean"]), abs=1e-4)
+    best = got[0]
+    assert f"| BERT base | 1 | {best['label']} | 3 | {float(best['mean']):.2f} | [{float(best['ci_low']):.2f}, " \
+           f"{float(best['ci_high']):.2f}] |" in (out / "figure-1.md").read_text()
+
+
+def test_one_seed_draws_a_point_without_an_interval_and_a_bad_layout_is_one_message(tmp_path):
+    from csebench.errors import ConfigError
+    from csebench.results.renderers.ranking import Ranked, _layout
+    from csebench.results.render import context
+
+    assert Ranked("p", "x", "x", [77.0], [42]).interval is None
+    lo, hi = Ranked("p", "x", "x", [76.0, 78.0], [42, 43]).interval
+    assert (lo + hi) / 2 == pytest.approx(77.0) and hi - 77.0 == pytest.approx(stats.t.ppf(0.975, 1) * math.sqrt(2) / math.sqrt(2))
+    item = load_registry().item("zoo/figure-1")
+    broken = type(item)(**{**item.__dict__, "layout": {"metric": "sts:Avg"}})
+    with pytest.raises(ConfigError, match="needs rows_of, baselines"):
+        _layout(context(broken, load_params(PARAMS), str(tmp_path)))
