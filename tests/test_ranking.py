@@ -88,3 +88,26 @@ def test_one_seed_draws_a_point_without_an_interval_and_a_bad_layout_is_one_mess
     broken = type(item)(**{**item.__dict__, "layout": {"metric": "sts:Avg"}})
     with pytest.raises(ConfigError, match="needs rows_of, baselines"):
         _layout(context(broken, load_params(PARAMS), str(tmp_path)))
+
+
+def test_the_demo_scale_draws_the_demo_zoo_runs_in_the_bert_panel_with_one_seed(tmp_path):
+    """`make demo` draws both items from suite demo-zoo (MiniLM, seed 42): the BERT-base rows of the six
+    methods it trains, four of them the demo-combinations runs (one key: trained once)."""
+    from csebench.config import resolve_run
+
+    params, results, out = load_params(PARAMS), tmp_path / "results", tmp_path / "out"
+    for run in ("simcse", "gs-infonce", "iscse", "sscl"):
+        assert resolve_run(params, "demo-zoo", run, 42).fingerprint() == resolve_run(params, "demo-combinations", run, 42).fingerprint()
+    demo = load_registry().item("zoo/figure-1").demo["runs"]
+    assert load_registry().item("zoo/table-1").demo["runs"] == demo and len(demo) == 6
+    for i, target in enumerate(demo.values()):
+        suite, run = target.split("/")
+        scores = [60.0 + i] * len(TEST_TASKS)
+        write_json(results / suite / "runs" / run / "seed42" / "sts.json", {"tasks": dict(zip(TEST_TASKS, scores)), "avg": 60.0 + i})
+    render_item("zoo/figure-1", params, str(results), "demo", out)
+    got = list(csv.DictReader(open(out / "figure-1.csv")))
+    assert [r["run"] for r in got] == ["mixcse", "esimcse", "sscl", "iscse", "gs-infonce", "simcse"]
+    assert {r["panel"] for r in got} == {"BERT base"} and all(r["ci_low"] == "" and r["seeds"] == "42" for r in got)
+    assert "Demo scale" in (out / "figure-1.md").read_text()
+    render_item("zoo/table-1", params, str(results), "demo", out)
+    assert "| **MixCSE-BERT base** | ours |" in (out / "table-1.md").read_text()
