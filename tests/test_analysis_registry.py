@@ -101,10 +101,10 @@ def test_the_config_check_is_the_registry():
 
 def test_the_snakemake_rules_are_the_registry(project_root):
     """Every analysis with a pipeline has its rule, every suite figure or table its own, nothing else."""
-    from test_pipeline import BIN, _env
+    from runhelpers import BIN, tool_env
 
     proc = subprocess.run([str(BIN / "snakemake"), "--list-rules", "--configfile", "config/ci.yaml", "--config", "plan=false"],
-                          cwd=project_root, env=_env(), capture_output=True, text=True, timeout=300)
+                          cwd=project_root, env=tool_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     rules = {r for r in proc.stdout.split() if r.startswith("analysis_")}
     built = [n for n in NAMES if ANALYSES.get(n).pipeline is not None]

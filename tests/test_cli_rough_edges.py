@@ -13,8 +13,8 @@ import pytest
 from csebench.evaluation import TRANSFER_TASKS
 from csebench.results.renderers import suite as rp
 from runhelpers import PARAMS, SHARED, train_argv, write_config, write_corpus, write_mini_senteval
-from test_bad_input import assert_fails, run_cli
-from test_transfer import make_senteval
+from runhelpers import assert_fails, run_cli
+from runhelpers import make_senteval
 
 ACCEPTS = "takes a saved run's model/ folder, a Hugging Face hub id (e.g. bert-base-uncased) or packaged:minilm"
 

@@ -5,7 +5,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,10 +13,7 @@ import yaml
 from csebench.config import list_suites, load_params
 from csebench.dvcgen import group_record, paper_items
 from csebench.results import render
-from runhelpers import readme_block, readme_checkout, user_env
-
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
+from runhelpers import BIN, ROOT, readme_block, readme_checkout, user_env
 ENV = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PATH=f"{BIN}:{os.environ['PATH']}")
 
 

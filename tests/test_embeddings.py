@@ -174,7 +174,7 @@ def fake_encoders(monkeypatch):
 
 
 def _embed(capsys, model, out, se):
-    from test_bad_input import run_cli
+    from runhelpers import run_cli
 
     rc, err = run_cli(capsys, ["embed", "--model", str(model), "--senteval", str(se), "--no-transfer",
                                "--max-sts-pairs", "20", "--out", str(out), "--no-progress"])
@@ -185,7 +185,7 @@ def _embed(capsys, model, out, se):
 def test_a_table_is_refused_for_another_model_also_packaged_or_hub(tmp_path, capsys, shared_dir, tiny_encoder, fake_encoders):
     """MiniLM's table scored as the tiny model's (and the other way round) was accepted with exit 0:
     a packaged or hub model's table had a null fingerprint, and the check skipped --model ids."""
-    from test_bad_input import assert_fails, run_cli
+    from runhelpers import assert_fails, run_cli
 
     tiny = tmp_path / "tiny" / "model"
     tiny_encoder("avg").save(tiny)
@@ -213,7 +213,7 @@ def test_a_table_is_refused_for_another_model_also_packaged_or_hub(tmp_path, cap
 
 
 def test_a_table_without_fingerprint_is_refused(tmp_path, capsys, shared_dir, tiny_encoder):
-    from test_bad_input import assert_fails
+    from runhelpers import assert_fails
 
     tiny_encoder("avg").save(tmp_path / "model")
     write_embeddings(tmp_path / "old.npz", ["x"], _vectors(["x"]), {"model": str(tmp_path / "model")})
@@ -247,7 +247,7 @@ def test_hub_model_fingerprint_is_that_of_its_cached_snapshot(tmp_path, monkeypa
 def test_damaged_npz_is_one_line_naming_it(tmp_path, capsys, shared_dir, tiny_encoder):
     """A truncated table gave a zipfile.BadZipFile traceback; a text file said it held pickled data."""
     from csebench.evaluation.sts import save_pairs
-    from test_bad_input import assert_fails
+    from runhelpers import assert_fails
 
     tiny_encoder("avg").save(tmp_path / "model")
     write_embeddings(tmp_path / "good.npz", [f"s{i}" for i in range(500)], torch.randn(500, 32),

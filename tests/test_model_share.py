@@ -225,9 +225,9 @@ def test_snakemake_makes_the_cards_and_a_second_run_plans_nothing(tmp_path, smal
     One card per run, in its own folder; the suite's view shows it through its model/ link."""
     from csebench.config import load_params
     from csebench.suites import run_folder
-    from test_pipeline import BIN, _copy_project
+    from runhelpers import BIN, copy_project
 
-    proj = _copy_project(tmp_path / "proj")
+    proj = copy_project(tmp_path / "proj")
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", CSEBENCH_SHARED=str(small_shared),
                PATH=f"{BIN}:{os.environ['PATH']}", CSEBENCH_DATA_CHECK="0")
     run = run_folder(load_params(proj / "params.yaml"), "ci", "simcse", 1)
@@ -271,7 +271,7 @@ def test_card_waits_for_the_mteb_results_where_the_suite_asks_for_them(tmp_path)
     from csebench.config import load_params
     from csebench.suites import run_folder
     from runhelpers import PARAMS
-    from test_pipeline import BIN
+    from runhelpers import BIN
 
     over = tmp_path / "over.yaml"
     over.write_text("suites:\n  ci:\n    mteb: {}\n")
@@ -353,7 +353,7 @@ def test_the_demo_carries_a_card_for_every_model_and_evaluates_nothing_more_for_
     from csebench import suites as wf
     from csebench.config import load_params
     from runhelpers import PARAMS
-    from test_pipeline import BIN
+    from runhelpers import BIN
 
     proc = subprocess.run([str(BIN / "snakemake"), "-n", "--forceall", "--quiet", "rules", "--configfile", "config/demo.yaml",
                            "--config", "plan=false"], cwd=Path(__file__).resolve().parents[1],

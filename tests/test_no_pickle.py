@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from runhelpers import ROOT, SHARED, ci_training, train_argv, write_config, write_corpus, write_mini_senteval
-from test_bad_input import assert_fails, run_cli
+from runhelpers import assert_fails, run_cli
 
 
 class _CreatesFile:

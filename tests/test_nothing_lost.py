@@ -22,7 +22,7 @@ import pytest
 
 from csebench import cli
 from runhelpers import ROOT, ci_training, env, fail_writing_train_json, train_argv, write_config, write_corpus, write_mini_senteval
-from test_bad_input import assert_fails, run_cli
+from runhelpers import assert_fails, run_cli
 from test_report import suite_config, sts_scores, write_run
 
 TRAINING = dict(max_steps=4, eval_steps=2, checkpoint_steps=2, batch_size=8, log_steps=1, eval_batch_size=64)
@@ -298,16 +298,16 @@ def test_snakemake_rerun_of_a_finished_training_job(tmp_path, shared_dir):
     run there and needs no --force: a forced rerun (as after a hyperparameter change) completes."""
     from csebench import suites as wf
     from csebench.config import load_params
-    from test_pipeline import BIN, _copy_project, _env
+    from runhelpers import BIN, copy_project, tool_env
 
-    proj = _copy_project(tmp_path / "proj")
+    proj = copy_project(tmp_path / "proj")
     target = "results/ci/runs/simcse/seed1/train.json"
     cmd = [str(BIN / "snakemake"), "--cores", "2", "--configfile", "config/ci.yaml", "--config", "plan=false",
            "--profile", "workflow/profiles/default"]
-    first = subprocess.run(cmd + ["--", target], cwd=proj, env=_env(shared_dir), capture_output=True, text=True, timeout=600)
+    first = subprocess.run(cmd + ["--", target], cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stderr[-3000:]
     before = (proj / target).stat().st_mtime_ns
-    again = subprocess.run(cmd + ["--forcerun", "train", "--", target], cwd=proj, env=_env(shared_dir),
+    again = subprocess.run(cmd + ["--forcerun", "train", "--", target], cwd=proj, env=tool_env(shared_dir),
                            capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
     # the suite's folder is a view of the run's own (docs/runs.md), where it trains
@@ -328,9 +328,9 @@ def test_snakemake_killed_with_kill_9_then_rerun_as_documented_resumes_the_train
 
     from csebench import suites as wf
     from csebench.config import load_params
-    from test_pipeline import BIN, _copy_project, _env
+    from runhelpers import BIN, copy_project, tool_env
 
-    proj = _copy_project(tmp_path / "proj")
+    proj = copy_project(tmp_path / "proj")
     # a run long enough to be killed between its first checkpoint and its end (STS-B dev at every step)
     over = write_config(proj / "longer.yaml", {"suites": {"ci": {"training": {
         "max_steps": 16, "checkpoint_steps": 2, "eval_steps": 1}}}})
@@ -341,7 +341,7 @@ def test_snakemake_killed_with_kill_9_then_rerun_as_documented_resumes_the_train
     manifest = run / "checkpoint" / "manifest.json"
     with (tmp_path / "killed.log").open("w") as log:
         build = subprocess.Popen(base + ["--profile", "workflow/profiles/default", "--", target], cwd=proj,
-                                 env=_env(shared_dir), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                                 env=tool_env(shared_dir), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.time() + 300
         while not manifest.exists() and build.poll() is None and time.time() < deadline:
             time.sleep(0.05)
@@ -351,11 +351,11 @@ def test_snakemake_killed_with_kill_9_then_rerun_as_documented_resumes_the_train
     assert alive and manifest.exists(), (tmp_path / "killed.log").read_text()[-3000:]
     assert not (run / "train.json").exists()
 
-    plain = subprocess.run(base + ["--", target], cwd=proj, env=_env(shared_dir), capture_output=True, text=True, timeout=300)
+    plain = subprocess.run(base + ["--", target], cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True, timeout=300)
     assert plain.returncode != 0 and "--unlock" in plain.stdout + plain.stderr, plain.stdout[-2000:] + plain.stderr[-2000:]
-    unlock = subprocess.run(base + ["--unlock"], cwd=proj, env=_env(shared_dir), capture_output=True, text=True, timeout=300)
+    unlock = subprocess.run(base + ["--unlock"], cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True, timeout=300)
     assert unlock.returncode == 0, unlock.stderr[-2000:]
-    rerun = subprocess.run(base + ["--profile", "workflow/profiles/default", "--", target], cwd=proj, env=_env(shared_dir),
+    rerun = subprocess.run(base + ["--profile", "workflow/profiles/default", "--", target], cwd=proj, env=tool_env(shared_dir),
                            capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     timing = json.loads((run / "train_timing.json").read_text())

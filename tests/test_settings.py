@@ -13,7 +13,7 @@ import pytest
 from csebench.config import load_params
 from csebench.errors import ConfigError
 from runhelpers import PARAMS, SHARED, train_argv, write_corpus, write_mini_senteval
-from test_bad_input import assert_fails, data_override
+from runhelpers import assert_fails, data_override
 
 
 @pytest.fixture()
@@ -263,19 +263,19 @@ def test_every_shipped_config_passes_the_schemas(project_root):
 
 @pytest.mark.slow
 def test_snakemake_dry_run_names_the_key_in_one_line(tmp_path, project_root):
-    from test_pipeline import BIN, _env
+    from runhelpers import BIN, tool_env
 
     cfg = _override(tmp_path, "suites:\n  ci:\n    training: [1, 2]\n")
     proc = subprocess.run([str(BIN / "snakemake"), "-n", "--quiet", "rules", "--configfile", "config/ci.yaml",
                            "--config", f"params_overrides=[{cfg}]", "plan=false"],
-                          cwd=project_root, env=_env(), capture_output=True, text=True, timeout=300)
+                          cwd=project_root, env=tool_env(), capture_output=True, text=True, timeout=300)
     text = proc.stdout + proc.stderr
     assert proc.returncode != 0
     assert f"{cfg}: suites.ci.training: expected a mapping, got [1, 2]" in text
     assert "AttributeError" not in text and "object has no attribute" not in text
     proc = subprocess.run([str(BIN / "snakemake"), "-n", "--quiet", "rules", "--configfile", "config/ci.yaml",
                            "--config", "analyses=[align_uniform,nope]", "plan=false"],
-                          cwd=project_root, env=_env(), capture_output=True, text=True, timeout=300)
+                          cwd=project_root, env=tool_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0 and "analyses[1]: 'nope' is not one of" in proc.stdout + proc.stderr
 
 

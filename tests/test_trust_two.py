@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from runhelpers import write_small_shared
-from test_bad_input import assert_fails, run_cli
+from runhelpers import assert_fails, run_cli
 from test_probing import make_probing
 
 STS_FAST = ["--max-sts-pairs", "20", "--no-progress"]
@@ -280,7 +280,7 @@ def test_snakemake_settings_mistake_is_one_line(tmp_path):
     an unknown suite in --config gave a KeyError with its stack."""
     import subprocess
 
-    from test_pipeline import BIN, _env
+    from runhelpers import BIN, tool_env
     from runhelpers import ROOT
 
     over = tmp_path / "over.yaml"
@@ -288,7 +288,7 @@ def test_snakemake_settings_mistake_is_one_line(tmp_path):
     for config, message in ((f"params_overrides=[{over}]", f"{over}: suites.ci.training: expected a mapping, got [1, 2]"),
                             ("suites=[cii]", "suites: unknown suite 'cii' (did you mean 'ci'?)")):
         proc = subprocess.run([str(BIN / "snakemake"), "-n", "--configfile", "config/ci.yaml", "--config", config, "plan=false"],
-                              cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=120)
+                              cwd=ROOT, env=tool_env(), capture_output=True, text=True, timeout=120)
         lines = [l for l in (proc.stdout + proc.stderr).splitlines() if not l.startswith("Config file config/paper.yaml")]
         assert proc.returncode == 1 and lines == [f"csebench: error: {lines[0].partition('error: ')[2]}"], lines
         assert message in lines[0]
