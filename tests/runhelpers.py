@@ -148,6 +148,14 @@ def assert_fails(capsys, argv, *needles, outputs=()) -> str:
     return line[-1]
 
 
+def assert_train_fails(inputs, capsys, overrides: dict, *needles):
+    """`csebench train` of the ci suite on ``inputs`` (the fixture) with the --config ``overrides`` fails as
+    assert_fails checks, leaving no run folder and no cache."""
+    cfg = write_config(inputs / "over.yaml", overrides)
+    out = inputs / "run"
+    return assert_fails(capsys, train_argv(inputs, out, cfg), *needles, outputs=[out, inputs / "cache"])
+
+
 def has_term(module: str, attr: str) -> bool:
     """Whether csebench.objectives.<module> exists and defines ``attr`` (an objective term)."""
     try:

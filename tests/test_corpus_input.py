@@ -1,0 +1,52 @@
+"""The corpus a user gives `prepare-corpus` and `train`: empty, not UTF-8, missing, lines of control
+characters, overlong lines, fewer sentences than one batch. Each error is one clear line and exit 2, and
+leaves no output behind that could look finished."""
+
+from __future__ import annotations
+import pytest
+from runhelpers import PARAMS, assert_fails, data_override, run_cli, train_argv
+
+
+# ----------------------------------------------------------------------------- corpus
+
+
+@pytest.mark.parametrize("content,needle", [(b"", "no sentences"), (b"\n   \n\t\n\n", "no sentences"),
+                                            ("fine\ncaf\xe9\n".encode("latin-1"), "is not UTF-8: invalid byte at line 2")])
+def test_bad_corpus_prepare(tmp_path, capsys, content, needle):
+    bad = tmp_path / "bad-corpus.txt"
+    bad.write_bytes(content)
+    out = tmp_path / "out" / "corpus.txt"
+    assert_fails(capsys, ["prepare-corpus", "--params", str(PARAMS), "--config", str(data_override(tmp_path, bad)),
+                          "--data", "bad", "--out", str(out)], "bad-corpus.txt", needle, outputs=[out, out.parent])
+
+
+@pytest.mark.parametrize("content,needle", [(b"", "no sentences"), (b"\n\n \n", "no sentences"),
+                                            (b"ok\n\xff\xfe bad\n", "is not UTF-8")])
+def test_bad_corpus_train(inputs, capsys, content, needle):
+    bad = inputs / "bad-corpus.txt"
+    bad.write_bytes(content)
+    out = inputs / "run"
+    assert_fails(capsys, train_argv(inputs, out, None, corpus=bad), "bad-corpus.txt", needle,
+                 outputs=[out, inputs / "cache"])
+
+
+def test_missing_corpus(inputs, capsys):
+    out = inputs / "run"
+    assert_fails(capsys, train_argv(inputs, out, None, corpus=inputs / "nope.txt"),
+                 "corpus file not found", "nope.txt", outputs=[out])
+
+
+def test_overlong_line_is_truncated_not_an_error(inputs, capsys, tokenizer):
+    from csebench.data import load_tokenized_corpus
+
+    corpus = inputs / "long.txt"
+    long_line = " ".join(["word"] * 20000)
+    corpus.write_text("a short sentence .\n" + long_line + "\nanother one .\n", encoding="utf-8")
+    out = inputs / "prepared.txt"
+    rc, err = run_cli(capsys, ["prepare-corpus", "--params", str(PARAMS), "--config",
+                               str(data_override(inputs, corpus)), "--data", "bad", "--out", str(out)])
+    assert rc == 0, err
+    assert out.read_text(encoding="utf-8").splitlines()[1] == long_line  # kept whole in the corpus
+    tc = load_tokenized_corpus(out, tokenizer, 32, inputs / "cache")
+    assert len(tc) == 3 and tc.lengths().max() == 32  # truncated to training.max_seq_length
+    assert tc.get(1)[-1] == tokenizer.sep_token_id  # truncation keeps the closing [SEP]
