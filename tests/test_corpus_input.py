@@ -3,7 +3,9 @@ characters, overlong lines, fewer sentences than one batch. Each error is one cl
 leaves no output behind that could look finished."""
 
 from __future__ import annotations
+
 import pytest
+
 from runhelpers import PARAMS, assert_fails, data_override, run_cli, train_argv
 
 
@@ -50,3 +52,18 @@ def test_overlong_line_is_truncated_not_an_error(inputs, capsys, tokenizer):
     tc = load_tokenized_corpus(out, tokenizer, 32, inputs / "cache")
     assert len(tc) == 3 and tc.lengths().max() == 32  # truncated to training.max_seq_length
     assert tc.get(1)[-1] == tokenizer.sep_token_id  # truncation keeps the closing [SEP]
+
+
+# ----------------------------------------------------------------------------- corpus text
+
+
+@pytest.mark.parametrize("content,line,chars", [(b"\x00" * 64, 1, "U+0000"),
+                                                (b"fine .\n\x01\x02 \x7f\nmore .\n", 2, "U+0001, U+0002, U+007F")])
+def test_control_character_lines_are_refused(inputs, capsys, content, line, chars):
+    bad = inputs / "bad-corpus.txt"
+    bad.write_bytes(content)
+    out = inputs / "prepared.txt"
+    assert_fails(capsys, ["prepare-corpus", "--params", str(PARAMS), "--config", str(data_override(inputs, bad)),
+                          "--data", "bad", "--out", str(out)],
+                 f"corpus {bad} line {line} holds only control characters ({chars})", outputs=[out])
+    assert_fails(capsys, train_argv(inputs, inputs / "run", None, corpus=bad), f"corpus {bad} line {line}")

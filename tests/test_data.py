@@ -73,3 +73,11 @@ def test_senteval_dir_check_names_missing_files(tmp_path):
 
 def test_shared_senteval_is_complete(shared_dir):
     assert check_senteval_dir(shared_dir / "senteval").name == "downstream"
+
+
+def test_corpus_is_split_at_newlines_only(tmp_path):
+    from csebench.data import read_corpus
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_bytes("one\u2028still one\r\ntwo\x85 too\x0cand this\r\n\r\nthree\n".encode("utf-8"))
+    assert read_corpus(corpus) == ["one\u2028still one", "two\x85 too\x0cand this", "three"]

@@ -2,7 +2,9 @@
 Each is one clear line naming the file (and the line), exit 2, and leaves no output behind."""
 
 from __future__ import annotations
+
 import pytest
+
 from runhelpers import PARAMS, assert_fails, data_override, train_argv, write_mini_senteval
 
 

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from csebench.cli import main
-from csebench.errors import ConfigError, DataError
 from csebench.encoder import load_encoder
+from csebench.errors import ConfigError, DataError
 from csebench.objectives import Objective
 from csebench.objectives.base import StepContext
 from csebench.teachers import TeacherBank, build_teacher_cache, meta_path
@@ -215,3 +215,11 @@ def test_teacher_with_a_different_tokenizer(inputs, capsys):
     out = inputs / "run"
     assert_fails(capsys, train_argv(inputs, out, cfg) + ["--teacher-cache", str(cache)],
                  f"teacher cache {cache}", "uses a different tokenizer than the student", outputs=[out])
+
+
+def test_teacher_cache_max_seq_length_past_the_positions_is_refused(inputs, capsys, tiny_encoder):
+    tiny_encoder().save(inputs / "teacher")
+    out = inputs / "emb.npy"
+    assert_fails(capsys, ["teacher-cache", "--model", str(inputs / "teacher"), "--corpus", str(inputs / "corpus.txt"),
+                          "--out", str(out), "--max-seq-length", "500"],
+                 "--max-seq-length is 500, longer than the backbone takes (128 positions", outputs=[out])

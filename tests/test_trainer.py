@@ -2,8 +2,11 @@
 average), and a loss that is not finite stopping training with its step and the last good checkpoint."""
 
 from __future__ import annotations
+
 import math
+
 import pytest
+
 from runhelpers import assert_fails, ci_training, train_argv, write_config
 
 
