@@ -4,9 +4,12 @@ leaves no output behind that could look finished."""
 
 from __future__ import annotations
 
+import json
+import logging
+
 import pytest
 
-from runhelpers import PARAMS, assert_fails, data_override, run_cli, train_argv
+from runhelpers import PARAMS, assert_fails, data_override, run_cli, train_argv, write_corpus
 
 
 # ----------------------------------------------------------------------------- corpus
@@ -67,3 +70,27 @@ def test_control_character_lines_are_refused(inputs, capsys, content, line, char
                           "--data", "bad", "--out", str(out)],
                  f"corpus {bad} line {line} holds only control characters ({chars})", outputs=[out])
     assert_fails(capsys, train_argv(inputs, inputs / "run", None, corpus=bad), f"corpus {bad} line {line}")
+
+
+# ----------------------------------------------------------------------------- corpus smaller than one batch
+
+
+def test_corpus_smaller_than_one_batch_warns_and_records_the_batch(inputs, capsys, caplog):
+    write_corpus(inputs / "small.txt", n=5)
+    out = inputs / "run"
+    with caplog.at_level(logging.WARNING, logger="csebench"):
+        rc, err = run_cli(capsys, train_argv(inputs, out, None, corpus=inputs / "small.txt"))  # ci suite: batch 16
+    assert rc == 0, err
+    warning = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "fewer than" in r.getMessage()]
+    assert warning == [f"corpus {inputs / 'small.txt'} has 5 sentences, fewer than training.batch_size 16: "
+                       f"1 step of batch 5 will run"]
+    train = json.loads((out / "train.json").read_text())
+    assert train["steps"] == 1 and train["batch_size"] == 16 and train["effective_batch_sizes"] == [5]
+
+
+def test_corpus_of_one_sentence_is_an_error_in_good_grammar(inputs, capsys):
+    write_corpus(inputs / "one.txt", n=1)
+    out = inputs / "run"
+    line = assert_fails(capsys, train_argv(inputs, out, None, corpus=inputs / "one.txt"),
+                        f"corpus {inputs / 'one.txt'} has 1 sentence: too few for in-batch negatives (need at least 2)")
+    assert "1 sentences" not in line

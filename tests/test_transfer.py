@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from torch import nn
 
 from csebench.errors import DataError
 from csebench.evaluation import transfer as T
-from runhelpers import make_senteval, write
+from runhelpers import make_senteval, run_cli, write
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny matrices: one thread avoids oversubscription
 
@@ -320,3 +321,22 @@ def test_suite_transfer_caps_are_validated():
     params["suites"]["demo"]["transfer"]["max_test_sentnces"] = 3
     with pytest.raises(ConfigError, match="unknown key 'max_test_sentnces'"):
         suite_evaluation(params, "demo")
+
+
+# ----------------------------------------------------------------------------- the transfer average of a subset of tasks
+
+
+def test_eval_transfer_subset_has_no_seven_task_average(tmp_path, capsys, caplog, tiny_encoder):
+    tiny_encoder().save(tmp_path / "model")
+    se = make_senteval(tmp_path / "se", n=20)
+    out = tmp_path / "transfer.json"
+    with caplog.at_level(logging.INFO, logger="csebench"):
+        rc, err = run_cli(capsys, ["eval-transfer", "--model", str(tmp_path / "model"), "--senteval", str(se),
+                                   "--tasks", "TREC", "MRPC", "CR", "SST2", "--out", str(out), "--no-progress"])
+    assert rc == 0, err
+    res = json.loads(out.read_text())
+    assert "avg" not in res and res["avg_tasks"] == ["TREC", "MRPC", "CR", "SST2"]
+    assert res["avg_subset"] == pytest.approx(np.mean([res["tasks"][t] for t in res["avg_tasks"]]))
+    line = next(r.getMessage() for r in caplog.records if r.getMessage().startswith("transfer "))
+    assert "nan" not in line
+    assert line.startswith(f"transfer avg of 4 tasks {res['avg_subset']:.2f}, not the 7-task average (senteval): TREC ")
