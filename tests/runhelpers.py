@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("CSEBENCH_SHARED", ROOT.parent / "shared"))
 PARAMS = ROOT / "params.yaml"
 BIN = Path(sys.executable).parent  # the venv's tools: csebench, snakemake, dvc
+STS_FAST = ["--max-sts-pairs", "20", "--no-progress"]  # an STS evaluation in seconds (with the `small` fixture)
 
 
 def write(path, text, encoding="utf-8"):

@@ -301,3 +301,42 @@ def test_snakemake_dry_run_names_the_key_in_one_line(tmp_path, project_root):
                            "--config", "analyses=[align_uniform,nope]", "plan=false"],
                           cwd=project_root, env=tool_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0 and "analyses[1]: 'nope' is not one of" in proc.stdout + proc.stderr
+
+
+# ----------------------------------------------------------------------------- the Snakemake config's mistakes, a default no suite uses
+
+
+def test_snakemake_settings_mistake_is_one_line(tmp_path):
+    """`snakemake -n` with a malformed section printed the right line under Snakemake's header, then 4 stack lines;
+    an unknown suite in --config gave a KeyError with its stack."""
+    import subprocess
+
+    from runhelpers import BIN, tool_env
+    from runhelpers import ROOT
+
+    over = tmp_path / "over.yaml"
+    over.write_text("suites:\n  ci:\n    training: [1, 2]\n")
+    for config, message in ((f"params_overrides=[{over}]", f"{over}: suites.ci.training: expected a mapping, got [1, 2]"),
+                            ("suites=[cii]", "suites: unknown suite 'cii' (did you mean 'ci'?)")):
+        proc = subprocess.run([str(BIN / "snakemake"), "-n", "--configfile", "config/ci.yaml", "--config", config, "plan=false"],
+                              cwd=ROOT, env=tool_env(), capture_output=True, text=True, timeout=120)
+        lines = [l for l in (proc.stdout + proc.stderr).splitlines() if not l.startswith("Config file config/paper.yaml")]
+        assert proc.returncode == 1 and lines == [f"csebench: error: {lines[0].partition('error: ')[2]}"], lines
+        assert message in lines[0]
+
+
+def test_a_nan_default_that_every_suite_overrides_is_refused(tmp_path, capsys):
+    """`training.learning_rate: .nan` in params.yaml was accepted when every suite set its own."""
+    from runhelpers import PARAMS
+
+    text = PARAMS.read_text(encoding="utf-8")
+    params = tmp_path / "params.yaml"
+    at = text.index("\ntraining:")  # the defaults' learning rate: every suite sets its own
+    params.write_text(text[:at] + text[at:].replace("  learning_rate: 3.0e-5\n", "  learning_rate: .nan\n", 1), encoding="utf-8")
+    assert "\n  learning_rate: .nan\n" in params.read_text()
+    assert_fails(capsys, ["show-config", "--params", str(params), "--suite", "ci", "--run", "simcse", "--seed", "1"],
+                 f"{params}: training.learning_rate: expected a finite number, got nan")
+    over = tmp_path / "over.yaml"
+    over.write_text("suites:\n  nobody:\n    training: {temperature: .inf}\n")
+    assert_fails(capsys, ["show-config", "--params", str(PARAMS), "--config", str(over), "--suite", "ci", "--run", "simcse",
+                          "--seed", "1"], f"{over}: suites.nobody.training.temperature: expected a finite number, got inf")

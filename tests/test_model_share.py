@@ -11,6 +11,7 @@ import torch
 
 from csebench.config import BackboneConfig
 from csebench.encoder import build_encoder
+from runhelpers import assert_fails, copy_run
 
 SENTS = ["a sentence", "another longer sentence here"]
 
@@ -365,3 +366,44 @@ def test_the_demo_carries_a_card_for_every_model_and_evaluates_nothing_more_for_
     runs = wf.Runs(params)
     evaluated = {runs.key(s, r) for s in ("demo", "demo-combinations") for r, _ in wf.evaluated_jobs(params, s)}
     assert int(counts["model_card"]) == int(counts["train"]) and int(counts["embed"]) == len(evaluated)
+
+
+# ----------------------------------------------------------------------------- push sends only the run's own files
+
+
+def test_push_never_follows_a_link_nor_sends_a_stranger(trained, tmp_path, capsys, monkeypatch):
+    """`ln -s ~/secret.txt RUN/model/notes.txt; csebench push --dry-run` listed notes.txt for upload."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    run = copy_run(trained, tmp_path / "run")
+    secret = tmp_path / "home" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("token=hf_abc\n")
+    argv = ["push", "--run", str(run), "--repo-id", "org/name", "--dry-run"]
+    (run / "model" / "notes.txt").symlink_to(secret)
+    assert_fails(capsys, argv, f"{run / 'model' / 'notes.txt'} is a symbolic link (to {secret}): push uploads only the "
+                               "files csebench wrote in the run's model/, never what a link points to; remove the link")
+    (run / "model" / "notes.txt").unlink()
+    (run / "model" / "1_Pooling" / "extra.bin").write_bytes(b"not csebench's")
+    assert_fails(capsys, argv, f"{run / 'model' / '1_Pooling' / 'extra.bin'} was not written by csebench "
+                               f"({run / 'train.json'} lists the files of model/ under model_files): push uploads only "
+                               "the run's own files; move it out of model/")
+    (run / "model" / "1_Pooling" / "extra.bin").unlink()
+    # model/ itself a link out of the run: refused before the card is written through it
+    outside = tmp_path / "elsewhere"
+    (run / "model").rename(outside)
+    (run / "model").symlink_to(outside)
+    assert_fails(capsys, argv, f"{run / 'model'} is a symbolic link to {outside}, which is no csebench run's model folder")
+    assert not (outside / "README.md").exists()
+    # a suite's view: its model/ link into the run's folder is the run's own
+    (run / "model").unlink()
+    outside.rename(run / "model")
+    view = tmp_path / "suite" / "runs" / "simcse" / "seed1"
+    view.mkdir(parents=True)
+    (view / "model").symlink_to(run / "model")
+    (view / "train.json").write_text((run / "train.json").read_text())
+    from csebench.cli import main
+
+    capsys.readouterr()
+    assert main(argv[:2] + [str(view)] + argv[3:]) == 0
+    listed = [line.strip() for line in capsys.readouterr().out.splitlines()[1:]]
+    assert "README.md" in listed and "model.safetensors" in listed and "notes.txt" not in listed
