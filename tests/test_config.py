@@ -15,7 +15,7 @@ from csebench.errors import ConfigError
 from runhelpers import PARAMS, SHARED, assert_fails, assert_train_fails, ci_training, train_argv
 
 
-# ----------------------------------------------------------------------------- unknown names, typos, values out of range
+# ---------------------------------------------------------------------------- unknown names, typos, values out of range
 
 
 def test_unknown_method(inputs, capsys):
@@ -303,7 +303,7 @@ def test_snakemake_dry_run_names_the_key_in_one_line(tmp_path, project_root):
     assert proc.returncode != 0 and "analyses[1]: 'nope' is not one of" in proc.stdout + proc.stderr
 
 
-# ----------------------------------------------------------------------------- the Snakemake config's mistakes, a default no suite uses
+# ------------------------------------------------------------- the Snakemake config's mistakes, a default no suite uses
 
 
 def test_snakemake_settings_mistake_is_one_line(tmp_path):

@@ -280,7 +280,7 @@ def test_damaged_npz_is_one_line_naming_it(tmp_path, capsys, shared_dir, tiny_en
                  "rerun `csebench eval-sts --pairs-out`")
 
 
-# ----------------------------------------------------------------------------- issue 31: the pooler of a table, recorded and checked
+# ---------------------------------------------------------------- issue 31: the pooler of a table, recorded and checked
 
 
 def test_pooler_is_recorded_and_checked_against_the_table(tmp_path, capsys, tiny_encoder, small):

@@ -394,7 +394,7 @@ def test_a_run_output_linked_out_of_the_run_is_refused_and_never_deleted_through
     assert (run / "model").is_dir() and not (run / "model").is_symlink()
 
 
-# ----------------------------------------------------------------------------- Ctrl-C before the command is known, and during an import
+# ------------------------------------------------------------- Ctrl-C before the command is known, and during an import
 
 
 def test_an_interrupt_names_the_subcommand_even_before_argparse(capsys, monkeypatch):
@@ -441,7 +441,7 @@ def test_an_interrupt_during_an_import_is_one_line_and_never_raised_inside_it(tm
     assert sorted(p.name for p in tmp_path.iterdir()) == ["slow_import.py"]  # the unfinished output's temporary removed
 
 
-# ----------------------------------------------------------------------------- a read-only output folder, a full disk, two renders at once
+# ---------------------------------------------------------- a read-only output folder, a full disk, two renders at once
 
 
 @pytest.fixture()

@@ -371,7 +371,7 @@ def test_report_captions_come_from_the_registry_and_are_valid_rst(item, first):
     assert REG.category(it) == {"is-cse": "IS-CSE", "combinations": "Combinations (a study beyond the papers)", "suite": "Suites"}[it.paper]
 
 
-# ----------------------------------------------------------------------------- the transfer average of a subset of tasks
+# ---------------------------------------------------------------------------- the transfer average of a subset of tasks
 
 
 @pytest.mark.filterwarnings("ignore:Mean of empty slice")

@@ -16,8 +16,7 @@ import yaml
 from csebench import suites as wf
 from csebench.config import load_params, resolve_run
 from csebench.errors import ConfigError, DataError
-from runhelpers import ROOT, write_config
-from runhelpers import assert_fails, run_cli
+from runhelpers import ROOT, assert_fails, run_cli, write_config
 
 P = load_params(ROOT / "params.yaml")
 TINY = {"max_steps": 4, "eval_steps": 2, "batch_size": 16, "learning_rate": 1.0e-4, "log_steps": 2, "checkpoint_steps": 4}
@@ -375,3 +374,13 @@ def test_a_runs_key_hashes_only_the_settings_that_change_its_outputs():
         for sr in (sr for sr in evalonly if sr in after):
             assert (sr in moved) == (setting in EVAL_ONLY_SETTINGS and sr in resolved), (setting, sr)
     assert tested >= len(OTHER_TRAINING) - len(RESULT_NEUTRAL) - 3  # most defaults reach some trained run
+
+
+def test_the_positives_setting_changes_no_existing_run_key():
+    """Added later, at its default (dropout positives) the setting is left out of run identities, so the
+    one-layer SSCL runs trained before it keep their keys; the released SSCL-BERT's self positives count."""
+    one = resolve_run(P, "ablation-sscl-layer", "layer-5", 42)
+    assert one.objectives["layer_negatives"]["positives"] == "dropout"
+    assert "positives" not in one.identity()["objectives"]["layer_negatives"]
+    released = resolve_run(P, "paper-sscl", "sscl_bert_released-256", 42)
+    assert released.identity()["objectives"]["layer_negatives"]["positives"] == "self"

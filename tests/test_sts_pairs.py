@@ -243,7 +243,7 @@ def test_snakemake_passes_the_sets_to_train_embed_and_eval_sts(tmp_path):
     assert re.search(r"output: results/runs/[0-9a-f]{16}/seed1/eval-fp32-capped-[0-9a-f]{8}-sts-[0-9a-f]{8}/sts.json", out)
 
 
-# ----------------------------------------------------------------------------- issue 31: a set too small, contradicting itself, repeating pairs or scored on another scale
+# ------------------------------------------------------------------------ issue 31: too small, contradicting, repeating
 
 
 def _rows(n: int, split: str = "test", start: int = 0) -> list[str]:

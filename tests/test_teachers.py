@@ -176,7 +176,7 @@ def test_cli_teacher_cache(tmp_path, teachers, capsys):
     assert meta["max_seq_length"] == 7 and meta["teacher_run"]["name"] == "simcse"
 
 
-# ----------------------------------------------------------------------------- teachers that do not exist or do not fit the student, through the CLI
+# ------------------------------------------------ teachers that do not exist or do not fit the student, through the CLI
 
 
 @pytest.mark.skipif(not has_term("distillation", "Distillation"), reason="DistillCSE term (objectives/distillation.py) not present")

@@ -323,7 +323,7 @@ def test_suite_transfer_caps_are_validated():
         suite_evaluation(params, "demo")
 
 
-# ----------------------------------------------------------------------------- the transfer average of a subset of tasks
+# ---------------------------------------------------------------------------- the transfer average of a subset of tasks
 
 
 def test_eval_transfer_subset_has_no_seven_task_average(tmp_path, capsys, caplog, tiny_encoder):
