@@ -5,6 +5,7 @@ at every entry point. The short forms of params.yaml read as the long ones."""
 
 from __future__ import annotations
 
+import copy
 import subprocess
 from pathlib import Path
 
@@ -13,6 +14,8 @@ import pytest
 from csebench.config import load_params
 from csebench.errors import ConfigError
 from runhelpers import PARAMS, SHARED, assert_fails, assert_train_fails, ci_training, train_argv
+
+P = load_params(PARAMS)
 
 
 # ---------------------------------------------------------------------------- unknown names, typos, values out of range
@@ -340,3 +343,20 @@ def test_a_nan_default_that_every_suite_overrides_is_refused(tmp_path, capsys):
     over.write_text("suites:\n  nobody:\n    training: {temperature: .inf}\n")
     assert_fails(capsys, ["show-config", "--params", str(PARAMS), "--config", str(over), "--suite", "ci", "--run", "simcse",
                           "--seed", "1"], f"{over}: suites.nobody.training.temperature: expected a finite number, got inf")
+
+
+# ----------------------------------------------------------------------------- a suite's evaluation settings
+
+
+@pytest.mark.parametrize("cap,ok", [(500, True), (1, False), ("500", False), (True, False)])
+def test_sts_pair_cap_setting(cap, ok):
+    from csebench import suites as wf
+
+    params = copy.deepcopy(P)
+    params["suites"]["demo"]["evaluation"] = {"max_sts_pairs": cap}
+    if ok:
+        assert wf.suite_evaluation(params, "demo")["max_sts_pairs"] == cap
+    else:
+        with pytest.raises(ConfigError, match="max_sts_pairs: give a whole number"):
+            wf.suite_evaluation(params, "demo")
+    assert wf.suite_evaluation(P, "paper")["max_sts_pairs"] is None  # paper scale: every pair
