@@ -166,6 +166,21 @@ def has_term(module: str, attr: str) -> bool:
         return False
 
 
+EXTRAS = {"pipeline": ("snakemake", "dvc")}  # the optional extras tests need, by the modules they install
+
+
+def needs_extra(name: str):
+    """A mark that skips a test, saying why, where the optional [name] extra of pyproject.toml is not installed."""
+    import pytest
+
+    missing = [m for m in EXTRAS[name] if importlib.util.find_spec(m) is None]
+    return pytest.mark.skipif(bool(missing), reason=f"the optional [{name}] extra is not installed ({', '.join(missing)} "
+                                                    f"missing): pip install -e '.[{name}]'")
+
+
+needs_pipeline = needs_extra("pipeline")  # tests that run snakemake or dvc
+
+
 def copy_run(run: Path, dst: Path) -> Path:
     """A copy of a run folder (without its lock), to damage or change."""
     shutil.copytree(run, dst, ignore=shutil.ignore_patterns(".lock"))

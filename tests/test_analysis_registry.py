@@ -13,6 +13,7 @@ import pytest
 
 from csebench.analysis import ANALYSES
 from csebench.analysis.base import INPUTS, Analysis, Settings, settings_argv
+from runhelpers import needs_pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMES = ANALYSES.names()
@@ -99,6 +100,7 @@ def test_the_config_check_is_the_registry():
     assert not [n for n in NAMES if n in schema]
 
 
+@needs_pipeline
 def test_the_snakemake_rules_are_the_registry(project_root):
     """Every analysis with a pipeline has its rule, every suite figure or table its own, nothing else."""
     from runhelpers import BIN, tool_env

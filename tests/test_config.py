@@ -13,7 +13,7 @@ import pytest
 
 from csebench.config import load_params
 from csebench.errors import ConfigError
-from runhelpers import PARAMS, SHARED, assert_fails, assert_train_fails, ci_training, train_argv
+from runhelpers import PARAMS, SHARED, assert_fails, assert_train_fails, ci_training, needs_pipeline, train_argv
 
 P = load_params(PARAMS)
 
@@ -289,6 +289,7 @@ def test_every_shipped_config_passes_the_schemas(project_root):
 
 
 @pytest.mark.slow
+@needs_pipeline
 def test_snakemake_dry_run_names_the_key_in_one_line(tmp_path, project_root):
     from runhelpers import BIN, tool_env
 
@@ -309,6 +310,7 @@ def test_snakemake_dry_run_names_the_key_in_one_line(tmp_path, project_root):
 # ------------------------------------------------------------- the Snakemake config's mistakes, a default no suite uses
 
 
+@needs_pipeline
 def test_snakemake_settings_mistake_is_one_line(tmp_path):
     """`snakemake -n` with a malformed section printed the right line under Snakemake's header, then 4 stack lines;
     an unknown suite in --config gave a KeyError with its stack."""

@@ -11,7 +11,7 @@ import torch
 
 from csebench.config import BackboneConfig
 from csebench.encoder import build_encoder
-from runhelpers import assert_fails, copy_run
+from runhelpers import assert_fails, copy_run, needs_pipeline
 
 SENTS = ["a sentence", "another longer sentence here"]
 
@@ -221,6 +221,7 @@ def test_push_creates_a_private_repo_and_uploads_the_model_folder(runs, monkeypa
 
 
 @pytest.mark.slow
+@needs_pipeline
 def test_snakemake_makes_the_cards_and_a_second_run_plans_nothing(tmp_path, small_shared):
     """The model_card rule writes model/README.md after the train rule's model/ output is done: nothing reruns.
     One card per run, in its own folder; the suite's view shows it through its model/ link."""
@@ -266,6 +267,7 @@ def test_the_card_leaves_the_weights_fingerprint_alone(runs, tmp_path):
     assert model_fingerprint(model) == before
 
 
+@needs_pipeline
 def test_card_waits_for_the_mteb_results_where_the_suite_asks_for_them(tmp_path):
     """A suite with `mteb:` (mteb.smk): the run's model_card job reads the suite's VIEW/mteb/ after eval_mteb
     has written it."""
@@ -345,6 +347,7 @@ def test_a_runs_card_comes_from_the_first_suite_that_evaluates_it(tmp_path):
     assert runs.card_source(runs.key("a", "alone"), 1) == ("a", "alone")
 
 
+@needs_pipeline
 def test_the_demo_carries_a_card_for_every_model_and_evaluates_nothing_more_for_it():
     """make demo's DAG: a card for every model it trains, those of the suites only its paper items read
     included (demo-iscse-beta, demo-combinations); a card waits for no evaluation the items do not read

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from csebench import cli
-from runhelpers import (ROOT, STS_FAST, assert_fails, ci_training, copy_run, env, fail_writing_train_json, run_cli,
-                        train_argv, write_config, write_corpus, write_mini_senteval)
+from runhelpers import (ROOT, STS_FAST, assert_fails, ci_training, copy_run, env, fail_writing_train_json,
+                        needs_pipeline, run_cli, train_argv, write_config, write_corpus, write_mini_senteval)
 from test_report import suite_config, sts_scores, write_run
 
 TRAINING = dict(max_steps=4, eval_steps=2, checkpoint_steps=2, batch_size=8, log_steps=1, eval_batch_size=64)
@@ -293,6 +293,7 @@ def test_every_written_file_follows_the_umask(inputs, capsys, monkeypatch):
 
 
 @pytest.mark.slow
+@needs_pipeline
 def test_snakemake_rerun_of_a_finished_training_job(tmp_path, shared_dir):
     """Snakemake removes a job's declared outputs before it runs it again, so `train` sees no finished
     run there and needs no --force: a forced rerun (as after a hyperparameter change) completes."""
@@ -318,6 +319,7 @@ def test_snakemake_rerun_of_a_finished_training_job(tmp_path, shared_dir):
 
 
 @pytest.mark.slow
+@needs_pipeline
 def test_snakemake_killed_with_kill_9_then_rerun_as_documented_resumes_the_training_job(tmp_path, shared_dir):
     """Issue 31 part 5: kill -9 of the whole Snakemake build mid-training (docs/reliability.md). A plain
     rerun stops at Snakemake's stale lock and says so; after `snakemake --unlock`, the rerun with the

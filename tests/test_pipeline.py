@@ -11,8 +11,7 @@ import pytest
 import yaml
 
 from csebench.config import list_suites, load_params
-
-from runhelpers import BIN, ROOT, copy_project, tool_env
+from runhelpers import BIN, ROOT, copy_project, needs_pipeline, tool_env
 
 
 def test_committed_dvc_yaml_is_current():
@@ -20,6 +19,7 @@ def test_committed_dvc_yaml_is_current():
     assert proc.returncode == 0, proc.stderr
 
 
+@needs_pipeline
 def test_every_suite_dry_runs_offline():
     suites = list_suites(load_params(ROOT / "params.yaml"))
     # the suites' own jobs (the paper items of the default target: tests/test_reproduce_pipeline.py)
@@ -40,6 +40,7 @@ def test_every_suite_dry_runs_offline():
 
 
 @pytest.mark.slow
+@needs_pipeline
 def test_ci_suite_end_to_end_through_snakemake(tmp_path, shared_dir):
     proj = copy_project(tmp_path / "proj")
     # two one-thread jobs at a time, as make demo runs on 2 cores (tiny models: mostly Python start-up)
@@ -110,6 +111,7 @@ suites:
 
 
 @pytest.mark.slow
+@needs_pipeline
 def test_a_suite_in_an_override_file_builds_with_snakemake_typed_without_the_venv_activated(tmp_path):
     """The README's command for a suite of one's own, run for real (not a dry run), by the venv's
     snakemake with the venv not on PATH: every rule's command reads the override file (the run's key
@@ -148,6 +150,7 @@ def test_csebench_not_reachable_is_one_line_before_any_job(tmp_path, monkeypatch
     assert os.environ["PATH"].split(os.pathsep)[0] == str(tmp_path / "bin")
 
 
+@needs_pipeline
 def test_snakemakes_lint_is_clean():
     """`snakemake --lint` (docs/cluster.md): functions apart from rules, no global in a shell command, named
     files, no '+' next to a path, a conda environment on every rule; exit 0 and no finding."""

@@ -13,10 +13,10 @@ import yaml
 
 from csebench.config import load_params
 from csebench.results.registry import load_registry
+from runhelpers import BIN, ROOT, copy_project, needs_pipeline, tool_env
 
-from runhelpers import BIN, ROOT, copy_project, tool_env
 
-
+@needs_pipeline
 def test_default_target_plans_every_registry_suite_and_item():
     """`snakemake -n` with no arguments: a report for every suite of the registry, every rebuilt
     item, the front page; the plan (GPU-hours) only as a build that runs jobs starts (csebench plan: alone)."""
@@ -57,6 +57,7 @@ def _tiny_suites(params_path: Path, suites: dict[str, list[str]]) -> None:
 
 
 @pytest.mark.slow
+@needs_pipeline
 def test_three_paper_tables_end_to_end(tmp_path, shared_dir):
     proj = copy_project(tmp_path / "proj")
     runs = {"ablation-iscse-retrieval": ["knn", "kmeans"], "ablation-iscse-k": ["k-8", "k-16"],

@@ -16,7 +16,7 @@ import yaml
 from csebench import suites as wf
 from csebench.config import load_params, resolve_run
 from csebench.errors import ConfigError, DataError
-from runhelpers import ROOT, assert_fails, run_cli, write_config
+from runhelpers import ROOT, assert_fails, needs_pipeline, run_cli, write_config
 
 P = load_params(ROOT / "params.yaml")
 TINY = {"max_steps": 4, "eval_steps": 2, "batch_size": 16, "learning_rate": 1.0e-4, "log_steps": 2, "checkpoint_steps": 4}
@@ -270,6 +270,7 @@ def _project_with_two_suites(proj: Path) -> Path:
     return proj
 
 
+@needs_pipeline
 def test_snakemake_plans_a_run_two_suites_share_once(tmp_path):
     from runhelpers import BIN, tool_env
 
@@ -285,6 +286,7 @@ def test_snakemake_plans_a_run_two_suites_share_once(tmp_path):
 
 
 @pytest.mark.slow
+@needs_pipeline
 def test_two_suites_sharing_a_run_train_it_once(tmp_path, shared_dir):
     from runhelpers import BIN, tool_env
 

@@ -15,7 +15,7 @@ from csebench.cli import main
 from csebench.config import load_params, resolve_run
 from csebench.errors import ConfigError, DataError
 from csebench.evaluation.sts import load_sts_pairs, load_stsb
-from runhelpers import PARAMS, ROOT, STS_FAST, assert_fails, run_cli, write_corpus, write_mini_senteval
+from runhelpers import PARAMS, ROOT, STS_FAST, assert_fails, needs_pipeline, run_cli, write_corpus, write_mini_senteval
 
 HEADER = "sentence1\tsentence2\tscore\tsplit\n"
 
@@ -226,6 +226,7 @@ def test_own_sets_are_scored_beside_the_seven_tasks(tmp_path, tiny_encoder, shar
     assert sorted(np.load(tmp_path / "pairs.npz").files) == sorted(f"{t}.{k}" for t in res["tasks"] for k in ("sim", "gold"))
 
 
+@needs_pipeline
 def test_snakemake_passes_the_sets_to_train_embed_and_eval_sts(tmp_path):
     mine = write_pairs(tmp_path / "mine.tsv", ["a\tb\t1\tdev\n", "c\td\t2\ttest\n"])
     over = _override(tmp_path, data={"mine": {"path": str(mine)}}, training={"dev_set": "mine"}, evaluation={"sts_pairs": ["mine"]})
