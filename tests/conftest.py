@@ -74,3 +74,48 @@ def tiny_encoder(tokenizer):
         return SentenceEncoder(build_backbone(cfg, tokenizer, seed=seed), tokenizer, pooler)
 
     return make
+
+
+@pytest.fixture()
+def one_thread():
+    """Tiny matrices: one torch thread avoids oversubscription on a shared machine (a module that wants it
+    for every test: ``pytestmark = pytest.mark.usefixtures("one_thread")``)."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture()
+def inputs(tmp_path):
+    """The inputs of a `csebench train` of the ci suite (runhelpers.train_argv): tmp_path/corpus.txt (64
+    sentences of the shared corpus) and tmp_path/se (24 STS-B dev and SICK-R dev pairs)."""
+    from runhelpers import write_corpus, write_mini_senteval
+
+    write_corpus(tmp_path / "corpus.txt", n=64)
+    write_mini_senteval(tmp_path / "se", pairs=24)
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory) -> Path:
+    """The first 40 lines of every STS file, a synthetic transfer set: seconds per evaluation."""
+    from runhelpers import write_small_shared
+
+    return write_small_shared(tmp_path_factory.mktemp("small"), lines=40) / "senteval"
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> Path:
+    """A finished ci run (1 step on 5 sentences), trained once for the module: copy it before damaging it
+    (runhelpers.copy_run); its inputs are in its parent folder (runhelpers.train_argv(trained.parent, ...))."""
+    from csebench.cli import main
+    from runhelpers import train_argv, write_corpus, write_mini_senteval
+
+    tmp = tmp_path_factory.mktemp("trained")
+    write_corpus(tmp / "corpus.txt", n=5)
+    write_mini_senteval(tmp / "se", pairs=24)
+    assert main(train_argv(tmp, tmp / "run", None)) == 0
+    return tmp / "run"

@@ -1,11 +1,17 @@
-"""Small inputs for the reliability tests (resume, determinism, bad input, DDP).
+"""The tests' shared helpers: small inputs written from the shared data (a corpus, a SentEval folder, a
+whole small $CSEBENCH_SHARED), config overrides, running the CLI in-process (`run_cli`, `assert_fails`)
+or as a subprocess (`env`, `tool_env`, `popen_train`), a copy of the project, the README's layout.
 
 Everything is written under pytest's tmp_path from the shared data; nothing is copied into the repo.
+Fixtures shared by several test files (`one_thread`, `inputs`, `small`, `trained`) are in conftest.py.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +21,14 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("CSEBENCH_SHARED", ROOT.parent / "shared"))
 PARAMS = ROOT / "params.yaml"
+BIN = Path(sys.executable).parent  # the venv's tools: csebench, snakemake, dvc
+STS_FAST = ["--max-sts-pairs", "20", "--no-progress"]  # an STS evaluation in seconds (with the `small` fixture)
+
+
+def write(path, text, encoding="utf-8"):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text.encode(encoding))
+    return path
 
 
 def write_corpus(path: Path, n: int = 96) -> Path:
@@ -41,11 +55,33 @@ def write_mini_senteval(root: Path, pairs: int = 48) -> Path:
     return root
 
 
+def make_senteval(root, n=40):
+    """A tiny SentEval tree whose labels are decided by one word, so a sentence encoder that
+    looks at that word separates them."""
+    from csebench.evaluation import transfer as T
+
+    pos = [f"good movie number {i}" for i in range(n)]
+    neg = [f"bad film take {i} here" for i in range(n)]
+    for task, (folder, f1, f0) in T.BINARY_FILES.items():
+        write(root / folder / f1, "\n".join(pos) + "\n", "latin-1")
+        write(root / folder / f0, "\n".join(neg) + "\n", "latin-1")
+    sst = lambda k: "".join(f"good thing {k} {i} \t1\nbad thing {k} {i} \t0\n" for i in range(n // 2))
+    for split in ("train", "dev", "test"):
+        write(root / "SST" / "binary" / f"sentiment-{split}", sst(split))
+    trec = lambda k: "".join(f"{c}:x {c.lower()} question {k} {i} ?\n" for i in range(40) for c in T.TREC_CLASSES)
+    write(root / "TREC" / "train_5500.label", trec("tr"), "latin-1")
+    write(root / "TREC" / "TREC_10.label", trec("te"), "latin-1")
+    head = "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+    mrpc = lambda k: head + "".join(f"1\t{i}\t{i}\tsame {k} {i}\tsame {k} {i}\n0\t{i}\t{i}\tgood {k} {i}\tbad {k} {i}\n"
+                                    for i in range(n // 2))
+    write(root / "MRPC" / "msr_paraphrase_train.txt", mrpc("tr"))
+    write(root / "MRPC" / "msr_paraphrase_test.txt", mrpc("te"))
+    return root
+
+
 def write_small_shared(dst: Path, lines: int = 40) -> Path:
     """$CSEBENCH_SHARED for a fast DAG: the first lines of every STS file of the shared SentEval (input and
     gold files cut alike), a synthetic transfer set, 300 corpus sentences."""
-    from test_transfer import make_senteval
-
     src = SHARED / "senteval" / "downstream"
     for f in (src / "STS").rglob("*"):
         if f.is_file():
@@ -66,6 +102,12 @@ def write_config(path: Path, overrides: dict) -> Path:
     return path
 
 
+def data_override(tmp: Path, corpus: Path, senteval: Path | None = None) -> Path:
+    """A --config override adding data source `bad` (--data bad): the given corpus and SentEval folder."""
+    return write_config(tmp / "data.yaml", {"data": {"bad": {
+        "corpus": {"path": str(corpus)}, "senteval": {"path": str(senteval or SHARED / "senteval")}}}})
+
+
 def ci_training(**training) -> dict:
     """A --config override of the ci suite's training settings."""
     return {"suites": {"ci": {"training": training}}}
@@ -79,6 +121,70 @@ def train_argv(tmp: Path, out: Path, config: Path | None, corpus: Path | None = 
     if config is not None:
         argv[1:1] = ["--config", str(config)]
     return argv
+
+
+def run_cli(capsys, argv: list[str]) -> tuple[int, str]:
+    """`csebench ARGV` in this process: (exit status, stderr)."""
+    from csebench import cli
+
+    capsys.readouterr()
+    rc = cli.main(argv)
+    err = capsys.readouterr().err
+    return rc, err
+
+
+def assert_fails(capsys, argv, *needles, outputs=()) -> str:
+    """`csebench ARGV` exits 2 with an error line holding every needle and leaves none of ``outputs``
+    behind (or leaves it an empty folder); returns the error line."""
+    rc, err = run_cli(capsys, argv)
+    assert rc == 2, f"exit {rc}, stderr: {err}"
+    line = [l for l in err.splitlines() if "error:" in l]
+    assert line, err
+    for needle in needles:
+        assert needle in err, f"{needle!r} not in: {err}"
+    for out in outputs:
+        out = Path(out)
+        assert not out.exists() or (out.is_dir() and not any(out.iterdir())), f"{out} was left behind"
+    print("STDERR>", line[-1])
+    return line[-1]
+
+
+def assert_train_fails(inputs, capsys, overrides: dict, *needles):
+    """`csebench train` of the ci suite on ``inputs`` (the fixture) with the --config ``overrides`` fails as
+    assert_fails checks, leaving no run folder and no cache."""
+    cfg = write_config(inputs / "over.yaml", overrides)
+    out = inputs / "run"
+    return assert_fails(capsys, train_argv(inputs, out, cfg), *needles, outputs=[out, inputs / "cache"])
+
+
+def has_term(module: str, attr: str) -> bool:
+    """Whether csebench.objectives.<module> exists and defines ``attr`` (an objective term)."""
+    try:
+        return importlib.util.find_spec(f"csebench.objectives.{module}") is not None and \
+            hasattr(importlib.import_module(f"csebench.objectives.{module}"), attr)
+    except Exception:
+        return False
+
+
+EXTRAS = {"pipeline": ("snakemake", "dvc")}  # the optional extras tests need, by the modules they install
+
+
+def needs_extra(name: str):
+    """A mark that skips a test, saying why, where the optional [name] extra of pyproject.toml is not installed."""
+    import pytest
+
+    missing = [m for m in EXTRAS[name] if importlib.util.find_spec(m) is None]
+    return pytest.mark.skipif(bool(missing), reason=f"the optional [{name}] extra is not installed ({', '.join(missing)} "
+                                                    f"missing): pip install -e '.[{name}]'")
+
+
+needs_pipeline = needs_extra("pipeline")  # tests that run snakemake or dvc
+
+
+def copy_run(run: Path, dst: Path) -> Path:
+    """A copy of a run folder (without its lock), to damage or change."""
+    shutil.copytree(run, dst, ignore=shutil.ignore_patterns(".lock"))
+    return dst
 
 
 def fail_writing_train_json(monkeypatch) -> None:
@@ -96,9 +202,31 @@ def fail_writing_train_json(monkeypatch) -> None:
 
 
 def env() -> dict:
+    """The environment of a `python -m csebench` subprocess: offline, the shared data, one OpenMP thread."""
     e = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
              CSEBENCH_SHARED=str(SHARED), OMP_NUM_THREADS="1")
     return e
+
+
+def tool_env(shared: Path | None = None) -> dict:
+    """The environment of the venv's tools run as subprocesses (snakemake, csebench, dvc): offline, the venv's
+    bin/ first on PATH; with ``shared``, that $CSEBENCH_SHARED and the check of SentEval's published data on."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PATH=f"{BIN}:{os.environ['PATH']}")
+    if shared is not None:
+        env["CSEBENCH_SHARED"] = str(shared)
+        env.pop("CSEBENCH_DATA_CHECK", None)  # the shared data is SentEval's published data: checked as for users
+    return env
+
+
+def copy_project(dst: Path) -> Path:
+    """A copy of the project at ``dst``: its tracked and untracked-but-not-ignored files."""
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    for f in files:
+        if not (ROOT / f).is_file():
+            continue
+        (dst / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / f, dst / f)
+    return dst
 
 
 def popen_train(argv: list[str], log: Path) -> subprocess.Popen:
@@ -122,7 +250,6 @@ def random_step_context(b=4, n=None, d=8, step=0, total=10, offset=0, tau=0.05, 
 
 
 # ----------------------------------------------------------------------------- the README's layout
-BIN = Path(sys.executable).parent
 
 
 def user_env() -> dict:
@@ -137,8 +264,6 @@ def user_env() -> dict:
 def readme_checkout(base: Path, name: str = "proj") -> Path:
     """A copy of the project at base/<name> with the shared data beside it at base/shared, as the
     README lays them out (`../shared`); the tracked and untracked-but-not-ignored files only."""
-    import shutil
-
     base.mkdir(parents=True, exist_ok=True)
     if not (base / "shared").exists():
         (base / "shared").symlink_to(SHARED.resolve(), target_is_directory=True)

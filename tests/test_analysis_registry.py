@@ -13,6 +13,7 @@ import pytest
 
 from csebench.analysis import ANALYSES
 from csebench.analysis.base import INPUTS, Analysis, Settings, settings_argv
+from runhelpers import needs_pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMES = ANALYSES.names()
@@ -99,12 +100,13 @@ def test_the_config_check_is_the_registry():
     assert not [n for n in NAMES if n in schema]
 
 
+@needs_pipeline
 def test_the_snakemake_rules_are_the_registry(project_root):
     """Every analysis with a pipeline has its rule, every suite figure or table its own, nothing else."""
-    from test_pipeline import BIN, _env
+    from runhelpers import BIN, tool_env
 
     proc = subprocess.run([str(BIN / "snakemake"), "--list-rules", "--configfile", "config/ci.yaml", "--config", "plan=false"],
-                          cwd=project_root, env=_env(), capture_output=True, text=True, timeout=300)
+                          cwd=project_root, env=tool_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     rules = {r for r in proc.stdout.split() if r.startswith("analysis_")}
     built = [n for n in NAMES if ANALYSES.get(n).pipeline is not None]

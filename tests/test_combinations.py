@@ -11,7 +11,7 @@ import torch
 from csebench.config import ConfigError, load_params, method_label, method_settings, resolve_run
 from csebench.objectives import Objective, validate_objectives
 from csebench.objectives.base import StepContext
-from runhelpers import PARAMS, write_config
+from runhelpers import PARAMS, assert_fails, write_config
 from test_objective_distillation import CORPUS, teacher_embs, write_caches
 
 D, LAYER, NUM_LAYERS = 8, 2, 3
@@ -468,3 +468,15 @@ def test_a_composed_method_trains_with_every_term_on(tmp_path):
     assert float(last["loss_instance_smoothing"]) > 0 and last["instance_smoothing/active"] == "1.0"
     assert last["gaussian_negatives/num_gaussian"] == "24.0"  # 3 x batch 8
     assert float(last["loss"]) > float(last["loss_contrastive"])
+
+
+def test_an_empty_compose_is_refused(tmp_path, capsys):
+    """`compose: []` trained plain SimCSE under the composed method's name."""
+    from runhelpers import PARAMS, write_config
+
+    cfg = write_config(tmp_path / "over.yaml", {"methods": {"m": {"compose": []}},
+                                                "suites": {"ci": {"runs": [{"name": "x", "backbone": "tiny", "method": "m"}]}}})
+    assert_fails(capsys, ["show-config", "--params", str(PARAMS), "--config", str(cfg), "--suite", "ci", "--run", "x",
+                          "--seed", "1"],
+                 "methods.m.compose: the list is empty; name the methods it combines, or drop compose: and give the "
+                 "method its own objectives")

@@ -6,8 +6,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from csebench.cli import build_parser
 from csebench.commands import COMMANDS
+from runhelpers import SHARED
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "csebench"
 
@@ -39,3 +42,22 @@ def test_shared_options_are_declared_once():
     for needle in ("encoding batch size (default: 128 on a GPU", "hyperparameter file (default: params.yaml)",
                    "override the saved evaluation pooler", "load a run's model even if its weight files differ"):
         assert texts.count(needle) == 1, needle
+
+
+# ----------------------------------------------------------------------------- options checked by the parser
+
+
+@pytest.mark.parametrize("command", ["eval-sts", "embed", "eval-transfer"])
+def test_batch_size_zero_is_refused(inputs, capsys, command):
+    with pytest.raises(SystemExit) as exit_info:
+        cli_main([command, "--model", str(inputs / "model"), "--senteval", str(SHARED / "senteval"),
+                  "--out", str(inputs / "x.json"), "--batch-size", "0"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"csebench {command}: error: argument --batch-size: give a whole number of at least 1, got '0'" in err
+
+
+def cli_main(argv):
+    from csebench import cli
+
+    return cli.main(argv)

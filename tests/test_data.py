@@ -73,3 +73,27 @@ def test_senteval_dir_check_names_missing_files(tmp_path):
 
 def test_shared_senteval_is_complete(shared_dir):
     assert check_senteval_dir(shared_dir / "senteval").name == "downstream"
+
+
+def test_corpus_is_split_at_newlines_only(tmp_path):
+    from csebench.data import read_corpus
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_bytes("one\u2028still one\r\ntwo\x85 too\x0cand this\r\n\r\nthree\n".encode("utf-8"))
+    assert read_corpus(corpus) == ["one\u2028still one", "two\x85 too\x0cand this", "three"]
+
+
+@pytest.mark.parametrize("line,chars", [("\u200b\u200b", "U+200B"), ("\u202e \u200b", "U+200B, U+202E"),
+                                        ("\ufeff\u2060", "U+2060, U+FEFF")])
+def test_a_line_of_invisible_characters_is_refused(tmp_path, capsys, line, chars):
+    """Lines of U+200B or U+202E only trained as sentences."""
+    from csebench.data import read_corpus
+    from csebench.errors import DataError
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(f"a sentence .\n{line}\nanother one .\n", encoding="utf-8")
+    with pytest.raises(DataError) as err:
+        read_corpus(corpus)
+    assert f"corpus {corpus} line 2 holds only invisible characters ({chars}): not text; remove the line" in str(err.value)
+    corpus.write_text("a zero\u200bwidth join is text .\n\u200bleading one too\n", encoding="utf-8")
+    assert len(read_corpus(corpus)) == 2

@@ -5,7 +5,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,10 +13,7 @@ import yaml
 from csebench.config import list_suites, load_params
 from csebench.dvcgen import group_record, paper_items
 from csebench.results import render
-from runhelpers import readme_block, readme_checkout, user_env
-
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
+from runhelpers import BIN, ROOT, needs_pipeline, readme_block, readme_checkout, user_env
 ENV = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PATH=f"{BIN}:{os.environ['PATH']}")
 
 
@@ -82,6 +78,7 @@ def _planned_outputs(args: list[str]) -> set[str]:
     return {p.strip() for m in re.finditer(r"^    output: (.*)$", proc.stdout + proc.stderr, re.M) for p in m[1].split(", ")}
 
 
+@needs_pipeline
 def test_snakemake_writes_only_inside_the_stage_outs():
     # the demo stage's command, as Snakemake plans it: every file lies in a declared out, the run
     # store (runs.dvc) or the prepared data; and each suite it builds is one of its outs
@@ -142,6 +139,7 @@ def _set_param(tmp_path, override: str) -> tuple[list[str], list[str]]:
      "      bert-base-simcse: {backbone: bert-base, method: simcse, seeds: 1-16}\n",
      "      bert-base-simcse: {backbone: bert-base, method: simcse, seeds: 1-4}\n"),
 ], ids=["suite-training", "run", "seed-range"])
+@needs_pipeline
 def test_dvc_exp_set_param_changes_one_line_of_params_yaml(tmp_path, override, old, new):
     before, after = _set_param(tmp_path, override)
     changed = [i for i, (a, b) in enumerate(zip(before, after)) if a != b]
@@ -149,6 +147,7 @@ def test_dvc_exp_set_param_changes_one_line_of_params_yaml(tmp_path, override, o
     assert (before[changed[0]], after[changed[0]]) == (old, new)
 
 
+@needs_pipeline
 def test_params_yaml_is_in_the_form_dvc_writes_back(tmp_path):
     """Any `-S` rewrites the whole file (every list and scalar re-emitted by ruamel at 80 columns):
     a hand edit that DVC would reformat (a long {...} line, a flow list outside {...}, a comment after
@@ -216,6 +215,7 @@ def _as_exp(cmd: str) -> str:
 
 
 @pytest.mark.slow(seconds=220)
+@needs_pipeline
 def test_readmes_queued_sweep_gives_two_experiments_with_their_metrics(tmp_path):
     env = user_env()
     proj = _exp_repo(tmp_path, env)
@@ -247,6 +247,7 @@ def test_readmes_queued_sweep_gives_two_experiments_with_their_metrics(tmp_path)
 
 
 @pytest.mark.slow(seconds=170)
+@needs_pipeline
 def test_readmes_push_and_pull_restore_a_suite_that_snakemake_counts_as_built(tmp_path):
     """The README's team workflow, as typed (ci read as exp): build, commit, push; a fresh clone
     pulls, `dvc status` is up to date and the stage's command, dry, plans nothing, with no hand step."""

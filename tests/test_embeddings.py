@@ -13,6 +13,8 @@ import torch
 from csebench.embeddings import (EmbeddingTable, evaluation_sentences, model_fingerprint, table_encode,
                                  write_embeddings)
 from csebench.errors import DataError
+from runhelpers import STS_FAST, assert_fails, run_cli
+from test_probing import make_probing
 
 
 def _vectors(sents):
@@ -173,11 +175,10 @@ def fake_encoders(monkeypatch):
     monkeypatch.setattr(embeddings, "model_encoder", model_encoder)
 
 
-def _embed(capsys, model, out, se):
-    from test_bad_input import run_cli
-
-    rc, err = run_cli(capsys, ["embed", "--model", str(model), "--senteval", str(se), "--no-transfer",
-                               "--max-sts-pairs", "20", "--out", str(out), "--no-progress"])
+def _embed(capsys, model, out, se, *extra):
+    """`csebench embed` of the STS sets (20 pairs each) with the options ``extra``: the table's metadata."""
+    rc, err = run_cli(capsys, ["embed", "--model", str(model), "--senteval", str(se), "--no-transfer", *STS_FAST,
+                               "--out", str(out), *extra])
     assert rc == 0, err
     return EmbeddingTable(out).meta
 
@@ -185,7 +186,7 @@ def _embed(capsys, model, out, se):
 def test_a_table_is_refused_for_another_model_also_packaged_or_hub(tmp_path, capsys, shared_dir, tiny_encoder, fake_encoders):
     """MiniLM's table scored as the tiny model's (and the other way round) was accepted with exit 0:
     a packaged or hub model's table had a null fingerprint, and the check skipped --model ids."""
-    from test_bad_input import assert_fails, run_cli
+    from runhelpers import assert_fails, run_cli
 
     tiny = tmp_path / "tiny" / "model"
     tiny_encoder("avg").save(tiny)
@@ -213,7 +214,7 @@ def test_a_table_is_refused_for_another_model_also_packaged_or_hub(tmp_path, cap
 
 
 def test_a_table_without_fingerprint_is_refused(tmp_path, capsys, shared_dir, tiny_encoder):
-    from test_bad_input import assert_fails
+    from runhelpers import assert_fails
 
     tiny_encoder("avg").save(tmp_path / "model")
     write_embeddings(tmp_path / "old.npz", ["x"], _vectors(["x"]), {"model": str(tmp_path / "model")})
@@ -247,7 +248,7 @@ def test_hub_model_fingerprint_is_that_of_its_cached_snapshot(tmp_path, monkeypa
 def test_damaged_npz_is_one_line_naming_it(tmp_path, capsys, shared_dir, tiny_encoder):
     """A truncated table gave a zipfile.BadZipFile traceback; a text file said it held pickled data."""
     from csebench.evaluation.sts import save_pairs
-    from test_bad_input import assert_fails
+    from runhelpers import assert_fails
 
     tiny_encoder("avg").save(tmp_path / "model")
     write_embeddings(tmp_path / "good.npz", [f"s{i}" for i in range(500)], torch.randn(500, 32),
@@ -277,3 +278,47 @@ def test_damaged_npz_is_one_line_naming_it(tmp_path, capsys, shared_dir, tiny_en
                           "--results", str(tmp_path)],
                  "iscse/seed1/sts_pairs.npz is damaged or not an STS pairs file (`eval-sts --pairs-out`): delete it and "
                  "rerun `csebench eval-sts --pairs-out`")
+
+
+# ---------------------------------------------------------------- issue 31: the pooler of a table, recorded and checked
+
+
+def test_pooler_is_recorded_and_checked_against_the_table(tmp_path, capsys, tiny_encoder, small):
+    """`eval-sts --pooler avg --embeddings T` scored T's cls vectors (the table said pooler: null), and an avg
+    table read without --pooler scored avg as the model's cls numbers; sts.json named no pooler."""
+    model = tmp_path / "run" / "model"
+    tiny_encoder("cls").save(model)  # its evaluation pooler: cls_before_pooler
+    assert _embed(capsys, model, tmp_path / "cls.npz", small)["pooler"] == "cls_before_pooler"
+    assert _embed(capsys, model, tmp_path / "avg.npz", small, "--pooler", "avg")["pooler"] == "avg"
+    out = tmp_path / "out" / "r.json"
+
+    def sts(table, *pooler):
+        return ["eval-sts", "--model", str(model), "--senteval", str(small), *STS_FAST, "--embeddings", str(tmp_path / table),
+                *pooler, "--out", str(out)]
+
+    assert_fails(capsys, sts("cls.npz", "--pooler", "avg"),
+                 f"{tmp_path / 'cls.npz'} holds vectors pooled with cls_before_pooler, this evaluation asks for avg "
+                 "(--pooler avg): pass --pooler cls_before_pooler, or make a table with avg (`csebench embed --pooler avg`), "
+                 "or drop --embeddings", outputs=[out.parent])
+    assert_fails(capsys, sts("avg.npz"),
+                 f"{tmp_path / 'avg.npz'} holds vectors pooled with avg, this evaluation uses cls_before_pooler (the "
+                 "model's own evaluation pooler: no --pooler given): pass --pooler avg", outputs=[out.parent])
+    # every consumer checks it: transfer, probing, the analyses
+    for argv in (["eval-transfer", "--tasks", "TREC", "--senteval", str(small)],
+                 ["eval-probing", "--probing", str(make_probing(tmp_path / "probing", n=(20, 10, 10)))],
+                 ["analyze", "align_uniform", "--senteval", str(small)],
+                 ["analyze", "model_correlation", "--senteval", str(small), "--other-students", "packaged:minilm"]):
+        assert_fails(capsys, [*argv, "--model", str(model), "--embeddings", str(tmp_path / "avg.npz"), "--out", str(out)],
+                     "holds vectors pooled with avg, this evaluation uses cls_before_pooler", outputs=[out.parent])
+    # a table of an older csebench (pooler: null) was made with the model's own pooler
+    from csebench.embeddings import EmbeddingTable, write_embeddings
+
+    old = EmbeddingTable(tmp_path / "cls.npz")
+    write_embeddings(tmp_path / "old.npz", [""] * 0, np.zeros((0, 32), np.float32), {**old.meta, "pooler": None})
+    assert_fails(capsys, sts("old.npz", "--pooler", "avg"), "old.npz holds vectors pooled with cls_before_pooler")
+    # the result names the pooler, with a table and without
+    for tag, argv in (("table", sts("avg.npz", "--pooler", "avg")),
+                      ("direct", ["eval-sts", "--model", str(model), "--senteval", str(small), *STS_FAST, "--out", str(out)])):
+        rc, err = run_cli(capsys, argv)
+        assert rc == 0, err
+        assert json.loads(out.read_text())["encoding"]["pooler"] == ("avg" if tag == "table" else "cls_before_pooler")

@@ -78,3 +78,13 @@ def test_default_encode_batch_size_is_smaller_on_cpu(tiny_encoder):
     sents = [f"sentence number {i} " + "word " * (i % 9) for i in range(150)]
     # None takes the device's default; the rows do not depend on the batch size
     assert torch.allclose(enc.encode(sents), enc.encode(sents, batch_size=7), atol=1e-5)
+
+
+def test_position_limit_of_roberta_like_models():
+    from types import SimpleNamespace
+
+    from csebench.encoder import max_positions
+
+    assert max_positions(SimpleNamespace(max_position_embeddings=514, model_type="roberta")) == 512
+    assert max_positions(SimpleNamespace(max_position_embeddings=512, model_type="bert")) == 512
+    assert max_positions(SimpleNamespace(model_type="t5")) is None

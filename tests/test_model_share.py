@@ -11,6 +11,7 @@ import torch
 
 from csebench.config import BackboneConfig
 from csebench.encoder import build_encoder
+from runhelpers import assert_fails, copy_run, needs_pipeline
 
 SENTS = ["a sentence", "another longer sentence here"]
 
@@ -220,14 +221,15 @@ def test_push_creates_a_private_repo_and_uploads_the_model_folder(runs, monkeypa
 
 
 @pytest.mark.slow(seconds=65)
+@needs_pipeline
 def test_snakemake_makes_the_cards_and_a_second_run_plans_nothing(tmp_path, small_shared):
     """The model_card rule writes model/README.md after the train rule's model/ output is done: nothing reruns.
     One card per run, in its own folder; the suite's view shows it through its model/ link."""
     from csebench.config import load_params
     from csebench.suites import run_folder
-    from test_pipeline import BIN, _copy_project
+    from runhelpers import BIN, copy_project
 
-    proj = _copy_project(tmp_path / "proj")
+    proj = copy_project(tmp_path / "proj")
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", CSEBENCH_SHARED=str(small_shared),
                PATH=f"{BIN}:{os.environ['PATH']}", CSEBENCH_DATA_CHECK="0")
     run = run_folder(load_params(proj / "params.yaml"), "ci", "simcse", 1)
@@ -265,13 +267,14 @@ def test_the_card_leaves_the_weights_fingerprint_alone(runs, tmp_path):
     assert model_fingerprint(model) == before
 
 
+@needs_pipeline
 def test_card_waits_for_the_mteb_results_where_the_suite_asks_for_them(tmp_path):
     """A suite with `mteb:` (mteb.smk): the run's model_card job reads the suite's VIEW/mteb/ after eval_mteb
     has written it."""
     from csebench.config import load_params
     from csebench.suites import run_folder
     from runhelpers import PARAMS
-    from test_pipeline import BIN
+    from runhelpers import BIN
 
     over = tmp_path / "over.yaml"
     over.write_text("suites:\n  ci:\n    mteb: {}\n")
@@ -344,6 +347,7 @@ def test_a_runs_card_comes_from_the_first_suite_that_evaluates_it(tmp_path):
     assert runs.card_source(runs.key("a", "alone"), 1) == ("a", "alone")
 
 
+@needs_pipeline
 def test_the_demo_carries_a_card_for_every_model_and_evaluates_nothing_more_for_it():
     """make demo's DAG: a card for every model it trains, those of the suites only its paper items read
     included (demo-iscse-beta, demo-combinations, demo-zoo); a card waits for no evaluation the items do not read
@@ -353,7 +357,7 @@ def test_the_demo_carries_a_card_for_every_model_and_evaluates_nothing_more_for_
     from csebench import suites as wf
     from csebench.config import load_params
     from runhelpers import PARAMS
-    from test_pipeline import BIN
+    from runhelpers import BIN
 
     proc = subprocess.run([str(BIN / "snakemake"), "-n", "--forceall", "--quiet", "rules", "--configfile", "config/demo.yaml",
                            "--config", "plan=false"], cwd=Path(__file__).resolve().parents[1],
@@ -365,3 +369,44 @@ def test_the_demo_carries_a_card_for_every_model_and_evaluates_nothing_more_for_
     runs = wf.Runs(params)
     evaluated = {runs.key(s, r) for s in ("demo", "demo-combinations", "demo-zoo") for r, _ in wf.evaluated_jobs(params, s)}
     assert int(counts["model_card"]) == int(counts["train"]) and int(counts["embed"]) == len(evaluated)
+
+
+# ----------------------------------------------------------------------------- push sends only the run's own files
+
+
+def test_push_never_follows_a_link_nor_sends_a_stranger(trained, tmp_path, capsys, monkeypatch):
+    """`ln -s ~/secret.txt RUN/model/notes.txt; csebench push --dry-run` listed notes.txt for upload."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    run = copy_run(trained, tmp_path / "run")
+    secret = tmp_path / "home" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("token=hf_abc\n")
+    argv = ["push", "--run", str(run), "--repo-id", "org/name", "--dry-run"]
+    (run / "model" / "notes.txt").symlink_to(secret)
+    assert_fails(capsys, argv, f"{run / 'model' / 'notes.txt'} is a symbolic link (to {secret}): push uploads only the "
+                               "files csebench wrote in the run's model/, never what a link points to; remove the link")
+    (run / "model" / "notes.txt").unlink()
+    (run / "model" / "1_Pooling" / "extra.bin").write_bytes(b"not csebench's")
+    assert_fails(capsys, argv, f"{run / 'model' / '1_Pooling' / 'extra.bin'} was not written by csebench "
+                               f"({run / 'train.json'} lists the files of model/ under model_files): push uploads only "
+                               "the run's own files; move it out of model/")
+    (run / "model" / "1_Pooling" / "extra.bin").unlink()
+    # model/ itself a link out of the run: refused before the card is written through it
+    outside = tmp_path / "elsewhere"
+    (run / "model").rename(outside)
+    (run / "model").symlink_to(outside)
+    assert_fails(capsys, argv, f"{run / 'model'} is a symbolic link to {outside}, which is no csebench run's model folder")
+    assert not (outside / "README.md").exists()
+    # a suite's view: its model/ link into the run's folder is the run's own
+    (run / "model").unlink()
+    outside.rename(run / "model")
+    view = tmp_path / "suite" / "runs" / "simcse" / "seed1"
+    view.mkdir(parents=True)
+    (view / "model").symlink_to(run / "model")
+    (view / "train.json").write_text((run / "train.json").read_text())
+    from csebench.cli import main
+
+    capsys.readouterr()
+    assert main(argv[:2] + [str(view)] + argv[3:]) == 0
+    listed = [line.strip() for line in capsys.readouterr().out.splitlines()[1:]]
+    assert "README.md" in listed and "model.safetensors" in listed and "notes.txt" not in listed

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from runhelpers import ROOT, SHARED, ci_training, train_argv, write_config, write_corpus, write_mini_senteval
-from test_bad_input import assert_fails, run_cli
+from runhelpers import (ROOT, SHARED, STS_FAST, assert_fails, ci_training, run_cli, train_argv, write_config,
+                        write_corpus, write_mini_senteval)
 
 
 class _CreatesFile:
@@ -136,3 +136,25 @@ def test_no_pickle_loading_anywhere_in_the_code():
     # the check itself catches what it looks for
     assert len(_unsafe_calls(ast.parse("import pickle\ntorch.load(f, weights_only=True)\nnp.load(f, allow_pickle=True)\n"
                                        "yaml.load(t, Loader=yaml.Loader)\ntar.extractall(d)\n"))) == 5
+
+
+def test_a_pickled_pytorch_model_bin_is_refused_in_one_line(tmp_path, capsys, tiny_encoder, small):
+    """A pickle saved as pytorch_model.bin ended in an UnpicklingError whose text advised weights_only=False."""
+    import pickle
+
+    model = tmp_path / "model"
+    tiny_encoder("avg").save(model)
+    (model / "model.safetensors").unlink()
+    marker = tmp_path / "ran"
+
+    class Planted:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    (model / "pytorch_model.bin").write_bytes(pickle.dumps({"embeddings.word_embeddings.weight": Planted()}))
+    out = tmp_path / "out" / "sts.json"
+    line = assert_fails(capsys, ["eval-sts", "--model", str(model), "--senteval", str(small), *STS_FAST, "--out", str(out)],
+                        f"{model / 'pytorch_model.bin'} is a pickle holding more than tensors, which could run code when "
+                        "loaded: csebench refuses it (torch's safe loader, weights_only=True, stopped at it)",
+                        outputs=[out.parent])
+    assert "weights_only=False" not in line and not marker.exists()

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from csebench import cli
-from runhelpers import ROOT, ci_training, env, fail_writing_train_json, train_argv, write_config, write_corpus, write_mini_senteval
-from test_bad_input import assert_fails, run_cli
+from runhelpers import (ROOT, STS_FAST, assert_fails, ci_training, copy_run, env, fail_writing_train_json,
+                        needs_pipeline, run_cli, train_argv, write_config, write_corpus, write_mini_senteval)
 from test_report import suite_config, sts_scores, write_run
 
 TRAINING = dict(max_steps=4, eval_steps=2, checkpoint_steps=2, batch_size=8, log_steps=1, eval_batch_size=64)
@@ -293,21 +293,22 @@ def test_every_written_file_follows_the_umask(inputs, capsys, monkeypatch):
 
 
 @pytest.mark.slow(seconds=35)
+@needs_pipeline
 def test_snakemake_rerun_of_a_finished_training_job(tmp_path, shared_dir):
     """Snakemake removes a job's declared outputs before it runs it again, so `train` sees no finished
     run there and needs no --force: a forced rerun (as after a hyperparameter change) completes."""
     from csebench import suites as wf
     from csebench.config import load_params
-    from test_pipeline import BIN, _copy_project, _env
+    from runhelpers import BIN, copy_project, tool_env
 
-    proj = _copy_project(tmp_path / "proj")
+    proj = copy_project(tmp_path / "proj")
     target = "results/ci/runs/simcse/seed1/train.json"
     cmd = [str(BIN / "snakemake"), "--cores", "2", "--configfile", "config/ci.yaml", "--config", "plan=false",
            "--profile", "workflow/profiles/default"]
-    first = subprocess.run(cmd + ["--", target], cwd=proj, env=_env(shared_dir), capture_output=True, text=True, timeout=600)
+    first = subprocess.run(cmd + ["--", target], cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stderr[-3000:]
     before = (proj / target).stat().st_mtime_ns
-    again = subprocess.run(cmd + ["--forcerun", "train", "--", target], cwd=proj, env=_env(shared_dir),
+    again = subprocess.run(cmd + ["--forcerun", "train", "--", target], cwd=proj, env=tool_env(shared_dir),
                            capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
     # the suite's folder is a view of the run's own (docs/runs.md), where it trains
@@ -318,6 +319,7 @@ def test_snakemake_rerun_of_a_finished_training_job(tmp_path, shared_dir):
 
 
 @pytest.mark.slow(seconds=70)
+@needs_pipeline
 def test_snakemake_killed_with_kill_9_then_rerun_as_documented_resumes_the_training_job(tmp_path, shared_dir):
     """Issue 31 part 5: kill -9 of the whole Snakemake build mid-training (docs/reliability.md). A plain
     rerun stops at Snakemake's stale lock and says so; after `snakemake --unlock`, the rerun with the
@@ -328,9 +330,9 @@ def test_snakemake_killed_with_kill_9_then_rerun_as_documented_resumes_the_train
 
     from csebench import suites as wf
     from csebench.config import load_params
-    from test_pipeline import BIN, _copy_project, _env
+    from runhelpers import BIN, copy_project, tool_env
 
-    proj = _copy_project(tmp_path / "proj")
+    proj = copy_project(tmp_path / "proj")
     # a run long enough to be killed between its first checkpoint and its end (STS-B dev at every step)
     over = write_config(proj / "longer.yaml", {"suites": {"ci": {"training": {
         "max_steps": 16, "checkpoint_steps": 2, "eval_steps": 1}}}})
@@ -341,7 +343,7 @@ def test_snakemake_killed_with_kill_9_then_rerun_as_documented_resumes_the_train
     manifest = run / "checkpoint" / "manifest.json"
     with (tmp_path / "killed.log").open("w") as log:
         build = subprocess.Popen(base + ["--profile", "workflow/profiles/default", "--", target], cwd=proj,
-                                 env=_env(shared_dir), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                                 env=tool_env(shared_dir), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.time() + 300
         while not manifest.exists() and build.poll() is None and time.time() < deadline:
             time.sleep(0.05)
@@ -351,14 +353,186 @@ def test_snakemake_killed_with_kill_9_then_rerun_as_documented_resumes_the_train
     assert alive and manifest.exists(), (tmp_path / "killed.log").read_text()[-3000:]
     assert not (run / "train.json").exists()
 
-    plain = subprocess.run(base + ["--", target], cwd=proj, env=_env(shared_dir), capture_output=True, text=True, timeout=300)
+    plain = subprocess.run(base + ["--", target], cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True, timeout=300)
     assert plain.returncode != 0 and "--unlock" in plain.stdout + plain.stderr, plain.stdout[-2000:] + plain.stderr[-2000:]
-    unlock = subprocess.run(base + ["--unlock"], cwd=proj, env=_env(shared_dir), capture_output=True, text=True, timeout=300)
+    unlock = subprocess.run(base + ["--unlock"], cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True, timeout=300)
     assert unlock.returncode == 0, unlock.stderr[-2000:]
-    rerun = subprocess.run(base + ["--profile", "workflow/profiles/default", "--", target], cwd=proj, env=_env(shared_dir),
+    rerun = subprocess.run(base + ["--profile", "workflow/profiles/default", "--", target], cwd=proj, env=tool_env(shared_dir),
                            capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     timing = json.loads((run / "train_timing.json").read_text())
     assert timing["resumed_from_step"] >= 2, timing
     assert f"from step {timing['resumed_from_step']}" in (run / "logs" / "train.log").read_text()
     assert json.loads((run / "train.json").read_text())["steps"] == 16
+
+
+# ----------------------------------------------------------------------------- a run's outputs linked out of the run
+
+
+def test_a_run_output_linked_out_of_the_run_is_refused_and_never_deleted_through(trained, tmp_path, capsys):
+    """model/ a link to a folder elsewhere: `train --force` died with `OSError: Cannot call rmtree on a symbolic
+    link`, and the .model.old link it left blocked every later train."""
+    from runhelpers import train_argv
+
+    inputs = trained.parent
+    run = copy_run(trained, tmp_path / "run")
+    elsewhere = tmp_path / "elsewhere"
+    (run / "model").rename(elsewhere)
+    (run / "model").symlink_to(elsewhere)
+    kept = sorted(p.name for p in elsewhere.iterdir())
+    argv = train_argv(inputs, run, None) + ["--force"]
+    assert_fails(capsys, argv, f"{run / 'model'} is a symbolic link to {elsewhere}, outside the run folder {run}: csebench "
+                               "writes a run's outputs inside its folder and never deletes through a link; remove the link "
+                               "(what it points to stays) or choose another --out")
+    assert sorted(p.name for p in elsewhere.iterdir()) == kept and (run / "train.json").is_file()
+    # an older csebench's leftover: .model.old, a link out of the run, is unlinked; what it points to stays
+    (run / "model").unlink()
+    shutil_copy = __import__("shutil").copytree
+    shutil_copy(elsewhere, run / "model")
+    (run / ".model.old").symlink_to(elsewhere)
+    rc, err = run_cli(capsys, argv)
+    assert rc == 0, err
+    assert not (run / ".model.old").is_symlink() and sorted(p.name for p in elsewhere.iterdir()) == kept
+    assert (run / "model").is_dir() and not (run / "model").is_symlink()
+
+
+# ------------------------------------------------------------- Ctrl-C before the command is known, and during an import
+
+
+def test_an_interrupt_names_the_subcommand_even_before_argparse(capsys, monkeypatch):
+    """A Ctrl-C at 0.2 s printed `csebench: interrupted`."""
+    from csebench import cli
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    rc, err = run_cli(capsys, ["-v", "--threads", "1", "train", "--suite", "ci"])
+    assert rc == 130 and err == "csebench train: interrupted\n"
+
+
+def test_an_interrupt_during_an_import_is_one_line_and_never_raised_inside_it(tmp_path):
+    """Ctrl-C during torch's import raised KeyboardInterrupt inside it, where pybind11 code cannot pass it on:
+    `terminate called after throwing an instance of 'pybind11::error_already_set'`, exit 134, an 85-line dump.
+    The stand-in module records a KeyboardInterrupt raised inside its import (the C++ code would abort there)."""
+    import subprocess
+    import sys
+
+    from runhelpers import ROOT, env
+
+    marker = tmp_path / "raised-inside-the-import"
+    (tmp_path / "slow_import.py").write_text(
+        "import os, signal, time\n"
+        "try:\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    time.sleep(5)\n"
+        "except KeyboardInterrupt:\n"
+        f"    open({str(marker)!r}, 'w').close()\n"
+        "    raise\n")
+    script = (f"import sys; sys.path.insert(0, {str(tmp_path)!r})\n"
+              "from csebench import cli, io\n"
+              "def cmd(args):\n"
+              f"    with io.atomic_path({str(tmp_path / 'out.txt')!r}) as tmp:\n"
+              "        tmp.write_text('half')\n"
+              "        import slow_import\n"
+              "cli.cmd_runs = cmd\n"
+              "sys.exit(cli.main(['runs']))\n")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env(), capture_output=True, text=True, timeout=60)
+    assert (proc.returncode, proc.stderr) == (130, "csebench runs: interrupted\n")
+    assert not marker.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["slow_import.py"]  # the unfinished output's temporary removed
+
+
+# ---------------------------------------------------------- a read-only output folder, a full disk, two renders at once
+
+
+@pytest.fixture()
+def read_only(monkeypatch):
+    """A folder on a read-only file system: creating a file or folder in it fails with EROFS (the machine's
+    tests cannot mount one; every csebench output is created through tempfile's mkstemp/mkdtemp)."""
+    import errno
+    import os
+    import tempfile
+
+    folders: list[Path] = []
+
+    def refuse(real):
+        def create(*args, dir=None, **kwargs):
+            if dir is not None and any(Path(dir).resolve().is_relative_to(f.resolve()) for f in folders):
+                raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(dir))
+            return real(*args, dir=dir, **kwargs)
+
+        return create
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse(tempfile.mkstemp))
+    monkeypatch.setattr(tempfile, "mkdtemp", refuse(tempfile.mkdtemp))
+    return folders
+
+
+def test_a_read_only_output_folder_stops_before_any_work(trained, tmp_path, capsys, monkeypatch, read_only, small):
+    """render, eval-sts, train and model-card ended in `OSError: [Errno 30] Read-only file system` tracebacks,
+    eval-sts only after computing everything."""
+    from csebench import embeddings
+    from runhelpers import PARAMS, train_argv
+
+    run = copy_run(trained, tmp_path / "run")
+    read_only.append(run)
+    encoded = []
+    monkeypatch.setattr(embeddings, "model_encoder", lambda *a, **k: encoded.append(a) or (lambda s: None))
+    before = {p: p.stat().st_mtime_ns for p in run.rglob("*")}
+    assert_fails(capsys, ["eval-sts", "--model", str(run / "model"), "--senteval", str(small), *STS_FAST,
+                          "--out", str(run / "eval" / "sts.json")],
+                 f"cannot write {run / 'eval' / 'sts.json'}: {run} is not writable (Read-only file system); nothing was done")
+    assert encoded == []  # found before any encoding
+    assert_fails(capsys, ["model-card", "--run", str(run)], f"cannot write {run / 'model'}: {run / 'model'} is not writable")
+    assert_fails(capsys, train_argv(trained.parent, run, None) + ["--force"], f"cannot write {run}: {run} is not writable")
+    results = tmp_path / "results"
+    results.mkdir()
+    read_only.append(results)
+    assert_fails(capsys, ["results", "render", "--params", str(PARAMS), "--item", "suite/ci", "--results", str(results)],
+                 f"cannot write {results}: {results} is not writable (Read-only file system)")
+    assert {p: p.stat().st_mtime_ns for p in run.rglob("*")} == before  # nothing finished touched
+
+
+def test_a_full_disk_during_render_keeps_the_old_report(tmp_path, capsys, monkeypatch):
+    """A full disk while `results render` writes (a fake fsync raising ENOSPC: no small file system can be mounted
+    here): one line, exit 2; the previous report stays whole and no temporary is left."""
+    import errno
+    import os
+
+    argv = _report_argv(tmp_path)
+    assert run_cli(capsys, argv)[0] == 0
+    before = _report_outputs(tmp_path)
+    real = os.fsync
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    rc, err = run_cli(capsys, argv)
+    monkeypatch.setattr(os, "fsync", real)
+    assert (rc, err) == (2, "csebench results: error: a write failed: No space left on device (errno ENOSPC); nothing "
+                            "finished was replaced, the temporaries are removed\n")
+    assert _report_outputs(tmp_path) == before
+    assert not [p for p in (tmp_path / "results").rglob(".*.tmp")]
+
+
+def test_two_renders_of_one_suite_at_once_both_finish_with_whole_outputs(tmp_path, capsys):
+    """Two `csebench results render` processes on the same suite at the same moment (issue 31 part 5):
+    each writes its set of outputs through temporaries renamed into place, so both exit 0, the tables
+    are those one render writes alone, and no temporary is left."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    argv = _report_argv(tmp_path)
+    assert run_cli(capsys, argv)[0] == 0
+    alone = {k: v for k, v in _report_outputs(tmp_path).items() if not k.endswith(".png")}  # PNGs carry a time
+    cmd = [str(Path(sys.executable).parent / "csebench"), *argv]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    both = _report_outputs(tmp_path)
+    assert {k: v for k, v in both.items() if not k.endswith(".png")} == alone
+    assert all(v.startswith(b"\x89PNG") for k, v in both.items() if k.endswith(".png"))
+    assert not [p for p in (tmp_path / "results").rglob(".*.tmp")]

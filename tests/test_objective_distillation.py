@@ -13,6 +13,7 @@ from csebench.objectives.base import StepContext
 from csebench.objectives.distillation import (Distillation, DistillationSettings, group_p_groups, group_p_shuffle,
                                               rank_range_shuffle, shuffle_within_groups, teacher_runs)
 from csebench.teachers import TeacherBank, save_teacher_cache
+from runhelpers import assert_train_fails, has_term
 
 CORPUS = 40
 
@@ -399,3 +400,14 @@ def test_shuffle_keys_of_a_rank_are_its_rows_of_the_global_batch(tmp_path):
         ctx = make_ctx(b=b, n=2 * b, offset=rank * b, step=5)
         ctx.world_size, ctx.rank = 2, rank
         assert torch.equal(term.shuffle_keys(ctx, b, k, torch.device("cpu")), full[rank * b : (rank + 1) * b])
+
+
+# ----------------------------------------------------------------------------- the settings, through `csebench train`
+
+
+@pytest.mark.skipif(not has_term("distillation", "Distillation"), reason="DistillCSE term (objectives/distillation.py) not present")
+@pytest.mark.parametrize("p", [0, 1.5, -0.1])
+def test_group_p_outside_unit_interval(inputs, capsys, p):
+    assert_train_fails(inputs, capsys, {"methods": {"simcse": {"objectives": {"distillation": {
+        "teachers": {"run": "simcse", "seeds": [2]}, "shuffle": "group_p", "p": p}}}}},
+        "objectives.distillation.p must be in (0, 1]", f"got {float(p)}")

@@ -105,3 +105,20 @@ def test_gradient_does_not_reach_gaussian_vectors():
 def test_config_errors_name_the_key(bad, key):
     with pytest.raises(ConfigError, match=key):
         validate_objectives({"gaussian_negatives": bad}, "run x")
+
+
+# ----------------------------------------------------------------------------- the released script's per-backbone sigma
+
+
+def test_gaussian_sigma_changes_no_cosine():
+    """The released script's per-backbone sigma (random_std) cannot matter: cos(h, g) of g ~ N(0, s^2 I)
+    is cos(h, g/s); so our draws at any std give the same logits."""
+    import torch
+
+    from csebench.objectives.gaussian import GaussianNegatives, GaussianSettings
+
+    a, b = GaussianNegatives(GaussianSettings(std=1.0), 8, 2), GaussianNegatives(GaussianSettings(std=0.1), 8, 2)
+    h = torch.randn(4, 8)
+    ga, gb = a.draw(6, 8, step=3, device=torch.device("cpu")), b.draw(6, 8, step=3, device=torch.device("cpu"))
+    cos = lambda g: torch.nn.functional.normalize(h, dim=-1) @ torch.nn.functional.normalize(g, dim=-1).T  # noqa: E731
+    torch.testing.assert_close(cos(ga), cos(gb))

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from csebench.config import ConfigError
 from csebench.objectives import Objective, validate_objectives
 from csebench.objectives.smoothing import InstanceSmoothing, SmoothingSettings, cosine_alpha, spherical_kmeans
-from runhelpers import random_step_context as make_ctx
+from runhelpers import assert_train_fails, has_term, random_step_context as make_ctx
 
 D = 8
 
@@ -250,3 +250,12 @@ def test_push_first_needs_a_buffer_of_at_least_one_batch():
         validate_objectives({"instance_smoothing": {"buffer_size": 32, "neighbors": 4, "push_before_retrieval": True}},
                             "run x", TrainingConfig(batch_size=64))
     validate_objectives({"instance_smoothing": {"buffer_size": 32, "neighbors": 4}}, "run x", TrainingConfig(batch_size=64))
+
+
+# ----------------------------------------------------------------------------- the settings, through `csebench train`
+
+
+@pytest.mark.skipif(not has_term("smoothing", "InstanceSmoothing"), reason="IS-CSE term (objectives/smoothing.py) not present")
+def test_iscse_k_not_below_buffer_size(inputs, capsys):
+    assert_train_fails(inputs, capsys, {"methods": {"simcse": {"objectives": {"instance_smoothing": {"buffer_size": 8, "neighbors": 8}}}}},
+                "objectives.instance_smoothing", "neighbors (8) must be < buffer_size (8)")

@@ -3,7 +3,6 @@
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,30 +11,21 @@ import pytest
 import yaml
 
 from csebench.config import list_suites, load_params
-
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
-
-
-def _env(shared: Path | None = None) -> dict:
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PATH=f"{BIN}:{os.environ['PATH']}")
-    if shared is not None:
-        env["CSEBENCH_SHARED"] = str(shared)
-        env.pop("CSEBENCH_DATA_CHECK", None)  # the shared data is SentEval's published data: checked as for users
-    return env
+from runhelpers import BIN, ROOT, copy_project, needs_pipeline, tool_env
 
 
 def test_committed_dvc_yaml_is_current():
-    proc = subprocess.run([str(BIN / "csebench"), "dvc-yaml", "--check"], cwd=ROOT, env=_env(), capture_output=True, text=True)
+    proc = subprocess.run([str(BIN / "csebench"), "dvc-yaml", "--check"], cwd=ROOT, env=tool_env(), capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
 
 
+@needs_pipeline
 def test_every_suite_dry_runs_offline():
     suites = list_suites(load_params(ROOT / "params.yaml"))
     # the suites' own jobs (the paper items of the default target: tests/test_reproduce_pipeline.py)
     proc = subprocess.run([str(BIN / "snakemake"), "-n", "--forceall", "--quiet", "rules", "--config", f"suites=[{','.join(suites)}]",
                            "reproduce=none", "plan=false"],
-                          cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
+                          cwd=ROOT, env=tool_env(), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", proc.stdout + proc.stderr, re.M))
     # one train job per distinct run (teachers included), however many suites list it (docs/runs.md)
@@ -49,23 +39,14 @@ def test_every_suite_dry_runs_offline():
     assert int(counts["report"]) == len(suites)
 
 
-def _copy_project(dst: Path) -> Path:
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
-    for f in files:
-        if not (ROOT / f).is_file():
-            continue
-        (dst / f).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / f, dst / f)
-    return dst
-
-
 @pytest.mark.slow(seconds=300)
+@needs_pipeline
 def test_ci_suite_end_to_end_through_snakemake(tmp_path, shared_dir):
-    proj = _copy_project(tmp_path / "proj")
+    proj = copy_project(tmp_path / "proj")
     # two one-thread jobs at a time, as make demo runs on 2 cores (tiny models: mostly Python start-up)
     proc = subprocess.run([str(BIN / "snakemake"), "--cores", "2", "--configfile", "config/ci.yaml",
                            "--profile", "workflow/profiles/default", "--resources", "gpu=2", "--config", "threads=1"],
-                          cwd=proj, env=_env(shared_dir), capture_output=True, text=True, timeout=900)
+                          cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
     table = (proj / "results/ci/tables/sts.md").read_text()
     rows = [line for line in table.splitlines() if line.startswith("|") and "SimCSE" in line and "published" not in line]
@@ -82,11 +63,11 @@ def test_ci_suite_end_to_end_through_snakemake(tmp_path, shared_dir):
     assert "Made with DIFFERENT" not in table
     # rerunning finds nothing to do
     again = subprocess.run([str(BIN / "snakemake"), "-n", "--cores", "2", "--configfile", "config/ci.yaml"],
-                           cwd=proj, env=_env(shared_dir), capture_output=True, text=True, timeout=300)
+                           cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True, timeout=300)
     assert "Nothing to be done" in again.stdout + again.stderr
     # issue 21 part 5: one self-contained page of what is built, captioned from the registry
     report = subprocess.run([str(BIN / "snakemake"), "--cores", "1", "--configfile", "config/ci.yaml", "--report", "results/report.html"],
-                            cwd=proj, env=_env(shared_dir), capture_output=True, text=True, timeout=300)
+                            cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True, timeout=300)
     assert report.returncode == 0, report.stderr[-3000:]
     html = (proj / "results/report.html").read_text()
     for name in ("sts.md", "transfer.md", "sts_avg.png", "training_curves.png", "Suites", "every run of the suite"):
@@ -130,6 +111,7 @@ suites:
 
 
 @pytest.mark.slow(seconds=100)
+@needs_pipeline
 def test_a_suite_in_an_override_file_builds_with_snakemake_typed_without_the_venv_activated(tmp_path):
     """The README's command for a suite of one's own, run for real (not a dry run), by the venv's
     snakemake with the venv not on PATH: every rule's command reads the override file (the run's key
@@ -168,10 +150,11 @@ def test_csebench_not_reachable_is_one_line_before_any_job(tmp_path, monkeypatch
     assert os.environ["PATH"].split(os.pathsep)[0] == str(tmp_path / "bin")
 
 
+@needs_pipeline
 def test_snakemakes_lint_is_clean():
     """`snakemake --lint` (docs/cluster.md): functions apart from rules, no global in a shell command, named
     files, no '+' next to a path, a conda environment on every rule; exit 0 and no finding."""
-    proc = subprocess.run([str(BIN / "snakemake"), "--lint", "--configfile", "config/ci.yaml"], cwd=ROOT, env=_env(),
+    proc = subprocess.run([str(BIN / "snakemake"), "--lint", "--configfile", "config/ci.yaml"], cwd=ROOT, env=tool_env(),
                           capture_output=True, text=True, timeout=300)
     findings = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("    * ")]
     assert proc.returncode == 0 and not findings, "\n".join(findings) or proc.stderr[-2000:]

@@ -14,24 +14,13 @@ import yaml
 from csebench.errors import DataError
 from csebench.evaluation import probing as P
 from csebench.evaluation import transfer as T
+from runhelpers import write
 
 FILLER = [f"w{i}" for i in range(40)]
 MARKERS = ["depth5", "depth6", "depth10", "orig", "inv"]
 DEPTHS = ["5", "6", "10"]
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
-def write(path, text, encoding="utf-8"):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(text.encode(encoding))
-    return path
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def make_probing(root, n=(200, 60, 60), seed=0):

@@ -16,7 +16,7 @@ import pytest
 from csebench import provenance as P
 from csebench.errors import DataError
 from runhelpers import train_argv, write_config, write_corpus, write_mini_senteval
-from test_bad_input import assert_fails, run_cli
+from runhelpers import assert_fails, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 FIELDS = {"csebench", "git", "python", "torch", "transformers", "cuda", "cudnn", "device_type", "device", "world_size",
@@ -164,7 +164,7 @@ def test_train_json_records_provenance_and_stays_byte_identical(tmp_path, capsys
 
 
 def test_evaluation_and_analysis_results_record_provenance(tmp_path, capsys, shared_dir, tiny_encoder, published_check):
-    from test_transfer import make_senteval
+    from runhelpers import make_senteval
 
     model = tmp_path / "model"
     tiny_encoder("avg").save(model)

@@ -10,12 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from csebench.config import load_params, resolve_run
 from csebench.results.published import Published, for_run
 from csebench.results.registry import load_registry
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPERS = Path(os.environ.get("CSEBENCH_SHARED", ROOT.parent / "shared")) / "papers"
 REG = load_registry()
+P = load_params(ROOT / "params.yaml")
 BACKBONES = ["bert-base", "bert-large", "roberta-base", "roberta-large"]
 
 
@@ -145,3 +147,310 @@ def test_an_ablation_suite_table_shows_the_value_of_its_own_setting(tmp_path):
     md = (tmp_path / "ablation-sscl-dim" / "tables" / "sts.md").read_text()
     assert "↳ published: SSCL Table 5 | “SSCL-BERT / 128” |  | – | – | – | – | – | – | – | 61.30 |" in md
     assert "62.42" not in md and "↳ Δ ours − published |  |  | – | – | – | – | – | – | – | -1.30 |" in md
+
+
+# --------------------------------------------- issue 20: each registry row in the setting its printed number comes from
+
+
+def test_iscse_table_4_avg_sts_is_the_development_average():
+    from csebench.results.registry import load_registry
+
+    it = load_registry().item("is-cse/table-4")
+    cols = {c["name"]: c["metric"] for c in it.layout["columns"]}
+    assert cols == {"STS-B": "stsb_dev", "Avg. STS": "avg_sts_dev"}
+
+
+def _reg():
+    from csebench.results.registry import load_registry
+
+    return load_registry()
+
+
+def _row_run(item_id: str, label: str) -> tuple[str, str]:
+    it = _reg().item(item_id)
+    row = next(r for b in it.blocks() for r in b["rows"] if r["label"] == label)
+    suite, _, run = row["run"].rpartition("/")
+    return suite or it.suites[0], run
+
+
+def test_sscl_rows_run_in_the_dimension_of_their_printed_number():
+    """SSCL Table 5 ties each printed Avg. to a dimension: SSCL-BERT 62.42 is 256-d, SSCL-SimCSE 77.90 is
+    768-d (no head). Tables 2 and 7 print the same averages: their runs must use the same dimension."""
+    table5 = {}
+    model = None
+    for row in _reg().item("sscl/table-5").layout["rows"]:
+        model = row["label"][0] or model
+        table5[(model, row["published"][0] if row.get("published") else None)] = int(row["label"][1])
+    dims = {"SSCL-BERT": table5[("SSCL-BERT", 62.42)], "SSCL-SimCSE": table5[("SSCL-SimCSE", 77.90)]}
+    assert dims == {"SSCL-BERT": 256, "SSCL-SimCSE": 768}
+    avg = {r["label"]: r["published"][-1] for r in _reg().item("sscl/table-2").layout["rows"] if r.get("published")}
+    assert avg["SSCL-BERT (cls.)"] == 62.42 and avg["SSCL-SimCSE"] == 77.90
+    for item, label, model in [("sscl/table-2", "SSCL-BERT (cls.)", "SSCL-BERT"), ("sscl/table-2", "SSCL-SimCSE", "SSCL-SimCSE"),
+                               ("sscl/table-7", ["SSCL-BERT (cls.)", "64"], "SSCL-BERT"),
+                               ("sscl/table-7", ["SSCL-SimCSE", "64"], "SSCL-SimCSE")]:
+        suite, run = _row_run(item, label)
+        got = resolve_run(P, suite, run, 42).training.projection_dim or 768
+        assert got == dims[model], (item, label, got)
+        assert resolve_run(P, suite, run, 42).training.projection_head == "linear"  # the paper's head
+
+
+def test_untrained_rows_are_evaluation_only_runs():
+    """Every row that prints an untrained backbone has a run with train: false (no "not a training run")."""
+    rows = [(it, b, r) for it in _reg().items for b in it.blocks() for r in b.get("rows") or []]
+    assert not [r["label"] for _, _, r in rows if "untrained backbone" in str(r.get("missing", ""))]
+    expected = {("sscl/table-2", "BERT (cls.)"), ("sscl/table-2", "BERT (avg.)"), ("sscl/table-2", "BERT large (cls.)"),
+                ("sscl/table-3", "BERT base (cls.)"), ("sscl/table-3", "BERT base (avg.)"), ("sscl/table-3", "BERT large (cls.)"),
+                ("sscl/table-4", "BERT"), ("is-cse/table-1", "BERT base (first-last avg.)"),
+                ("is-cse/table-1", "RoBERTa base (first-last avg.)"), ("is-cse/table-8", "Avg. BERT embeddings"),
+                ("is-cse/table-8", "BERT-[CLS] embedding"), ("distillcse/table-4", "BERT base (first-last avg.)")}
+    untrained = set()
+    for it, _, r in rows:
+        if r.get("run"):
+            suite, _, run = r["run"].rpartition("/")
+            if not resolve_run(P, suite or it.suites[0], run, 42).train:
+                untrained.add((it.id, str(r["label"]) if not isinstance(r["label"], list) else r["label"][0] or "BERT"))
+    assert expected <= untrained
+    t5 = [r for r in _reg().item("sscl/table-5").layout["rows"] if r.get("run", "").startswith("paper-backbones/")]
+    assert [resolve_run(P, "paper-backbones", r["run"].split("/")[1], 42).training.projection_dim for r in t5] == [128, 256, None]
+    assert not resolve_run(P, "demo", "minilm", 42).train  # the packaged MiniLM at demo scale
+    assert _reg().item("sscl/table-2").demo["runs"]["paper-backbones/bert-base-cls"] == "demo/minilm"
+
+
+def test_gs_infonce_released_settings_are_a_selectable_variant():
+    """caskcsg/sentemb gsInfoNCE/run.sh: random_size 192, dropout 0.2 (BERT), fp16, RoBERTa-large bs 128 lr 2e-5."""
+    def cfg(method_suite, backbone, method):
+        return resolve_run(P, method_suite, f"{backbone}-{method}", 42)
+
+    for bb, lr, bs, drop in [("bert-base", 3e-5, 64, 0.2), ("bert-large", 1e-5, 64, 0.2), ("roberta-base", 1e-5, 64, 0.1),
+                             ("roberta-large", 2e-5, 128, 0.1)]:
+        c = cfg("paper-gs-infonce-released", bb, "gs_infonce_released")
+        g = c.objectives["gaussian_negatives"]
+        assert (c.training.learning_rate, c.training.batch_size, c.training.dropout, c.training.precision) == (lr, bs, drop, "fp16")
+        assert g["num_negatives"] == 192 and g["weight"] == 1.0 and g["mean"] == 0.0
+        paper = cfg("paper-gs-infonce", bb, "gs_infonce")  # the paper's setting stays the default
+        assert paper.objectives["gaussian_negatives"]["num_negatives"] is None and paper.objectives["gaussian_negatives"]["ratio"] == 3
+        assert (paper.training.batch_size, paper.training.dropout, paper.training.precision) == (64, None, "auto")
+
+
+def test_distillcse_released_schedule_is_selectable_and_the_paper_schedule_the_default():
+    paper = resolve_run(P, "paper-distillcse", "bert-base-distillcse", 42).training
+    released = resolve_run(P, "paper-distillcse", "bert-base-distillcse-released-schedule", 42)
+    assert (paper.epochs, paper.max_steps, paper.precision) == (1, None, "auto")
+    assert (released.training.max_steps, released.training.precision) == (5000, "fp16")
+    student = resolve_run(P, "paper-distillcse", "bert-base-distillcse", 42)
+    assert released.objectives == student.objectives  # only the schedule differs
+
+
+def test_distillcse_figure_2_draws_both_pairs_and_table_2_prints_the_spearman_x100(tmp_path):
+    from csebench.results.render import render_item
+
+    series = {s["run"] for s in _reg().item("distillcse/figure-2").layout["series"]}
+    assert series == {"bert-base-vanilla-distill", "bert-base-group-p", "bert-base-teacher-components", "bert-base-distillcse"}
+    results = tmp_path / "results"
+    f = results / "paper-distillcse" / "analysis" / "teacher_logits.json"
+    f.parent.mkdir(parents=True)
+    f.write_text(json.dumps({"across_teachers": {"top12_spearman": 0.5}}))
+    render_item("distillcse/table-2", P, str(results), "paper", tmp_path / "out")
+    md = (tmp_path / "out" / "table-2.md").read_text()
+    assert "| **t_ij** | ours | 50.00 |" in md and "|  | published | 48.56 |" in md and "| Δ ours − published | +1.44 |" in md
+
+
+def test_every_paper_scale_suite_feeds_a_registry_item():
+    """Issue 20 point 14: no suite trains runs that no table or figure reads (the removed
+    ablation-distillcse-rounds / -components retrained paper-distillcse's runs)."""
+    used = set(_reg().suites(rebuilt_only=False))
+    idle = [s for s, spec in P["suites"].items() if spec.get("data") == "wiki1m" and s not in used]
+    assert idle == []
+    assert "ablation-distillcse-rounds" not in P["suites"] and "ablation-distillcse-components" not in P["suites"]
+
+
+def test_gs_infonce_figure_2_says_its_published_points_come_from_table_3(tmp_path):
+    import csv
+
+    from csebench.results.render import render_item
+    from csebench.results.pages import reproduction_md
+
+    render_item("gs-infonce/figure-2", P, str(tmp_path / "empty"), "paper", tmp_path / "out")
+    header = next(csv.reader(open(tmp_path / "out" / "figure-2.csv")))
+    assert "published (from Table 3)" in header
+    assert "published (from Table 3)" in (tmp_path / "out" / "figure-2.md").read_text()
+    line = next(ln for ln in reproduction_md().splitlines() if ln.startswith("| Figure 2 |") and "against M" in ln)
+    assert "8 printed (from Table 3)" in line
+
+
+# ---------------------------------------------------------------------- issue 32: rows that compared another experiment
+
+
+def _bound(item_id: str, label):
+    suite, run = _row_run(item_id, label)
+    return resolve_run(P, suite, run, 42)
+
+
+def test_sscl_table_7_bert_cls_at_batch_64_is_the_untrained_backbone():
+    """Its printed values are Table 2's untrained BERT (cls.) row, column for column: the same
+    evaluation-only run, not a trained model beside an untrained number."""
+    t7 = next(r for r in _reg().item("sscl/table-7").layout["rows"] if r["label"] == ["BERT (cls.)", "64"])
+    t2 = next(r for r in _reg().item("sscl/table-2").layout["rows"] if r["label"] == "BERT (cls.)")
+    assert t7["published"] == t2["published"]
+    cfg = _bound("sscl/table-7", ["BERT (cls.)", "64"])
+    assert cfg.train is False and cfg.key() == _bound("sscl/table-2", "BERT (cls.)").key()
+    assert "paper-backbones" in _reg().item("sscl/table-7").suites
+    assert _bound("sscl/table-7", ["BERT (cls.)", "128"]).train  # 47.89 is not the untrained row
+
+
+def test_distillcse_vanilla_rows_run_the_temperatures_of_their_printed_77_03():
+    """DistillCSE's vanilla baseline prints 77.03 (Tables 3, 4, 5); by its own Table 7 that is the
+    tau_s 0.05 / tau_t 0.02 cell (0.02 / 0.01, the temperatures it says it fixes, gives 77.13)."""
+    t7 = _reg().item("distillcse/table-7").blocks()[0]
+    cells = {float(r["label"]): dict(zip((float(c["name"]) for c in t7["columns"]), r["published"])) for r in t7["rows"]}
+    rows = [("distillcse/table-3", "SimCSE + Vanilla Distill"), ("distillcse/table-4", "Vanilla-Distill-BERT base"),
+            ("distillcse/table-5", "SimCSE + Distill")]
+    for item, label in rows:
+        avg = next(r for b in _reg().item(item).blocks() for r in b["rows"] if r["label"] == label)["published"][-1]
+        printed_at = [(ts, tt) for ts, row in cells.items() for tt, v in row.items() if v == avg]
+        assert printed_at == [(0.05, 0.02)], (item, printed_at)
+        d = _bound(item, label).objectives["distillation"]
+        assert (d["student_temperature"], d["teacher_temperature"]) == printed_at[0], item
+        assert d["shuffle"] == "none" and d["teachers"]["seeds"] == [1]
+    # one experiment: Tables 3-5's vanilla rows and Table 7's cell are trained once
+    keys = {_bound(item, label).key() for item, label in rows}
+    assert keys == {resolve_run(P, "ablation-distillcse-temperature", "ts-0.05-tt-0.02", 42).key()}
+    # the stated temperatures stay beside them, marked as no row of the paper
+    for item, label in rows:
+        extra = next(r for b in _reg().item(item).blocks() for r in b["rows"] if r["label"] == f"{label}, τs 0.02 / τt 0.01")
+        assert "published" not in extra and "not a row" in extra["note"]
+
+
+def test_one_printed_row_is_bound_to_one_backbone():
+    """A row printed identically in several items (a paper reprinting another's numbers) is one experiment:
+    every row carrying those values is bound to runs of the same backbone and pooler, trained or not alike.
+    Issue 32 point 4: SimCSE's BERT-[CLS] transfer row (Avg 84.66) was BERT base in IS-CSE Table 8 and BERT
+    large in SSCL Table 3."""
+    seen: dict[tuple, dict] = {}
+    for it in _reg().items:
+        for b in it.blocks():
+            for r in b.get("rows") or []:
+                pub = r.get("published")
+                if not r.get("run") or not pub or len(pub) < 7 or None in pub:
+                    continue
+                suite, _, run = r["run"].rpartition("/")
+                cfg = resolve_run(P, suite or it.suites[0], run, 42)
+                seen.setdefault(tuple(pub), {})[(it.id, str(r["label"]))] = (cfg.backbone.model, cfg.backbone.pooler, cfg.train)
+    shared = {values: binds for values, binds in seen.items() if len(binds) > 1}
+    assert len(shared) >= 5  # SimCSE's base rows, SSCL's rows repeated in Table 7, DistillCSE's vanilla row, ...
+    for values, binds in shared.items():
+        assert len(set(binds.values())) == 1, (values, binds)
+    cls = seen[(78.68, 84.85, 94.21, 88.23, 84.13, 91.40, 71.13, 84.66)]
+    assert set(cls) == {("is-cse/table-8", "BERT-[CLS] embedding"), ("sscl/table-3", "BERT large (cls.)")}
+    assert set(cls.values()) == {("bert-base-uncased", "cls", False)}
+
+
+def test_sscl_table_3_marks_each_trained_row_as_a_different_checkpoint_selection(tmp_path):
+    """The paper selects its transfer checkpoints by the 7 transfer tasks' dev average, ours by STS-B dev:
+    the table itself (Markdown and LaTeX), not only its notes, says so on every trained row."""
+    from csebench.results.render import render_item
+
+    item = _reg().item("sscl/table-3")
+    trained = [r for r in item.layout["rows"] if _bound("sscl/table-3", r["label"]).train]
+    untrained = [r for r in item.layout["rows"] if not _bound("sscl/table-3", r["label"]).train]
+    assert len(trained) >= 7 and untrained
+    assert all("different selection" in r.get("note", "") for r in trained)
+    assert not any("different selection" in r.get("note", "") for r in untrained)
+    render_item("sscl/table-3", P, str(tmp_path / "empty"), "paper", tmp_path / "out")
+    md = (tmp_path / "out" / "table-3.md").read_text()
+    table = [ln for ln in md.splitlines() if ln.startswith("| **")]
+    assert sum("different selection" in ln for ln in table) == len(trained)
+    assert "different selection" in md.split("| Model")[0]  # the block's title above the table
+    tex = (tmp_path / "out" / "table-3.tex").read_text()
+    assert tex.count("different selection") == len(trained)
+
+
+def test_no_note_leaves_out_a_row_the_item_rebuilds_and_figure_2_shows_both_pairs():
+    """Issue 32 point 7's stale notes: IS-CSE Table 1 listed RoBERTa base (first-last avg.) as left out
+    while rebuilding it; DistillCSE Figure 2's `shows` named one of the two pairs it draws."""
+    import re
+
+    for it in _reg().items:
+        rebuilt = {str(r["label"]) for b in it.blocks() for r in b.get("rows") or [] if r.get("run") or r.get("runs")}
+        for note in it.notes:
+            if "Left out" not in note:
+                continue
+            left_out = note.split("Left out", 1)[1].split(":", 1)[-1]  # after "(methods we do not implement):"
+            named = {x.strip(" .") for x in re.split(r", | and ", left_out)}
+            assert not rebuilt & named, (it.id, rebuilt & named)
+    shows = _reg().item("distillcse/figure-2").shows
+    assert "one teacher" in shows and "16 teacher components" in shows
+
+
+def _sscl_rows():
+    """(item, label, run config) of every SSCL table row with published values bound to a layer-negatives run."""
+    out = []
+    for it in _reg().items:
+        if not it.id.startswith("sscl/table"):
+            continue
+        for b in it.blocks():
+            for r in b.get("rows") or []:
+                runs = [r["run"]] if r.get("run") else list(r.get("runs") or [])
+                runs = runs or [c["run"] for c in b.get("columns") or [] if c.get("run")]  # Table 1: a run per column
+                for ref in runs:
+                    suite, _, run = ref.rpartition("/")
+                    cfg = resolve_run(P, suite or it.suites[0], run, 42)
+                    if r.get("published") and "layer_negatives" in cfg.objectives:
+                        out.append((it.id, str(r["label"]), cfg))
+    return out
+
+
+def test_every_printed_sscl_row_runs_two_negative_layers():
+    """Issue 32 point 1: Table 2's SSCL-SimCSE 77.90 (again in Tables 5, 6, 7) is Fig. 3b's 2-layer result, not
+    Fig. 3a's single-layer best (77.80), and the released code's hard_negative_layers defaults to 2. Every
+    printed SSCL row (SSCL-SimCSE and SSCL-BERT, Tables 1-7) runs layers 11 and 10 (BERT large: 23, 22) with the
+    paper's Eq. 4 and dropout positives."""
+    from csebench.objectives.layer_negatives import LayerNegatives, LayerNegativesSettings
+
+    rows = _sscl_rows()
+    assert {item for item, _, _ in rows} == {f"sscl/table-{n}" for n in range(1, 8)}
+    for item, label, cfg in rows:
+        ln = cfg.objectives["layer_negatives"]
+        layers = 24 if cfg.backbone.model == "bert-large-uncased" else 12
+        got = LayerNegatives(LayerNegativesSettings(**ln), 8, layers).intermediate_layers()
+        assert got == [layers - 1, layers - 2], (item, label, got)
+        assert (ln["variant"], ln["positives"]) == ("paper", "dropout"), (item, label)
+    fig3b = next(p for p in _reg().item("sscl/figure-3b").published_text)
+    assert "2 layers" in fig3b["quote"] and "77.90" in fig3b["value"]
+    assert resolve_run(P, "ablation-sscl-stacked", "stacked-2", 42).key() == resolve_run(P, "paper-sscl", "sscl", 42).key()
+
+
+def test_sscl_one_layer_and_released_rows_sit_beside_the_printed_ones():
+    """The one-layer reading stays selectable where the paper's text describes it (Sec. 3, the captions of
+    Figs. 1 and 4, Fig. 3a), and the released code's settings are rows beside Table 2's SSCL-SimCSE and
+    SSCL-BERT (cls.), not rows of the paper."""
+    def row(label):
+        return next(r for r in _reg().item("sscl/table-2").layout["rows"] if r["label"] == label)
+
+    for label, method in [("SSCL-SimCSE, one layer", "sscl_one_layer"), ("SSCL-SimCSE, released code", "sscl_released"),
+                          ("SSCL-BERT (cls.), released code", "sscl_bert_released")]:
+        assert "published" not in row(label) and "not a row" in row(label)["note"]
+        assert _bound("sscl/table-2", label).method == method
+    one = _bound("sscl/table-2", "SSCL-SimCSE, one layer").objectives["layer_negatives"]
+    assert (one["layer"], one["stacked"], one["variant"]) == (None, 1, "paper")
+    for fig in ("sscl/figure-1", "sscl/figure-4"):
+        assert "penultimate layer" in _reg().item(fig).shows
+        sscl = [s["run"] for s in _reg().item(fig).layout["series"] if "SSCL" in s["label"]]
+        assert sscl == ["paper-sscl/sscl_one_layer"], fig
+    assert resolve_run(P, "ablation-sscl-layer", "layer-11", 42).key() == resolve_run(P, "paper-sscl", "sscl_one_layer", 42).key()
+    released = _bound("sscl/table-2", "SSCL-SimCSE, released code").objectives["layer_negatives"]
+    assert (released["variant"], released["stacked"], released["positives"]) == ("released", 2, "dropout")
+
+
+def test_sscl_bert_released_is_the_anchor_as_its_own_positive_with_dropout_on():
+    """Issue 32 point 7: nuochenpku/SSCL 8c97d82 computes sim(z1, z1), the SSCL-BERT version by the authors'
+    reply (the repository's issue 1). Ours by default reads the paper ("no augmentation": dropout 0, so the two
+    views coincide); the released version is selectable: self positives, dropout left on."""
+    paper = _bound("sscl/table-2", "SSCL-BERT (cls.)")
+    released = _bound("sscl/table-2", "SSCL-BERT (cls.), released code")
+    assert paper.training.dropout == 0.0 and paper.objectives["layer_negatives"]["positives"] == "dropout"
+    assert released.training.dropout is None  # the backbone's own dropout, as the released code trains
+    ln = released.objectives["layer_negatives"]
+    assert (ln["positives"], ln["variant"], ln["stacked"]) == ("self", "released", 2)
+    assert (released.training.projection_dim, released.training.projection_head) == (256, "linear_tanh")
+    assert paper.training.projection_dim == 256 and paper.training.projection_head == "linear"

@@ -16,6 +16,7 @@ import yaml
 from csebench.cli import main
 from csebench.config import load_params
 from csebench.errors import ConfigError
+from csebench.evaluation import TRANSFER_TASKS
 from csebench.evaluation.sts import TEST_TASKS, save_pairs
 from csebench.results.registry import load_registry
 from csebench.results.render import context, input_files, item_outputs, render_item
@@ -368,3 +369,31 @@ def test_report_captions_come_from_the_registry_and_are_valid_rst(item, first):
     html = publish_parts(text, writer="html", settings_overrides={"report_level": 1, "halt_level": 5})["body"]
     assert "system-message" not in html and "<strong>" in html
     assert REG.category(it) == {"is-cse": "IS-CSE", "combinations": "Combinations (a study beyond the papers)", "suite": "Suites"}[it.paper]
+
+
+# ---------------------------------------------------------------------------- the transfer average of a subset of tasks
+
+
+@pytest.mark.filterwarnings("ignore:Mean of empty slice")
+def test_report_never_shows_a_subset_average_as_the_average(tmp_path):
+    from csebench.results.registry import load_registry
+    from csebench.results.render import context
+
+    full = {t: 80.0 for t in TRANSFER_TASKS}
+    write_run(tmp_path, "s", "simcse", 1, "simcse", "bert-base", transfer=full)
+    # an avg written over 4 tasks (as write_run, or an older csebench, does), and the new avg_subset form
+    write_run(tmp_path, "s", "iscse", 1, "iscse", "bert-base", transfer={"TREC": 90.0, "MRPC": 70.0, "CR": 75.0, "SST2": 85.0})
+    c = write_run(tmp_path, "s", "sscl", 1, "sscl", "bert-base", transfer={"TREC": 90.0}) / "transfer.json"
+    res = json.loads(c.read_text())
+    del res["avg"]
+    c.write_text(json.dumps({**res, "avg_subset": 90.0, "avg_tasks": ["TREC"]}))
+    params = suite_params("s", {n: (n, "bert-base") for n in ("simcse", "iscse", "sscl")})
+    ctx = context(load_registry().item("suite/s"), params, str(tmp_path))
+    records = {r.info["name"]: r for r in rp.records(ctx, "transfer")}
+    assert records["simcse"].avg == pytest.approx(80.0)
+    assert records["iscse"].avg is None and records["sscl"].avg is None
+    rows = {r.run: r for r in rp.group_rows(list(records.values()), "transfer", "s")}
+    assert np.isnan(rows["iscse"].mean[-1]) and np.isnan(rows["sscl"].mean[-1])
+    md = rp.render_markdown(list(rows.values()), "transfer", "s")
+    iscse_line = next(l for l in md.splitlines() if "| iscse |" in l)
+    assert iscse_line.split("|")[-4].strip() == "–"  # the Avg. cell

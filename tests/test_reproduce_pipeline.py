@@ -13,14 +13,14 @@ import yaml
 
 from csebench.config import load_params
 from csebench.results.registry import load_registry
+from runhelpers import BIN, ROOT, copy_project, needs_pipeline, tool_env
 
-from test_pipeline import BIN, ROOT, _copy_project, _env
 
-
+@needs_pipeline
 def test_default_target_plans_every_registry_suite_and_item():
     """`snakemake -n` with no arguments: a report for every suite of the registry, every rebuilt
     item, the front page; the plan (GPU-hours) only as a build that runs jobs starts (csebench plan: alone)."""
-    proc = subprocess.run([str(BIN / "snakemake"), "-n", "--forceall", "--quiet", "rules"], cwd=ROOT, env=_env(),
+    proc = subprocess.run([str(BIN / "snakemake"), "-n", "--forceall", "--quiet", "rules"], cwd=ROOT, env=tool_env(),
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout + proc.stderr
@@ -57,8 +57,9 @@ def _tiny_suites(params_path: Path, suites: dict[str, list[str]]) -> None:
 
 
 @pytest.mark.slow(seconds=60)
+@needs_pipeline
 def test_three_paper_tables_end_to_end(tmp_path, shared_dir):
-    proj = _copy_project(tmp_path / "proj")
+    proj = copy_project(tmp_path / "proj")
     runs = {"ablation-iscse-retrieval": ["knn", "kmeans"], "ablation-iscse-k": ["k-8", "k-16"],
             "ablation-iscse-beta": ["beta-1.0", "beta-2.0"]}
     _tiny_suites(proj / "params.yaml", runs)
@@ -66,7 +67,7 @@ def test_three_paper_tables_end_to_end(tmp_path, shared_dir):
     targets = [f"results/papers/is-cse/table-{n}.md" for n in (3, 5, 7)]
     proc = subprocess.run([str(BIN / "snakemake"), "--cores", "2", "--profile", "workflow/profiles/default",
                            "--resources", "gpu=2", "--config", "plan=false", "threads=1", "--", *targets],  # as make demo
-                          cwd=proj, env=_env(shared_dir), capture_output=True, text=True, timeout=900)
+                          cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
     params = load_params(proj / "params.yaml")
     for n, suite, first_run in ((3, suites[0], "knn"), (5, suites[1], "k-8"), (7, suites[2], "beta-1.0")):

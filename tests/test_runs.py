@@ -16,8 +16,7 @@ import yaml
 from csebench import suites as wf
 from csebench.config import load_params, resolve_run
 from csebench.errors import ConfigError, DataError
-from runhelpers import ROOT, write_config
-from test_bad_input import assert_fails, run_cli
+from runhelpers import ROOT, assert_fails, needs_pipeline, run_cli, write_config
 
 P = load_params(ROOT / "params.yaml")
 TINY = {"max_steps": 4, "eval_steps": 2, "batch_size": 16, "learning_rate": 1.0e-4, "log_steps": 2, "checkpoint_steps": 4}
@@ -259,9 +258,9 @@ def test_a_teacher_cache_is_checked_by_the_teacher_key(tmp_path):
 
 
 def _project_with_two_suites(proj: Path) -> Path:
-    from test_pipeline import _copy_project
+    from runhelpers import copy_project
 
-    _copy_project(proj)
+    copy_project(proj)
     params = yaml.safe_load((proj / "params.yaml").read_text())
     two = _two_suites()
     for suite in ("a", "b"):  # capped evaluation sets, as the demo's: the end-to-end test evaluates them for real
@@ -271,12 +270,13 @@ def _project_with_two_suites(proj: Path) -> Path:
     return proj
 
 
+@needs_pipeline
 def test_snakemake_plans_a_run_two_suites_share_once(tmp_path):
-    from test_pipeline import BIN, _env
+    from runhelpers import BIN, tool_env
 
     proj = _project_with_two_suites(tmp_path / "proj")
     proc = subprocess.run([str(BIN / "snakemake"), "-n", "--quiet", "rules", "--config", "suites=[a,b]", "reproduce=none"],
-                          cwd=proj, env=_env(), capture_output=True, text=True, timeout=600)
+                          cwd=proj, env=tool_env(), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", proc.stdout + proc.stderr, re.M))
     assert (counts["train"], counts["embed"], counts["eval_sts"], counts["eval_transfer"]) == ("2", "2", "2", "2")
@@ -286,14 +286,15 @@ def test_snakemake_plans_a_run_two_suites_share_once(tmp_path):
 
 
 @pytest.mark.slow(seconds=120)
+@needs_pipeline
 def test_two_suites_sharing_a_run_train_it_once(tmp_path, shared_dir):
-    from test_pipeline import BIN, _env
+    from runhelpers import BIN, tool_env
 
     proj = _project_with_two_suites(tmp_path / "proj")
     # two one-thread jobs at a time, as make demo runs on 2 cores
     cmd = [str(BIN / "snakemake"), "--cores", "2", "--profile", "workflow/profiles/default", "--resources", "gpu=2",
            "--config", "suites=[a,b]", "reproduce=none", "plan=false", "threads=1"]
-    proc = subprocess.run(cmd, cwd=proj, env=_env(shared_dir), capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(cmd, cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert len(re.findall(r"^(?:local)?rule train:", proc.stdout + proc.stderr, re.M)) == 2
     params = load_params(proj / "params.yaml")
@@ -313,7 +314,7 @@ def test_two_suites_sharing_a_run_train_it_once(tmp_path, shared_dir):
     params_yaml = yaml.safe_load((proj / "params.yaml").read_text())
     params_yaml["suites"]["b"]["runs"][0]["training"] = {"learning_rate": 2.0e-4}
     (proj / "params.yaml").write_text(yaml.safe_dump(params_yaml, sort_keys=False))
-    again = subprocess.run([*cmd, "-n", "--quiet", "rules"], cwd=proj, env=_env(shared_dir), capture_output=True, text=True, timeout=600)
+    again = subprocess.run([*cmd, "-n", "--quiet", "rules"], cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", again.stdout + again.stderr, re.M))
     assert counts["train"] == "1" and counts["model_card"] == "1" and "report" in counts
@@ -375,3 +376,13 @@ def test_a_runs_key_hashes_only_the_settings_that_change_its_outputs():
         for sr in (sr for sr in evalonly if sr in after):
             assert (sr in moved) == (setting in EVAL_ONLY_SETTINGS and sr in resolved), (setting, sr)
     assert tested >= len(OTHER_TRAINING) - len(RESULT_NEUTRAL) - 3  # most defaults reach some trained run
+
+
+def test_the_positives_setting_changes_no_existing_run_key():
+    """Added later, at its default (dropout positives) the setting is left out of run identities, so the
+    one-layer SSCL runs trained before it keep their keys; the released SSCL-BERT's self positives count."""
+    one = resolve_run(P, "ablation-sscl-layer", "layer-5", 42)
+    assert one.objectives["layer_negatives"]["positives"] == "dropout"
+    assert "positives" not in one.identity()["objectives"]["layer_negatives"]
+    released = resolve_run(P, "paper-sscl", "sscl_bert_released-256", 42)
+    assert released.identity()["objectives"]["layer_negatives"]["positives"] == "self"

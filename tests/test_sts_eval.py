@@ -5,6 +5,7 @@ from scipy.stats import spearmanr
 
 from csebench.errors import DataError
 from csebench.evaluation.sts import STS_SUBSETS, evaluate_sts, load_task
+from runhelpers import SHARED, assert_fails
 
 
 def _write_fixture(root):
@@ -170,3 +171,24 @@ def test_embed_dim_analysis_scores_the_capped_subsets_the_embeddings_table_holds
     seen.clear()
     assert projected_sts(encode, root, dims=[2], methods=["random"])["protocol"] == "full"
     assert len(set(seen)) > 20000  # uncapped: every pair of the 7 tasks
+
+
+# --------------------------------------------------------------------------- gold scores that are not finite (issue 19)
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "-Infinity"])
+def test_non_finite_gold_score_names_file_and_line(tmp_path, capsys, tiny_encoder, value):
+    """Every third MSRpar score set to inf gave MSRpar 30.37 instead of 79.30 (nan: `STS avg nan` and a
+    bare NaN in sts.json), exit 0. float() takes them; the loader must not."""
+    import shutil
+
+    se = tmp_path / "senteval"
+    for folder in ("STS", "SICK"):
+        shutil.copytree(SHARED / "senteval" / "downstream" / folder, se / folder)
+    gold = se / "STS" / "STS12-en-test" / "STS.gs.MSRpar.txt"
+    lines = gold.read_text(encoding="utf-8").splitlines(keepends=True)
+    gold.write_text("".join(f"{value}\n" if i % 3 == 2 else line for i, line in enumerate(lines)), encoding="utf-8")
+    tiny_encoder("avg").save(tmp_path / "model")
+    out = tmp_path / "out" / "sts.json"
+    assert_fails(capsys, ["eval-sts", "--model", str(tmp_path / "model"), "--senteval", str(se), "--out", str(out),
+                          "--no-progress"], f"{gold}:3: score '{value}' is not a finite number", outputs=[out.parent])

@@ -15,7 +15,7 @@ from csebench.cli import main
 from csebench.config import load_params, resolve_run
 from csebench.errors import ConfigError, DataError
 from csebench.evaluation.sts import load_sts_pairs, load_stsb
-from runhelpers import PARAMS, ROOT, write_corpus, write_mini_senteval
+from runhelpers import PARAMS, ROOT, STS_FAST, assert_fails, needs_pipeline, run_cli, write_corpus, write_mini_senteval
 
 HEADER = "sentence1\tsentence2\tscore\tsplit\n"
 
@@ -226,6 +226,7 @@ def test_own_sets_are_scored_beside_the_seven_tasks(tmp_path, tiny_encoder, shar
     assert sorted(np.load(tmp_path / "pairs.npz").files) == sorted(f"{t}.{k}" for t in res["tasks"] for k in ("sim", "gold"))
 
 
+@needs_pipeline
 def test_snakemake_passes_the_sets_to_train_embed_and_eval_sts(tmp_path):
     mine = write_pairs(tmp_path / "mine.tsv", ["a\tb\t1\tdev\n", "c\td\t2\ttest\n"])
     over = _override(tmp_path, data={"mine": {"path": str(mine)}}, training={"dev_set": "mine"}, evaluation={"sts_pairs": ["mine"]})
@@ -241,3 +242,61 @@ def test_snakemake_passes_the_sets_to_train_embed_and_eval_sts(tmp_path):
     assert out.count(f"--sts-pairs mine={mine}") == 2  # embed and eval_sts
     # of the run's evaluation folder that the sets name: the other suites' evaluations are not it
     assert re.search(r"output: results/runs/[0-9a-f]{16}/seed1/eval-fp32-capped-[0-9a-f]{8}-sts-[0-9a-f]{8}/sts.json", out)
+
+
+# ------------------------------------------------------------------------ issue 31: too small, contradicting, repeating
+
+
+def _rows(n: int, split: str = "test", start: int = 0) -> list[str]:
+    return [f"sentence {i} about cats\tanother {i} on dogs\t{i % 6}\t{split}\n" for i in range(start, start + n)]
+
+
+def test_own_sts_set_too_small_or_contradicting_itself_is_refused(tmp_path, capsys):
+    """A 2-pair file scored Spearman 100.0 and a pair given twice with two scores was counted twice, exit 0."""
+    argv = ["eval-sts", "--model", str(tmp_path / "no-model"), "--senteval", str(tmp_path), "--out", str(tmp_path / "sts.json")]
+    two = write_pairs(tmp_path / "two.tsv", ["a b\tc d\t1\ttest\n", "e f\tg h\t4\ttest\n"])
+    assert_fails(capsys, [*argv, "--sts-pairs", f"mine={two}"],
+                 f"{two}: 2 test pairs, fewer than the 10 a Spearman correlation is scored on (with 2 pairs it is always "
+                 "100 or -100): add pairs", outputs=[tmp_path / "sts.json"])
+    clash = write_pairs(tmp_path / "clash.tsv", _rows(12) + ["another 3 on dogs\tsentence 3 about cats\t5\ttest\n"])  # line 14
+    assert_fails(capsys, [*argv, "--sts-pairs", f"mine={clash}"],
+                 f"{clash}:14: the pair of line 5 again, with score 5 (line 5: 3): one pair has one gold score; keep the "
+                 "right row", outputs=[tmp_path / "sts.json"])
+    # training.dev_set reads the same way (its dev rows)
+    from csebench.errors import DataError
+    from csebench.evaluation.sts import load_sts_pairs
+
+    with pytest.raises(DataError, match=r"dev.tsv: 9 dev pairs, fewer than the 10"):
+        load_sts_pairs(write_pairs(tmp_path / "dev.tsv", _rows(9, "dev") + _rows(20, "test", 9)), "dev")
+
+
+def test_own_sts_set_duplicates_dropped_and_far_scores_named(tmp_path, capsys, caplog, tiny_encoder, small):
+    """Exact duplicates were counted (12 pairs reported), scores of -50 and 1e6 accepted, without a word."""
+    import logging
+
+    rows = _rows(10)
+    rows[4] = rows[4].replace("\t4\t", "\t-50\t")  # line 6
+    rows[7] = rows[7].replace("\t1\t", "\t1e6\t")  # line 9
+    mine = write_pairs(tmp_path / "mine.tsv", rows + [rows[2], rows[3].replace("sentence 3 about cats\tanother 3 on dogs",
+                                                                             "another 3 on dogs\tsentence 3 about cats")])
+    tiny_encoder("avg").save(tmp_path / "model")
+    out = tmp_path / "sts.json"
+    with caplog.at_level(logging.WARNING, logger="csebench"):
+        rc, err = run_cli(capsys, ["eval-sts", "--model", str(tmp_path / "model"), "--senteval", str(small), *STS_FAST,
+                                   "--sts-pairs", f"cats={mine}", "--out", str(out)])
+    assert rc == 0, err
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and str(mine) in r.getMessage()]
+    assert warnings == [f"{mine}: lines 12, 13 repeat the pair and score of lines 4, 5: dropped, each pair is scored once",
+                        f"{mine}: the scores of lines 6, 9 (-50, 1e+06) lie far outside the range of the file's other rows "
+                        "(0 to 5): a typo, or another scale?"]
+    assert json.loads(out.read_text())["extra_sets"]["cats"] | {"spearman": 0} == {
+        "spearman": 0, "n_pairs": 10, "split": "test", "duplicates_dropped": 2}
+
+
+def test_far_out_scores():
+    from csebench.evaluation.sts import far_out_scores
+
+    assert far_out_scores(np.array([0, 1, 2, 3, 4, 5.0])) == []
+    assert far_out_scores(np.array([1e6, 0, 1, 2, 3, 4, 5, -50.0])) == [0, 7]  # neither hides the other
+    assert far_out_scores(np.array([0, 0, 0, 5.0])) == []  # too few others to tell
+    assert far_out_scores(np.array([-5, -4.2, -1, 0, 0.0])) == []  # STS-B negated: its own scale

@@ -10,11 +10,12 @@ import pytest
 import torch
 
 from csebench.cli import main
-from csebench.errors import ConfigError, DataError
 from csebench.encoder import load_encoder
+from csebench.errors import ConfigError, DataError
 from csebench.objectives import Objective
 from csebench.objectives.base import StepContext
 from csebench.teachers import TeacherBank, build_teacher_cache, meta_path
+from runhelpers import assert_fails, has_term, run_cli, train_argv, write_config
 
 SENTENCES = [f"sentence number {i} about {w} and some other words" for i, w in
              enumerate(["cats", "dogs", "the sea", "music", "a long road trip through the mountains in winter",
@@ -173,3 +174,52 @@ def test_cli_teacher_cache(tmp_path, teachers, capsys):
     assert main(["teacher-cache", "--model", str(model2), "--corpus", str(corpus), "--out", str(out2)]) == 0
     meta = json.loads(meta_path(out2).read_text())
     assert meta["max_seq_length"] == 7 and meta["teacher_run"]["name"] == "simcse"
+
+
+# ------------------------------------------------ teachers that do not exist or do not fit the student, through the CLI
+
+
+@pytest.mark.skipif(not has_term("distillation", "Distillation"), reason="DistillCSE term (objectives/distillation.py) not present")
+def test_teacher_cache_that_does_not_exist(inputs, capsys):
+    cfg = write_config(inputs / "over.yaml", {"methods": {"simcse": {"objectives": {"distillation": {
+        "teachers": {"run": "simcse", "seeds": [2]}}}}}})
+    out = inputs / "run"
+    missing = inputs / "teachers" / "simcse" / "seed2" / "embeddings.npy"
+    assert_fails(capsys, train_argv(inputs, out, cfg) + ["--teacher-cache", str(missing)],
+                 "teacher cache not found", str(missing), outputs=[out])
+
+
+@pytest.mark.skipif(not has_term("distillation", "Distillation"), reason="DistillCSE term (objectives/distillation.py) not present")
+def test_teacher_model_that_does_not_exist(inputs, capsys):
+    out = inputs / "emb.npy"
+    assert_fails(capsys, ["teacher-cache", "--model", str(inputs / "no-teacher" / "model"), "--corpus",
+                          str(inputs / "corpus.txt"), "--out", str(out)],
+                 "teacher model folder not found", "no-teacher", outputs=[out])
+
+
+@pytest.mark.skipif(not has_term("distillation", "Distillation"), reason="DistillCSE term (objectives/distillation.py) not present")
+def test_teacher_with_a_different_tokenizer(inputs, capsys):
+    from csebench.config import BackboneConfig
+    from csebench.encoder import build_encoder
+
+    teacher = build_encoder(BackboneConfig(model="random", pooler="cls"), seed=3)
+    teacher.tokenizer.add_tokens(["<teacher-only-token>"])  # a vocabulary the student does not have
+    teacher.backbone.resize_token_embeddings(len(teacher.tokenizer))
+    teacher.save(inputs / "teacher" / "model")
+    cache = inputs / "teacher" / "embeddings.npy"
+    rc, err = run_cli(capsys, ["teacher-cache", "--model", str(inputs / "teacher" / "model"), "--corpus",
+                               str(inputs / "corpus.txt"), "--out", str(cache), "--max-seq-length", "32"])
+    assert rc == 0, err
+    cfg = write_config(inputs / "over.yaml", {"methods": {"simcse": {"objectives": {"distillation": {
+        "teachers": {"run": "simcse", "seeds": [2]}}}}}})
+    out = inputs / "run"
+    assert_fails(capsys, train_argv(inputs, out, cfg) + ["--teacher-cache", str(cache)],
+                 f"teacher cache {cache}", "uses a different tokenizer than the student", outputs=[out])
+
+
+def test_teacher_cache_max_seq_length_past_the_positions_is_refused(inputs, capsys, tiny_encoder):
+    tiny_encoder().save(inputs / "teacher")
+    out = inputs / "emb.npy"
+    assert_fails(capsys, ["teacher-cache", "--model", str(inputs / "teacher"), "--corpus", str(inputs / "corpus.txt"),
+                          "--out", str(out), "--max-seq-length", "500"],
+                 "--max-seq-length is 500, longer than the backbone takes (128 positions", outputs=[out])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -12,46 +13,12 @@ from torch import nn
 
 from csebench.errors import DataError
 from csebench.evaluation import transfer as T
+from runhelpers import make_senteval, run_cli, write
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny matrices: one thread avoids oversubscription
 
 
 # ----------------------------------------------------------------------------- helpers
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny matrices: one thread avoids oversubscription on a shared machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
-def write(path, text, encoding="utf-8"):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(text.encode(encoding))
-    return path
-
-
-def make_senteval(root, n=40):
-    """A tiny SentEval tree whose labels are decided by one word, so a sentence encoder that
-    looks at that word separates them."""
-    pos = [f"good movie number {i}" for i in range(n)]
-    neg = [f"bad film take {i} here" for i in range(n)]
-    for task, (folder, f1, f0) in T.BINARY_FILES.items():
-        write(root / folder / f1, "\n".join(pos) + "\n", "latin-1")
-        write(root / folder / f0, "\n".join(neg) + "\n", "latin-1")
-    sst = lambda k: "".join(f"good thing {k} {i} \t1\nbad thing {k} {i} \t0\n" for i in range(n // 2))
-    for split in ("train", "dev", "test"):
-        write(root / "SST" / "binary" / f"sentiment-{split}", sst(split))
-    trec = lambda k: "".join(f"{c}:x {c.lower()} question {k} {i} ?\n" for i in range(40) for c in T.TREC_CLASSES)
-    write(root / "TREC" / "train_5500.label", trec("tr"), "latin-1")
-    write(root / "TREC" / "TREC_10.label", trec("te"), "latin-1")
-    head = "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
-    mrpc = lambda k: head + "".join(f"1\t{i}\t{i}\tsame {k} {i}\tsame {k} {i}\n0\t{i}\t{i}\tgood {k} {i}\tbad {k} {i}\n"
-                                    for i in range(n // 2))
-    write(root / "MRPC" / "msr_paraphrase_train.txt", mrpc("tr"))
-    write(root / "MRPC" / "msr_paraphrase_test.txt", mrpc("te"))
-    return root
 
 
 def keyword_encode(sentences):
@@ -354,3 +321,22 @@ def test_suite_transfer_caps_are_validated():
     params["suites"]["demo"]["transfer"]["max_test_sentnces"] = 3
     with pytest.raises(ConfigError, match="unknown key 'max_test_sentnces'"):
         suite_evaluation(params, "demo")
+
+
+# ---------------------------------------------------------------------------- the transfer average of a subset of tasks
+
+
+def test_eval_transfer_subset_has_no_seven_task_average(tmp_path, capsys, caplog, tiny_encoder):
+    tiny_encoder().save(tmp_path / "model")
+    se = make_senteval(tmp_path / "se", n=20)
+    out = tmp_path / "transfer.json"
+    with caplog.at_level(logging.INFO, logger="csebench"):
+        rc, err = run_cli(capsys, ["eval-transfer", "--model", str(tmp_path / "model"), "--senteval", str(se),
+                                   "--tasks", "TREC", "MRPC", "CR", "SST2", "--out", str(out), "--no-progress"])
+    assert rc == 0, err
+    res = json.loads(out.read_text())
+    assert "avg" not in res and res["avg_tasks"] == ["TREC", "MRPC", "CR", "SST2"]
+    assert res["avg_subset"] == pytest.approx(np.mean([res["tasks"][t] for t in res["avg_tasks"]]))
+    line = next(r.getMessage() for r in caplog.records if r.getMessage().startswith("transfer "))
+    assert "nan" not in line
+    assert line.startswith(f"transfer avg of 4 tasks {res['avg_subset']:.2f}, not the 7-task average (senteval): TREC ")

@@ -1,10 +1,11 @@
-"""Issue 19, part 5: settings that cannot be right are refused before anything runs, one line naming
-the key (and the file), exit 2, at every entry point: NaN/inf/booleans in numbers, a max_seq_length
-past the backbone's positions, keys given twice, typos in overrides, malformed sections, --batch-size 0,
-and corpus lines of control characters."""
+"""Settings (params.yaml, --config overrides, the Snakemake config): unknown names and typos named with
+their nearest match, values that cannot be right (NaN, inf, booleans, out of range), keys given twice,
+malformed sections. Each is refused before anything runs, in one line naming the key and the file, exit 2,
+at every entry point. The short forms of params.yaml read as the long ones."""
 
 from __future__ import annotations
 
+import copy
 import subprocess
 from pathlib import Path
 
@@ -12,23 +13,83 @@ import pytest
 
 from csebench.config import load_params
 from csebench.errors import ConfigError
-from runhelpers import PARAMS, SHARED, train_argv, write_corpus, write_mini_senteval
-from test_bad_input import assert_fails, data_override
+from runhelpers import PARAMS, SHARED, assert_fails, assert_train_fails, ci_training, needs_pipeline, train_argv
+
+P = load_params(PARAMS)
 
 
-@pytest.fixture()
-def inputs(tmp_path):
-    write_corpus(tmp_path / "corpus.txt", n=64)
-    write_mini_senteval(tmp_path / "se", pairs=16)
-    return tmp_path
+# ---------------------------------------------------------------------------- unknown names, typos, values out of range
+
+
+def test_unknown_method(inputs, capsys):
+    assert_train_fails(inputs, capsys, {"suites": {"ci": {"runs": [{"name": "simcse", "backbone": "tiny", "method": "simcsee"}]}}},
+                "suites.ci, run 'simcse'.method", "unknown method 'simcsee'", "did you mean 'simcse'")
+
+
+def test_unknown_backbone(inputs, capsys):
+    assert_train_fails(inputs, capsys, {"suites": {"ci": {"runs": [{"name": "simcse", "backbone": "tinny", "method": "simcse"}]}}},
+                "run 'simcse'.backbone", "unknown backbone 'tinny'", "did you mean 'tiny'")
+
+
+def test_unknown_pooler(inputs, capsys):
+    assert_train_fails(inputs, capsys, {"backbones": {"tiny": {"pooler": "clss"}}},
+                "backbones.tiny.pooler", "unknown pooler 'clss'", "did you mean 'cls'")
+
+
+def test_unknown_objective(inputs, capsys):
+    assert_train_fails(inputs, capsys, {"methods": {"simcse": {"objectives": {"gausian_negatives": {}}}}},
+                "objectives: unknown objective 'gausian_negatives'", "did you mean 'gaussian_negatives'")
+
+
+def test_unknown_objective_setting(inputs, capsys):
+    assert_train_fails(inputs, capsys, {"methods": {"simcse": {"objectives": {"gaussian_negatives": {"ratioo": 2}}}}},
+                "objectives.gaussian_negatives", "unknown key 'ratioo'", "did you mean 'ratio'")
+
+
+@pytest.mark.parametrize("lr", [0, -1e-5])
+def test_learning_rate_must_be_positive(inputs, capsys, lr):
+    assert_train_fails(inputs, capsys, ci_training(learning_rate=lr), "learning_rate must be > 0", str(float(lr)))
+
+
+def test_batch_size_one(inputs, capsys):
+    assert_train_fails(inputs, capsys, ci_training(batch_size=1), "batch_size must be >= 2", "in-batch negatives")
+
+
+def test_typo_in_training_key(inputs, capsys):
+    assert_train_fails(inputs, capsys, ci_training(learning_rte=1e-4), "over.yaml: suites.ci.training: unknown key 'learning_rte'",
+                "did you mean 'learning_rate'")
+
+
+def test_typo_in_top_level_key_names_the_override_file(inputs, capsys):
+    line = assert_train_fails(inputs, capsys, {"trainin": {"learning_rate": 1e-4}}, "over.yaml", "unknown key 'trainin'",
+                       "did you mean 'training'")
+    assert "params.yaml" not in line
+
+
+def test_typo_in_params_file_itself(inputs, capsys):
+    bad = inputs / "params-typo.yaml"
+    bad.write_text(PARAMS.read_text(encoding="utf-8").replace("  learning_rate: 3.0e-5", "  learning_rte: 3.0e-5", 1),
+                   encoding="utf-8")
+    out = inputs / "run"
+    argv = train_argv(inputs, out, None)
+    argv[argv.index("--params") + 1] = str(bad)
+    assert_fails(capsys, argv, "params-typo.yaml: training: unknown key 'learning_rte'", "did you mean 'learning_rate'",
+                 outputs=[out])
+
+
+def test_invalid_yaml_override(inputs, capsys):
+    cfg = inputs / "broken.yaml"
+    cfg.write_text("training: {learning_rate: [1\n", encoding="utf-8")
+    out = inputs / "run"
+    assert_fails(capsys, train_argv(inputs, out, cfg), "broken.yaml", "not valid YAML", outputs=[out])
+
+
+# ----------------------------------------------------------------------------- NaN, inf, booleans
 
 
 def _override(tmp: Path, text: str, name: str = "over.yaml") -> Path:
     (tmp / name).write_text(text, encoding="utf-8")
     return tmp / name
-
-
-# ----------------------------------------------------------------------------- NaN, inf, booleans
 
 
 @pytest.mark.parametrize("setting,value,message", [
@@ -63,24 +124,6 @@ def test_max_seq_length_past_the_backbone_positions_is_refused_at_model_load(inp
     assert_fails(capsys, train_argv(inputs, out, cfg),
                  "training.max_seq_length (suite ci, run simcse) is 200, longer than the backbone takes (128 positions, "
                  "its max_position_embeddings); set it to at most 128", outputs=[out, inputs / "cache"])
-
-
-def test_teacher_cache_max_seq_length_past_the_positions_is_refused(inputs, capsys, tiny_encoder):
-    tiny_encoder().save(inputs / "teacher")
-    out = inputs / "emb.npy"
-    assert_fails(capsys, ["teacher-cache", "--model", str(inputs / "teacher"), "--corpus", str(inputs / "corpus.txt"),
-                          "--out", str(out), "--max-seq-length", "500"],
-                 "--max-seq-length is 500, longer than the backbone takes (128 positions", outputs=[out])
-
-
-def test_position_limit_of_roberta_like_models():
-    from types import SimpleNamespace
-
-    from csebench.encoder import max_positions
-
-    assert max_positions(SimpleNamespace(max_position_embeddings=514, model_type="roberta")) == 512
-    assert max_positions(SimpleNamespace(max_position_embeddings=512, model_type="bert")) == 512
-    assert max_positions(SimpleNamespace(model_type="t5")) is None
 
 
 # ----------------------------------------------------------------------------- keys given twice
@@ -135,22 +178,6 @@ def test_eval_sts_checks_the_override_before_encoding(inputs, capsys, monkeypatc
     assert_fails(capsys, ["eval-sts", "--params", str(PARAMS), "--config", str(cfg), "--model", str(inputs / "model"),
                           "--senteval", str(SHARED / "senteval"), "--suite", "ci", "--run", "simcse", "--seed", "1",
                           "--out", str(out)], f"{cfg}: {message}", outputs=[out])
-
-
-@pytest.mark.parametrize("command", ["eval-sts", "embed", "eval-transfer"])
-def test_batch_size_zero_is_refused(inputs, capsys, command):
-    with pytest.raises(SystemExit) as exit_info:
-        cli_main([command, "--model", str(inputs / "model"), "--senteval", str(SHARED / "senteval"),
-                  "--out", str(inputs / "x.json"), "--batch-size", "0"])
-    assert exit_info.value.code == 2
-    err = capsys.readouterr().err
-    assert f"csebench {command}: error: argument --batch-size: give a whole number of at least 1, got '0'" in err
-
-
-def cli_main(argv):
-    from csebench import cli
-
-    return cli.main(argv)
 
 
 # ----------------------------------------------------------------------------- JSON Schema
@@ -261,42 +288,77 @@ def test_every_shipped_config_passes_the_schemas(project_root):
         check_snakemake_config({**paper, **read_yaml(project_root / "config" / f"{name}.yaml")}, [])
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=5)
+@needs_pipeline
 def test_snakemake_dry_run_names_the_key_in_one_line(tmp_path, project_root):
-    from test_pipeline import BIN, _env
+    from runhelpers import BIN, tool_env
 
     cfg = _override(tmp_path, "suites:\n  ci:\n    training: [1, 2]\n")
     proc = subprocess.run([str(BIN / "snakemake"), "-n", "--quiet", "rules", "--configfile", "config/ci.yaml",
                            "--config", f"params_overrides=[{cfg}]", "plan=false"],
-                          cwd=project_root, env=_env(), capture_output=True, text=True, timeout=300)
+                          cwd=project_root, env=tool_env(), capture_output=True, text=True, timeout=300)
     text = proc.stdout + proc.stderr
     assert proc.returncode != 0
     assert f"{cfg}: suites.ci.training: expected a mapping, got [1, 2]" in text
     assert "AttributeError" not in text and "object has no attribute" not in text
     proc = subprocess.run([str(BIN / "snakemake"), "-n", "--quiet", "rules", "--configfile", "config/ci.yaml",
                            "--config", "analyses=[align_uniform,nope]", "plan=false"],
-                          cwd=project_root, env=_env(), capture_output=True, text=True, timeout=300)
+                          cwd=project_root, env=tool_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0 and "analyses[1]: 'nope' is not one of" in proc.stdout + proc.stderr
 
 
-# ----------------------------------------------------------------------------- corpus text
+# ------------------------------------------------------------- the Snakemake config's mistakes, a default no suite uses
 
 
-def test_corpus_is_split_at_newlines_only(tmp_path):
-    from csebench.data import read_corpus
+@needs_pipeline
+def test_snakemake_settings_mistake_is_one_line(tmp_path):
+    """`snakemake -n` with a malformed section printed the right line under Snakemake's header, then 4 stack lines;
+    an unknown suite in --config gave a KeyError with its stack."""
+    import subprocess
 
-    corpus = tmp_path / "c.txt"
-    corpus.write_bytes("one\u2028still one\r\ntwo\x85 too\x0cand this\r\n\r\nthree\n".encode("utf-8"))
-    assert read_corpus(corpus) == ["one\u2028still one", "two\x85 too\x0cand this", "three"]
+    from runhelpers import BIN, tool_env
+    from runhelpers import ROOT
+
+    over = tmp_path / "over.yaml"
+    over.write_text("suites:\n  ci:\n    training: [1, 2]\n")
+    for config, message in ((f"params_overrides=[{over}]", f"{over}: suites.ci.training: expected a mapping, got [1, 2]"),
+                            ("suites=[cii]", "suites: unknown suite 'cii' (did you mean 'ci'?)")):
+        proc = subprocess.run([str(BIN / "snakemake"), "-n", "--configfile", "config/ci.yaml", "--config", config, "plan=false"],
+                              cwd=ROOT, env=tool_env(), capture_output=True, text=True, timeout=120)
+        lines = [l for l in (proc.stdout + proc.stderr).splitlines() if not l.startswith("Config file config/paper.yaml")]
+        assert proc.returncode == 1 and lines == [f"csebench: error: {lines[0].partition('error: ')[2]}"], lines
+        assert message in lines[0]
 
 
-@pytest.mark.parametrize("content,line,chars", [(b"\x00" * 64, 1, "U+0000"),
-                                                (b"fine .\n\x01\x02 \x7f\nmore .\n", 2, "U+0001, U+0002, U+007F")])
-def test_control_character_lines_are_refused(inputs, capsys, content, line, chars):
-    bad = inputs / "bad-corpus.txt"
-    bad.write_bytes(content)
-    out = inputs / "prepared.txt"
-    assert_fails(capsys, ["prepare-corpus", "--params", str(PARAMS), "--config", str(data_override(inputs, bad)),
-                          "--data", "bad", "--out", str(out)],
-                 f"corpus {bad} line {line} holds only control characters ({chars})", outputs=[out])
-    assert_fails(capsys, train_argv(inputs, inputs / "run", None, corpus=bad), f"corpus {bad} line {line}")
+def test_a_nan_default_that_every_suite_overrides_is_refused(tmp_path, capsys):
+    """`training.learning_rate: .nan` in params.yaml was accepted when every suite set its own."""
+    from runhelpers import PARAMS
+
+    text = PARAMS.read_text(encoding="utf-8")
+    params = tmp_path / "params.yaml"
+    at = text.index("\ntraining:")  # the defaults' learning rate: every suite sets its own
+    params.write_text(text[:at] + text[at:].replace("  learning_rate: 3.0e-5\n", "  learning_rate: .nan\n", 1), encoding="utf-8")
+    assert "\n  learning_rate: .nan\n" in params.read_text()
+    assert_fails(capsys, ["show-config", "--params", str(params), "--suite", "ci", "--run", "simcse", "--seed", "1"],
+                 f"{params}: training.learning_rate: expected a finite number, got nan")
+    over = tmp_path / "over.yaml"
+    over.write_text("suites:\n  nobody:\n    training: {temperature: .inf}\n")
+    assert_fails(capsys, ["show-config", "--params", str(PARAMS), "--config", str(over), "--suite", "ci", "--run", "simcse",
+                          "--seed", "1"], f"{over}: suites.nobody.training.temperature: expected a finite number, got inf")
+
+
+# ----------------------------------------------------------------------------- a suite's evaluation settings
+
+
+@pytest.mark.parametrize("cap,ok", [(500, True), (1, False), ("500", False), (True, False)])
+def test_sts_pair_cap_setting(cap, ok):
+    from csebench import suites as wf
+
+    params = copy.deepcopy(P)
+    params["suites"]["demo"]["evaluation"] = {"max_sts_pairs": cap}
+    if ok:
+        assert wf.suite_evaluation(params, "demo")["max_sts_pairs"] == cap
+    else:
+        with pytest.raises(ConfigError, match="max_sts_pairs: give a whole number"):
+            wf.suite_evaluation(params, "demo")
+    assert wf.suite_evaluation(P, "paper")["max_sts_pairs"] is None  # paper scale: every pair

@@ -1,0 +1,149 @@
+"""What every command that loads a model refuses, in one line naming the file: a folder that is not a
+model, weights that differ from those the run recorded when it was trained, a damaged safetensors file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from runhelpers import SHARED, STS_FAST, assert_fails, copy_run, run_cli, train_argv, write_config
+
+
+@pytest.fixture()
+def inputs(inputs):
+    """conftest's inputs and a folder holding no model, tmp_path/notmodel."""
+    notmodel = inputs / "notmodel"
+    notmodel.mkdir()
+    (notmodel / "notes.txt").write_text("not a model\n", encoding="utf-8")
+    return inputs
+
+
+# ----------------------------------------------------------------------------- a folder that is not a model
+
+
+ACCEPTS = "takes a saved run's model/ folder, a Hugging Face hub id (e.g. bert-base-uncased) or packaged:minilm"
+
+
+def _commands(t: Path) -> dict[str, list[str]]:
+    m, se, out = str(t / "notmodel"), str(SHARED / "senteval"), str(t / "out" / "x.json")
+    corpus = str(t / "corpus.txt")
+    return {
+        "eval-sts": ["eval-sts", "--model", m, "--senteval", se, "--out", out],
+        "eval-transfer": ["eval-transfer", "--model", m, "--senteval", se, "--tasks", "TREC", "--out", out],
+        "embed": ["embed", "--model", m, "--senteval", se, "--no-transfer", "--out", out],
+        "teacher-cache": ["teacher-cache", "--model", m, "--corpus", corpus, "--out", str(t / "out" / "emb.npy")],
+        "analyze-align-uniform": ["analyze", "align_uniform", "--model", m, "--senteval", se, "--out", out],
+        "analyze-with-table": ["analyze", "embed_dim", "--model", m, "--senteval", se, "--out", out,
+                               "--embeddings", str(t / "none.npz")],
+        "analyze-layers": ["analyze", "layers", "--model", m, "--senteval", se, "--out", out],
+        "analyze-neighbours": ["analyze", "neighbours", "--model", m, "--corpus", corpus, "--out", out],
+        "analyze-teacher-logits": ["analyze", "teacher_logits", "--teacher", m, "--corpus", corpus, "--senteval", se,
+                                   "--out", out],
+    }
+
+
+@pytest.mark.parametrize("command", list(_commands(Path("/x"))))
+def test_folder_that_is_not_a_model(inputs, capsys, command):
+    option = "--teacher" if command.endswith("teacher-logits") else "--model"
+    line = assert_fails(capsys, _commands(inputs)[command], f"model folder {inputs / 'notmodel'} holds no model",
+                        "no config.json, no model.safetensors or pytorch_model.bin", f"{option} {ACCEPTS}",
+                        outputs=[inputs / "out"])
+    assert "sentencepiece" not in line and line.startswith("csebench ")
+
+
+def test_train_backbone_folder_that_is_not_a_model(inputs, capsys):
+    cfg = write_config(inputs / "over.yaml", {
+        "backbones": {"mine": {"model": str(inputs / "notmodel"), "pooler": "cls"}},
+        "suites": {"ci": {"runs": [{"name": "simcse", "backbone": "mine", "method": "simcse"}]}}})
+    out = inputs / "run"
+    assert_fails(capsys, train_argv(inputs, out, cfg), f"model folder {inputs / 'notmodel'} holds no model",
+                 f"backbones.mine.model {ACCEPTS}", outputs=[out])
+
+
+def test_model_check_cases(tmp_path, tiny_encoder):
+    from csebench.encoder import check_model_source
+    from csebench.errors import ConfigError
+
+    (tmp_path / "cfg-only").mkdir()
+    (tmp_path / "cfg-only" / "config.json").write_text("{}")
+    with pytest.raises(ConfigError, match=r"holds no model \(no model.safetensors or pytorch_model.bin\)"):
+        check_model_source(str(tmp_path / "cfg-only"))
+    (tmp_path / "file.txt").write_text("x")
+    with pytest.raises(ConfigError, match="is a file, not a model folder; --model takes"):
+        check_model_source(str(tmp_path / "file.txt"))
+    with pytest.raises(ConfigError, match="model folder not found: .*/nope; --model takes"):
+        check_model_source(str(tmp_path / "nope"))
+    tiny_encoder().save(tmp_path / "run" / "model")
+    for ok in (str(tmp_path / "run" / "model"), "packaged:minilm", "bert-base-uncased", "princeton-nlp/unsup-simcse"):
+        check_model_source(ok)  # a saved model, the packaged one, hub ids: no error
+
+
+# ----------------------------------------------------------------------------- damaged weights
+
+
+def test_damaged_weights_are_refused_naming_the_file(trained, tmp_path, capsys, small):
+    """Bits flipped in model.safetensors moved STS13 from 43.40 to 43.42 with exit 0; NaN weights gave an
+    all-null sts.json and `STS avg nan`, exit 0."""
+    from csebench.encoder import model_files
+
+    recorded = json.loads((trained / "train.json").read_text())["model_files"]
+    assert recorded == model_files(trained / "model") and {"model.safetensors", "mlp_head.safetensors", "config.json",
+                                                           "training_config.json"} <= set(recorded)
+    run = copy_run(trained, tmp_path / "run")
+    weights = run / "model" / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-100] ^= 0x10  # one bit of the last tensor
+    weights.write_bytes(bytes(data))
+    out = tmp_path / "out" / "sts.json"
+    sts = ["eval-sts", "--senteval", str(small), *STS_FAST, "--out", str(out)]
+    view = tmp_path / "suite" / "runs" / "simcse" / "seed1"
+    view.mkdir(parents=True)
+    (view / "model").symlink_to(run / "model")  # a suite's view of the run: its link is followed to train.json
+    for model in (run / "model", view / "model"):
+        assert_fails(capsys, [*sts, "--model", str(model)],
+                     f"{model / 'model.safetensors'} has sha256 {model_files(run / 'model')['model.safetensors'][:12]}…, "
+                     f"not the {recorded['model.safetensors'][:12]}… that {run / 'train.json'} recorded when the run was "
+                     "trained: the model is damaged or was changed since; restore it or train the run again, or pass "
+                     "--no-verify to use it anyway", outputs=[out.parent])
+    for argv in (["embed", "--senteval", str(small), "--no-transfer", *STS_FAST, "--out", str(out)],
+                 ["analyze", "align_uniform", "--senteval", str(small), "--out", str(out)]):
+        assert_fails(capsys, [*argv, "--model", str(run / "model")], "model.safetensors has sha256", outputs=[out.parent])
+    rc, err = run_cli(capsys, [*sts, "--model", str(run / "model"), "--no-verify"])
+    assert rc == 0, err  # the user's call
+    out.unlink()
+    # heavier damage: NaN weights (0xff bytes) score nothing; that is an error, not an all-null result
+    data[len(data) // 2:] = b"\xff" * (len(data) - len(data) // 2)
+    weights.write_bytes(bytes(data))
+    assert_fails(capsys, [*sts, "--model", str(run / "model"), "--no-verify"],
+                 f"the STS average of {run / 'model'} is undefined (STS12, STS13, STS14, STS15, STS16, STSBenchmark, "
+                 f"SICKRelatedness: not a finite number): its embeddings are constant or not finite; {out} not written. "
+                 "Check the model's weights", outputs=[out.parent])
+    (run / "model" / "mlp_head.safetensors").unlink()
+    assert_fails(capsys, [*sts, "--model", str(run / "model")],
+                 f"{run / 'model' / 'mlp_head.safetensors'} is missing: the model is damaged")
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty", "garbage"])
+def test_damaged_safetensors_is_one_line(tmp_path, capsys, tiny_encoder, small, damage):
+    """A truncated, empty or garbage model.safetensors ended in `SafetensorError: Error while deserializing header`."""
+    from runhelpers import train_argv, write_config, write_corpus, write_mini_senteval
+
+    model = tmp_path / "model"
+    tiny_encoder("avg").save(model)  # a model folder of no run (nothing recorded to verify against)
+    weights = model / "model.safetensors"
+    data = weights.read_bytes()
+    weights.write_bytes({"truncated": data[: len(data) // 2], "empty": b"", "garbage": b"not weights at all " * 20}[damage])
+    out = tmp_path / "out" / "r.json"
+    message = f"{weights} is damaged or not a safetensors file (Error while deserializing header: "
+    for argv in (["eval-sts", "--senteval", str(small), *STS_FAST, "--out", str(out)],
+                 ["embed", "--senteval", str(small), "--no-transfer", *STS_FAST, "--out", str(out)]):
+        line = assert_fails(capsys, [*argv, "--model", str(model)], message, "restore it from where the model came from",
+                            outputs=[out.parent])
+        assert "Traceback" not in line
+    write_corpus(tmp_path / "corpus.txt", n=16)
+    write_mini_senteval(tmp_path / "se", pairs=12)
+    cfg = write_config(tmp_path / "over.yaml", {"backbones": {"mine": {"model": str(model), "pooler": "avg"}},
+                                                "suites": {"ci": {"runs": [{"name": "simcse", "backbone": "mine", "method": "simcse"}]}}})
+    assert_fails(capsys, train_argv(tmp_path, tmp_path / "run", cfg), message)

@@ -1,0 +1,109 @@
+"""The trainer: the dev scores in train.json (STS-B dev of the selected checkpoint, SICK-R dev, their
+average), and a loss that is not finite stopping training with its step and the last good checkpoint."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from csebench.results import metrics as M
+from csebench.results.runs import RunRef
+from runhelpers import assert_fails, ci_training, train_argv, write_config, write_corpus, write_mini_senteval
+
+
+# ----------------------------------------------------------------------------- NaN / inf loss
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf])
+def test_non_finite_loss_stops_with_step_and_checkpoint(inputs, capsys, monkeypatch, bad):
+    import csebench.objectives as objectives
+    from csebench.checkpoint import read_state
+
+    real = objectives.info_nce
+
+    def poisoned(ctx, *args, **kwargs):
+        loss = real(ctx, *args, **kwargs)
+        return loss * bad if ctx.step >= 2 else loss  # the 3rd step (1-based) goes bad
+
+    monkeypatch.setattr(objectives, "info_nce", poisoned)
+    cfg = write_config(inputs / "over.yaml", ci_training(max_steps=6, eval_steps=2, checkpoint_steps=2, batch_size=8,
+                                                         log_steps=1, eval_batch_size=64))
+    out = inputs / "run"
+    line = assert_fails(capsys, train_argv(inputs, out, cfg), f"loss is {bad} at step 3 of simcse/seed1",
+                        f"the last good checkpoint is {out / 'checkpoint'} (step 2)", "learning_rate")
+    assert not (out / "train.json").exists() and not (out / "model").exists()
+    assert read_state(out / "checkpoint")["state"]["step"] == 2
+    assert line.startswith("csebench train: error:")
+
+
+@pytest.mark.parametrize("checkpoint_steps,stopped_after,last", [(100, 8, "no checkpoint was written yet"),
+                                                                  (3, 6, "(step 3)")])
+def test_non_finite_loss_is_read_back_every_log_steps(inputs, capsys, monkeypatch, checkpoint_steps, stopped_after,
+                                                      last):
+    """Losses stay on the device between reads (log steps, evaluations, checkpoints, the last step):
+    a NaN at step 5 with log_steps 4 stops training at the read after step 8 (at most log_steps - 1
+    steps late), or before the step-6 checkpoint is written; the message names step 5."""
+    import csebench.objectives as objectives
+
+    real, calls = objectives.info_nce, []
+
+    def poisoned(ctx, *args, **kwargs):
+        calls.append(ctx.step)
+        loss = real(ctx, *args, **kwargs)
+        return loss * math.nan if ctx.step >= 4 else loss  # the 5th step (1-based) goes bad
+
+    monkeypatch.setattr(objectives, "info_nce", poisoned)
+    cfg = write_config(inputs / "over.yaml", ci_training(max_steps=12, log_steps=4, eval_steps=100, batch_size=8,
+                                                         checkpoint_steps=checkpoint_steps))
+    out = inputs / "run"
+    assert_fails(capsys, train_argv(inputs, out, cfg), "loss is nan at step 5 of simcse/seed1", last)
+    assert len(calls) == stopped_after  # steps run before the NaN was read back
+    assert not (out / "train.json").exists() and not (out / "model").exists()
+
+
+def test_non_finite_loss_before_any_checkpoint(inputs, capsys, monkeypatch):
+    import csebench.objectives as objectives
+
+    monkeypatch.setattr(objectives, "info_nce", lambda ctx, *args, **kwargs: ctx.z1.sum() * math.nan)
+    cfg = write_config(inputs / "over.yaml", ci_training(max_steps=4, batch_size=8))
+    out = inputs / "run"
+    assert_fails(capsys, train_argv(inputs, out, cfg), "loss is nan at step 1", "no checkpoint was written yet")
+    assert not (out / "train.json").exists() and not (out / "model").exists()
+
+
+# ------------------------------------------------------------------------ the dev scores in train.json (SICK-R dev too)
+
+
+def test_train_json_records_sickr_dev_and_the_dev_average_of_the_selected_checkpoint(tmp_path):
+    from csebench.cli import main
+    from csebench.encoder import load_encoder
+    from csebench.trainer import DevEvaluator
+
+    write_corpus(tmp_path / "corpus.txt", n=32)
+    write_mini_senteval(tmp_path / "se", pairs=24)
+    cfg = write_config(tmp_path / "over.yaml", ci_training(max_steps=3, eval_steps=1, batch_size=8, log_steps=1))
+    out = tmp_path / "run"
+    assert main(["--threads", "1", *train_argv(tmp_path, out, cfg)]) == 0
+    summary = json.loads((out / "train.json").read_text())
+    dev = DevEvaluator(tmp_path / "se", 8, precision="fp32")
+    model = load_encoder(out / "model")  # the best STS-B dev checkpoint
+    assert summary["stsb_dev_best"] == pytest.approx(dev(model), abs=1e-3)
+    assert summary["sickr_dev"] == pytest.approx(dev.sickr(model), abs=1e-3)
+    assert summary["avg_sts_dev"] == pytest.approx((summary["stsb_dev_best"] + summary["sickr_dev"]) / 2, abs=1e-4)
+    ref = RunRef("ci", "simcse")
+    results = tmp_path / "results"
+    (results / "ci" / "runs" / "simcse").mkdir(parents=True)
+    (out).rename(results / "ci" / "runs" / "simcse" / "seed1")
+    assert M.value("avg_sts_dev", str(results), ref, 1) == summary["avg_sts_dev"]
+    assert M.value("sickr_dev", str(results), ref, 1) == summary["sickr_dev"]
+    assert M.files_for("avg_sts_dev", "r", ref, 1) == ["r/ci/runs/simcse/seed1/train.json"]
+
+
+def test_dev_summary_leaves_out_scores_that_are_not_finite():
+    from csebench.trainer import dev_summary
+
+    assert dev_summary(80.0, 70.0) == {"sickr_dev": 70.0, "avg_sts_dev": 75.0}
+    assert dev_summary(float("-inf"), 70.0) == {"sickr_dev": 70.0, "avg_sts_dev": None}
+    assert dev_summary(80.0, float("nan")) == {"sickr_dev": None, "avg_sts_dev": None}
