@@ -114,6 +114,21 @@ def _cfg(**training):
                            objectives={})
 
 
+def test_weights_stay_where_a_reader_shares_the_rehearsed_folder():
+    """The first full `make rehearse` dropped paper/bert-base-simcse's weights after its evaluation, though
+    paper-distillcse's model-correlation read them: its teacher run is another run of the target (another key)
+    whose key under the rehearsal's sizes is the same, so both are one folder."""
+    from csebench.rehearse import weights_read_later
+
+    rehearsal_key = {"bert-base-simcse": "K1", "teacher-seeded": "K1", "other": "K2"}.get
+    key = lambda suite, run: rehearsal_key(run)  # noqa: E731
+    listings = [("paper", "bert-base-simcse", 42)]
+    assert weights_read_later(listings, {("paper-distillcse", "teacher-seeded")}, key)
+    assert weights_read_later(listings, {("paper", "bert-base-simcse")}, key)  # a reader among the listings
+    assert not weights_read_later(listings, {("paper-distillcse", "other")}, key)
+    assert not weights_read_later(listings, set(), key)
+
+
 def test_depth_for_keeps_the_layers_a_run_uses():
     assert depth_for(_cfg(), 2) == 2 and depth_for(_cfg(), None) is None
     assert depth_for(_cfg(num_layers=10), 2) == 10

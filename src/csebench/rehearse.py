@@ -589,7 +589,7 @@ def _rehearse_all(r: Rehearsal, groups: list[Distinct], keep_going: bool, keep_m
             for name in extras:
                 s, n, sd = next(listing for listing in g.listings if name in per_run.get(listing, []))
                 analyses.run(s, n, sd, name, folder)
-            if not keep_models and not any((s, n) in readers for s, n, _ in g.listings):
+            if not keep_models and not weights_read_later(g.listings, readers, r.key):
                 drop_weights(folder)
             log.info("[%d/%d] %s: %.1f s%s", i, len(groups), what, time.perf_counter() - t1,
                      f" (+ {', '.join(extras)})" if extras else "")
@@ -627,6 +627,17 @@ def model_readers(params: dict, suites: list[str], per_run: dict, suite_extras: 
         if name == "topk_negatives":
             out.add((suite, ((_config_analysis().get("topk_negatives") or {}).get("model") or f"run:{wf.jobs(params, suite)[0][0]}")[len("run:"):]))
     return out
+
+
+def weights_read_later(listings, readers: set[tuple[str, str]], key) -> bool:
+    """Whether a later job reads the model rehearsed for these listings. The rehearsal's folders are named by
+    the key under the rehearsal's sizes (``key(suite, run)``), so two distinct runs of the target can share one
+    folder (a SimCSE run and a DistillCSE teacher that differ only in a size the rehearsal flattens): the
+    weights stay when any reader's key is the folder's, not only when a reader is one of these listings.
+    (The first full `make rehearse` dropped paper/bert-base-simcse's weights, which paper-distillcse's
+    model-correlation read as another teacher's.)"""
+    reader_keys = {key(s, n) for s, n in readers}
+    return any(key(s, n) in reader_keys for s, n, _ in listings)
 
 
 def drop_weights(folder: Path) -> None:
