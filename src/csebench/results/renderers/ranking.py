@@ -78,15 +78,18 @@ def inputs(ctx: Context) -> list[str]:
     return [f for _, _, ref in _refs(ctx) for s in ctx.seeds(ref) for f in ctx.files(metric, ref, s)]
 
 
-def ranked(ctx: Context) -> dict[str, list[Ranked]]:
-    """Panel -> its rows with results, best mean first (rows not yet run are left out)."""
+def ranked(ctx: Context) -> tuple[dict[str, list[Ranked]], list[RunRef]]:
+    """(panel -> its rows with results, best mean first; the runs not yet run, left out of the panels)."""
     metric = _layout(ctx)[0]
     panels: dict[str, list[Ranked]] = {}
+    not_run = []
     for panel, label, ref in _refs(ctx):
         values, seeds = ctx.values(metric, ref)
         if values:
             panels.setdefault(panel, []).append(Ranked(panel, label, ref.run, values, seeds))
-    return {p: sorted(rows, key=lambda r: -r.mean) for p, rows in panels.items()}
+        else:
+            not_run.append(ref)
+    return {p: sorted(rows, key=lambda r: -r.mean) for p, rows in panels.items()}, not_run
 
 
 def _draw(ctx: Context, panels: dict[str, list[Ranked]], baselines: dict[str, str]) -> None:
@@ -114,7 +117,7 @@ def _draw(ctx: Context, panels: dict[str, list[Ranked]], baselines: dict[str, st
 
 def render(ctx: Context) -> list:
     _, _, baselines = _layout(ctx)
-    panels = ranked(ctx)
+    panels, missing = ranked(ctx)
     png = ctx.path("png")
     if panels:
         _draw(ctx, panels, baselines)
@@ -132,7 +135,7 @@ def render(ctx: Context) -> list:
             csv_rows.append([ctx.item.id, ctx.scale, title, rank, r.run, r.label, " ".join(map(str, r.seeds)),
                              csv_number(r.mean), "" if ci is None else csv_number(ci[0]), "" if ci is None else csv_number(ci[1]),
                              csv_number(gain), ctx.provenance])
-    not_run = [f"`{ref}`" for _, _, ref in _refs(ctx) if not any(r.run == ref.run for rows in panels.values() for r in rows)]
+    not_run = [f"`{ref}`" for ref in missing]
     it = ctx.item
     md = [f"# {ctx.paper_short} {it.number}: {it.title}", "", it.shows, "", f"Metric: {it.metric}.", "", ctx.scale_note, "",
           f"![{it.number}]({png.name})", "", *(table.markdown() if panels else []), "",
