@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from csebench.config import load_params, resolve_run
+from csebench.config import load_params, resolve_run, suite_runs
 from csebench.results.published import Published, for_run
 from csebench.results.registry import load_registry
 
@@ -454,3 +454,76 @@ def test_sscl_bert_released_is_the_anchor_as_its_own_positive_with_dropout_on():
     assert (ln["positives"], ln["variant"], ln["stacked"]) == ("self", "released", 2)
     assert (released.training.projection_dim, released.training.projection_head) == (256, "linear_tanh")
     assert paper.training.projection_dim == 256 and paper.training.projection_head == "linear"
+
+
+# --------------------------------------------- issue 33 part 2: the zoo methods' own papers
+
+PRINTED = ROOT / "src/csebench/resources/printed"
+ZOO_PAPERS = ("esimcse", "promptbert", "sncse", "dclr", "mixcse", "rankcse")
+
+
+def test_each_zoo_paper_names_where_its_printed_values_come_from():
+    """A paper whose text is not shipped names its source; a printed file keeps labels, numbers and the URL."""
+    for name in ZOO_PAPERS:
+        meta = REG.papers[name]
+        assert meta["text"] is None and meta["source"], name
+        if meta.get("printed"):
+            text = (PRINTED / meta["printed"]).read_text(encoding="utf-8")
+            assert re.search(r"Source: .*https://", text), name
+            assert "Table (unsup. STS):" in text, name
+    unread = [it for it in REG.items if it.paper in ("mixcse", "rankcse")]
+    assert [it.status for it in unread] == ["not-rebuilt", "not-rebuilt"] and all("zoo/table-1" in it.reason for it in unread)
+
+
+def test_printed_averages_agree_with_the_abstracts_improvements_over_simcse():
+    """ESimCSE's abstract: +2.02 on BERT base; PromptBERT's: +2.29 (BERT), +2.58 (RoBERTa); SNCSE's abstract
+    prints its averages: the README values (or the abstract's) are these, to the printed digit."""
+    simcse = {bb: row("simcse/table-main", f"SimCSE-{bb}")["published"][-1] for bb in ("BERT base", "RoBERTa base")}
+    assert round(simcse["BERT base"] + 2.02, 2) == row("esimcse/table-main", "ESimCSE-BERT base")["published"][-1]
+    assert round(simcse["BERT base"] + 2.29, 2) == row("promptbert/table-main", "PromptBERT (BERT base)")["published"][-1]
+    assert round(simcse["RoBERTa base"] + 2.58, 2) == row("promptbert/table-main", "PromptRoBERTa (RoBERTa base)")["published"][-1]
+    for name, quote in [("esimcse.md", "by an average Spearman correlation of 2.02% on BERT-base"),
+                        ("promptbert.md", "2.29 and 2.58 points of improvement"),
+                        ("sncse.md", "78.97% on BERTbase and 79.23% on RoBERTabase")]:
+        assert quote in " ".join((PRINTED / name).read_text(encoding="utf-8").split()), name
+
+
+def test_dclr_rows_are_the_rows_is_cse_and_distillcse_reprint():
+    """DCLR's text is not shipped: its rows must equal IS-CSE Table 1's DCLR rows taken from the paper (not
+    "(ours)") and DistillCSE Table 4's, parsed from the paper texts."""
+    for size in ("base", "large"):
+        for fam in ("BERT", "RoBERTa"):
+            ours = row("dclr/table-main", f"DCLR-{fam} {size}")["published"]
+            iscse = [r for r in labelled_rows("is-cse.md", f"| DCLR-{fam} <sub>{size}</sub>") if r]
+            distill = labelled_rows("distillcse.md", f"DCLR-{fam} <sub>{size}</sub>")
+            assert iscse[0] == ours == distill[0], (fam, size)
+
+
+def test_each_zoo_row_carries_its_own_papers_row_and_names_it():
+    """zoo/table-1: a row with published values names, in its source, its method's own paper item, and carries
+    that item's row for the same backbone; a row without any says why."""
+    own = {"SimCSE": "simcse/table-main", "GS-InfoNCE": "gs-infonce/table-2", "IS-CSE": "is-cse/table-1",
+           "SSCL": "sscl/table-2", "DistillCSE": "distillcse/table-4", "ESimCSE": "esimcse/table-main",
+           "PromptBERT": "promptbert/table-main", "SNCSE": "sncse/table-main", "DCLR": "dclr/table-main"}
+    with_values = 0
+    for r in REG.item("zoo/table-1").blocks()[0]["rows"]:
+        pub = r.get("published")
+        if not pub:
+            assert r["note"].startswith("no published value: ") and "source" not in r, r["label"]
+            continue
+        method, backbone = r["label"].split("-BERT base")[0].split("-RoBERTa base")[0], r["label"].rsplit("-", 1)[1]
+        item = own[method]
+        assert r["source"].startswith(f"{REG.papers[item.split('/')[0]]['short']} {REG.item(item).number}"), r["label"]
+        rows = [x for b in REG.item(item).blocks() for x in b["rows"] if x.get("published") == pub]
+        assert rows, (r["label"], item)
+        label = str(rows[0]["label"])
+        assert backbone in label or (item, label) == ("sscl/table-2", "SSCL-SimCSE"), (r["label"], label)  # SSCL: BERT base only
+        with_values += 1
+    assert with_values == 17
+
+
+def test_each_zoo_paper_suite_trains_the_zoos_seed_42_runs():
+    """The papers' suites are the zoo's runs at seed 42 (same fingerprints: trained once, docs/runs.md)."""
+    for suite in ("paper-esimcse", "paper-promptbert", "paper-sncse", "paper-dclr"):
+        for run in (r["name"] for r in suite_runs(P, suite)):
+            assert resolve_run(P, suite, run, 42).fingerprint() == resolve_run(P, "zoo", run, 42).fingerprint(), (suite, run)

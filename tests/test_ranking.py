@@ -50,6 +50,19 @@ def test_the_zoo_table_and_its_ranking_figure_render_with_t_intervals(tmp_path):
     line = next(ln for ln in md.splitlines() if ln.startswith("| **SimCSE-BERT base** | ours |"))
     simcse = [avg["bert-base-simcse", s] for s in SEEDS]
     assert line.rstrip(" |").endswith(f"{np.mean(simcse):.2f} ± {np.std(simcse, ddof=1):.2f}")
+    # beside each row its own paper's number, the item it is copied from named on the published line (issue 33)
+    lines = md.splitlines()
+    at = lines.index(line)
+    assert lines[at + 1].startswith("|  | published (SimCSE Table (unsup. STS)) | 68.40 |") and lines[at + 1].rstrip(" |").endswith("76.25")
+    assert lines[at + 2].startswith("|  | Δ ours − published |")
+    sncse = next(ln for ln in lines if ln.startswith("|  | published (SNCSE Table (unsup. STS), the abstract's average) |"))
+    assert sncse.rstrip(" |").endswith("78.97") and sncse.count("–") == 7  # an average alone
+    mix = lines.index(next(ln for ln in lines if ln.startswith("| **MixCSE-BERT base** | ours (no published value: ")))
+    assert lines[mix + 1].startswith("| **PromptBERT-BERT base** | ours |")
+    cells = list(csv.DictReader(open(out / "table-1.csv")))
+    dclr = [c for c in cells if c["run"] == "zoo/bert-base-dclr"]
+    assert {c["published_source"] for c in dclr} == {"DCLR Table (unsup. STS)"} and dclr[-1]["published"] == "77.22"
+    assert {c["published_source"] for c in cells if c["run"] == "zoo/bert-base-mixcse"} == {""}
 
     render_item("zoo/figure-1", params, str(results), "paper", out)
     assert (out / "figure-1.png").stat().st_size > 5000
@@ -110,4 +123,4 @@ def test_the_demo_scale_draws_the_demo_zoo_runs_in_the_bert_panel_with_one_seed(
     assert {r["panel"] for r in got} == {"BERT base"} and all(r["ci_low"] == "" and r["seeds"] == "42" for r in got)
     assert "Demo scale" in (out / "figure-1.md").read_text()
     render_item("zoo/table-1", params, str(results), "demo", out)
-    assert "| **MixCSE-BERT base** | ours |" in (out / "table-1.md").read_text()
+    assert "| **MixCSE-BERT base** | ours (no published value: MixCSE's table is not readable here) |" in (out / "table-1.md").read_text()

@@ -46,7 +46,8 @@ def coverage_line(reg: Registry) -> str:
             f"**{c['not-applicable']} not applicable** (no measurement), each with its reason: {c['total']} listed.")
 
 
-STUDY_NOTE = "beyond the papers: a study of csebench's own, not a paper item (no published values, not in the coverage)"
+STUDY_NOTE = ("beyond the papers: a study of csebench's own, not a paper item (not in the coverage; a published value only "
+              "where a row names the paper item it is copied from)")
 
 
 def _demo_text(it: Item, results: str = "results") -> str:
@@ -62,7 +63,7 @@ def _papers(reg: Registry) -> list[tuple[str, list, dict]]:
 
 def reproduction_md(reg: Registry | None = None) -> str:
     reg = reg or load_registry()
-    out = ["# Reproduction: every table and figure of the four papers", "",
+    out = ["# Reproduction: every table and figure of the four papers, and the zoo methods' main tables", "",
            "Generated from `src/csebench/resources/reproduction/*.yaml` by `csebench results docs` "
            "(do not edit; `tests/test_reproduce.py` fails when this page is stale).", "",
            coverage_line(reg), "",

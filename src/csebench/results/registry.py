@@ -13,8 +13,14 @@ the row's ``metrics[i]``, the row's ``metric``, the column's ``metric``, else th
 ``suite/run`` or a bare run name of the item's first suite. Metrics: see ``csebench.results.metrics``.
 
 Studies beyond the papers (e.g. ``combinations.yaml``) are registry files whose ``paper:`` says
-``study: true``: their items are drawn like a paper's but have no published values, are labelled as
-csebench's own study wherever they are listed, and are not counted in the papers' coverage.
+``study: true``: their items are drawn like a paper's, are labelled as csebench's own study wherever
+they are listed, and are not counted in the papers' coverage. A study's row may carry its method's own
+published number only where its ``source`` names the paper item it is copied from (zoo/table-1;
+tests/test_published.py checks the two are equal).
+
+A paper whose text is not in ../shared/papers may name ``printed: <file>``: its printed numbers, labels and
+source URL kept in ``resources/printed/`` (the authors' README or abstract), which the order-aware check
+of tests/test_reproduce.py reads as it reads a paper text.
 
 Suite items (``suite/<name>``) are not listed in the YAML: every suite has one, drawn by the
 ``suite`` renderer; a suite with an ``mteb:`` section also has ``mteb/<name>``, its MTEB table.
@@ -173,8 +179,11 @@ class Registry:
                             else "; MTEB protocol, never beside SentEval's numbers."))
             head = item.title
         else:
-            published = ("A study of csebench's own: no paper prints these numbers, no published values." if self.is_study(item.paper)
-                         else "Ours (mean ± std over the seeds present) beside the published value as printed, "
+            published = (("A study of csebench's own: no paper prints this table; beside a row, its method's own paper's "
+                          "number where its source names the item it is copied from (Δ = ours − published, across protocols)."
+                          if any(r.get("published") for b in item.blocks() for r in b.get("rows") or [])
+                          else "A study of csebench's own: no paper prints these numbers, no published values.")
+                         if self.is_study(item.paper) else "Ours (mean ± std over the seeds present) beside the published value as printed, "
                               "Δ = ours − published" + ("." if item.kind == "table" else "; the numbers in the .md and .csv beside it."))
             head = f"{self.category(item)} {item.number} ({scale} scale): {item.title}"
         lines = [f"**{_rst(head)}**", "", _rst(item.shows), "", f"Metric: {_rst(item.metric.rstrip('.'))}.", "", _rst(published), ""]

@@ -3,7 +3,8 @@ published value and Δ = ours − published, in Markdown, CSV and LaTeX.
 
 A block: ``corner`` (the header of the label column(s); a list for several), ``columns`` (``name``,
 optional ``run``/``metric``), ``rows`` (``label`` (str or list), optional ``run``/``runs``,
-``metric``/``metrics``, ``published`` aligned with the columns, ``note``), optional ``metric``,
+``metric``/``metrics``, ``published`` aligned with the columns, ``source`` (where a study's row copies its
+published values from, printed on its published line), ``note``), optional ``metric``,
 ``title``. ``scale`` (row, column or block) multiplies ours, e.g. 100 where the paper prints a
 correlation in percent. A cell without a run prints "not run (reason)". The published values are the
 one source of published numbers (csebench.results.published): a suite table shows a row's values
@@ -140,7 +141,9 @@ def block_table(block: dict, cells: list[list[Cell]], latex: bool = False) -> Ta
             t.rows.append([*(f"**{x}**" if x else "" for x in labs), ours + note, *texts])
         if any(c.published is not None for c in rc):
             pad = [""] * len(labs)
-            t.rows.append([*pad, r"\textit{published}" if latex else "published", *(esc(fmt(c.published, c.digits)) for c in rc)])
+            src = f" ({row['source']})" if row.get("source") else ""
+            t.rows.append([*pad, (r"\textit{published}" + latex_escape(src)) if latex else "published" + src,
+                           *(esc(fmt(c.published, c.digits)) for c in rc)])
             if not row_missing(rc):  # nothing to subtract in a row without runs
                 t.rows.append([*pad, r"$\Delta$" if latex else "Δ ours − published",
                                *(esc(fmt(c.delta, c.digits, signed=True)) for c in rc)])
@@ -174,7 +177,7 @@ def render_markdown(ctx: Context, blocks: list[tuple[dict, list[list[Cell]]]]) -
 
 def csv_rows(ctx: Context, blocks) -> tuple[list[str], list[list]]:
     header = ["item", "scale", "block", "row", "column", "run", "metric", "seeds", "ours_mean", "ours_std", "published", "delta",
-              "same_run_as", "provenance"]  # a column, not a footer row: CSV readers see a table and nothing else
+              "published_source", "same_run_as", "provenance"]  # a column, not a footer row: CSV readers see a table and nothing else
     rows = []
     for b, (block, cells) in enumerate(blocks):
         names = [c["name"] for c in block.get("columns") or []]
@@ -183,7 +186,8 @@ def csv_rows(ctx: Context, blocks) -> tuple[list[str], list[list]]:
             for name, c in zip(names, rc):
                 rows.append([ctx.item.id, ctx.scale, b + 1, label, name, str(c.run or ""), c.metric or "",
                              " ".join(map(str, c.seeds)), "" if c.mean is None else c.mean, csv_number(c.std),
-                             "" if c.published is None else c.published, csv_number(c.delta), c.same_run, ctx.provenance])
+                             "" if c.published is None else c.published, csv_number(c.delta),
+                             row.get("source", "") if c.published is not None else "", c.same_run, ctx.provenance])
     return header, rows
 
 
