@@ -128,6 +128,13 @@ AVG_ONLY = [None] * 7
                                                        ["DistillCSE Table 4"], "SimCSE-BERT large")]),
     ("transfer", "paper-iscse", "bert-base-iscse", [(row("is-cse/table-8", "IS-CSE-BERT base")["published"], ["IS-CSE Table 8"], "IS-CSE-BERT base")]),
     ("sts", "demo", "simcse", []),  # the demo's runs are bound at demo scale only: its suite table shows none
+    # a study's row names the paper item its values are copied from, not the study (issue 33)
+    ("sts", "zoo", "bert-base-esimcse", [(row("esimcse/table-main", "ESimCSE-BERT base")["published"],
+                                          ["ESimCSE Table (unsup. STS)"], "ESimCSE-BERT base")]),
+    ("sts", "zoo", "roberta-base-sncse", [(AVG_ONLY + [79.23], ["SNCSE Table (unsup. STS), the abstract's average"], "SNCSE-RoBERTa base")]),
+    ("sts", "zoo", "bert-base-mixcse", []),
+    ("sts", "paper-esimcse", "bert-base-esimcse", [(row("esimcse/table-main", "ESimCSE-BERT base")["published"],
+                                                    ["ESimCSE Table (unsup. STS)"], "ESimCSE-BERT base")]),
 ])
 def test_suite_tables_read_the_rows_bound_to_each_run(kind, suite, run, expected):
     assert [(p.values, p.sources, p.label) for p in for_run(kind, suite, run)] == expected

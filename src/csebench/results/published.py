@@ -59,6 +59,8 @@ def bindings(reg: Registry) -> dict[tuple[str, str], list[tuple[str, str, dict]]
         for block in it.blocks():
             cols = block.get("columns") or []
             for row, label in zip(block.get("rows") or [], row_labels(block)):
+                # a study's row copied from a paper item names that item (its ``source``), not the study
+                where_from = row.get("source") or source
                 cells: dict[tuple[str, str], dict] = {}
                 for j, (col, value) in enumerate(zip(cols, row_values(row, cols))):
                     run, metric = cell_run(row, col, j), cell_metric(block, row, col, j)
@@ -68,7 +70,7 @@ def bindings(reg: Registry) -> dict[tuple[str, str], list[tuple[str, str, dict]]
                         key = "Avg" if task == "Avg" else task_key(kind, task)
                         cells.setdefault((kind, str(parse_run(run, it.suites[0]))), {})[key] = value
                 for where, values in cells.items():
-                    out.setdefault(where, []).append((source, label, values))
+                    out.setdefault(where, []).append((where_from, label, values))
     return out
 
 
