@@ -113,6 +113,7 @@ def test_the_demo_scale_draws_the_demo_zoo_runs_in_the_bert_panel_with_one_seed(
         assert resolve_run(params, "demo-zoo", run, 42).fingerprint() == resolve_run(params, "demo-combinations", run, 42).fingerprint()
     demo = load_registry().item("zoo/figure-1").demo["runs"]
     assert load_registry().item("zoo/table-1").demo["runs"] == demo and len(demo) == 6
+    assert all(load_registry().item(i).in_make_demo for i in ("zoo/table-1", "zoo/figure-1"))  # built by make demo
     for i, target in enumerate(demo.values()):
         suite, run = target.split("/")
         scores = [60.0 + i] * len(TEST_TASKS)
