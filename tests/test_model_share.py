@@ -350,7 +350,7 @@ def test_a_runs_card_comes_from_the_first_suite_that_evaluates_it(tmp_path):
 @needs_pipeline
 def test_the_demo_carries_a_card_for_every_model_and_evaluates_nothing_more_for_it():
     """make demo's DAG: a card for every model it trains, those of the suites only its paper items read
-    included (demo-iscse-beta, demo-combinations); a card waits for no evaluation the items do not read
+    included (demo-iscse-beta, demo-combinations, demo-zoo); a card waits for no evaluation the items do not read
     (demo-iscse-beta's runs are trained only: IS-CSE Table 7 reads their train.json)."""
     import re
 
@@ -367,7 +367,7 @@ def test_the_demo_carries_a_card_for_every_model_and_evaluates_nothing_more_for_
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", out, re.M))
     params = load_params(PARAMS)
     runs = wf.Runs(params)
-    evaluated = {runs.key(s, r) for s in ("demo", "demo-combinations") for r, _ in wf.evaluated_jobs(params, s)}
+    evaluated = {runs.key(s, r) for s in ("demo", "demo-combinations", "demo-zoo") for r, _ in wf.evaluated_jobs(params, s)}
     assert int(counts["model_card"]) == int(counts["train"]) and int(counts["embed"]) == len(evaluated)
 
 

@@ -33,7 +33,7 @@ COLUMNS = [PRINTED.get(t, t) for t in TEST_TASKS] + ["Avg."]
 class CombinationRow:
     run: str
     label: str
-    terms: tuple[str, ...]  # objective term keys, in csebench.objectives.TERMS order; () = SimCSE
+    terms: tuple[str, ...]  # objective term keys, in term_order(); () = SimCSE
     seeds: list[int]
     scores: np.ndarray  # (seeds, 8): the 7 STS tasks and Avg., Spearman x100
     pairs: dict[int, str] = field(default_factory=dict)  # seed -> its sts_pairs.npz, where written
@@ -62,6 +62,15 @@ class CombinationRow:
                 "vs_best_single": self.vs_best_single.to_dict() if self.vs_best_single else None}
 
 
+# the study's order of terms (its rows, its matrix): the four papers' terms as the project lists the papers,
+# then any other term by name
+PAPER_TERMS = ("gaussian_negatives", "instance_smoothing", "layer_negatives", "distillation")
+
+
+def term_order() -> list[str]:
+    return [*PAPER_TERMS, *sorted(t for t in TERMS if t not in PAPER_TERMS)]
+
+
 def run_terms(params: dict, suite: str) -> dict[str, tuple[str, ...]]:
     """Each trained, evaluated run of ``suite`` -> its objective terms (teachers and `train: false` runs left out)."""
     from . import suites as wf
@@ -71,7 +80,7 @@ def run_terms(params: dict, suite: str) -> dict[str, tuple[str, ...]]:
     for run, seed in wf.evaluated_jobs(params, suite):
         if run not in out and find_run(params, suite, run)["train"]:
             keys = resolve_run(params, suite, run, seed).objectives
-            out[run] = tuple(t for t in TERMS if t in keys)
+            out[run] = tuple(t for t in term_order() if t in keys)
     return out
 
 
@@ -146,14 +155,15 @@ def combination_grid(params: dict, suite: str, results: str | os.PathLike | None
         if len(row.terms) > 1 and alone:
             best = max(alone, key=lambda r: r.mean[-1])
             row.best_single, row.vs_best_single = best.run, paired_test(row, best, n_boot)
-    return sorted(rows, key=lambda r: (len(r.terms), [list(TERMS).index(t) for t in r.terms]))
+    order = term_order()
+    return sorted(rows, key=lambda r: (len(r.terms), [order.index(t) for t in r.terms]))
 
 
 def pairwise_gains(rows: list[CombinationRow]) -> tuple[list[str], np.ndarray]:
     """(terms, matrix): matrix[a, b] = mean Avg. of the run with exactly terms {a, b} minus SimCSE's, the
     diagonal the single terms'; NaN where the suite has no such run. Symmetric."""
     base = next(r for r in rows if not r.terms)
-    terms = [t for t in TERMS if any(t in r.terms for r in rows)]
+    terms = [t for t in term_order() if any(t in r.terms for r in rows)]
     gain = {frozenset(r.terms): r.mean[-1] - base.mean[-1] for r in rows if 1 <= len(r.terms) <= 2}
     m = np.full((len(terms), len(terms)), math.nan)
     for (i, a), (j, b) in itertools.product(enumerate(terms), repeat=2):

@@ -1,21 +1,26 @@
 """One small registry for every extension point: a name -> an object of some module, imported the
 first time it is asked for, so that a broken or slow module never stands in the way of the others.
 
-    TERMS = LazyRegistry("objective", {"gaussian_negatives": "csebench.objectives.gaussian:GaussianNegatives"})
+    TERMS = LazyRegistry("objective", package="csebench.objectives", declared="key")
     RENDERERS = LazyRegistry("renderer", {"sweep": "...figures:SWEEP"}, package="csebench.results.renderers", attr="RENDERER")
     ANALYSES = LazyRegistry("analysis", package="csebench.analysis.analyses", attr="ANALYSIS")
 
-A name is either listed (``entries``: name -> "module:attribute") or a module of ``package`` whose
-``attr`` is the object (adding one is adding that file). Listing the names imports none of the
-modules (only the package: they are read from its folder); a module that listed entries point into (one file
-holding several, e.g. renderers/figures.py) is not a name itself, nor is a module named ``_*``.
+A name is either listed (``entries``: name -> "module:attribute"), a module of ``package`` whose
+``attr`` is the object, or (``declared``) a class of a ``package`` module that declares its own name
+as a class attribute, e.g. ``key = "ranking_distillation"``; adding one is adding that file. Listing the
+names imports none of the modules (only the package: they are read from its folder, declared names
+parsed from the source with ``ast``); a module that listed entries point into (one file holding several,
+e.g. renderers/figures.py) is not a name itself, nor is a module named ``_*``.
+
 A leaf module (issue 34).
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 import pkgutil
+from pathlib import Path
 from typing import Any, Iterator
 
 from .errors import ConfigError
@@ -23,16 +28,39 @@ from .errors import ConfigError
 
 class LazyRegistry:
     def __init__(self, what: str, entries: dict[str, str] | None = None, *, package: str | None = None,
-                 attr: str | None = None):
-        if (package is None) != (attr is None):
-            raise ValueError("give package and attr together")
+                 attr: str | None = None, declared: str | None = None):
+        if (package is None) != (attr is None and declared is None) or (attr and declared):
+            raise ValueError("give package with one of attr (a module per name) or declared (a class attribute)")
         self.what = what
         self.entries = dict(entries or {})
-        self.package, self.attr = package, attr
+        self.package, self.attr, self.declared = package, attr, declared
         self._loaded: dict[str, Any] = {}
+        self._found: dict[str, str] | None = None
+
+    def _declarations(self) -> dict[str, str]:
+        """name -> "module:Class" of every class of the package's modules (not ``_*``) whose body sets
+        ``<declared> = "<name>"`` to a non-empty string, in module then source order; parsed, not imported."""
+        if self._found is None:
+            found: dict[str, str] = {}
+            for folder in importlib.import_module(self.package).__path__:
+                for mod in sorted(m.name for m in pkgutil.iter_modules([folder]) if not m.name.startswith("_")):
+                    tree = ast.parse((Path(folder) / f"{mod}.py").read_text(encoding="utf-8"))
+                    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+                        for node in cls.body:
+                            target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
+                                node.target if isinstance(node, ast.AnnAssign) else None
+                            value = getattr(node, "value", None)
+                            if isinstance(target, ast.Name) and target.id == self.declared and \
+                                    isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value:
+                                if value.value in found:
+                                    raise ConfigError(f"{self.what} '{value.value}' is declared twice: "
+                                                      f"{found[value.value]} and {self.package}.{mod}:{cls.name}")
+                                found[value.value] = f"{self.package}.{mod}:{cls.name}"
+            self._found = found
+        return self._found
 
     def _modules(self) -> list[str]:
-        if self.package is None:
+        if self.package is None or self.declared:
             return []
         path = importlib.import_module(self.package).__path__  # the package only, not its modules
         held = {target.split(":")[0] for target in self.entries.values()}
@@ -41,7 +69,8 @@ class LazyRegistry:
 
     def names(self) -> list[str]:
         """Every name, listed entries first, then the package's modules (sorted); nothing is imported."""
-        return list(dict.fromkeys([*self.entries, *self._modules()]))
+        declared = list(self._declarations()) if self.declared else []
+        return list(dict.fromkeys([*self.entries, *declared, *self._modules()]))
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
@@ -59,6 +88,8 @@ class LazyRegistry:
         """'module:attribute' of a name; a ConfigError for an unknown one."""
         if name in self.entries:
             return self.entries[name]
+        if self.declared and name in self._declarations():
+            return self._declarations()[name]
         if name in self.names():
             return f"{self.package}.{name}:{self.attr}"
         raise ConfigError(self.unknown(name))

@@ -25,26 +25,14 @@ from .contrastive import info_nce
 
 log = logging.getLogger(__name__)
 
-# term key (its one spelling: params.yaml's, the logs') -> "module:Class"; modules are imported on use
-# so one broken term cannot break the rest. Adding a method: its ObjectiveTerm file and a line here.
-TERMS = LazyRegistry("objective", {
-    "gaussian_negatives": "csebench.objectives.gaussian:GaussianNegatives",
-    "instance_smoothing": "csebench.objectives.smoothing:InstanceSmoothing",
-    "layer_negatives": "csebench.objectives.layer_negatives:LayerNegatives",
-    "distillation": "csebench.objectives.distillation:Distillation",
-    "momentum_negatives": "csebench.objectives.momentum:MomentumNegatives",
-    "mixed_negatives": "csebench.objectives.mixing:MixedNegatives",
-    "debiased_negatives": "csebench.objectives.debiased:DebiasedNegatives",
-    "prompt": "csebench.objectives.prompt:PromptTemplates",
-    "soft_negatives": "csebench.objectives.soft_negatives:SoftNegatives",
-    "ranking_distillation": "csebench.objectives.ranking:RankingDistillation",
-})
+# term key (its one spelling: params.yaml's, the logs') -> its ObjectiveTerm class: every class of this
+# package that declares ``key = "<term>"`` (read from the source, imported on use, so one broken term cannot
+# break the rest). Adding a method: its ObjectiveTerm file, nothing to register (docs/methods.md).
+TERMS = LazyRegistry("objective", package="csebench.objectives", declared="key")
 
 
 def term_class(key: str) -> type[ObjectiveTerm]:
-    cls = TERMS.get(key)
-    cls.key = key  # the term's name, written once (in TERMS): a teacher bank's messages and files name it
-    return cls
+    return TERMS.get(key)  # its ``key``, written once (in its class), names it in teacher banks' messages and files
 
 
 def validate_objectives(objectives: dict | None, where: str, training: Any = None) -> dict[str, dict]:

@@ -73,15 +73,15 @@ def cosine_matrix(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 class ObjectiveTerm(nn.Module):
-    """One method's contribution. Its name in params.yaml is its key in ``csebench.objectives.TERMS``
-    (written there only). Subclasses set ``Settings``: a dataclass of its hyperparameters with their
-    defaults, built from params.yaml by ``schema.from_dict``, which calls its ``validate(where)`` (ranges,
-    choices) if it has one; ``validate_objectives`` then calls ``check_with_training(where, training)``,
+    """One method's contribution. Its name in params.yaml is its ``key`` (declared by the class, written
+    there only: ``csebench.objectives.TERMS`` finds it in the source). Subclasses set ``Settings``: a
+    dataclass of its hyperparameters with their defaults, built from params.yaml by ``schema.from_dict``,
+    which calls its ``validate(where)`` (ranges, choices) if it has one; ``validate_objectives`` then calls ``check_with_training(where, training)``,
     if it has one, for checks against the run's training settings (e.g. IS-CSE's push-first buffer against the
     batch size). ``extra_init_args`` names the keyword arguments the trainer passes besides settings and shapes."""
 
     Settings: ClassVar[type] = object
-    key: ClassVar[str] = ""  # set from TERMS when the class is looked up (objectives.term_class)
+    key: ClassVar[str] = ""  # each term class declares its own: its params.yaml name
     # order among the terms' input_views: content changes (repetition, negation) before templates
     view_order: ClassVar[int] = 0
     extra_init_args: ClassVar[tuple[str, ...]] = ()
