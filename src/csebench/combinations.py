@@ -77,10 +77,11 @@ def run_terms(params: dict, suite: str) -> dict[str, tuple[str, ...]]:
     from .config import find_run, resolve_run
 
     out: dict[str, tuple[str, ...]] = {}
+    order = term_order()
     for run, seed in wf.evaluated_jobs(params, suite):
         if run not in out and find_run(params, suite, run)["train"]:
             keys = resolve_run(params, suite, run, seed).objectives
-            out[run] = tuple(t for t in term_order() if t in keys)
+            out[run] = tuple(t for t in order if t in keys)
     return out
 
 

@@ -37,35 +37,32 @@ class LazyRegistry:
         self._loaded: dict[str, Any] = {}
         self._found: dict[str, str] | None = None
 
+    def _package_modules(self) -> list[pkgutil.ModuleInfo]:
+        """The package's modules but ``_*``, sorted by name; only the package is imported."""
+        path = importlib.import_module(self.package).__path__
+        return sorted((m for m in pkgutil.iter_modules(path) if not m.name.startswith("_")), key=lambda m: m.name)
+
     def _declarations(self) -> dict[str, str]:
-        """name -> "module:Class" of every class of the package's modules (not ``_*``) whose body sets
+        """name -> "module:Class" of every class of the package's modules whose body sets
         ``<declared> = "<name>"`` to a non-empty string, in module then source order; parsed, not imported."""
         if self._found is None:
             found: dict[str, str] = {}
-            for folder in importlib.import_module(self.package).__path__:
-                for mod in sorted(m.name for m in pkgutil.iter_modules([folder]) if not m.name.startswith("_")):
-                    tree = ast.parse((Path(folder) / f"{mod}.py").read_text(encoding="utf-8"))
-                    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
-                        for node in cls.body:
-                            target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
-                                node.target if isinstance(node, ast.AnnAssign) else None
-                            value = getattr(node, "value", None)
-                            if isinstance(target, ast.Name) and target.id == self.declared and \
-                                    isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value:
-                                if value.value in found:
-                                    raise ConfigError(f"{self.what} '{value.value}' is declared twice: "
-                                                      f"{found[value.value]} and {self.package}.{mod}:{cls.name}")
-                                found[value.value] = f"{self.package}.{mod}:{cls.name}"
+            for mod in (m for m in self._package_modules() if not m.ispkg):
+                source = (Path(mod.module_finder.path) / f"{mod.name}.py").read_text(encoding="utf-8")
+                for cls in (n for n in ast.parse(source).body if isinstance(n, ast.ClassDef)):
+                    for name in filter(None, (_declared_string(node, self.declared) for node in cls.body)):
+                        where = f"{self.package}.{mod.name}:{cls.name}"
+                        if name in found:
+                            raise ConfigError(f"{self.what} '{name}' is declared twice: {found[name]} and {where}")
+                        found[name] = where
             self._found = found
         return self._found
 
     def _modules(self) -> list[str]:
         if self.package is None or self.declared:
             return []
-        path = importlib.import_module(self.package).__path__  # the package only, not its modules
         held = {target.split(":")[0] for target in self.entries.values()}
-        return sorted(m.name for m in pkgutil.iter_modules(path)
-                      if not m.name.startswith("_") and f"{self.package}.{m.name}" not in held)
+        return [m.name for m in self._package_modules() if f"{self.package}.{m.name}" not in held]
 
     def names(self) -> list[str]:
         """Every name, listed entries first, then the package's modules (sorted); nothing is imported."""
@@ -105,3 +102,17 @@ class LazyRegistry:
         """(name, object) of every name: imports them all (building a CLI or a check, not a lookup)."""
         for name in self.names():
             yield name, self.get(name)
+
+
+def _declared_string(node: ast.stmt, attr: str) -> str | None:
+    """The string a class-body statement ``attr = "..."`` (or ``attr: T = "..."``) sets, else None."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        target = node.targets[0]
+    elif isinstance(node, ast.AnnAssign):
+        target = node.target
+    else:
+        return None
+    value = node.value
+    if isinstance(target, ast.Name) and target.id == attr and isinstance(value, ast.Constant) and isinstance(value.value, str):
+        return value.value
+    return None

@@ -76,9 +76,9 @@ class ObjectiveTerm(nn.Module):
     """One method's contribution. Its name in params.yaml is its ``key`` (declared by the class, written
     there only: ``csebench.objectives.TERMS`` finds it in the source). Subclasses set ``Settings``: a
     dataclass of its hyperparameters with their defaults, built from params.yaml by ``schema.from_dict``,
-    which calls its ``validate(where)`` (ranges, choices) if it has one; ``validate_objectives`` then calls ``check_with_training(where, training)``,
-    if it has one, for checks against the run's training settings (e.g. IS-CSE's push-first buffer against the
-    batch size). ``extra_init_args`` names the keyword arguments the trainer passes besides settings and shapes."""
+    which calls its ``validate(where)`` (ranges, choices) if it has one; ``validate_objectives`` then
+    calls ``check_with_training(where, training)``, if it has one, for checks against the run's training
+    settings (e.g. IS-CSE's push-first buffer against the batch size). ``extra_init_args`` names the keyword arguments the trainer passes besides settings and shapes."""
 
     Settings: ClassVar[type] = object
     key: ClassVar[str] = ""  # each term class declares its own: its params.yaml name

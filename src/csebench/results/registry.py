@@ -179,12 +179,14 @@ class Registry:
                             else "; MTEB protocol, never beside SentEval's numbers."))
             head = item.title
         else:
-            published = (("A study of csebench's own: no paper prints this table; beside a row, its method's own paper's "
-                          "number where its source names the item it is copied from (Δ = ours − published, across protocols)."
-                          if any(r.get("published") for b in item.blocks() for r in b.get("rows") or [])
-                          else "A study of csebench's own: no paper prints these numbers, no published values.")
-                         if self.is_study(item.paper) else "Ours (mean ± std over the seeds present) beside the published value as printed, "
-                              "Δ = ours − published" + ("." if item.kind == "table" else "; the numbers in the .md and .csv beside it."))
+            if not self.is_study(item.paper):
+                published = ("Ours (mean ± std over the seeds present) beside the published value as printed, Δ = ours − published"
+                             + ("." if item.kind == "table" else "; the numbers in the .md and .csv beside it."))
+            elif any(r.get("published") for b in item.blocks() for r in b.get("rows") or []):
+                published = ("A study of csebench's own: no paper prints this table; beside a row, its method's own paper's "
+                             "number where its source names the item it is copied from (Δ = ours − published, across protocols).")
+            else:
+                published = "A study of csebench's own: no paper prints these numbers, no published values."
             head = f"{self.category(item)} {item.number} ({scale} scale): {item.title}"
         lines = [f"**{_rst(head)}**", "", _rst(item.shows), "", f"Metric: {_rst(item.metric.rstrip('.'))}.", "", _rst(published), ""]
         return "\n".join(lines + [f"- {_rst(n)}" for n in item.notes]) + "\n"
