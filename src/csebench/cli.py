@@ -19,6 +19,7 @@ from .commands import (BATCH_SIZE, COMMANDS, EVAL_ENCODING, EVALUATED_RUN, MODEL
                        POOLER, RUN, SENTEVAL, add_commands, command, option, positive_int)
 from .config import EVAL_PRECISIONS
 from .errors import ConfigError, CsebenchError, DataError, TrainingError
+from .startup import CommandClock
 
 
 def classifier_options(cap: str) -> tuple:
@@ -44,13 +45,16 @@ def _setup_logging(verbose: bool) -> None:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     for noisy in ("httpx", "urllib3", "filelock", "huggingface_hub"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    try:  # transformers prints load reports (e.g. the unused BERT pooler) and shard-writing bars
+    # transformers prints load reports (e.g. the unused BERT pooler) and shard-writing bars. Said through
+    # its environment, read when it is first imported: importing it here to say so cost every command,
+    # most of which never load a model, 2-3 s of start-up
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    if "transformers" in sys.modules:  # an in-process caller imported it already
         from transformers.utils import logging as hf_logging
 
         hf_logging.set_verbosity_error()
         hf_logging.disable_progress_bar()
-    except ImportError:
-        pass
 
 
 def _params(args):
@@ -237,6 +241,9 @@ def _eval_encode_fn(args):
          option("--max-train-sentences", type=int, default=None, help="the transfer cap eval-transfer will use"),
          option("--max-test-sentences", type=int, default=None, help="the held-out split cap eval-transfer will use"),
          option("--senteval-seed", type=int, default=1111, help="the transfer (and STS cap) seed eval-transfer/eval-sts will use"),
+         option("--stsb-whole", nargs="*", choices=("dev", "test"), default=["test"],
+                help="STS-B splits encoded in full for the analyses of STS-B sentences (default: test, their default "
+                     "split; a sentence the table lacks is encoded when an analysis asks for it)"),
          STS_CAP, NO_PROGRESS, NO_VERIFY)
 def cmd_embed(args) -> None:
     from .data import senteval_root
@@ -251,7 +258,7 @@ def cmd_embed(args) -> None:
     sentences = evaluation_sentences(senteval_root(args.senteval), transfer=not args.no_transfer,
                                      max_train_sentences=args.max_train_sentences, seed=args.senteval_seed,
                                      max_sts_pairs=args.max_sts_pairs, max_test_sentences=args.max_test_sentences,
-                                     extra_sets=extra)
+                                     extra_sets=extra, stsb_whole=tuple(args.stsb_whole))
     log = logging.getLogger("csebench")
     log.info("encoding %d distinct evaluation sentences (%s precision)", len(sentences), args.precision)
     encode = model_encoder(args.model, args.pooler, args.batch_size, args.precision, progress=not args.no_progress)
@@ -262,7 +269,7 @@ def cmd_embed(args) -> None:
             "precision": args.precision, "autocast": autocast,
             "transfer": not args.no_transfer, "max_train_sentences": args.max_train_sentences,
             "max_test_sentences": args.max_test_sentences,
-            "max_sts_pairs": args.max_sts_pairs,
+            "max_sts_pairs": args.max_sts_pairs, "stsb_whole": list(args.stsb_whole),
             "senteval_seed": args.senteval_seed, "seconds": round(time.perf_counter() - t0, 2),
             "provenance": collect(precision=args.precision, autocast=autocast)}
     write_embeddings(args.out, sentences, emb, meta)
@@ -648,6 +655,7 @@ def main(argv: list[str] | None = None) -> int:
     command is unfinished, imports and argument parsing included; once it has finished, a Ctrl-C
     interrupts nothing: the program ignores it until it exits, an in-process caller gets its handler back."""
     main_thread = threading.current_thread() is threading.main_thread()
+    clock = CommandClock() if argv is None else None  # the program: its log ends with its time and start-up
     previous = signal.signal(signal.SIGINT, _on_interrupt) if main_thread else None
     command = _COMMAND[0] = _command_of(sys.argv[1:] if argv is None else list(argv))
     try:
@@ -687,6 +695,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if main_thread:
             signal.signal(signal.SIGINT, signal.SIG_IGN if argv is None else previous)
+    if clock is not None:
+        logging.getLogger("csebench").info(clock.line(command))
     return 0
 
 

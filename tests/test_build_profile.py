@@ -1,0 +1,89 @@
+"""benchmarks/build_profile.py: job-seconds per rule, start-up share and idle cores from a Snakemake log;
+the csebench clock line it reads (csebench.startup)."""
+
+import subprocess
+import sys
+
+from runhelpers import BIN, ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import build_profile  # noqa: E402
+
+LOG = """\
+Provided cores: 2
+Rules claiming more threads will be scaled down.
+Select jobs to execute...
+[Fri Nov 27 13:00:00 2026]
+Select jobs to execute...
+[Fri Nov 27 13:00:10 2026]
+localrule train:
+    output: results/runs/a/seed1/train.json
+    log: logs/train.a.log
+    jobid: 4
+    resources: tmpdir=/tmp, gpu=1
+[Fri Nov 27 13:00:10 2026]
+localrule view_trained:
+    log: logs/view.a.log
+    jobid: 5
+[Fri Nov 27 13:00:12 2026]
+Finished jobid: 5 (Rule: view_trained)
+[Fri Nov 27 13:00:40 2026]
+Finished jobid: 4 (Rule: train)
+[Fri Nov 27 13:00:40 2026]
+rule embed:
+    log: logs/embed.a.log
+    jobid: 6
+    threads: 2
+[Fri Nov 27 13:01:00 2026]
+Finished jobid: 6 (Rule: embed)
+"""
+
+
+def test_profile_adds_job_seconds_per_rule_startup_and_idle_cores(tmp_path):
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs/train.a.log").write_text("13:00:40 INFO csebench: csebench train: ran 29.50 s, of which start-up 4.25 s "
+                                                "(before the command 0.25 s, imports 4.00 s)\n")
+    (tmp_path / "logs/embed.a.log").write_text("no clock line: the stamps count\n")
+    log = tmp_path / "x.snakemake.log"
+    log.write_text(LOG)
+    p = build_profile.profile(build_profile.parse_log(log, tmp_path))
+    rules = p["rules"]
+    assert rules["train"] == {"jobs": 1, "seconds": 29.5, "longest": 29.5, "startup": 4.25, "timed": 1}
+    assert rules["embed"]["seconds"] == 40.0  # 20 s on 2 threads
+    assert rules["view_trained"]["seconds"] == 2.0 and rules["view_trained"]["timed"] == 0
+    assert list(rules) == ["embed", "train", "view_trained"]  # costliest first
+    assert p["planning_seconds"] == 10 and p["span_seconds"] == 50 and p["wall_seconds"] == 60
+    # 13:00:10-12 two jobs, 12-40 one job (one core idle), 40-60 embed on both cores
+    assert p["idle_core_seconds"] == 2 * 50 - (2 * 2 + 28 + 2 * 20)
+    text = build_profile.render(p, markdown=True)
+    assert "| train | 1 | 30 |" in text and "idle core-seconds while jobs ran 28" in text
+
+
+def test_the_command_line_ends_with_its_clock(tmp_path):
+    """A csebench command run as a program logs its wall time and start-up last: the line the profile reads."""
+    proc = subprocess.run([str(BIN / "csebench"), "show-config", "--suite", "ci", "--run", "simcse", "--seed", "1"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    ran, startup = (float(x) for x in build_profile.CLOCK.findall(proc.stderr)[-1])
+    assert 0 < startup <= ran
+    assert "csebench show-config: ran" in proc.stderr.strip().splitlines()[-1]
+
+
+def test_the_import_clock_counts_outermost_imports_only():
+    import importlib
+    import time
+
+    from csebench.startup import ImportClock
+
+    clock = ImportClock().install()
+    try:
+        t0 = time.perf_counter()
+        import json.decoder  # noqa: F401  (cached: a few microseconds)
+        importlib.invalidate_caches()
+        import csv  # noqa: F401
+    finally:
+        clock.uninstall()
+    assert 0 <= clock.seconds <= time.perf_counter() - t0
+    import builtins
+
+    assert builtins.__import__ is not clock._hook
