@@ -149,7 +149,7 @@ def test_every_run_of_the_default_target_resolves_and_builds(rehearsing):
     from csebench import suites as wf
     from csebench.config import load_params, resolve_run
     from csebench.encoder import build_encoder
-    from csebench.objectives import Objective
+    from csebench.objectives.compose import Objective
     from csebench.rehearse import distinct_runs
     from csebench.results.registry import default_suites
 

@@ -2,7 +2,7 @@ import math
 
 import torch
 
-from csebench.objectives import Objective
+from csebench.objectives.compose import Objective
 from csebench.objectives.base import StepContext
 from csebench.objectives.contrastive import info_nce
 

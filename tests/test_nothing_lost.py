@@ -41,7 +41,7 @@ def _snapshot(run: Path) -> dict[str, bytes]:
 
 
 def _poison_from_step(monkeypatch, step: int) -> None:
-    import csebench.objectives as objectives
+    import csebench.objectives.compose as objectives  # where Objective looks info_nce up
 
     real = objectives.info_nce
     monkeypatch.setattr(objectives, "info_nce", lambda ctx, *args, **kwargs: real(ctx, *args, **kwargs) * (math.nan if ctx.step >= step else 1))

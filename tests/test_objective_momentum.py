@@ -74,7 +74,7 @@ def test_momentum_update_is_the_moving_average(tiny_encoder):
 
 
 def test_queue_is_fifo_and_the_loss_has_its_rows_as_negatives(tiny_encoder, tokenizer):
-    from csebench.objectives import Objective
+    from csebench.objectives.compose import Objective
 
     term, enc = _term(tiny_encoder, queue_size=5)
     term.train()

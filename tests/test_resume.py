@@ -140,7 +140,7 @@ def test_half_swapped_checkpoint_stale_files_and_changed_config(tmp_path, monkey
     changed hyperparameter makes the checkpoint foreign: the run starts over, with a warning."""
     import math
 
-    import csebench.objectives as objectives
+    import csebench.objectives.compose as objectives  # where Objective looks info_nce up
     from csebench import cli
 
     write_corpus(tmp_path / "corpus.txt", n=64)

@@ -12,7 +12,7 @@ import torch
 from csebench.cli import main
 from csebench.encoder import load_encoder
 from csebench.errors import ConfigError, DataError
-from csebench.objectives import Objective
+from csebench.objectives.compose import Objective
 from csebench.objectives.base import StepContext
 from csebench.teachers import TeacherBank, build_teacher_cache, meta_path
 from runhelpers import assert_fails, has_term, run_cli, train_argv, write_config

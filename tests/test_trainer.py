@@ -18,7 +18,7 @@ from runhelpers import assert_fails, ci_training, train_argv, write_config, writ
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf])
 def test_non_finite_loss_stops_with_step_and_checkpoint(inputs, capsys, monkeypatch, bad):
-    import csebench.objectives as objectives
+    import csebench.objectives.compose as objectives  # where Objective looks info_nce up
     from csebench.checkpoint import read_state
 
     real = objectives.info_nce
@@ -45,7 +45,7 @@ def test_non_finite_loss_is_read_back_every_log_steps(inputs, capsys, monkeypatc
     """Losses stay on the device between reads (log steps, evaluations, checkpoints, the last step):
     a NaN at step 5 with log_steps 4 stops training at the read after step 8 (at most log_steps - 1
     steps late), or before the step-6 checkpoint is written; the message names step 5."""
-    import csebench.objectives as objectives
+    import csebench.objectives.compose as objectives  # where Objective looks info_nce up
 
     real, calls = objectives.info_nce, []
 
@@ -64,7 +64,7 @@ def test_non_finite_loss_is_read_back_every_log_steps(inputs, capsys, monkeypatc
 
 
 def test_non_finite_loss_before_any_checkpoint(inputs, capsys, monkeypatch):
-    import csebench.objectives as objectives
+    import csebench.objectives.compose as objectives  # where Objective looks info_nce up
 
     monkeypatch.setattr(objectives, "info_nce", lambda ctx, *args, **kwargs: ctx.z1.sum() * math.nan)
     cfg = write_config(inputs / "over.yaml", ci_training(max_steps=4, batch_size=8))

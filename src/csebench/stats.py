@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats as sps
 
 
 @dataclass
@@ -40,6 +39,8 @@ def paired_ttest(method: dict[int, float], baseline: dict[int, float]) -> TestRe
         # zero variance of the differences: t is 0 (identical) or infinite (constant shift)
         p = 1.0 if abs(d[0]) < 1e-12 else 0.0
     else:
+        from scipy import stats as sps  # here: scipy.stats takes a second to import, most callers never test
+
         p = float(sps.ttest_rel(a, b).pvalue)
     return TestResult(f"paired t-test ({len(seeds)} seeds)", p, float(d.mean()), len(seeds), {"seeds": seeds})
 
@@ -101,6 +102,8 @@ def paired_bootstrap_sts(method: dict[str, tuple[np.ndarray, np.ndarray]],
     for t in tasks:
         if len(method[t][1]) != len(baseline[t][1]) or not np.allclose(method[t][1], baseline[t][1]):
             raise ValueError(f"{t}: the two systems were not evaluated on the same sentence pairs")
+    from scipy import stats as sps
+
     rng = np.random.default_rng(seed)
     diffs = np.zeros(n_boot)
     observed = 0.0

@@ -14,7 +14,6 @@ So any combination of methods is a config entry: the loop never knows which meth
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -136,7 +135,3 @@ class ObjectiveTerm(nn.Module):
     def logs(self) -> dict[str, float]:
         """Scalars to log for the last step (e.g. the current alpha)."""
         return {}
-
-
-def settings_as_dict(settings: Any) -> dict:
-    return dataclasses.asdict(settings) if dataclasses.is_dataclass(settings) else dict(settings)

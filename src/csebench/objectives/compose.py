@@ -1,0 +1,71 @@
+"""The training objective: InfoNCE plus the configured terms (csebench.objectives), as one module."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ..errors import ConfigError
+from ..schema import from_dict
+from . import term_class
+from .base import StepContext
+from .contrastive import info_nce
+
+
+class Objective(nn.Module):
+    """InfoNCE + the configured terms. ``forward`` returns (loss, {name: value}) for logging."""
+
+    def __init__(self, objectives: dict[str, dict], hidden_size: int, num_layers: int, **term_kwargs):
+        super().__init__()
+        terms = {}
+        for key, settings in objectives.items():
+            cls = term_class(key)
+            obj = from_dict(cls.Settings, settings, f"objectives.{key}")
+            kwargs = {k: v for k, v in term_kwargs.items() if k in cls.extra_init_args}
+            terms[key] = cls(obj, hidden_size=hidden_size, num_layers=num_layers, **kwargs)
+        self.terms = nn.ModuleDict(terms)
+
+    def input_views(self, ids: torch.Tensor, mask: torch.Tensor, indices: torch.Tensor,
+                    step: int) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+        """The views to encode this step (ObjectiveTerm.input_views, terms in their view_order)."""
+        views = {"view1": (ids, mask), "view2": (ids, mask)}
+        for term in sorted(self.terms.values(), key=lambda t: t.view_order):
+            views = term.input_views(views, indices, step)
+        return views
+
+    def pool(self, encoder, hidden_states, ids, mask, segments) -> torch.Tensor | None:
+        """The one term's pooling (PromptBERT's [MASK] state), or None for the backbone's pooler."""
+        pooled = [p for t in self.terms.values() if (p := t.pool(encoder, hidden_states, ids, mask, segments)) is not None]
+        if len(pooled) > 1:
+            raise ConfigError("two objective terms pool the representation; at most one may")
+        return pooled[0] if pooled else None
+
+    def intermediate_layers(self) -> list[int]:
+        layers: set[int] = set()
+        for term in self.terms.values():
+            layers.update(term.intermediate_layers())
+        return sorted(layers)
+
+    def forward(self, ctx: StepContext) -> tuple[torch.Tensor, dict[str, float | torch.Tensor]]:
+        """The loss, and the logs: each loss part as a detached 0-d tensor on the device (reading it
+        here would make the host wait for the GPU every step; the trainer reads them back every
+        log_steps), the terms' own logs (``logs()``) as floats."""
+        extra = [e for t in self.terms.values() if (e := t.extra_negatives(ctx)) is not None]
+        candidates = ctx  # the InfoNCE candidates: view 2, unless a term says otherwise (positives: self)
+        for term in self.terms.values():
+            candidates = term.contrastive_context(candidates)
+        weights = [w for t in self.terms.values() if (w := t.negative_weights(candidates)) is not None]
+        contrastive = info_nce(candidates, extra, sum(weights[1:], weights[0]) if weights else None)
+        for term in self.terms.values():
+            contrastive = term.replaces_contrastive(contrastive, candidates)
+        loss = contrastive
+        parts = {"loss_contrastive": contrastive}
+        for key, term in self.terms.items():
+            add = term.extra_loss(ctx)
+            if add is not None:
+                loss = loss + add
+                parts[f"loss_{key}"] = add
+        logs: dict[str, float | torch.Tensor] = {k: v.detach().float().reshape(()) for k, v in parts.items()}
+        for key, term in self.terms.items():
+            logs.update({f"{key}/{k}": v for k, v in term.logs().items()})
+        return loss, logs
