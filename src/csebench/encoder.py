@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from .config import EVAL_PRECISIONS, POOLERS, PROJECTION_HEADS, BackboneConfig
+from . import packed
 from .tokens import TokenizedCorpus
 from .errors import ConfigError, DataError
 from .fetch import looks_like_path
@@ -243,6 +244,13 @@ class SentenceEncoder(nn.Module):
         # sentences are then encoded inside the template and represented by its mask token's last hidden state
         self.prompt: dict | None = None
         self._prompt_ids: tuple | None = None
+        self.compiled = False  # set by a trainer that runs this module through torch.compile
+
+    @property
+    def uses_packed(self) -> bool:
+        """Whether the backbone runs on real tokens only: in training, for the architectures csebench.packed
+        knows, unless the trainer compiles the model (its graph would break at every new token count)."""
+        return (self.training and not self.compiled and packed.enabled() and packed.supports(self.backbone))
 
     @property
     def hidden_size(self) -> int:
@@ -261,8 +269,11 @@ class SentenceEncoder(nn.Module):
         return self.pooler in ("avg_first_last", "avg_top2")
 
     def forward_hidden(self, input_ids, attention_mask, all_layers: bool = False):
+        all_layers = all_layers or self.needs_all_layers()
+        if self.uses_packed:  # training: the dense layers on real tokens only (csebench.packed)
+            return packed.forward_hidden(self.backbone, input_ids, attention_mask, all_layers)
         out = self.backbone(input_ids=input_ids, attention_mask=attention_mask,
-                            output_hidden_states=all_layers or self.needs_all_layers(), return_dict=True)
+                            output_hidden_states=all_layers, return_dict=True)
         return out.hidden_states if out.hidden_states is not None else (out.last_hidden_state,)
 
     def project(self, pooled: torch.Tensor, train_head: bool) -> torch.Tensor:

@@ -32,7 +32,7 @@ from .errors import TrainingError
 from .evaluation.sts import PairSet, cap_pairs, load_sickr, load_stsb, load_sts_pairs, spearman100, sts_pair_similarities
 from .io import atomic_path, dumps_json, remove_path, replace_dir, staged_outputs, write_csv, write_json
 from .loader import BatchLoader
-from .objectives import Objective
+from .objectives.compose import Objective
 from .objectives.base import StepContext
 
 log = logging.getLogger(__name__)
@@ -262,6 +262,7 @@ class Trainer:
         if self.world > 1:
             self.model = torch.nn.parallel.DistributedDataParallel(
                 self.encoder, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+        self.encoder.compiled = bool(self.t.compile)
         self.forward_model = torch.compile(self.model) if self.t.compile else self.model
         # every rank reads the dev data, so a malformed file stops all ranks (none waits in a collective)
         self.dev = DevEvaluator.for_run(cfg, senteval_dir, dev_file)

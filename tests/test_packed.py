@@ -1,0 +1,127 @@
+"""csebench.packed: a BERT-family forward on real tokens only equals the library's at every real position,
+with the same gradients; the encoder uses it in training only, and not for architectures it does not know."""
+
+import pytest
+import torch
+from transformers import BertConfig, BertModel, RobertaConfig, RobertaModel
+
+from csebench import packed
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+SMALL = dict(hidden_size=32, num_hidden_layers=3, num_attention_heads=4, intermediate_size=64, vocab_size=100,
+             max_position_embeddings=40)
+
+
+def _batch(pad_id: int, seed: int = 0):
+    """Five sentences of 3 to 17 tokens, padded to the longest (one is full length)."""
+    g = torch.Generator().manual_seed(seed)
+    lengths = [17, 3, 9, 12, 5]
+    ids = torch.full((len(lengths), max(lengths)), pad_id)
+    mask = torch.zeros_like(ids)
+    for i, n in enumerate(lengths):
+        ids[i, :n] = torch.randint(5, 100, (n,), generator=g)
+        mask[i, :n] = 1
+    return ids, mask
+
+
+def _models(dropout: float = 0.1):
+    torch.manual_seed(0)
+    drop = dict(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+    return [(BertModel(BertConfig(**SMALL, **drop)), 0),
+            (RobertaModel(RobertaConfig(**SMALL, **drop, pad_token_id=1)), 1)]
+
+
+@pytest.mark.parametrize("index", [0, 1], ids=["bert", "roberta"])
+def test_hidden_states_equal_the_librarys_at_real_positions(index):
+    model, pad = _models()[index]
+    model.eval()
+    ids, mask = _batch(pad)
+    with torch.no_grad():
+        ref = model(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states
+        got = packed.forward_hidden(model, ids, mask, all_layers=True)
+        last = packed.forward_hidden(model, ids, mask, all_layers=False)
+    real = mask.bool()
+    assert len(got) == len(ref) == SMALL["num_hidden_layers"] + 1 and len(last) == 1
+    for r, g in zip(ref, got):
+        assert g.shape == r.shape
+        torch.testing.assert_close(g[real], r[real], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(last[0], got[-1])
+    assert not got[-1][~real].any()  # padded positions carry nothing a pooler could read by mistake
+    assert (ref[-1][~real] != 0).any()  # (the library computes them)
+
+
+@pytest.mark.parametrize("index", [0, 1], ids=["bert", "roberta"])
+def test_gradients_equal_the_librarys(index):
+    """Without dropout the two forwards are the same function of the weights: same loss, same gradients."""
+    grads = []
+    ids, mask = _batch(_models(0.0)[index][1], seed=1)
+    for use_packed in (False, True):
+        model = _models(0.0)[index][0]
+        model.train()
+        if use_packed:
+            hs = packed.forward_hidden(model, ids, mask, all_layers=True)
+        else:
+            hs = model(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states
+        m = mask.unsqueeze(-1).float()
+        loss = ((hs[-1] * m).sum(1) / m.sum(1)).pow(2).sum() + hs[2][:, 0].sum()  # mean pooling and an inner CLS
+        loss.backward()
+        grads.append({n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
+    padded, ours = grads
+    assert set(ours) <= set(padded) and len(ours) > 30
+    for name in ours:
+        torch.testing.assert_close(ours[name], padded[name], atol=1e-5, rtol=1e-4, msg=name)
+
+
+def test_dropout_acts_in_training_and_not_in_eval():
+    model, pad = _models(0.3)[0]
+    ids, mask = _batch(pad)
+    model.train()
+    a, b = (packed.forward_hidden(model, ids, mask, all_layers=False)[0] for _ in range(2))
+    assert not torch.equal(a, b)
+    model.eval()
+    a, b = (packed.forward_hidden(model, ids, mask, all_layers=False)[0] for _ in range(2))
+    assert torch.equal(a, b)
+
+
+def test_supports_only_the_architectures_it_knows():
+    bert, roberta = (m for m, _ in _models())
+    assert packed.supports(bert) and packed.supports(roberta)
+    assert not packed.supports(BertModel(BertConfig(**SMALL, position_embedding_type="relative_key")))
+    assert not packed.supports(BertModel(BertConfig(**SMALL, is_decoder=True)))
+    assert not packed.supports(torch.nn.Linear(2, 2))
+
+
+def test_the_encoder_packs_in_training_only_and_not_when_compiled_or_switched_off(tokenizer, monkeypatch):
+    from csebench.config import BackboneConfig
+    from csebench.encoder import SentenceEncoder, build_backbone
+
+    enc = SentenceEncoder(build_backbone(BackboneConfig(model="random"), tokenizer, seed=0), tokenizer, "cls")
+    calls = []
+    real = packed.forward_hidden
+    monkeypatch.setattr(packed, "forward_hidden", lambda *a, **k: calls.append(1) or real(*a, **k))
+    ids, mask = _batch(tokenizer.pad_token_id)
+    enc.train()
+    enc.forward_hidden(ids, mask)
+    assert calls == [1]
+    enc.eval()
+    enc.forward_hidden(ids, mask)  # evaluation: the library's forward, its numbers exactly
+    enc.train()
+    enc.compiled = True
+    enc.forward_hidden(ids, mask)
+    enc.compiled = False
+    monkeypatch.setenv("CSEBENCH_PACKED", "0")
+    enc.forward_hidden(ids, mask)
+    assert calls == [1]
+
+
+def test_bf16_autocast_runs_close_to_fp32():
+    model, pad = _models()[0]
+    model.eval()
+    ids, mask = _batch(pad)
+    with torch.no_grad():
+        ref = packed.forward_hidden(model, ids, mask, all_layers=False)[0]
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            low = packed.forward_hidden(model, ids, mask, all_layers=False)[0]
+    real = mask.bool()
+    assert (low.float()[real] - ref[real]).abs().max() < 0.1
