@@ -94,15 +94,19 @@ def test_evaluation_sentences_cover_sts_and_capped_transfer(shared_dir):
 
 
 def test_evaluation_sentences_follow_the_sts_pair_cap(shared_dir):
-    """The table holds what a capped eval-sts scores (same subsets) and STS-B dev/test whole (analyses)."""
+    """The table holds what a capped eval-sts scores (same subsets) and STS-B test whole (the analyses'
+    split), and STS-B dev whole when asked for."""
     from csebench.data import senteval_root
     from csebench.evaluation.sts import load_stsb, load_test_tasks
 
     root = senteval_root(shared_dir / "senteval")
     table = set(evaluation_sentences(root, transfer=False, max_sts_pairs=200))
     scored = {s for ps in load_test_tasks(root, max_pairs=200).values() for s in (*ps.sent1, *ps.sent2)}
-    stsb = {s for split in ("dev", "test") for ps in [load_stsb(root, split)] for s in (*ps.sent1, *ps.sent2)}
-    assert table == scored | stsb
+    whole = {split: {s for ps in [load_stsb(root, split)] for s in (*ps.sent1, *ps.sent2)} for split in ("dev", "test")}
+    assert table == scored | whole["test"]
+    assert not whole["dev"] <= table
+    both = set(evaluation_sentences(root, transfer=False, max_sts_pairs=200, stsb_whole=("dev", "test")))
+    assert both == scored | whole["test"] | whole["dev"]
     assert len(table) < len(evaluation_sentences(root, transfer=False)) / 2
 
 

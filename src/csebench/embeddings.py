@@ -1,7 +1,8 @@
 """Evaluation embeddings of one model: a DAG artefact its evaluators and analyses share.
 
 `csebench embed` encodes every distinct sentence that STS (7 test tasks), the transfer tasks (after
-the suite's training-set cap) and the STS-based analyses need, once, length-sorted, and writes
+the suite's training-set cap) and the STS-based analyses (STS-B test in full; ``--stsb-whole``) need,
+once, length-sorted, and writes
 
     RUN_DIR/embeddings.npz   keys  (n, 20) uint8  sha1 of each UTF-8 sentence
                              emb   (n, d) float32
@@ -98,16 +99,18 @@ def sentence_key(s: str) -> bytes:
 def evaluation_sentences(senteval_root: str | os.PathLike, transfer: bool = True,
                          max_train_sentences: int | None = None, seed: int = 1111,
                          max_sts_pairs: int | None = None, max_test_sentences: int | None = None,
-                         extra_sets: dict | None = None) -> list[str]:
+                         extra_sets: dict | None = None, stsb_whole: tuple[str, ...] = ("test",)) -> list[str]:
     """Every distinct sentence of the 7 STS test tasks as `eval-sts` scores them (same pair cap, same
-    seed), of STS-B dev and test in full (the analyses), of your own STS sets (``extra_sets``, as
-    evaluation.sts.load_extra_sets read them), plus, with ``transfer``, of the transfer tasks as
-    `eval-transfer` would see them (same cap, same seed)."""
+    seed), of the STS-B splits ``stsb_whole`` in full (the analyses of STS-B sentences read the test
+    split unless told otherwise; a sentence a table lacks is encoded when asked for, so a split left out
+    costs time, never a result), of your own STS sets (``extra_sets``, as evaluation.sts.load_extra_sets
+    read them), plus, with ``transfer``, of the transfer tasks as `eval-transfer` would see them (same
+    cap, same seed)."""
     from .evaluation.sts import load_stsb, load_test_tasks
     from .evaluation.transfer import TASKS, prepared_tasks, task_sentences
 
     root = Path(senteval_root)
-    sets = [*load_test_tasks(root, max_pairs=max_sts_pairs, seed=seed).values(), load_stsb(root, "dev"), load_stsb(root, "test"),
+    sets = [*load_test_tasks(root, max_pairs=max_sts_pairs, seed=seed).values(), *(load_stsb(root, s) for s in stsb_whole),
             *(extra_sets or {}).values()]
     out = {s for ps in sets for s in (*ps.sent1, *ps.sent2)}
     if transfer:

@@ -145,7 +145,7 @@ def write_corpus(src: Path, out: Path, n: int = CORPUS) -> Path:
 
 def write_senteval(src: Path, dst: Path, lines: int = SENTEVAL_LINES) -> Path:
     """SentEval's downstream/ folder with every STS and SICK file cut to its first ``lines`` lines (input and
-    gold files of a task alike, headers kept; `csebench embed` reads STS-B dev and test in full), and links
+    gold files of a task alike, headers kept; `csebench embed` reads STS-B test in full), and links
     to the transfer tasks' folders (capped by eval-transfer's own caps). The cut files differ from the
     published ones: results say so (provenance ``data_not_published``; the manifest check is off meanwhile)."""
     src = Path(src) / "downstream" if (Path(src) / "downstream").is_dir() else Path(src)
