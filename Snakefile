@@ -23,8 +23,9 @@ with wf.one_line():  # a mistake in params.yaml or an override: its one line, wi
     if SUITES == ["all"]:
         SUITES = default_suites(PARAMS)
     wf.check_suites(PARAMS, SUITES)
-    wf.find_cli(uses_conda=any(getattr(m, "name", str(m)).lower() in ("conda", "apptainer")
-                               for m in (workflow.deployment_settings.deployment_method or ())))
+    DEPLOYED = any(getattr(m, "name", str(m)).lower() in ("conda", "apptainer")
+                   for m in (workflow.deployment_settings.deployment_method or ()))  # the rules' own software
+    wf.find_cli(uses_conda=DEPLOYED)
 PARAMS_ARGS = wf.params_args(config)  # every rule's command reads the params the DAG was planned with
 RESULTS = PARAMS.get("paths", {}).get("results", "results")
 DATA = PARAMS.get("paths", {}).get("data", "data")
@@ -40,10 +41,14 @@ if workflow.is_main_process:  # results a DVC checkout or a copy wrote anew coun
     wf.restore_times(RESULTS)
     wf.record_times(RESULTS)
 
+WARM = []  # a local build's warm server (csebench.warm): its jobs fork from one Python with torch imported
+
 onsuccess:
+    wf.stop_warm(WARM)
     wf.record_times(RESULTS)
 
 onerror:  # what did finish is recorded too
+    wf.stop_warm(WARM)
     wf.record_times(RESULTS)
 
 RUN = key_dir(RESULTS, "{key}", "{seed}")  # a run's folder: training, its teacher cache
@@ -54,6 +59,8 @@ onstart:  # what this build will cost, when it runs jobs (not for -n, --lint, --
         from csebench.plan import print_plan
 
         print_plan(PARAMS, SUITES)
+    if config.get("warm_start", True) and workflow.local_exec and not workflow.touch and not DEPLOYED:
+        WARM.append(wf.start_warm())
 
 include: "workflow/rules/inputs.smk"  # the rules' input functions and targets
 include: "workflow/rules/data.smk"

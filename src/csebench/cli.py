@@ -654,6 +654,12 @@ def main(argv: list[str] | None = None) -> int:
     """The program (argv None) or an in-process call. Ctrl-C prints one line and gives 130 while the
     command is unfinished, imports and argument parsing included; once it has finished, a Ctrl-C
     interrupts nothing: the program ignores it until it exits, an in-process caller gets its handler back."""
+    if argv is None:  # a job of a local build: run in its warm server where there is one (csebench.warm)
+        from .warm import forward
+
+        rc = forward(sys.argv[1:])
+        if rc is not None:
+            return rc
     main_thread = threading.current_thread() is threading.main_thread()
     clock = CommandClock() if argv is None else None  # the program: its log ends with its time and start-up
     previous = signal.signal(signal.SIGINT, _on_interrupt) if main_thread else None

@@ -331,6 +331,20 @@ def record_times(results: str) -> None:
     record(results)
 
 
+def start_warm():
+    """The local build's warm server (csebench.warm); None where it could not start (jobs then start cold)."""
+    from .warm import start
+
+    return start()
+
+
+def stop_warm(started: list) -> None:
+    from .warm import stop
+
+    while started:
+        stop(started.pop())
+
+
 def params_args(config: dict) -> str:
     """The params file and override files of the Snakemake config as the csebench CLI takes them
     (`--params P --config O ...`), so every rule's command resolves the runs the DAG was planned
