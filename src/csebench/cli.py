@@ -566,6 +566,18 @@ def cmd_dvc_yaml(args) -> None:
         raise SystemExit(rc)
 
 
+@command("dvc-commit", "dvc commit --force, after refusing any link out of the repository in what it records (the "
+         "run store: docs/dvc.md)",
+         option("targets", nargs="*", default=["runs.dvc"], metavar="TARGET",
+                help=".dvc files or dvc.yaml stages (default: runs.dvc, the run store)"))
+def cmd_dvc_commit(args) -> None:
+    from .dvccommit import dvc_commit
+
+    rc = dvc_commit(args.targets)
+    if rc:
+        raise SystemExit(rc)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Every command declared with csebench.commands.command: this module's, the analyses' and the results'."""
     from .analysis import cli as _analysis_cli  # noqa: F401  declares analyze and analyze-figure

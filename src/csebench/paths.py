@@ -37,6 +37,11 @@ def senteval_pointer(data: str, source: str) -> str:
 
 # ----------------------------------------------------------------------------- runs
 
+def run_store(results: str) -> str:
+    """``{results}/runs``: every distinct run (runs.dvc tracks it)."""
+    return f"{results}/runs"
+
+
 def key_dir(results: str, key: str, seed) -> str:
     """``{results}/runs/{key}/seed{seed}``: where one distinct run is trained and evaluated, whichever
     suites list it (csebench.suites.Runs; Snakemake's RUN pattern passes wildcards)."""
