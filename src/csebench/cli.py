@@ -477,6 +477,7 @@ def cmd_rehearse(args) -> None:
 
     from .rehearse import rehearse, report
 
+    _params(args)  # a mistake in the settings (a suite named ../x) stops it before --out is made
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     root = logging.getLogger()
