@@ -339,3 +339,46 @@ def test_readmes_push_and_pull_restore_a_suite_that_snakemake_counts_as_built(tm
     assert view.is_symlink() and (view / "model.safetensors").read_bytes() == (proj / models[0]).read_bytes()
     assert "up to date" in _sh(["dvc", "status", "exp", "runs.dvc"], clone, env)  # restoring changed nothing DVC hashes
     assert "Nothing to be done" in _sh(block[-1], clone, env)
+
+
+@pytest.mark.slow(seconds=8)
+@needs_pipeline
+def test_the_readmes_dry_run_after_a_hostile_pull_changes_nothing_outside_the_project(tmp_path):
+    """The README's `snakemake -n --configfile config/ci.yaml --config front_page=false` after pulling a
+    record that names a file outside the project and links to /etc, with a link planted in the run store:
+    refused in one line while the link is there, then one warning, and the folder outside the project,
+    its files, times and entries, is the same."""
+    env = user_env()
+    proj = readme_checkout(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "decoy.txt").write_text("not csebench's\n")
+    os.utime(outside / "decoy.txt", ns=(10**18, 10**18))
+
+    def snapshot():
+        return sorted((str(p.relative_to(tmp_path)), p.is_symlink(), p.lstat().st_mtime_ns)
+                      for p in [outside, *outside.rglob("*")])
+
+    before = snapshot()
+    suite = proj / "results/ci"
+    suite.mkdir(parents=True)
+    (suite / "tables.md").write_text("x\n")
+    t = 2 * 10**18
+    (suite / ".csebench-times.json").write_text(json.dumps({
+        "stamp": t, "files": {"../../../outside/decoy.txt": [t, 15], "tables.md": [t, 2], "a": 5},
+        "links": {"newdir/deeper/abs_link": ["/etc/hostname", t, None], "inside_link": ["/etc/passwd", t, 10]}}))
+    store = proj / "results/runs/0123456789abcdef/seed1"
+    store.mkdir(parents=True)
+    (store / "notes").symlink_to("/etc/hostname")
+    cmd = readme_block("Sharing results with a team")[-1]
+    assert cmd == "snakemake -n --configfile config/ci.yaml --config front_page=false"
+    out = _sh(cmd, proj, env, ok=False)
+    assert (f"csebench: error: results/runs/0123456789abcdef/seed1/notes is a symbolic link to /etc/hostname, outside the "
+            f"repository {proj}: DVC would copy") in out, out[-2000:]
+    assert snapshot() == before
+    (store / "notes").unlink()
+    out = _sh(cmd, proj, env)
+    assert ("csebench: warning: results/ci/.csebench-times.json: 4 entries ignored (a path out of results/ci, a link out "
+            "of results, or malformed)") in out, out[-2000:]
+    assert snapshot() == before
+    assert sorted(p.name for p in suite.iterdir()) == [".csebench-times.json", "tables.md"]  # no folder, no link made
