@@ -226,6 +226,14 @@ def test_a_stage_stops_before_dvc_commits_a_link_out_of_the_repository(tmp_path)
     (store / "link").symlink_to("/etc/hostname")
     with pytest.raises(DataError, match="seed1/link is a symbolic link to /etc/hostname, outside the repository"):
         wf.refuse_outside_links(results, [], workdir=str(proj))
+    (store / "link").unlink()
+    elsewhere = tmp_path / "scratch" / "results"  # paths.results outside the project: the views link into it
+    elsewhere.parent.mkdir()
+    (proj / "results").rename(elsewhere)
+    wf.refuse_outside_links(str(elsewhere), ["ci"], workdir=str(proj))
+    (elsewhere / "ci/leak").symlink_to(secret)
+    with pytest.raises(DataError, match="ci/leak is a symbolic link to"):
+        wf.refuse_outside_links(str(elsewhere), ["ci"], workdir=str(proj))
 
 
 # ----------------------------------------------------------------------------- experiments, sweeps, remotes

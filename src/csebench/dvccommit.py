@@ -27,13 +27,14 @@ def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def outside_links(folder: str | os.PathLike, root: str | os.PathLike) -> Iterator[tuple[Path, str]]:
+def outside_links(folder: str | os.PathLike, *roots: str | os.PathLike) -> Iterator[tuple[Path, str]]:
     """(link, its target as written) for every symbolic link at or under ``folder`` that resolves outside
-    ``root``; links are not followed while walking."""
-    folder, real_root = Path(folder), os.path.realpath(root)
+    every one of ``roots``; links are not followed while walking."""
+    folder, real_roots = Path(folder), [os.path.realpath(r) for r in roots]
 
     def leaves(p: Path) -> bool:
-        return not _within(os.path.realpath(p), real_root)
+        real = os.path.realpath(p)
+        return not any(_within(real, root) for root in real_roots)
 
     if folder.is_symlink():
         if leaves(folder):
@@ -49,10 +50,12 @@ def outside_links(folder: str | os.PathLike, root: str | os.PathLike) -> Iterato
         dirs[:] = sorted(d for d in dirs if not (Path(here) / d).is_symlink())
 
 
-def refuse_outside_links(paths: Iterable[str | os.PathLike], root: str | os.PathLike) -> None:
-    """The first link out of ``root`` under any of ``paths``, as one line."""
+def refuse_outside_links(paths: Iterable[str | os.PathLike], root: str | os.PathLike,
+                         also: str | os.PathLike | None = None) -> None:
+    """The first link under any of ``paths`` out of the repository ``root`` (and out of ``also``, a results
+    folder that params.yaml put elsewhere, which a view links into), as one line."""
     for path in paths:
-        for link, target in outside_links(path, root):
+        for link, target in outside_links(path, root, *([also] if also is not None else [])):
             raise DataError(f"{link} is a symbolic link to {target}, outside the repository {os.path.abspath(root)}: DVC "
                             "would copy what it points to into .dvc/cache and `dvc push` would upload it; csebench makes "
                             "no such link: remove it")

@@ -21,8 +21,8 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")  # no '/', never '.' or '..', 
 
 
 def check_name(where: str, name) -> None:
-    """A name that becomes a folder or file name (suite, data source, backbone, method, run, paper item,
-    analysis) stays one path component: ``../../x`` as a suite wrote a suite's files outside results/."""
+    """A name that becomes a folder or file name (suite, data source, backbone, method, run, paper item)
+    stays one path component: ``../../x`` as a suite wrote a suite's files outside results/."""
     if not (isinstance(name, str) and NAME.fullmatch(name)):
         from .errors import ConfigError
 

@@ -358,11 +358,11 @@ def another_build(workdir: str = ".") -> bool:
 
 def refuse_outside_links(results: str, suites: list[str], workdir: str = ".") -> None:
     """The folders a build's dvc.yaml stage commits (its suites' folders) and the run store hold no link
-    out of the repository (``workdir``, Snakemake's and DVC's folder): one line naming the first
-    (csebench.dvccommit)."""
+    out of the repository (``workdir``, Snakemake's and DVC's folder) other than into ``results`` (a views'
+    links, where params.yaml puts results elsewhere): one line naming the first (csebench.dvccommit)."""
     from .dvccommit import refuse_outside_links as refuse
 
-    refuse([paths.run_store(results), *(paths.suite_dir(results, s) for s in suites)], workdir)
+    refuse([paths.run_store(results), *(paths.suite_dir(results, s) for s in suites)], workdir, also=results)
 
 
 def record_times(results: str) -> None:
