@@ -41,6 +41,10 @@ the record: the caller passes ``view_model``, which computes the run's model fol
 (the run's identity, csebench.suites.Runs) for a suite, run and seed that params.yaml lists; the link is
 made only where the view's folder exists (pulled) and the target is a folder inside ``results``. The
 record supplies only the link's time.
+
+Snakemake takes its lock only after building the DAG, which needs these times, so restoring cannot
+run under it; the Snakefile restores only while no other Snakemake run holds a lock in the project
+(csebench.suites.restore_times), whose jobs would be reading and writing these trees.
 """
 
 from __future__ import annotations
