@@ -37,14 +37,18 @@ with wf.one_line():
 
 wf.offline_if_submitted(workflow.is_main_process)  # a cluster job downloads nothing (csebench.fetch)
 
-if workflow.is_main_process:  # results a DVC checkout or a copy wrote anew count as built (docs/dvc.md)
-    wf.restore_times(RESULTS)
-    wf.record_times(RESULTS)
+if workflow.is_main_process:
+    with wf.one_line():  # a planted link out of the repository: refused before a dvc.yaml stage commits it (docs/dvc.md)
+        wf.refuse_outside_links(RESULTS, SUITES)
+    if wf.restore_times(RESULTS, RUNS):  # results a DVC checkout or a copy wrote anew count as built (docs/dvc.md)
+        wf.record_times(RESULTS)  # (neither while another Snakemake run holds a lock here: it builds these trees)
 
 WARM = []  # a local build's warm server (csebench.warm): its jobs fork from one Python with torch imported
 
 onsuccess:
     wf.stop_warm(WARM)
+    with wf.one_line():
+        wf.refuse_outside_links(RESULTS, SUITES)
     wf.record_times(RESULTS)
 
 onerror:  # what did finish is recorded too

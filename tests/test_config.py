@@ -321,13 +321,62 @@ def test_snakemake_settings_mistake_is_one_line(tmp_path):
 
     over = tmp_path / "over.yaml"
     over.write_text("suites:\n  ci:\n    training: [1, 2]\n")
+    named = tmp_path / "named.yaml"  # was a MissingInputException
+    named.write_text(f"suites:\n  ../../../../SOMEWHERE: {{data: ci, runs: {{simcse: {RUN}}}}}\n")
     for config, message in ((f"params_overrides=[{over}]", f"{over}: suites.ci.training: expected a mapping, got [1, 2]"),
-                            ("suites=[cii]", "suites: unknown suite 'cii' (did you mean 'ci'?)")):
-        proc = subprocess.run([str(BIN / "snakemake"), "-n", "--configfile", "config/ci.yaml", "--config", config, "plan=false"],
+                            ("suites=[cii]", "suites: unknown suite 'cii' (did you mean 'ci'?)"),
+                            (f"params_overrides=[{named}] suites=[../../../../SOMEWHERE]",
+                             f"{named}: suite '../../../../SOMEWHERE': {NAME_RULE}")):
+        proc = subprocess.run([str(BIN / "snakemake"), "-n", "--configfile", "config/ci.yaml", "--config", *config.split(), "plan=false"],
                               cwd=ROOT, env=tool_env(), capture_output=True, text=True, timeout=120)
         lines = [l for l in (proc.stdout + proc.stderr).splitlines() if not l.startswith("Config file config/paper.yaml")]
         assert proc.returncode == 1 and lines == [f"csebench: error: {lines[0].partition('error: ')[2]}"], lines
         assert message in lines[0]
+
+
+# ------------------------------------------------------------- names that become folders
+
+NAME_RULE = "use letters, digits, . _ + - only, starting with a letter or digit (it names a folder)"
+RUN = "{backbone: tiny, method: simcse}"
+
+
+@pytest.mark.parametrize("text,where,name", [
+    (f"suites:\n  ../../../../SOMEWHERE: {{data: ci, runs: {{simcse: {RUN}}}}}\n", "suite", "../../../../SOMEWHERE"),
+    (f"suites:\n  ..: {{data: ci, runs: {{simcse: {RUN}}}}}\n", "suite", ".."),
+    ("data:\n  ../x: {corpus: {path: c.txt}}\n", "data source", "../x"),
+    ("backbones:\n  /etc: {model: x}\n", "backbone", "/etc"),
+    ("methods:\n  a/b: {}\n", "method", "a/b"),
+    ("methods:\n  .hidden: {}\n", "method", ".hidden"),
+    (f"suites:\n  ci:\n    runs: {{../../x: {RUN}}}\n", "suites.ci.runs[0].name", "../../x"),
+    ("suites:\n  ci:\n    runs: [{name: '-rf', backbone: tiny, method: simcse}]\n", "suites.ci.runs[0].name", "-rf"),
+])
+def test_a_name_that_would_leave_its_folder_is_refused_where_params_are_read(inputs, text, where, name):
+    """`csebench rehearse --config over.yaml --suites ../../../../SOMEWHERE` wrote sts.json, train.json,
+    transfer.json and links into that folder, outside --out; under Snakemake the same name gave a
+    MissingInputException. Every name that becomes a path component is checked when its file is read."""
+    cfg = _override(inputs, text)
+    with pytest.raises(ConfigError) as exc:
+        load_params(PARAMS, [cfg])
+    assert str(exc.value) == f"{cfg}: {where} '{name}': {NAME_RULE}"
+
+
+def test_rehearse_with_a_suite_named_out_of_its_folder_writes_nothing(tmp_path, capsys, monkeypatch):
+    """The reported case, in process: one line, exit 2, and the folder the name points at is untouched."""
+    from runhelpers import run_cli
+
+    work = tmp_path / "a" / "b" / "c" / "d"
+    work.mkdir(parents=True)
+    decoy = tmp_path / "SOMEWHERE"
+    decoy.mkdir()
+    (decoy / "keep.txt").write_text("mine\n")
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in decoy.iterdir())
+    over = _override(tmp_path, f"suites:\n  ../../../../SOMEWHERE: {{data: ci, runs: {{simcse: {RUN}}}}}\n")
+    monkeypatch.chdir(work)
+    rc, err = run_cli(capsys, ["rehearse", "--params", str(PARAMS), "--config", str(over), "--suites",
+                               "../../../../SOMEWHERE", "--out", str(tmp_path / "rehearsal")])
+    assert rc == 2 and err.strip() == (f"csebench rehearse: error: {over}: suite '../../../../SOMEWHERE': {NAME_RULE}")
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in decoy.iterdir()) == before
+    assert not (tmp_path / "rehearsal").exists()
 
 
 def test_a_nan_default_that_every_suite_overrides_is_refused(tmp_path, capsys):

@@ -160,6 +160,82 @@ def test_params_yaml_is_in_the_form_dvc_writes_back(tmp_path):
     assert not anchors, "an anchor in params.yaml: `-S` on one of its uses would change every use"
 
 
+# ----------------------------------------------------------------------------- nothing from outside the repository into DVC's cache
+
+
+def _tracked_project(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A DVC project (its .dvc/ folder, runs.dvc, a stage with a suite folder), a run in the store, a
+    suite's view linking into it, and a secret outside the project."""
+    proj = tmp_path / "proj"
+    (proj / ".dvc").mkdir(parents=True)
+    (proj / "runs.dvc").write_text("outs:\n- path: results/runs\n")
+    (proj / "dvc.yaml").write_text("stages:\n  ci:\n    cmd: snakemake\n    outs:\n    - results/ci: {persist: true}\n")
+    store = proj / "results/runs/k/seed1"
+    (store / "model").mkdir(parents=True)
+    (store / "train.json").write_text("{}")
+    view = proj / "results/ci/runs/simcse/seed1"
+    view.mkdir(parents=True)
+    (view / "model").symlink_to("../../../../runs/k/seed1/model")  # csebench's own link: inside the repository
+    secret = tmp_path / "home" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("token=hf_abc\n")
+    return proj, store, secret
+
+
+def test_dvc_commit_refuses_a_link_out_of_the_repository(tmp_path, capsys, monkeypatch):
+    """`ln -s /etc/hostname results/runs/...; dvc commit -f runs.dvc` copied /etc/hostname into .dvc/cache,
+    and `dvc push` would upload it: `csebench dvc-commit` refuses the link by name and DVC never runs."""
+    from runhelpers import assert_fails
+
+    from csebench.cli import main
+
+    proj, store, secret = _tracked_project(tmp_path)
+    calls = []
+    monkeypatch.setattr("subprocess.call", lambda argv, **k: calls.append(argv[1:]) or 0)
+    monkeypatch.chdir(proj)
+    assert main(["dvc-commit"]) == 0 and calls == [["-m", "dvc", "commit", "--force", "runs.dvc"]]
+    (store / "model" / "notes.txt").symlink_to(secret)
+    line = assert_fails(capsys, ["dvc-commit"], f"csebench dvc-commit: error: results/runs/k/seed1/model/notes.txt is a "
+                        f"symbolic link to {secret}, outside the repository {proj}: DVC would copy what it points to into "
+                        ".dvc/cache and `dvc push` would upload it; csebench makes no such link: remove it")
+    assert len(calls) == 1 and "\n" not in line.strip()
+    (store / "model" / "notes.txt").unlink()
+    (proj / "results/ci/extra").symlink_to(secret.parent, target_is_directory=True)  # a stage's output folder
+    assert_fails(capsys, ["dvc-commit", "runs.dvc", "ci"], "results/ci/extra is a symbolic link to")
+    assert len(calls) == 1
+    assert_fails(capsys, ["dvc-commit", "nope"], f"nope is neither a .dvc file nor a stage of {proj / 'dvc.yaml'}")
+    (proj / "results/ci/extra").unlink()
+    assert main(["dvc-commit", "runs.dvc", "ci"]) == 0 and calls[-1][-2:] == ["runs.dvc", "ci"]
+
+
+def test_a_stage_stops_before_dvc_commits_a_link_out_of_the_repository(tmp_path):
+    """`dvc repro` commits a stage's outputs after its command, Snakemake, ends: the Snakefile's first step
+    (and its onsuccess) refuses a link out of the repository in the suites it builds and in the run store."""
+    from csebench import suites as wf
+    from csebench.errors import DataError
+
+    proj, store, secret = _tracked_project(tmp_path)
+    results = str(proj / "results")
+    wf.refuse_outside_links(results, ["ci"], workdir=str(proj))  # the views' links stay inside: fine
+    (proj / "results/ci/runs/simcse/seed1/notes").symlink_to(secret)
+    with pytest.raises(DataError, match=f"^{proj}/results/ci/runs/simcse/seed1/notes is a symbolic link to {secret}, "
+                                        f"outside the repository {proj}: "):
+        wf.refuse_outside_links(results, ["ci"], workdir=str(proj))
+    wf.refuse_outside_links(results, ["other"], workdir=str(proj))  # a suite this build does not commit
+    (proj / "results/ci/runs/simcse/seed1/notes").unlink()
+    (store / "link").symlink_to("/etc/hostname")
+    with pytest.raises(DataError, match="seed1/link is a symbolic link to /etc/hostname, outside the repository"):
+        wf.refuse_outside_links(results, [], workdir=str(proj))
+    (store / "link").unlink()
+    elsewhere = tmp_path / "scratch" / "results"  # paths.results outside the project: the views link into it
+    elsewhere.parent.mkdir()
+    (proj / "results").rename(elsewhere)
+    wf.refuse_outside_links(str(elsewhere), ["ci"], workdir=str(proj))
+    (elsewhere / "ci/leak").symlink_to(secret)
+    with pytest.raises(DataError, match="ci/leak is a symbolic link to"):
+        wf.refuse_outside_links(str(elsewhere), ["ci"], workdir=str(proj))
+
+
 # ----------------------------------------------------------------------------- experiments, sweeps, remotes
 
 # A suite of one tiny run (2 steps, STS capped, transfer capped), and a config of its own so that it is
@@ -271,3 +347,46 @@ def test_readmes_push_and_pull_restore_a_suite_that_snakemake_counts_as_built(tm
     assert view.is_symlink() and (view / "model.safetensors").read_bytes() == (proj / models[0]).read_bytes()
     assert "up to date" in _sh(["dvc", "status", "exp", "runs.dvc"], clone, env)  # restoring changed nothing DVC hashes
     assert "Nothing to be done" in _sh(block[-1], clone, env)
+
+
+@pytest.mark.slow(seconds=8)
+@needs_pipeline
+def test_the_readmes_dry_run_after_a_hostile_pull_changes_nothing_outside_the_project(tmp_path):
+    """The README's `snakemake -n --configfile config/ci.yaml --config front_page=false` after pulling a
+    record that names a file outside the project and links to /etc, with a link planted in the run store:
+    refused in one line while the link is there, then one warning, and the folder outside the project,
+    its files, times and entries, is the same."""
+    env = user_env()
+    proj = readme_checkout(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "decoy.txt").write_text("not csebench's\n")
+    os.utime(outside / "decoy.txt", ns=(10**18, 10**18))
+
+    def snapshot():
+        return sorted((str(p.relative_to(tmp_path)), p.is_symlink(), p.lstat().st_mtime_ns)
+                      for p in [outside, *outside.rglob("*")])
+
+    before = snapshot()
+    suite = proj / "results/ci"
+    suite.mkdir(parents=True)
+    (suite / "tables.md").write_text("x\n")
+    t = 2 * 10**18
+    (suite / ".csebench-times.json").write_text(json.dumps({
+        "stamp": t, "files": {"../../../outside/decoy.txt": [t, 15], "tables.md": [t, 2], "a": 5},
+        "links": {"newdir/deeper/abs_link": ["/etc/hostname", t, None], "inside_link": ["/etc/passwd", t, 10]}}))
+    store = proj / "results/runs/0123456789abcdef/seed1"
+    store.mkdir(parents=True)
+    (store / "notes").symlink_to("/etc/hostname")
+    cmd = readme_block("Sharing results with a team")[-1]
+    assert cmd == "snakemake -n --configfile config/ci.yaml --config front_page=false"
+    out = _sh(cmd, proj, env, ok=False)
+    assert (f"csebench: error: results/runs/0123456789abcdef/seed1/notes is a symbolic link to /etc/hostname, outside the "
+            f"repository {proj}: DVC would copy") in out, out[-2000:]
+    assert snapshot() == before
+    (store / "notes").unlink()
+    out = _sh(cmd, proj, env)
+    assert ("csebench: warning: results/ci/.csebench-times.json: 4 entries ignored (a path out of results/ci, a link out "
+            "of results, or malformed)") in out, out[-2000:]
+    assert snapshot() == before
+    assert sorted(p.name for p in suite.iterdir()) == [".csebench-times.json", "tables.md"]  # no folder, no link made

@@ -410,3 +410,42 @@ def test_push_never_follows_a_link_nor_sends_a_stranger(trained, tmp_path, capsy
     assert main(argv[:2] + [str(view)] + argv[3:]) == 0
     listed = [line.strip() for line in capsys.readouterr().out.splitlines()[1:]]
     assert "README.md" in listed and "model.safetensors" in listed and "notes.txt" not in listed
+
+
+def test_push_sends_a_listed_file_only_with_the_content_the_run_recorded(trained, tmp_path, capsys, monkeypatch):
+    """A listed file of model/ replaced by a hard link to a secret outside the run (the name is the run's,
+    the bytes are not) was listed for upload (`--dry-run` exit 0): push checks each file against the
+    sha256 train.json recorded, and a run that recorded none is not pushed."""
+    import json
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    run = copy_run(trained, tmp_path / "run")
+    secret = tmp_path / "home" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text('{"token": "hf_abc"}\n')
+    argv = ["push", "--run", str(run), "--repo-id", "org/name", "--dry-run"]
+    config = run / "model" / "config.json"
+    want = json.loads((run / "train.json").read_text())["model_files"]["config.json"]
+    kept = config.read_bytes()
+    config.unlink()
+    os.link(secret, config)
+    import hashlib
+
+    have = hashlib.sha256(secret.read_bytes()).hexdigest()
+    assert_fails(capsys, argv, f"{config} has sha256 {have[:12]}…, not the {want[:12]}… that {run / 'train.json'} "
+                               "recorded when the run was trained: push uploads only the files the run wrote, as it "
+                               "wrote them; restore the file (or train the run again)")
+    config.unlink()
+    assert_fails(capsys, argv, f"{config} is missing: {run / 'train.json'} lists it among the files the run wrote in "
+                               "model/; restore it (or train the run again) before pushing")
+    config.write_bytes(kept)
+    from csebench.cli import main
+
+    assert main(argv) == 0  # the run's own bytes again
+    capsys.readouterr()
+    train = json.loads((run / "train.json").read_text())
+    del train["model_files"]
+    (run / "train.json").write_text(json.dumps(train))
+    assert_fails(capsys, argv, f"{run / 'train.json'} records no sha256 of the files of {run / 'model'} (model_files: a "
+                               "run of an older csebench, or not a run): push uploads only files it can check against "
+                               "what the run wrote; train the run again")

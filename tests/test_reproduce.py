@@ -381,6 +381,9 @@ def test_bad_registry_entries_are_rejected():
                         ({"status": "not-rebuilt"}, "reason"), ({"colour": 1}, "unknown keys"), ({"id": "x/figure-1"}, "table-")]:
         with pytest.raises(ConfigError, match=msg):
             parse_registry({"x": {"items": [{**good, **change}]}})
+    for paper, item_id in (("x", "x/table-1/../../../../y"), ("../x", "../x/table-1")):  # results/papers/<paper>/<slug>.md
+        with pytest.raises(ConfigError, match="use letters, digits, . _ [+] - only, starting with a letter or digit"):
+            parse_registry({paper: {"items": [{**good, "id": item_id}]}})
     with pytest.raises(ConfigError, match="unknown item 'is-cse/table-42': give a paper item"):
         REG.item("is-cse/table-42")
     with pytest.raises(ConfigError, match="unknown renderer"):

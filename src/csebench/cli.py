@@ -484,6 +484,7 @@ def cmd_rehearse(args) -> None:
 
     from .rehearse import rehearse, report
 
+    _params(args)  # a mistake in the settings (a suite named ../x) stops it before --out is made
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     root = logging.getLogger()
@@ -569,6 +570,18 @@ def cmd_dvc_yaml(args) -> None:
     from .dvcgen import main_dvc_yaml
 
     rc = main_dvc_yaml(args.params, args.out, args.check)
+    if rc:
+        raise SystemExit(rc)
+
+
+@command("dvc-commit", "dvc commit --force, after refusing any link out of the repository in what it records (the "
+         "run store: docs/dvc.md)",
+         option("targets", nargs="*", default=["runs.dvc"], metavar="TARGET",
+                help=".dvc files or dvc.yaml stages (default: runs.dvc, the run store)"))
+def cmd_dvc_commit(args) -> None:
+    from .dvccommit import dvc_commit
+
+    rc = dvc_commit(args.targets)
     if rc:
         raise SystemExit(rc)
 

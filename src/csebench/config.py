@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import ConfigError
+from .paths import check_name
 from .schema import _suggest, check_keys, from_dict, read_yaml
 
 SHARED_ENV = "CSEBENCH_SHARED"
@@ -331,8 +332,22 @@ def _read_params_file(p: Path) -> dict:
     _check_finite(p, data)
     validate(data, "params", str(p))
     data = _expand_compact_forms(p, data)
+    _check_names(p, data)
     _check_training_sections(p, data)
     return data
+
+
+def _check_names(p: Path, data: dict) -> None:
+    """Every name the file gives that becomes a path component (results/<suite>/runs/<run>, data/<source>,
+    a run's name from its backbone and method), checked once, where the file is read."""
+    for group, what in (("data", "data source"), ("backbones", "backbone"), ("methods", "method"), ("suites", "suite")):
+        for name in data.get(group) or {}:
+            check_name(f"{p}: {what}", name)
+    for suite, spec in (data.get("suites") or {}).items():
+        runs = spec.get("runs") if isinstance(spec, dict) else None
+        for i, run in enumerate(runs if isinstance(runs, list) else []):
+            if isinstance(run, dict) and "name" in run:
+                check_name(f"{p}: suites.{suite}.runs[{i}].name", run["name"])
 
 
 SEED_RANGE = re.compile(r"(\d+)-(\d+)")
@@ -463,8 +478,7 @@ def suite_runs(params: dict, suite: str) -> list[dict]:
         for flag in ("evaluate", "train"):
             if not isinstance(run.setdefault(flag, True), bool):
                 raise ConfigError(f"suites.{suite}.runs[{i}].{flag}: give true or false, got {run[flag]!r}")
-        if not re.fullmatch(r"[A-Za-z0-9_.+-]+", run["name"]):
-            raise ConfigError(f"suites.{suite}.runs[{i}].name '{run['name']}': use letters, digits, . _ + - only")
+        check_name(f"suites.{suite}.runs[{i}].name", run["name"])  # a backbone-method name too
         if run["name"] in seen:
             raise ConfigError(f"suites.{suite}: run name '{run['name']}' appears twice")
         seen.add(run["name"])

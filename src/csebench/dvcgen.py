@@ -203,7 +203,8 @@ def render(params: dict, cwd: str | Path = ".") -> str:
 
 STORE_TEXT = """\
 # The run store (docs/runs.md, docs/dvc.md): every distinct run, trained once, whichever suites list it.
-# The suite stages of dvc.yaml write into it; `dvc commit runs.dvc` records it, `dvc push` shares it.
+# The suite stages of dvc.yaml write into it; `csebench dvc-commit` records it (`dvc commit -f runs.dvc`
+# after refusing any link out of the repository, which DVC would follow), `dvc push` shares it.
 outs:
 - path: results/runs
   persist: true

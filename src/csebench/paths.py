@@ -15,6 +15,20 @@ the Snakemake rules and csebench.dvcgen ask for a path (docs/runs.md). A leaf mo
 
 from __future__ import annotations
 
+import re
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")  # no '/', never '.' or '..', no leading '-' (an option) or '.' (hidden)
+
+
+def check_name(where: str, name) -> None:
+    """A name that becomes a folder or file name (suite, data source, backbone, method, run, paper item)
+    stays one path component: ``../../x`` as a suite wrote a suite's files outside results/."""
+    if not (isinstance(name, str) and NAME.fullmatch(name)):
+        from .errors import ConfigError
+
+        raise ConfigError(f"{where} {str(name)!r}: use letters, digits, . _ + - only, starting with a letter or digit "
+                          "(it names a folder)")
+
 
 def results_root(params: dict | None) -> str:
     return ((params or {}).get("paths") or {}).get("results", "results")
@@ -36,6 +50,11 @@ def senteval_pointer(data: str, source: str) -> str:
 
 
 # ----------------------------------------------------------------------------- runs
+
+def run_store(results: str) -> str:
+    """``{results}/runs``: every distinct run (runs.dvc tracks it)."""
+    return f"{results}/runs"
+
 
 def key_dir(results: str, key: str, seed) -> str:
     """``{results}/runs/{key}/seed{seed}``: where one distinct run is trained and evaluated, whichever

@@ -18,11 +18,12 @@ IGNORE = [".*", "*/.*"]  # hidden files (an interrupted write's temporaries, .gi
 
 def upload_list(model_dir: Path) -> list[str]:
     """The files push sends from a run's ``model_dir``: the ones csebench wrote there (train.json's
-    ``model_files``; every plain file for a run of a csebench that listed none) and the card, README.md.
-    Hidden files (an interrupted write's temporaries, .git) are skipped, as upload_folder's filter does. A
-    symbolic link is never followed out of the folder and a file csebench did not write is never sent:
-    either is an error naming it. ``model_dir`` itself may be a link only into a run's folder (a suite's
-    view of the run)."""
+    ``model_files``), each with the sha256 recorded for it when the run was trained, and the card,
+    README.md. Hidden files (an interrupted write's temporaries, .git) are skipped, as upload_folder's
+    filter does. A symbolic link is never followed out of the folder, a file csebench did not write is
+    never sent, and neither is a listed file whose content is no longer what the run wrote (replaced, or
+    a hard link to a file elsewhere: the name is the run's, the bytes are not): each is an error naming
+    it. ``model_dir`` itself may be a link only into a run's folder (a suite's view of the run)."""
     from huggingface_hub.utils import filter_repo_objects
 
     from .encoder import recorded_files
@@ -31,6 +32,10 @@ def upload_list(model_dir: Path) -> list[str]:
     if model_dir.is_symlink() and listed is None:
         raise DataError(f"{model_dir} is a symbolic link to {os.readlink(model_dir)}, which is no csebench run's model "
                         "folder: push uploads only a run's own files; push the run it belongs to")
+    if listed is None:
+        raise DataError(f"{train} records no sha256 of the files of {model_dir} (model_files: a run of an older csebench, "
+                        "or not a run): push uploads only files it can check against what the run wrote; train the run "
+                        "again")
     root = model_dir.resolve()
     files = []
     for folder, dirs, names in os.walk(root):  # links are not followed
@@ -44,11 +49,29 @@ def upload_list(model_dir: Path) -> list[str]:
                 raise DataError(f"{model_dir / rel} is a symbolic link (to {os.readlink(path)}): push uploads only the "
                                 "files csebench wrote in the run's model/, never what a link points to; remove the link")
             if path.is_file():
-                if listed is not None and rel not in listed and rel != "README.md":
+                if rel not in listed and rel != "README.md":
                     raise DataError(f"{model_dir / rel} was not written by csebench ({train} lists the files of model/ "
                                     "under model_files): push uploads only the run's own files; move it out of model/")
                 files.append(rel)
+    for rel, want in sorted(listed.items()):
+        _check_recorded(model_dir / rel, root / rel, want, train)
     return list(filter_repo_objects(sorted(files), ignore_patterns=IGNORE))
+
+
+def _check_recorded(shown: Path, path: Path, want, train: Path) -> None:
+    """A file the run wrote is on disk, a plain file, with the sha256 ``train`` recorded for it. Hashed
+    afresh: no cached digest keyed by name, size and time, which a file put in its place could match."""
+    import hashlib
+
+    if path.is_symlink() or not path.is_file():
+        raise DataError(f"{shown} is missing: {train} lists it among the files the run wrote in model/; restore it (or "
+                        "train the run again) before pushing")
+    with open(path, "rb") as fh:
+        have = hashlib.file_digest(fh, "sha256").hexdigest()
+    if have != want:
+        raise DataError(f"{shown} has sha256 {have[:12]}…, not the {str(want)[:12]}… that {train} recorded when the run "
+                        "was trained: push uploads only the files the run wrote, as it wrote them; restore the file "
+                        "(or train the run again)")
 
 
 def check_repo_id(repo_id: str) -> None:

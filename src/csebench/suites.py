@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from pathlib import Path
 
 from .config import (EVAL_PRECISIONS, digest, expand_path, find_run, list_suites, load_params, resolve_run,
                      sts_pairs_file, suite_runs, suite_seeds)
@@ -165,6 +166,7 @@ class Runs:
         self._keys: dict[tuple[str, str], str] = {}
         self._listed: dict[tuple[str, int], list[tuple[str, str]]] | None = None
         self._evaluated: dict[str, set[tuple[str, int]]] = {}
+        self._views: dict[str, set[tuple[str, int]]] = {}
 
     def key(self, suite: str, run: str) -> str:
         if (suite, run) not in self._keys:
@@ -187,6 +189,19 @@ class Runs:
     def first_name(self, suite: str, run: str, seed) -> str:
         """'suite/run' that names the run: the first suite and run of params.yaml that list it."""
         return "/".join(self.first(self.key(suite, run), int(seed)))
+
+    def view_model(self, suite: str, run: str, seed: int) -> str | None:
+        """The model folder that suite's view of run and seed links to (``model``), from the run's identity;
+        None when params.yaml lists no such suite, run and seed. What csebench.stamps links a pulled view to:
+        the link's target never comes from a pulled record."""
+        try:
+            if suite not in self._views:
+                self._views[suite] = set(all_runs_with_teachers(self.params, suite))
+            if (run, int(seed)) not in self._views[suite]:
+                return None
+            return f"{self.folder(suite, run, int(seed))}/model"
+        except CsebenchError:
+            return None
 
     @property
     def listed(self) -> dict[tuple[str, int], list[tuple[str, str]]]:
@@ -312,16 +327,42 @@ def correlation_groups(params: dict, suite: str, run: str, seed: int) -> dict[st
     return {"self_teacher": own, "other_teachers": others, "other_students": students}
 
 
-def restore_times(results: str) -> None:
+def restore_times(results: str, runs: "Runs | None" = None, workdir: str = ".") -> bool:
     """The Snakefile's first step: trees a DVC checkout or a copy wrote anew get their build's
-    modification times back (csebench.stamps), so Snakemake plans only what is really missing."""
+    modification times back (csebench.stamps), so Snakemake plans only what is really missing; a suite's
+    view gets its ``model`` link back, to the folder ``runs`` computes for it. Nothing is changed while
+    another Snakemake run holds a lock in ``workdir``, whose jobs read and write those trees: then False."""
     import sys
 
-    from .stamps import restore_times as restore
+    from .stamps import checked_out, restore_times as restore
 
-    for what, n in restore(results):
+    if another_build(workdir):
+        if pending := checked_out(results):
+            print(f"csebench: another Snakemake run holds {Path(workdir) / '.snakemake' / 'locks'}: the build times of "
+                  f"{len(pending)} trees written anew (a DVC checkout or a copy) are left for the next run after it",
+                  file=sys.stderr)
+        return False
+    for what, n in restore(results, view_model=None if runs is None else runs.view_model):
         print(f"csebench: {n} files of {what} written anew (a DVC checkout "
               "or a copy) got their build times back; content unchanged", file=sys.stderr)
+    return True
+
+
+def another_build(workdir: str = ".") -> bool:
+    """Another Snakemake run holds a lock in ``workdir``: Snakemake writes .snakemake/locks/N.{input,output}.lock
+    once its DAG is built and removes them when it ends (a run that was killed leaves them: `snakemake
+    --unlock`). The Snakefile's first step runs before this run's own lock, so any lock there is another's."""
+    locks = Path(workdir) / ".snakemake" / "locks"
+    return locks.is_dir() and any(locks.glob("*.lock"))
+
+
+def refuse_outside_links(results: str, suites: list[str], workdir: str = ".") -> None:
+    """The folders a build's dvc.yaml stage commits (its suites' folders) and the run store hold no link
+    out of the repository (``workdir``, Snakemake's and DVC's folder) other than into ``results`` (a views'
+    links, where params.yaml puts results elsewhere): one line naming the first (csebench.dvccommit)."""
+    from .dvccommit import refuse_outside_links as refuse
+
+    refuse([paths.run_store(results), *(paths.suite_dir(results, s) for s in suites)], workdir, also=results)
 
 
 def record_times(results: str) -> None:

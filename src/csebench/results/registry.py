@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..errors import ConfigError
+from ..paths import check_name
 from ..schema import load_yaml_text
 
 STATUSES = ("rebuilt", "not-applicable", "not-rebuilt")
@@ -229,6 +230,8 @@ def _parse_item(raw: dict, paper: str, where: str) -> Item:
     it = Item(paper=raw.get("paper", paper), **{k: v for k, v in raw.items() if k != "paper"})
     if not it.id.startswith(f"{it.paper}/"):
         raise ConfigError(f"{where}: id '{it.id}' must start with '{it.paper}/'")
+    check_name(f"{where}: paper", it.paper)  # results/papers/<paper>/<slug>.md
+    check_name(f"{where}: item", it.slug)
     if it.status not in STATUSES:
         raise ConfigError(f"{where}: status '{it.status}' (valid: {', '.join(STATUSES)})")
     if it.kind not in KINDS:
