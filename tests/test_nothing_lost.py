@@ -517,6 +517,57 @@ def test_a_full_disk_during_render_keeps_the_old_report(tmp_path, capsys, monkey
     assert not [p for p in (tmp_path / "results").rglob(".*.tmp")]
 
 
+@pytest.fixture()
+def small_disk(tmp_path):
+    """A real file system of 3 MB (tmpfs), smaller than the ci suite's model (3.9 MB of weights): mounted where
+    this machine lets the tests mount one (root), else the test is skipped saying why; always unmounted."""
+    import shutil
+
+    folder = tmp_path / "small-disk"
+    folder.mkdir()
+    if shutil.which("mount") is None:
+        pytest.skip("no mount command here: a small file system cannot be mounted")
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(folder)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"a small file system cannot be mounted here (mount -t tmpfs: {proc.stderr.strip() or proc.returncode})")
+    try:
+        yield folder
+    finally:
+        if subprocess.run(["umount", str(folder)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+
+
+def test_train_on_a_real_full_disk_is_one_line(inputs, capsys, small_disk):
+    """`csebench train` into a 3 MB file system: safetensors' writer fails with its own SafetensorError ("I/O error:
+    No space left on device (os error 28)"), which was a 22-line traceback and exit 1. One line, exit 2, naming the
+    output being written; its temporaries are removed (the file system has its room back) and nothing looks finished."""
+    out = small_disk / "run"
+    rc, err = run_cli(capsys, train_argv(inputs, out, write_config(inputs / "a.yaml", ci_training(**TRAINING))))
+    assert (rc, err) == (2, f"csebench train: error: cannot write {out / 'best_model.partial'}: No space left on device "
+                            "(errno ENOSPC); nothing finished was replaced, the temporaries are removed\n")
+    assert not [p for p in small_disk.rglob("*") if p.name.endswith(".tmp")]
+    assert not (out / "train.json").exists() and not (out / "model").exists()
+    assert sum(p.stat().st_size for p in small_disk.rglob("*") if p.is_file()) < 100_000  # no half-written weights
+
+
+def test_the_error_safetensors_raises_on_a_full_disk_is_one_line(inputs, capsys, monkeypatch):
+    """Where no file system can be mounted: csebench's own safetensors writes (the training head in the best model so
+    far, the checkpoint's tensors) raise what safetensors raises on a full disk. One line naming the output, exit 2;
+    the temporary is removed."""
+    import safetensors.torch
+    from safetensors import SafetensorError
+
+    def full(*args, **kwargs):
+        raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+
+    monkeypatch.setattr(safetensors.torch, "save_file", full)  # not transformers' writer, which keeps its own name
+    out = inputs / "run"
+    rc, err = run_cli(capsys, train_argv(inputs, out, write_config(inputs / "a.yaml", ci_training(**TRAINING))))
+    assert (rc, err) == (2, f"csebench train: error: cannot write {out / 'best_model.partial'}: No space left on device "
+                            "(errno ENOSPC); nothing finished was replaced, the temporaries are removed\n")
+    assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")] and not (out / "best_model.partial").exists()
+
+
 def test_two_renders_of_one_suite_at_once_both_finish_with_whole_outputs(tmp_path, capsys):
     """Two `csebench results render` processes on the same suite at the same moment (issue 31 part 5):
     each writes its set of outputs through temporaries renamed into place, so both exit 0, the tables

@@ -674,11 +674,14 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # no second error as Python flushes stdout at exit
         return 0
-    except OSError as exc:  # a full disk, a read-only or forbidden folder found while writing: one line
-        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM):
+    except Exception as exc:  # a full disk, a read-only or forbidden folder found while writing: one line
+        from .io import os_error_of
+
+        failed = os_error_of(exc)  # an OSError, or safetensors' error that carries one
+        if failed is None or failed.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM):
             raise
-        what = f"cannot write {exc.filename}" if exc.filename else "a write failed"  # fsync and write name no file
-        print(f"{command}: error: {what}: {exc.strerror} (errno {errno.errorcode[exc.errno]}); "
+        what = f"cannot write {failed.filename}" if failed.filename else "a write failed"  # fsync and write name no file
+        print(f"{command}: error: {what}: {failed.strerror} (errno {errno.errorcode[failed.errno]}); "
               "nothing finished was replaced, the temporaries are removed", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
