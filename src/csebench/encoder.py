@@ -573,12 +573,25 @@ def max_positions(config) -> int | None:
     return n - 2 if getattr(config, "model_type", "") in ROBERTA_LIKE else n
 
 
-def check_max_seq_length(encoder: SentenceEncoder, length: int, what: str) -> None:
-    """A length past the backbone's position table would fail mid-training (an index error): refuse it at load."""
+def check_max_seq_length(encoder: SentenceEncoder, length: int, what: str, added=None) -> None:
+    """A length past the backbone's position table would fail mid-training (an index error): refuse it at load.
+    ``added(n)``: term key -> (tokens the objective terms add to a row of n tokens, what they are), e.g. a
+    PromptBERT template around every row, which count against the table too."""
     limit = max_positions(encoder.backbone.config)
-    if limit is not None and length > limit:
+    if limit is None:
+        return
+    extra = added(length) if added is not None else {}
+    total = length + sum(n for n, _ in extra.values())
+    if total <= limit:
+        return
+    if not extra:
         raise ConfigError(f"{what} is {length}, longer than the backbone takes ({limit} positions, its "
                           f"max_position_embeddings); set it to at most {limit}")
+    fits = next((n for n in range(min(length, limit), 2, -1) if n + sum(k for k, _ in added(n).values()) <= limit), None)
+    terms = " and ".join(f"objectives.{key} adds up to {n} tokens ({why})" for key, (n, why) in extra.items())
+    remedy = f"set it to at most {fits}" if fits else "shorten the template"
+    raise ConfigError(f"{what} is {length}, and {terms}: {total} positions, more than the backbone takes ({limit}, its "
+                      f"max_position_embeddings); {remedy}")
 
 
 def has_head_weights(model_dir: str | os.PathLike) -> bool:

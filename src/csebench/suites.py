@@ -198,6 +198,13 @@ class Runs:
                     self._listed.setdefault((self.key(suite, run), seed), []).append((suite, run))
         return self._listed
 
+    def check(self) -> None:
+        """Resolve every run of params.yaml at each of its seeds, teachers included, now: a setting no run can
+        train with (a template without {mask}, a run that is its own teacher) is then the Snakefile's one line
+        before planning, not an error inside an input function under Snakemake's stack lines. The DAG reads
+        every run anyway (``first``), so this costs nothing more."""
+        self.listed  # noqa: B018  resolving is the point
+
     def first(self, key: str, seed: int) -> tuple[str, str]:
         """The (suite, run) that names the run with this key and seed: the first that lists it."""
         from .errors import ConfigError
