@@ -366,6 +366,45 @@ def test_snakemake_killed_with_kill_9_then_rerun_as_documented_resumes_the_train
     assert json.loads((run / "train.json").read_text())["steps"] == 16
 
 
+@pytest.mark.slow(seconds=15)
+@needs_pipeline
+def test_a_build_while_another_holds_the_lock_is_one_line_and_dry_runs_and_unlock_still_work(tmp_path, shared_dir):
+    """A second Snakemake build while one runs stopped, after planning its whole DAG, with Snakemake's four-line
+    LockException. The other build's locks are written here as Snakemake writes them (.snakemake/locks/N.output.lock:
+    the files it makes, one a line; a real build of the ci suite holds results/ci/tables/sts.md there). The default
+    target stops before planning, naming the target; a target given on the command line, whose DAG only Snakemake
+    knows, stops where Snakemake finds the lock, in the same one line. A dry run still runs beside the lock, and the
+    --unlock command the line gives clears a stale one."""
+    from runhelpers import BIN, copy_project, tool_env
+
+    proj = copy_project(tmp_path / "proj")
+    locks = proj / ".snakemake" / "locks"
+    locks.mkdir(parents=True)
+    base = [str(BIN / "snakemake"), "--cores", "1", "--configfile", "config/ci.yaml", "--config", "plan=false"]
+
+    def snakemake(*args):
+        proc = subprocess.run(base + list(args), cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True, timeout=300)
+        errors = [line for line in proc.stderr.splitlines() if "error" in line.lower() or "lock" in line.lower()]
+        return proc.returncode, errors
+
+    unlock = "`snakemake --unlock --cores 1 --configfile config/ci.yaml --config plan=false`"
+    (locks / "0.output.lock").write_text("results/ci/tables/sts.md\nresults/README.md\n")
+    (locks / "0.input.lock").write_text("data/ci/corpus.txt\n")
+    assert snakemake() == (1, [f"csebench: error: another Snakemake build is running in {proj} and holds the lock on "
+                               "results/ci/tables/sts.md and 1 more of this build's targets (.snakemake/locks): wait for it to "
+                               f"end; if none runs (a build was killed), remove its stale lock with {unlock}, then run this again"])
+    (locks / "0.output.lock").write_text("data/ci/corpus.txt\n")  # below the targets: Snakemake's own check finds it
+    assert snakemake("--", "results/ci/tables/sts.md") == (1, [
+        f"csebench: error: another Snakemake build is running in {proj} and holds the lock on files this build needs "
+        f"(.snakemake/locks): wait for it to end; if none runs (a build was killed), remove its stale lock with {unlock}, "
+        "then run this again"])
+    rc, _ = snakemake("-n", "--quiet", "rules")
+    assert rc == 0 and (locks / "0.output.lock").exists()  # a dry run beside a running build, as Snakemake allows it
+    proc = subprocess.run(unlock.strip("`").split(), cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0 and not locks.exists(), proc.stderr[-2000:]
+
+
 # ----------------------------------------------------------------------------- a run's outputs linked out of the run
 
 
