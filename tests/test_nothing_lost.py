@@ -450,6 +450,24 @@ def test_an_interrupt_names_the_subcommand_even_before_argparse(capsys, monkeypa
     assert rc == 130 and err == "csebench train: interrupted\n"
 
 
+def test_an_interrupt_during_rehearse_is_an_interruption_not_a_failed_run(tmp_path, capsys, monkeypatch):
+    """`csebench rehearse` runs each command in process: the command caught the Ctrl-C and returned 130, which the
+    rehearsal took for a failed run, went on with the next, and ended `1 rehearsal(s) failed`, exit 2."""
+    from csebench import trainer
+
+    real = trainer.Trainer.run
+
+    def interrupted(self):
+        if type(self) is trainer.Trainer:  # `csebench train` resuming the rehearsal's first attempt
+            raise KeyboardInterrupt
+        return real(self)
+
+    monkeypatch.setattr(trainer.Trainer, "run", interrupted)
+    rc, err = run_cli(capsys, ["--threads", "1", "rehearse", "--suites", "ci", "--only", "ci/simcse", "--out", str(tmp_path / "r")])
+    assert (rc, err.splitlines()[-1]) == (130, "csebench rehearse: interrupted"), err
+    assert "FAILED" not in err and "failed" not in err
+
+
 def test_an_interrupt_during_an_import_is_one_line_and_never_raised_inside_it(tmp_path):
     """Ctrl-C during torch's import raised KeyboardInterrupt inside it, where pybind11 code cannot pass it on:
     `terminate called after throwing an instance of 'pybind11::error_already_set'`, exit 134, an 85-line dump.

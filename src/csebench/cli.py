@@ -475,8 +475,9 @@ def _depth(text: str) -> int | None:
 def cmd_rehearse(args) -> None:
     from pathlib import Path
 
-    from .rehearse import rehearse, report
+    from .rehearse import rehearse, report, select
 
+    selection = select(args.params, args.config, args.suites, limit=args.limit, only=args.only)  # nothing written yet
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     root = logging.getLogger()
@@ -488,8 +489,7 @@ def cmd_rehearse(args) -> None:
     fh.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%H:%M:%S"))
     root.addHandler(fh)
     try:
-        outcome = rehearse(main, args.params, args.config, args.suites, out, limit=args.limit, only=args.only,
-                           keep_going=not args.stop, keep_models=args.keep_models, depth=args.depth)
+        outcome = rehearse(main, selection, out, keep_going=not args.stop, keep_models=args.keep_models, depth=args.depth)
     finally:
         root.removeHandler(fh)
         fh.close()
@@ -582,6 +582,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 _COMMAND = ["csebench"]  # the command named on the command line, for the interrupt line
+_NESTED: list[bool] = []  # one entry per main() running: more than one while rehearse runs the commands in process
 
 
 def _command_of(argv: list[str]) -> str:
@@ -617,7 +618,8 @@ def _on_interrupt(signum, frame) -> None:
 
         for tmp in open_temporaries():
             remove_path(tmp)
-        print(f"{_COMMAND[0]}: interrupted", file=sys.stderr, flush=True)
+        # the terminal's stderr: a command run inside another (csebench rehearse) has its stderr captured
+        print(f"{_COMMAND[0]}: interrupted", file=sys.__stderr__ or sys.stderr, flush=True)
         os._exit(130)
     raise KeyboardInterrupt
 
@@ -649,10 +651,14 @@ def main(argv: list[str] | None = None) -> int:
     interrupts nothing: the program ignores it until it exits, an in-process caller gets its handler back."""
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, _on_interrupt) if main_thread else None
-    command = _COMMAND[0] = _command_of(sys.argv[1:] if argv is None else list(argv))
+    outer = _COMMAND[0] if _NESTED else None  # a command run by another (rehearse): the interrupt line names the outer
+    _NESTED.append(True)
+    command = _command_of(sys.argv[1:] if argv is None else list(argv))
+    _COMMAND[0] = outer or command
     try:
         args = build_parser().parse_args(argv)
-        command = _COMMAND[0] = f"csebench {args.command}"
+        command = f"csebench {args.command}"
+        _COMMAND[0] = outer or command
         _setup_logging(args.verbose)
         _check_outputs(args)
         from .provenance import reset
@@ -688,6 +694,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{command}: interrupted", file=sys.stderr)
         return 130
     finally:
+        _NESTED.pop()
         if main_thread:
             signal.signal(signal.SIGINT, signal.SIG_IGN if argv is None else previous)
     return 0
