@@ -258,3 +258,21 @@ def test_fetch_backbone_of_a_cache_without_the_weights_fails_naming_what_is_miss
     assert rc4 == 0, err4
     assert not (tmp_path / "config-only.json").exists() and not (tmp_path / "no-weights.json").exists()
     assert json.loads((tmp_path / "whole.json").read_text())["hub"] == {"models/org/whole": commits["org/whole"]}
+
+
+def test_eval_of_a_hub_model_offline_names_the_fetch_step(tmp_path, capsys, monkeypatch):
+    """`eval-sts --model bert-base-uncased` with downloads off and the model not in the cache printed transformers'
+    "Check your internet connection" advice; it is the one line the jobs print, naming the fetch step."""
+    from runhelpers import assert_fails
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-hf"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    line = assert_fails(capsys, ["eval-sts", "--model", "bert-base-uncased", "--senteval", str(tmp_path / "se"),
+                                 "--out", str(tmp_path / "sts.json")],
+                        "csebench eval-sts: error: cannot load bert-base-uncased: bert-base-uncased is not in this machine's "
+                        "Hugging Face cache and downloads are off (HF_HUB_OFFLINE=1, as in every job Snakemake submits to a "
+                        "cluster): fetch it first where there is network, on the submitting host: the build does so itself "
+                        "(its fetch_* and prepare_* jobs run there), or `csebench fetch-backbone --backbone NAME --out "
+                        "data/backbones/NAME.json`", outputs=[tmp_path / "sts.json"])
+    assert "internet" not in line

@@ -648,17 +648,22 @@ def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None, what: 
     for name, commit in (meta.get("hub") or {}).items():  # the backbone a saved model was trained from
         record_hub(name, commit)
     pooler = eval_pooler_of(path, pooler)
+    from .fetch import hub_id, offline, offline_hint
+
+    # a hub id with downloads off and the cache without it: transformers' advice is to check the internet connection
+    missing = (lambda: f"cannot load {model_dir}: {offline_hint(str(model_dir))}") if offline() and hub_id(str(model_dir)) else None
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(path))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot load the tokenizer of {model_dir}: {_one_line(exc)}") from None
+    except (OSError, ValueError) as exc:  # OSError: a file not found (ValueError: one that is there, unreadable)
+        raise ConfigError(missing() if missing and isinstance(exc, OSError) else
+                          f"cannot load the tokenizer of {model_dir}: {_one_line(exc)}") from None
     try:
         try:
             backbone = AutoModel.from_pretrained(str(path), add_pooling_layer=False)
         except TypeError:
             backbone = AutoModel.from_pretrained(str(path))
     except OSError as exc:
-        raise ConfigError(f"cannot load model from {model_dir}: {_one_line(exc)}") from None
+        raise ConfigError(missing() if missing else f"cannot load model from {model_dir}: {_one_line(exc)}") from None
     except Exception as exc:  # damaged safetensors, an unsafe pickle: one line naming the file
         raise _unreadable_weights(exc, path) or exc from None
     record_model_revision(str(model_dir))  # a hub id evaluated as it is
