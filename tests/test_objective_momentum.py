@@ -155,3 +155,11 @@ def test_repetition_counts_against_the_position_table(inputs, capsys):
         "max_seq_length": 98, "max_steps": 2, "eval_steps": 2, "batch_size": 8}}}})
     rc, err = run_cli(capsys, train_argv(inputs, inputs / "fits", cfg))
     assert rc == 0, err
+
+
+def test_an_empty_queue_is_refused():
+    """queue_size 0 was accepted: no momentum negative, and the momentum encoder encoded every batch for nothing."""
+    with pytest.raises(ConfigError) as e:
+        validate_objectives({"momentum_negatives": {"queue_size": 0}}, "run ci/simcse")
+    assert str(e.value) == ("run ci/simcse: objectives.momentum_negatives.queue_size must be at least 1, got 0: an empty "
+                            "queue adds no momentum negative, while the momentum encoder still encodes every batch")

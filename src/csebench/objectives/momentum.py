@@ -69,8 +69,9 @@ class MomentumSettings:
     def validate(self, where: str) -> None:
         if not 0 <= self.dup_rate <= 1:
             raise ConfigError(f"{where}.dup_rate must be in [0, 1], got {self.dup_rate}")
-        if self.queue_size < 0:
-            raise ConfigError(f"{where}.queue_size must be >= 0, got {self.queue_size}")
+        if self.queue_size < 1:  # 0 holds no negative: the momentum encoder would run every step for nothing
+            raise ConfigError(f"{where}.queue_size must be at least 1, got {self.queue_size}: an empty queue adds no "
+                              "momentum negative, while the momentum encoder still encodes every batch")
         if not 0 <= self.momentum <= 1:
             raise ConfigError(f"{where}.momentum must be in [0, 1], got {self.momentum}")
         for name, valid in (("dup_bound", BOUNDS), ("momentum_init", INITS), ("momentum_head", HEADS)):
