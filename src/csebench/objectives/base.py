@@ -85,6 +85,7 @@ class ObjectiveTerm(nn.Module):
     # order among the terms' input_views: content changes (repetition, negation) before templates
     view_order: ClassVar[int] = 0
     extra_init_args: ClassVar[tuple[str, ...]] = ()
+    adds: ClassVar[str] = ""  # what added_tokens counts, for the message of a row past the position table
 
     def __init__(self, settings: Any, hidden_size: int, num_layers: int):
         super().__init__()
@@ -98,8 +99,6 @@ class ObjectiveTerm(nn.Module):
         (a template, repeated words): they count against the backbone's position table too, which the trainer
         checks before tokenizing (encoder.check_max_seq_length). ``adds`` says what they are."""
         return 0
-
-    adds: ClassVar[str] = ""  # what added_tokens counts, for the message of a row past the position table
 
     def intermediate_layers(self) -> list[int]:
         """hidden_states indices whose pooled representation this term needs in StepContext."""

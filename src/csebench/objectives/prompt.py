@@ -90,14 +90,14 @@ class PromptTemplates(ObjectiveTerm):
     Settings: ClassVar[type] = PromptSettings
     extra_init_args: ClassVar[tuple[str, ...]] = ("encoder",)
     view_order: ClassVar[int] = 10  # after the terms that change or add content (negations, repetitions)
-
     adds = "its templates"
 
     @classmethod
     def added_tokens(cls, settings: PromptSettings, tokenizer, max_seq_length: int) -> int:
         """The longer template's prefix and suffix: [CLS] prefix x suffix [SEP] is that much longer than the row."""
         t1, t2 = resolve_templates(settings, tokenizer).values()
-        ids = (template_ids(tokenizer, *t1, "objectives.prompt.template"), template_ids(tokenizer, *t2, "objectives.prompt.template2"))
+        ids = (template_ids(tokenizer, *t1, "objectives.prompt.template"),
+               template_ids(tokenizer, *t2, "objectives.prompt.template2"))
         return max(len(pre) + len(suf) for pre, suf in ids)
 
     def __init__(self, settings: PromptSettings, hidden_size: int, num_layers: int, encoder=None):
