@@ -410,7 +410,7 @@ def _unlock_command(workflow) -> str:
         rel = os.path.relpath(f)
         args += ["--configfile", str(f) if rel.startswith("..") else rel]
     if settings.config:
-        args += ["--config", *(settings.config_args or [])]
+        args += ["--config", *(getattr(settings, "config_args", None) or [f"{k}={v!r}" for k, v in settings.config.items()])]
     return " ".join(shlex.quote(str(a)) for a in args)
 
 
@@ -446,8 +446,9 @@ def refuse_locked_build(workflow, targets: list[str]) -> list:
     rule all's inputs are inputs of this DAG. A dry run (-n), --unlock, --nolock, a report or a cluster job's
     own Snakemake never locks and is never stopped here. Returns no input."""
     settings = getattr(workflow, "execution_settings", None)
-    if (not workflow.is_main_process or workflow.executor_plugin is None or workflow.dryrun or settings is None
-            or not settings.lock or getattr(workflow.workflow_settings.persistence_backend, "name", "FILE") != "FILE"):
+    backend = getattr(getattr(workflow, "workflow_settings", None), "persistence_backend", None)  # Snakemake 9: a choice
+    if (not workflow.is_main_process or getattr(workflow, "executor_plugin", None) is None or workflow.dryrun
+            or settings is None or not getattr(settings, "lock", True) or getattr(backend, "name", "FILE") != "FILE"):
         return []
     held = _locked_outputs()
     clash = [t for t in targets if t in held]
@@ -463,6 +464,7 @@ def lock_error_in_one_line(workflow) -> None:
     Snakemake raises it (before it takes any lock), ending the build with exit 1 as Snakemake's does."""
     import snakemake.exceptions as smx
 
+    _LOCKING[0] = workflow  # the workflow of this Snakefile: its config names the unlock command
     base = getattr(smx, "LockException", None)
     if base is None or getattr(base, "one_line", False):
         return
@@ -471,7 +473,10 @@ def lock_error_in_one_line(workflow) -> None:
         one_line = True
 
         def __init__(self, *args, **kwargs):
-            print(lock_message(workflow), file=sys.stderr, flush=True)
+            print(lock_message(_LOCKING[0]), file=sys.stderr, flush=True)
             raise SystemExit(1)
 
     smx.LockException = OneLineLockException
+
+
+_LOCKING: list = [None]
