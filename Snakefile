@@ -34,8 +34,11 @@ PROGRESS = "" if config.get("progress", True) else "--no-progress"
 # embedded and evaluated once, in its own folder; the suites' folders are views of it (views.smk).
 with wf.one_line():
     RUNS = wf.Runs(PARAMS)
+    RUNS.check()  # every run resolved before planning: a setting no run can train with is its one line
 
 wf.offline_if_submitted(workflow.is_main_process)  # a cluster job downloads nothing (csebench.fetch)
+if workflow.is_main_process:  # another build holding the lock: one line (rule all checks before planning)
+    wf.lock_error_in_one_line(workflow)
 
 if workflow.is_main_process:
     with wf.one_line():  # a planted link out of the repository: refused before a dvc.yaml stage commits it (docs/dvc.md)
@@ -82,12 +85,20 @@ include: "workflow/rules/results.smk"
 include: "workflow/rules/views.smk"  # each suite's folders of its runs, which are trained once (docs/runs.md)
 
 
+ALL = [
+    *[f"{RESULTS}/{suite}/tables/sts.md" for suite in SUITES],
+    *[f"{RESULTS}/{suite}/metrics.json" for suite in SUITES],  # DVC's metrics (metrics.smk)
+    *[c for suite in dict.fromkeys([*SUITES, *reproduce_suites()]) for c in card_targets(suite)],  # a model card in every run's model/ (card.smk)
+    *[t for suite in SUITES for t in analysis_targets(suite)],  # config `analyses:` (workflow/rules/analysis.smk)
+    *[t for suite in SUITES for t in mteb_targets(suite)],  # a suite's `mteb:` (workflow/rules/mteb.smk)
+    *reproduce_targets(),  # config `reproduce:` (workflow/rules/results.smk)
+    *([f"{RESULTS}/README.md"] if config.get("front_page", True) else []),  # false: DVC's suite stages (docs/dvc.md)
+]
+
+
 rule all:
     input:
-        [f"{RESULTS}/{suite}/tables/sts.md" for suite in SUITES],
-        [f"{RESULTS}/{suite}/metrics.json" for suite in SUITES],  # DVC's metrics (metrics.smk)
-        [c for suite in dict.fromkeys([*SUITES, *reproduce_suites()]) for c in card_targets(suite)],  # a model card in every run's model/ (card.smk)
-        [t for suite in SUITES for t in analysis_targets(suite)],  # config `analyses:` (workflow/rules/analysis.smk)
-        [t for suite in SUITES for t in mteb_targets(suite)],  # a suite's `mteb:` (workflow/rules/mteb.smk)
-        reproduce_targets(),  # config `reproduce:` (workflow/rules/results.smk)
-        [f"{RESULTS}/README.md"] if config.get("front_page", True) else [],  # false: DVC's suite stages (docs/dvc.md)
+        ALL,
+        # no file: the first step of planning, once Snakemake's settings are known; another build making these
+        # targets stops this one now, in one line, not after the whole DAG is planned (csebench.suites)
+        lambda w: wf.refuse_locked_build(workflow, ALL),

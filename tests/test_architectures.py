@@ -268,3 +268,17 @@ def test_one_run_of_each_class_at_its_real_shape(backbone, rehearsing, small_sen
     with torch.no_grad():  # the cls pooler is the <s> / [CLS] row of the last layer
         hidden = enc.backbone(**{k: v for k, v in batch.items() if k != "token_type_ids"}).last_hidden_state
     assert torch.allclose(emb[1], hidden[1, 0], atol=1e-4)
+
+
+def test_rehearse_refuses_an_unknown_suite_before_writing_anything(tmp_path, capsys):
+    """`rehearse --suites cii` printed `csebench rehearse: error: rehearse: unknown suite 'cii'` (no suggestion, the
+    prefix twice) and left its --out folder with an empty rehearse.log."""
+    from runhelpers import assert_fails
+
+    out = tmp_path / "rehearsal"
+    assert_fails(capsys, ["rehearse", "--suites", "ci", "cii", "--out", str(out)],
+                 "csebench rehearse: error: --suites: unknown suite 'cii' (did you mean 'ci'?)\n")
+    assert not out.exists()
+    assert_fails(capsys, ["rehearse", "--suites", "ci", "--only", "nope", "--out", str(out)],
+                 "csebench rehearse: error: --only nope: no run of ci is listed as SUITE/RUN containing it")
+    assert not out.exists()

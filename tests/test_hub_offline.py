@@ -205,3 +205,74 @@ def test_a_job_that_finds_its_backbone_missing_offline_names_the_fetch_step(tmp_
     with pytest.raises(ConfigError, match=r"cannot load backbone 'org/absent': org/absent is not in this machine's "
                                           r"Hugging Face cache and downloads are off .* fetch-backbone"):
         build_backbone(BackboneConfig(model="org/absent"), tokenizer=None)
+
+
+FETCH = """
+import contextlib, io, json, sys
+from csebench.cli import main
+out = []
+for argv in json.loads(sys.argv[1]):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        rc = main(argv)
+    out.append([rc, err.getvalue()])
+print(json.dumps(out))
+"""
+
+
+def test_fetch_backbone_of_a_cache_without_the_weights_fails_naming_what_is_missing(tmp_path, shared_dir):
+    """Offline, snapshot_download hands back a cached snapshot whatever it holds: a cache with only config.json,
+    or config and tokenizer without weights, made the fetch exit 0 and write its note, and the job on the
+    compute node failed later. The fetch checks every file loading needs and names what is missing."""
+    sentences = (shared_dir / "corpus" / "demo-sentences.txt").read_text(encoding="utf-8").splitlines()[:300]
+    files = model_files("bert", sentences, tmp_path)
+    hub = tmp_path / "hf" / "hub"
+    tokenizer = {k: v for k, v in files.items() if k.startswith(("tokenizer", "vocab", "special_tokens"))}
+    commits = {"org/config-only": put_repo(hub, "models", "org/config-only", {"config.json": files["config.json"]}),
+               "org/no-weights": put_repo(hub, "models", "org/no-weights", {"config.json": files["config.json"], **tokenizer}),
+               "org/whole": put_repo(hub, "models", "org/whole", files)}
+    over = tmp_path / "over.yaml"
+    over.write_text(yaml.safe_dump({"backbones": {
+        "config-only": {"model": "org/config-only"}, "no-weights": {"model": "org/no-weights"},
+        "split": {"model": "org/whole", "tokenizer": "org/config-only"}, "whole": {"model": "org/whole"}}}))
+    argv = [["fetch-backbone", "--params", str(ROOT / "params.yaml"), "--config", str(over), "--backbone", name,
+             "--out", str(tmp_path / f"{name}.json")] for name in ("config-only", "no-weights", "split", "whole")]
+    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1",
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    env.pop("HF_HUB_CACHE", None)
+    env.pop("HUGGINGFACE_HUB_CACHE", None)
+    proc = subprocess.run([sys.executable, "-c", FETCH, json.dumps(argv)], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (rc1, err1), (rc2, err2), (rc3, err3), (rc4, err4) = json.loads(proc.stdout.splitlines()[-1])
+    weights, tok = "model.safetensors (the weights)", "a tokenizer (tokenizer.json, vocab.txt, or vocab.json with merges.txt)"
+    offline = (" in this machine's Hugging Face cache, and downloads are off (HF_HUB_OFFLINE=1): fetch it where there is "
+               "network (HF_HUB_OFFLINE=0 csebench fetch-backbone --backbone {0} --out data/backbones/{0}.json), or copy "
+               "the whole snapshot into the cache; nothing written\n")
+    assert (rc1, err1) == (2, f"csebench fetch-backbone: error: backbones.config-only: org/config-only (commit "
+                              f"{commits['org/config-only'][:12]}) lacks {weights} and {tok}" + offline.format("config-only"))
+    assert (rc2, err2) == (2, f"csebench fetch-backbone: error: backbones.no-weights: org/no-weights (commit "
+                              f"{commits['org/no-weights'][:12]}) lacks {weights}" + offline.format("no-weights"))
+    # a tokenizer of its own: the tokenizer's repo needs the tokenizer files only, the model's the config and weights
+    assert (rc3, err3) == (2, f"csebench fetch-backbone: error: backbones.split: org/config-only (commit "
+                              f"{commits['org/config-only'][:12]}) lacks {tok}" + offline.format("split"))
+    assert rc4 == 0, err4
+    assert not (tmp_path / "config-only.json").exists() and not (tmp_path / "no-weights.json").exists()
+    assert json.loads((tmp_path / "whole.json").read_text())["hub"] == {"models/org/whole": commits["org/whole"]}
+
+
+def test_eval_of_a_hub_model_offline_names_the_fetch_step(tmp_path, capsys, monkeypatch):
+    """`eval-sts --model bert-base-uncased` with downloads off and the model not in the cache printed transformers'
+    "Check your internet connection" advice; it is the one line the jobs print, naming the fetch step."""
+    from runhelpers import assert_fails
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-hf"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    line = assert_fails(capsys, ["eval-sts", "--model", "bert-base-uncased", "--senteval", str(tmp_path / "se"),
+                                 "--out", str(tmp_path / "sts.json")],
+                        "csebench eval-sts: error: cannot load bert-base-uncased: bert-base-uncased is not in this machine's "
+                        "Hugging Face cache and downloads are off (HF_HUB_OFFLINE=1, as in every job Snakemake submits to a "
+                        "cluster): fetch it first where there is network, on the submitting host: the build does so itself "
+                        "(its fetch_* and prepare_* jobs run there), or `csebench fetch-backbone --backbone NAME --out "
+                        "data/backbones/NAME.json`", outputs=[tmp_path / "sts.json"])
+    assert "internet" not in line

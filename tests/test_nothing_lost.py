@@ -366,6 +366,45 @@ def test_snakemake_killed_with_kill_9_then_rerun_as_documented_resumes_the_train
     assert json.loads((run / "train.json").read_text())["steps"] == 16
 
 
+@pytest.mark.slow(seconds=15)
+@needs_pipeline
+def test_a_build_while_another_holds_the_lock_is_one_line_and_dry_runs_and_unlock_still_work(tmp_path, shared_dir):
+    """A second Snakemake build while one runs stopped, after planning its whole DAG, with Snakemake's four-line
+    LockException. The other build's locks are written here as Snakemake writes them (.snakemake/locks/N.output.lock:
+    the files it makes, one a line; a real build of the ci suite holds results/ci/tables/sts.md there). The default
+    target stops before planning, naming the target; a target given on the command line, whose DAG only Snakemake
+    knows, stops where Snakemake finds the lock, in the same one line. A dry run still runs beside the lock, and the
+    --unlock command the line gives clears a stale one."""
+    from runhelpers import BIN, copy_project, tool_env
+
+    proj = copy_project(tmp_path / "proj")
+    locks = proj / ".snakemake" / "locks"
+    locks.mkdir(parents=True)
+    base = [str(BIN / "snakemake"), "--cores", "1", "--configfile", "config/ci.yaml", "--config", "plan=false"]
+
+    def snakemake(*args):
+        proc = subprocess.run(base + list(args), cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True, timeout=300)
+        errors = [line for line in proc.stderr.splitlines() if "error" in line.lower() or "lock" in line.lower()]
+        return proc.returncode, errors
+
+    unlock = "`snakemake --unlock --cores 1 --configfile config/ci.yaml --config plan=false`"
+    (locks / "0.output.lock").write_text("results/ci/tables/sts.md\nresults/README.md\n")
+    (locks / "0.input.lock").write_text("data/ci/corpus.txt\n")
+    assert snakemake() == (1, [f"csebench: error: another Snakemake build is running in {proj} and holds the lock on "
+                               "results/ci/tables/sts.md and 1 more of this build's targets (.snakemake/locks): wait for it to "
+                               f"end; if none runs (a build was killed), remove its stale lock with {unlock}, then run this again"])
+    (locks / "0.output.lock").write_text("data/ci/corpus.txt\n")  # below the targets: Snakemake's own check finds it
+    assert snakemake("--", "results/ci/tables/sts.md") == (1, [
+        f"csebench: error: another Snakemake build is running in {proj} and holds the lock on files this build needs "
+        f"(.snakemake/locks): wait for it to end; if none runs (a build was killed), remove its stale lock with {unlock}, "
+        "then run this again"])
+    rc, _ = snakemake("-n", "--quiet", "rules")
+    assert rc == 0 and (locks / "0.output.lock").exists()  # a dry run beside a running build, as Snakemake allows it
+    proc = subprocess.run(unlock.strip("`").split(), cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0 and not locks.exists(), proc.stderr[-2000:]
+
+
 # ----------------------------------------------------------------------------- a run's outputs linked out of the run
 
 
@@ -409,6 +448,24 @@ def test_an_interrupt_names_the_subcommand_even_before_argparse(capsys, monkeypa
     monkeypatch.setattr(cli, "build_parser", interrupted)
     rc, err = run_cli(capsys, ["-v", "--threads", "1", "train", "--suite", "ci"])
     assert rc == 130 and err == "csebench train: interrupted\n"
+
+
+def test_an_interrupt_during_rehearse_is_an_interruption_not_a_failed_run(tmp_path, capsys, monkeypatch):
+    """`csebench rehearse` runs each command in process: the command caught the Ctrl-C and returned 130, which the
+    rehearsal took for a failed run, went on with the next, and ended `1 rehearsal(s) failed`, exit 2."""
+    from csebench import trainer
+
+    real = trainer.Trainer.run
+
+    def interrupted(self):
+        if type(self) is trainer.Trainer:  # `csebench train` resuming the rehearsal's first attempt
+            raise KeyboardInterrupt
+        return real(self)
+
+    monkeypatch.setattr(trainer.Trainer, "run", interrupted)
+    rc, err = run_cli(capsys, ["--threads", "1", "rehearse", "--suites", "ci", "--only", "ci/simcse", "--out", str(tmp_path / "r")])
+    assert (rc, err.splitlines()[-1]) == (130, "csebench rehearse: interrupted"), err
+    assert "FAILED" not in err and "failed" not in err
 
 
 def test_an_interrupt_during_an_import_is_one_line_and_never_raised_inside_it(tmp_path):
@@ -515,6 +572,57 @@ def test_a_full_disk_during_render_keeps_the_old_report(tmp_path, capsys, monkey
                             "finished was replaced, the temporaries are removed\n")
     assert _report_outputs(tmp_path) == before
     assert not [p for p in (tmp_path / "results").rglob(".*.tmp")]
+
+
+@pytest.fixture()
+def small_disk(tmp_path):
+    """A real file system of 3 MB (tmpfs), smaller than the ci suite's model (3.9 MB of weights): mounted where
+    this machine lets the tests mount one (root), else the test is skipped saying why; always unmounted."""
+    import shutil
+
+    folder = tmp_path / "small-disk"
+    folder.mkdir()
+    if shutil.which("mount") is None:
+        pytest.skip("no mount command here: a small file system cannot be mounted")
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(folder)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"a small file system cannot be mounted here (mount -t tmpfs: {proc.stderr.strip() or proc.returncode})")
+    try:
+        yield folder
+    finally:
+        if subprocess.run(["umount", str(folder)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+
+
+def test_train_on_a_real_full_disk_is_one_line(inputs, capsys, small_disk):
+    """`csebench train` into a 3 MB file system: safetensors' writer fails with its own SafetensorError ("I/O error:
+    No space left on device (os error 28)"), which was a 22-line traceback and exit 1. One line, exit 2, naming the
+    output being written; its temporaries are removed (the file system has its room back) and nothing looks finished."""
+    out = small_disk / "run"
+    rc, err = run_cli(capsys, train_argv(inputs, out, write_config(inputs / "a.yaml", ci_training(**TRAINING))))
+    assert (rc, err) == (2, f"csebench train: error: cannot write {out / 'best_model.partial'}: No space left on device "
+                            "(errno ENOSPC); nothing finished was replaced, the temporaries are removed\n")
+    assert not [p for p in small_disk.rglob("*") if p.name.endswith(".tmp")]
+    assert not (out / "train.json").exists() and not (out / "model").exists()
+    assert sum(p.stat().st_size for p in small_disk.rglob("*") if p.is_file()) < 100_000  # no half-written weights
+
+
+def test_the_error_safetensors_raises_on_a_full_disk_is_one_line(inputs, capsys, monkeypatch):
+    """Where no file system can be mounted: csebench's own safetensors writes (the training head in the best model so
+    far, the checkpoint's tensors) raise what safetensors raises on a full disk. One line naming the output, exit 2;
+    the temporary is removed."""
+    import safetensors.torch
+    from safetensors import SafetensorError
+
+    def full(*args, **kwargs):
+        raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+
+    monkeypatch.setattr(safetensors.torch, "save_file", full)  # not transformers' writer, which keeps its own name
+    out = inputs / "run"
+    rc, err = run_cli(capsys, train_argv(inputs, out, write_config(inputs / "a.yaml", ci_training(**TRAINING))))
+    assert (rc, err) == (2, f"csebench train: error: cannot write {out / 'best_model.partial'}: No space left on device "
+                            "(errno ENOSPC); nothing finished was replaced, the temporaries are removed\n")
+    assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")] and not (out / "best_model.partial").exists()
 
 
 def test_two_renders_of_one_suite_at_once_both_finish_with_whole_outputs(tmp_path, capsys):

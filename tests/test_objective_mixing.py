@@ -88,3 +88,14 @@ def test_tiny_model_trains(tmp_path, shared_dir):
 
     summary, tr = train_tiny(tmp_path, {"mixed_negatives": {}}, steps=2)
     assert summary["steps"] == 2 and (tmp_path / "out" / "model").is_dir()
+
+
+@pytest.mark.parametrize("mix", [0, 1])
+def test_a_mix_at_either_end_is_refused(mix):
+    """mix 0 mixes no positive in (each mixed negative is an in-batch negative again), mix 1 makes it the anchor's own
+    positive: both were accepted."""
+    with pytest.raises(ConfigError) as e:
+        validate_objectives({"mixed_negatives": {"mix": mix}}, "run ci/simcse")
+    assert str(e.value) == (f"run ci/simcse: objectives.mixed_negatives.mix must be between 0 and 1 (exclusive), got {float(mix)}: "
+                            "at 0 each mixed negative is another sentence's positive, an in-batch negative again; at 1 it "
+                            "is the anchor's own positive, which the loss would push away")

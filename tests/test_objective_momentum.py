@@ -136,3 +136,30 @@ def test_tiny_model_trains_and_resumes_its_queue(tmp_path, shared_dir):
     assert summary["steps"] == 3 and term._filled == 12
     state = tr.objective.state_dict()
     assert "terms.momentum_negatives.queue" in state and int(state["terms.momentum_negatives.filled"]) == 12
+
+
+def test_repetition_counts_against_the_position_table(inputs, capsys):
+    """Repetition lengthens view 2 by up to max(2, int(0.32 N)) tokens: at max_seq_length 128 on the tiny BERT's 128
+    positions a long row stopped training with a tensor size error. Refused before tokenizing, with the longest length
+    that fits, which trains on rows that fill it."""
+    from runhelpers import assert_train_fails, run_cli, train_argv, write_config
+
+    with open(inputs / "corpus.txt", "a", encoding="utf-8") as fh:
+        fh.write(" ".join(["word"] * 300) + "\n")
+    esimcse = {"methods": {"simcse": {"objectives": {"momentum_negatives": {"queue_size": 8}}}}}
+    assert_train_fails(inputs, capsys, {**esimcse, "suites": {"ci": {"training": {"max_seq_length": 128}}}},
+                       "csebench train: error: training.max_seq_length (suite ci, run simcse) is 128, and "
+                       "objectives.momentum_negatives adds up to 40 tokens (word repetition): 168 positions, more than the "
+                       "backbone takes (128, its max_position_embeddings); set it to at most 98")
+    cfg = write_config(inputs / "fits.yaml", {**esimcse, "suites": {"ci": {"training": {
+        "max_seq_length": 98, "max_steps": 2, "eval_steps": 2, "batch_size": 8}}}})
+    rc, err = run_cli(capsys, train_argv(inputs, inputs / "fits", cfg))
+    assert rc == 0, err
+
+
+def test_an_empty_queue_is_refused():
+    """queue_size 0 was accepted: no momentum negative, and the momentum encoder encoded every batch for nothing."""
+    with pytest.raises(ConfigError) as e:
+        validate_objectives({"momentum_negatives": {"queue_size": 0}}, "run ci/simcse")
+    assert str(e.value) == ("run ci/simcse: objectives.momentum_negatives.queue_size must be at least 1, got 0: an empty "
+                            "queue adds no momentum negative, while the momentum encoder still encodes every batch")

@@ -151,3 +151,74 @@ def test_tiny_model_trains(tmp_path, shared_dir):
 
     summary, tr = train_tiny(tmp_path, {"prompt": {}}, steps=2)
     assert summary["steps"] == 2 and tr.encoder.prompt is not None
+
+
+# ----------------------------------------------------------------------------- the template and the position table
+
+LONG_TEMPLATE = {"prefix": "This long sentence, of which we say in these many words here what it might mean to all of the "
+                           "people who read it on the page in front of them, namely \"",
+                 "suffix": "\" and so, after all of this has been said and done, it means {mask} ."}
+
+
+def _prompt_run(inputs, capsys, length: int, prompt: dict, out: str):
+    from runhelpers import run_cli, train_argv, write_config
+
+    cfg = write_config(inputs / f"{out}.yaml", {"methods": {"simcse": {"objectives": {"prompt": prompt}}}, "suites": {"ci": {
+        "training": {"max_seq_length": length, "max_steps": 2, "eval_steps": 2, "batch_size": 8}}}})
+    return run_cli(capsys, train_argv(inputs, inputs / out, cfg))
+
+
+def test_the_template_counts_against_the_position_table(inputs, capsys):
+    """`max_seq_length: 128` on the tiny BERT's 128 positions passed the check and training stopped with
+    `RuntimeError: index 128 is out of bounds`: the template's 8 tokens wrap every row. Refused before tokenizing."""
+    from runhelpers import assert_train_fails
+
+    assert_train_fails(inputs, capsys, {"methods": {"simcse": {"objectives": {"prompt": {}}}},
+                                        "suites": {"ci": {"training": {"max_seq_length": 128}}}},
+                       "csebench train: error: training.max_seq_length (suite ci, run simcse) is 128, and objectives.prompt "
+                       "adds up to 8 tokens (its templates): 136 positions, more than the backbone takes (128, its "
+                       "max_position_embeddings); set it to at most 120")
+
+
+def test_rows_that_fill_the_position_table_and_a_long_template_train(inputs, capsys):
+    """Template denoising encoded the template alone for every width of the wrapped batch, past the positions the
+    longest sentence needs: at the largest length the check allows (120 with rows that fill it), and with a
+    53-token template at length 32, training stopped in that pass with an index error. Both train now."""
+    with open(inputs / "corpus.txt", "a", encoding="utf-8") as fh:
+        fh.write(" ".join(["word"] * 300) + "\n")  # rows of the full length, truncated to max_seq_length
+    rc, err = _prompt_run(inputs, capsys, 120, {}, "full")
+    assert rc == 0, err
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(inputs / "full" / "model"))
+    pre, suf = template_ids(tok, LONG_TEMPLATE["prefix"], LONG_TEMPLATE["suffix"])
+    assert len(pre) + len(suf) == 53 and 32 + 53 <= 128
+    rc, err = _prompt_run(inputs, capsys, 32, {"template": LONG_TEMPLATE}, "long")
+    assert rc == 0, err
+
+
+def test_a_template_without_its_mask_is_refused_with_the_settings(tmp_path, capsys):
+    """Without a tokenizer (show-config, and the DAG, which resolves every run): the suffix's {mask} was
+    checked only when training loaded the tokenizer."""
+    from runhelpers import assert_fails, write_config
+
+    for template, where in (({"prefix": "It is ", "suffix": " indeed ."}, "template"),
+                            ({"prefix": "{mask} is ", "suffix": " {mask} ."}, "template2")):
+        cfg = write_config(tmp_path / "over.yaml", {"methods": {"simcse": {"objectives": {"prompt": {where: template}}}}})
+        assert_fails(capsys, ["show-config", "--config", str(cfg), "--suite", "ci", "--run", "simcse", "--seed", "1"],
+                     f"csebench show-config: error: run ci/simcse: objectives.prompt.{where}: the suffix must hold {{mask}} "
+                     f"exactly once and the prefix none (got {template['prefix']!r}, {template['suffix']!r})")
+
+
+def test_a_teacher_cache_of_a_prompt_model_counts_its_template(tmp_path, tokenizer, roberta_tokenizer):
+    """A PromptBERT model encodes the corpus rows inside its template: `teacher-cache --max-seq-length` counts it."""
+    from csebench.teachers import build_teacher_cache
+    from runhelpers import write_corpus
+
+    enc = _encoder("bert", tokenizer, roberta_tokenizer)  # 512 positions
+    _term(enc)
+    enc.save(tmp_path / "m")
+    with pytest.raises(ConfigError, match=r"^--max-seq-length is 510, and objectives.prompt adds up to 8 tokens \(the "
+                                          r"model's template\): 518 positions, more than the backbone takes \(512, its "
+                                          r"max_position_embeddings\); set it to at most 504$"):
+        build_teacher_cache(tmp_path / "m", write_corpus(tmp_path / "c.txt", n=8), tmp_path / "t.npy", max_seq_length=510)

@@ -97,3 +97,24 @@ def test_tiny_model_trains_with_prompt_templates(tmp_path, shared_dir):
     summary, tr = train_tiny(tmp_path, {"prompt": {"denoise": False}, "soft_negatives": {}}, steps=2)
     assert summary["steps"] == 2
     assert "loss_soft_negatives" in tr.log_keys
+
+
+def test_sentences_that_cannot_be_negated_are_counted_in_a_warning(tmp_path, tokenizer, caplog):
+    """A sentence that is "not" alone loses it: its soft negative was the empty sentence, silently."""
+    import logging
+
+    from csebench.objectives.soft_negatives import SoftNegatives, SoftNegativeSettings
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the cat is here .\nnot\ndogs run fast .\n\"Not.\"\n", encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="csebench.objectives.soft_negatives"):
+        term = SoftNegatives(SoftNegativeSettings(), 8, 2, corpus_path=corpus, tokenizer=tokenizer)
+    assert [r.getMessage() for r in caplog.records] == [
+        "objectives.soft_negatives: 2 of 4 corpus sentences cannot be negated ('not', '\"Not.\"'): the sentence is the "
+        "word \"not\" alone, which negating removes, so its soft negative is the empty sentence"]
+    assert term._tokens.lengths().tolist() == [8, 2, 7, 2]  # [CLS] [SEP] for the two, as before: now said
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="csebench.objectives.soft_negatives"):
+        corpus.write_text("the cat is here .\n", encoding="utf-8")
+        SoftNegatives(SoftNegativeSettings(), 8, 2, corpus_path=corpus, tokenizer=tokenizer)
+    assert not caplog.records

@@ -225,8 +225,8 @@ def test_teacher_cycles_and_a_suite_named_runs_are_refused(tmp_path, capsys):
         {"name": "x", "backbone": "tiny", "method": "distillcse", "objectives": {"distillation": {"teachers": {"run": "y"}}}},
         {"name": "y", "backbone": "tiny", "method": "distillcse", "objectives": {"distillation": {"teachers": {"run": "x"}}}}]}}})
     assert_fails(capsys, ["show-config", "--config", str(over), "--suite", "ci", "--run", "x", "--seed", "1"],
-                 "suites.ci: the DistillCSE teachers go round in a circle (x -> y -> x); a teacher must be a run that "
-                 "does not distil from its student")
+                 "suites.ci: the teachers of method distillcse (objectives.distillation.teachers) go round in a circle "
+                 "(x -> y -> x); a teacher must be a run that does not learn from its student")
     # its own other seeds (teacher caches given by hand) are no circle: the teacher is named "self" in its key
     own = write_config(tmp_path / "own.yaml", {"methods": {"simcse": {"objectives": {"distillation": {"teachers": {"run": "simcse", "seeds": [2]}}}}}})
     cfg = resolve_run(load_params(ROOT / "params.yaml", [own]), "ci", "simcse", 1)
@@ -234,6 +234,58 @@ def test_teacher_cycles_and_a_suite_named_runs_are_refused(tmp_path, capsys):
     over = write_config(tmp_path / "runs.yaml", {"suites": {"runs": {"data": "ci", "runs": [{"name": "s", "backbone": "tiny", "method": "simcse"}]}}})
     assert_fails(capsys, ["show-config", "--config", str(over), "--suite", "runs", "--run", "s", "--seed", "1"],
                  "suites.runs: the name 'runs' is taken by the runs' own folders (results/runs/); rename the suite")
+
+
+SELF_TEACHER = {"suites": {"ci": {"seeds": [1, 2], "runs": {
+    "simcse": {"backbone": "tiny", "method": "simcse"},
+    "r": {"backbone": "tiny", "method": "rankcse", "objectives": {"ranking_distillation": {"teachers": {"run": "r"}}}}}}}}
+
+
+def test_a_run_that_is_its_own_teacher_is_refused_for_every_method_with_teachers(tmp_path, capsys):
+    """RankCSE naming itself (no seeds: its own seed) passed `csebench runs` (rc 0) and `snakemake -n` stopped with
+    Snakemake's CyclicGraphException. DCLR and RankCSE read teachers as DistillCSE does: every such method is checked,
+    and the message names it."""
+    over = write_config(tmp_path / "self.yaml", SELF_TEACHER)
+    assert_fails(capsys, ["runs", "--config", str(over), "--suites", "ci"],
+                 "csebench runs: error: suites.ci: run r (method rankcse) is its own teacher "
+                 "(objectives.ranking_distillation.teachers names run r without seeds, i.e. at the student's own seed); a "
+                 "teacher must be another run of the suite, or other seeds of this one")
+    # seeds that hold the student's own: refused at that seed; other seeds of itself are teachers like any run
+    runs = copy.deepcopy(SELF_TEACHER)
+    runs["suites"]["ci"]["runs"]["r"]["objectives"]["ranking_distillation"]["teachers"]["seeds"] = [2]
+    over = write_config(tmp_path / "seeds.yaml", runs)
+    assert_fails(capsys, ["show-config", "--config", str(over), "--suite", "ci", "--run", "r", "--seed", "2"],
+                 "suites.ci: run r (method rankcse) is its own teacher (objectives.ranking_distillation.teachers names "
+                 "run r at seeds 2, its own seed 2 among them)")
+    assert resolve_run(load_params(ROOT / "params.yaml", [over]), "ci", "r", 1).teacher_keys == {"r": "self"}
+    # a circle through DCLR names DCLR
+    circle = write_config(tmp_path / "circle.yaml", {"suites": {"ci": {"runs": {
+        "x": {"backbone": "tiny", "method": "dclr", "objectives": {"debiased_negatives": {"teachers": {"run": "y"}}}},
+        "y": {"backbone": "tiny", "method": "rankcse", "objectives": {"ranking_distillation": {"teachers": {"run": "x"}}}}}}}})
+    assert_fails(capsys, ["runs", "--config", str(circle)],
+                 "suites.ci: the teachers of method rankcse (objectives.ranking_distillation.teachers) go round in a "
+                 "circle (x -> y -> x); a teacher must be a run that does not learn from its student")
+
+
+@pytest.mark.slow(seconds=10)
+@needs_pipeline
+def test_settings_no_run_can_train_with_are_one_line_at_snakemake_dry_run(tmp_path):
+    """`snakemake -n` resolves every run before planning: a run that is its own teacher was a CyclicGraphException, a
+    PromptBERT template without {mask} passed (it failed in the train job); both are the one csebench line, exit 1."""
+    from runhelpers import BIN, tool_env
+
+    nomask = {"methods": {"simcse": {"objectives": {"prompt": {"template": {"prefix": "It is ", "suffix": " indeed ."}}}}}}
+    for name, over, message in (
+            ("self", SELF_TEACHER, "suites.ci: run r (method rankcse) is its own teacher"),
+            ("nomask", nomask, "objectives.prompt.template: the suffix must hold {mask} exactly once and the prefix none "
+                               "(got 'It is ', ' indeed .')")):
+        cfg = write_config(tmp_path / f"{name}.yaml", over)
+        proc = subprocess.run([str(BIN / "snakemake"), "-n", "--configfile", "config/ci.yaml", "--config",
+                               f"params_overrides=[{cfg}]", "plan=false"],
+                              cwd=ROOT, env=tool_env(), capture_output=True, text=True, timeout=300)
+        lines = [l for l in (proc.stdout + proc.stderr).splitlines() if not l.startswith("Config file config/paper.yaml")]
+        assert proc.returncode == 1 and len(lines) == 1 and lines[0].startswith("csebench: error: "), lines
+        assert message in lines[0], lines
 
 
 def test_a_teacher_cache_is_checked_by_the_teacher_key(tmp_path):

@@ -482,9 +482,10 @@ def _depth(text: str) -> int | None:
 def cmd_rehearse(args) -> None:
     from pathlib import Path
 
-    from .rehearse import rehearse, report
+    from .rehearse import rehearse, report, select
 
-    _params(args)  # a mistake in the settings (a suite named ../x) stops it before --out is made
+    # the settings (a suite named ../x, an unknown suite) are checked before --out is made: nothing written yet
+    selection = select(args.params, args.config, args.suites, limit=args.limit, only=args.only)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     root = logging.getLogger()
@@ -496,8 +497,7 @@ def cmd_rehearse(args) -> None:
     fh.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%H:%M:%S"))
     root.addHandler(fh)
     try:
-        outcome = rehearse(main, args.params, args.config, args.suites, out, limit=args.limit, only=args.only,
-                           keep_going=not args.stop, keep_models=args.keep_models, depth=args.depth)
+        outcome = rehearse(main, selection, out, keep_going=not args.stop, keep_models=args.keep_models, depth=args.depth)
     finally:
         root.removeHandler(fh)
         fh.close()
@@ -602,6 +602,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 _COMMAND = ["csebench"]  # the command named on the command line, for the interrupt line
+_NESTED: list[bool] = []  # one entry per main() running: more than one while rehearse runs the commands in process
 
 
 def _command_of(argv: list[str]) -> str:
@@ -637,7 +638,8 @@ def _on_interrupt(signum, frame) -> None:
 
         for tmp in open_temporaries():
             remove_path(tmp)
-        print(f"{_COMMAND[0]}: interrupted", file=sys.stderr, flush=True)
+        # the terminal's stderr: a command run inside another (csebench rehearse) has its stderr captured
+        print(f"{_COMMAND[0]}: interrupted", file=sys.__stderr__ or sys.stderr, flush=True)
         os._exit(130)
     raise KeyboardInterrupt
 
@@ -676,10 +678,14 @@ def main(argv: list[str] | None = None) -> int:
     main_thread = threading.current_thread() is threading.main_thread()
     clock = CommandClock() if argv is None else None  # the program: its log ends with its time and start-up
     previous = signal.signal(signal.SIGINT, _on_interrupt) if main_thread else None
-    command = _COMMAND[0] = _command_of(sys.argv[1:] if argv is None else list(argv))
+    outer = _COMMAND[0] if _NESTED else None  # a command run by another (rehearse): the interrupt line names the outer
+    _NESTED.append(True)
+    command = _command_of(sys.argv[1:] if argv is None else list(argv))
+    _COMMAND[0] = outer or command
     try:
         args = build_parser().parse_args(argv)
-        command = _COMMAND[0] = f"csebench {args.command}"
+        command = f"csebench {args.command}"
+        _COMMAND[0] = outer or command
         _setup_logging(args.verbose)
         _check_outputs(args)
         from .provenance import reset
@@ -701,17 +707,21 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # no second error as Python flushes stdout at exit
         return 0
-    except OSError as exc:  # a full disk, a read-only or forbidden folder found while writing: one line
-        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM):
+    except Exception as exc:  # a full disk, a read-only or forbidden folder found while writing: one line
+        from .io import os_error_of
+
+        failed = os_error_of(exc)  # an OSError, or safetensors' error that carries one
+        if failed is None or failed.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM):
             raise
-        what = f"cannot write {exc.filename}" if exc.filename else "a write failed"  # fsync and write name no file
-        print(f"{command}: error: {what}: {exc.strerror} (errno {errno.errorcode[exc.errno]}); "
+        what = f"cannot write {failed.filename}" if failed.filename else "a write failed"  # fsync and write name no file
+        print(f"{command}: error: {what}: {failed.strerror} (errno {errno.errorcode[failed.errno]}); "
               "nothing finished was replaced, the temporaries are removed", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"{command}: interrupted", file=sys.stderr)
         return 130
     finally:
+        _NESTED.pop()
         if main_thread:
             signal.signal(signal.SIGINT, signal.SIG_IGN if argv is None else previous)
     if clock is not None:

@@ -657,7 +657,7 @@ def resolve_run(params: dict, suite: str, run_name: str, seed: int, _students: t
         method_label=_method_label(params, run),
         backbone_name=run["backbone"], backbone=backbone, data_name=data_name,
         data=data_config(params, data_name), training=training, objectives=objectives, paths=paths,
-        train=run["train"], teacher_keys=_teacher_keys(params, suite, run_name, run["train"], objectives, _students),
+        train=run["train"], teacher_keys=_teacher_keys(params, suite, run_name, int(seed), run, objectives, _students),
         dev_file=dev_file,
     )
 
@@ -677,24 +677,34 @@ def run_info(params: dict, suite: str, run_name: str, seed: int) -> dict:
             "backbone_label": backbone.get("label") or run["backbone"]}
 
 
-def _teacher_keys(params: dict, suite: str, run_name: str, train: bool, objectives: dict, students: tuple[str, ...]) -> dict:
-    """A DistillCSE student's teachers (runs of its suite) by key: the student is the same run
-    wherever its teachers are, whatever a suite calls them. An evaluation-only run distils from nothing."""
+def _teacher_keys(params: dict, suite: str, run_name: str, seed: int, run: dict, objectives: dict,
+                  students: tuple[str, ...]) -> dict:
+    """A student's teachers (runs of its suite: DistillCSE's, DCLR's, RankCSE's) by key: the student is the
+    same run wherever its teachers are, whatever a suite calls them. An evaluation-only run learns from
+    nothing. A teacher that is the student at its own seed, or one that learns from its student, would make
+    a job wait for itself (Snakemake's CyclicGraphException): refused here, naming the method."""
     from .teacherspec import parse_teachers, teacher_term
 
-    found = teacher_term(objectives) if train else None
+    found = teacher_term(objectives) if run["train"] else None
     if not found:
         return {}
+    where = f"objectives.{found[0]}.teachers"
     chain = (*students, run_name)
     keys = {}
     for teacher in parse_teachers(found[1].get("teachers"), f"run {suite}/{run_name}: objectives.{found[0]}"):
         name = teacher["run"]
         if name == run_name:  # its own other seeds (teacher caches given by hand): no key of its own to name
+            if teacher["seeds"] is None or seed in teacher["seeds"]:
+                which = (f"without seeds, i.e. at the student's own seed" if teacher["seeds"] is None
+                         else f"at seeds {', '.join(map(str, teacher['seeds']))}, its own seed {seed} among them")
+                raise ConfigError(f"suites.{suite}: run {run_name} (method {run['method']}) is its own teacher ({where} "
+                                  f"names run {name} {which}); a teacher must be another run of the suite, or other "
+                                  "seeds of this one")
             keys[name] = "self"
         elif name in chain:
             loop = " -> ".join((*chain[chain.index(name):], name))
-            raise ConfigError(f"suites.{suite}: the DistillCSE teachers go round in a circle ({loop}); "
-                              "a teacher must be a run that does not distil from its student")
+            raise ConfigError(f"suites.{suite}: the teachers of method {run['method']} ({where}) go round in a circle "
+                              f"({loop}); a teacher must be a run that does not learn from its student")
         else:
             keys[name] = resolve_run(params, suite, name, 0, chain).key()
     return keys

@@ -584,12 +584,25 @@ def max_positions(config) -> int | None:
     return n - 2 if getattr(config, "model_type", "") in ROBERTA_LIKE else n
 
 
-def check_max_seq_length(encoder: SentenceEncoder, length: int, what: str) -> None:
-    """A length past the backbone's position table would fail mid-training (an index error): refuse it at load."""
+def check_max_seq_length(encoder: SentenceEncoder, length: int, what: str, added=None) -> None:
+    """A length past the backbone's position table would fail mid-training (an index error): refuse it at load.
+    ``added(n)``: term key -> (tokens the objective terms add to a row of n tokens, what they are), e.g. a
+    PromptBERT template around every row, which count against the table too."""
     limit = max_positions(encoder.backbone.config)
-    if limit is not None and length > limit:
+    if limit is None:
+        return
+    extra = added(length) if added is not None else {}
+    total = length + sum(n for n, _ in extra.values())
+    if total <= limit:
+        return
+    if not extra:
         raise ConfigError(f"{what} is {length}, longer than the backbone takes ({limit} positions, its "
                           f"max_position_embeddings); set it to at most {limit}")
+    fits = next((n for n in range(min(length, limit), 2, -1) if n + sum(k for k, _ in added(n).values()) <= limit), None)
+    terms = " and ".join(f"objectives.{key} adds up to {n} tokens ({why})" for key, (n, why) in extra.items())
+    remedy = f"set it to at most {fits}" if fits else "shorten the template"
+    raise ConfigError(f"{what} is {length}, and {terms}: {total} positions, more than the backbone takes ({limit}, its "
+                      f"max_position_embeddings); {remedy}")
 
 
 def has_head_weights(model_dir: str | os.PathLike) -> bool:
@@ -646,17 +659,22 @@ def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None, what: 
     for name, commit in (meta.get("hub") or {}).items():  # the backbone a saved model was trained from
         record_hub(name, commit)
     pooler = eval_pooler_of(path, pooler)
+    from .fetch import hub_id, offline, offline_hint
+
+    # a hub id with downloads off and the cache without it: transformers' advice is to check the internet connection
+    missing = (lambda: f"cannot load {model_dir}: {offline_hint(str(model_dir))}") if offline() and hub_id(str(model_dir)) else None
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(path))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot load the tokenizer of {model_dir}: {_one_line(exc)}") from None
+    except (OSError, ValueError) as exc:  # OSError: a file not found (ValueError: one that is there, unreadable)
+        raise ConfigError(missing() if missing and isinstance(exc, OSError) else
+                          f"cannot load the tokenizer of {model_dir}: {_one_line(exc)}") from None
     try:
         try:
             backbone = AutoModel.from_pretrained(str(path), add_pooling_layer=False)
         except TypeError:
             backbone = AutoModel.from_pretrained(str(path))
     except OSError as exc:
-        raise ConfigError(f"cannot load model from {model_dir}: {_one_line(exc)}") from None
+        raise ConfigError(missing() if missing else f"cannot load model from {model_dir}: {_one_line(exc)}") from None
     except Exception as exc:  # damaged safetensors, an unsafe pickle: one line naming the file
         raise _unreadable_weights(exc, path) or exc from None
     record_model_revision(str(model_dir))  # a hub id evaluated as it is

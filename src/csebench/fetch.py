@@ -10,6 +10,7 @@ once with one line naming this step (``offline_hint``).
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -63,5 +64,49 @@ def fetch_backbone(params: dict, name: str) -> dict:
                 raise ConfigError(f"backbones.{name}: {offline_hint(repo)}") from None
             raise ConfigError(f"backbones.{name}: could not download {repo} from the Hugging Face hub "
                               f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
-        note["hub"][f"models/{repo}"] = hub_commit(Path(folder) / "config.json") or Path(folder).name
+        commit = hub_commit(Path(folder) / "config.json") or Path(folder).name
+        # offline, snapshot_download returns the cached snapshot's folder whatever it holds: a cache with only
+        # config.json would pass here and fail in the job on the compute node
+        missing = missing_files(Path(folder), model=repo == bb.model, tokenizer=repo == (bb.tokenizer or bb.model))
+        if missing:
+            raise ConfigError(incomplete(name, repo, commit, missing))
+        note["hub"][f"models/{repo}"] = commit
     return note
+
+
+WEIGHTS = "model.safetensors (the weights)"
+TOKENIZER = "a tokenizer (tokenizer.json, vocab.txt, or vocab.json with merges.txt)"
+
+
+def missing_files(folder: Path, model: bool = True, tokenizer: bool = True) -> list[str]:
+    """What loading needs that a fetched snapshot lacks: a model's config.json and safetensors weights (every
+    shard its index names), a tokenizer's vocabulary. A link whose blob is gone counts as missing."""
+    have = lambda name: (folder / name).is_file()  # noqa: E731  follows the snapshot's links to blobs
+    missing = []
+    if model:
+        if not have("config.json"):
+            missing.append("config.json")
+        index = folder / "model.safetensors.index.json"
+        if index.is_file():
+            try:
+                shards = sorted(set((json.loads(index.read_text(encoding="utf-8")).get("weight_map") or {}).values()))
+            except (ValueError, AttributeError):
+                shards = []
+            missing += [s for s in shards if not have(s)] or ([] if shards else ["the shards of model.safetensors.index.json"])
+        elif not have("model.safetensors"):
+            missing.append(WEIGHTS)
+    if tokenizer and not (have("tokenizer.json") or have("vocab.txt") or (have("vocab.json") and have("merges.txt"))
+                          or any(folder.glob("*.model"))):
+        missing.append(TOKENIZER)
+    return missing
+
+
+def incomplete(name: str, repo: str, commit: str, missing: list[str]) -> str:
+    """The one line of a fetch that found the snapshot without files loading needs."""
+    lacks = f"backbones.{name}: {repo} (commit {commit[:12]}) lacks {' and '.join(missing)}"
+    if offline():
+        return (f"{lacks} in this machine's Hugging Face cache, and downloads are off (HF_HUB_OFFLINE=1): fetch it where "
+                f"there is network (HF_HUB_OFFLINE=0 csebench fetch-backbone --backbone {name} --out "
+                f"data/backbones/{name}.json), or copy the whole snapshot into the cache; nothing written")
+    return (f"{lacks} on the Hugging Face hub (csebench loads safetensors weights only, never a pickled "
+            f"pytorch_model.bin): give backbones.{name} a repo that holds them; nothing written")

@@ -11,6 +11,7 @@ import json
 import logging
 import math
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -109,11 +110,28 @@ def atomic_path(path: str | os.PathLike, is_dir: bool = False) -> Iterator[Path]
             _STAGED.append((tmp, final, is_dir))
         else:
             _commit(tmp, final, is_dir)
-    except BaseException:
+    except BaseException as exc:
         remove_path(tmp)
+        failed = os_error_of(exc, str(final))
+        if failed is not None and failed is not exc:  # safetensors' own error for a full disk: an OSError naming the output
+            raise failed from None
         raise
     finally:
         _IN_FLIGHT.discard(tmp)
+
+
+def os_error_of(exc: BaseException, filename: str | None = None) -> OSError | None:
+    """The operating system's error behind ``exc``: itself when it is an OSError; for safetensors' writer, which
+    reports a failed write (a full disk, a read-only folder) as a SafetensorError whose text ends in
+    "(os error 28)", an OSError with that errno naming ``filename``; None for anything else."""
+    if isinstance(exc, OSError):
+        return exc
+    if type(exc).__name__ == "SafetensorError":  # by name: safetensors is imported only where tensors are
+        found = re.search(r"\(os error (\d+)\)", str(exc))
+        if found:
+            code = int(found.group(1))
+            return OSError(code, os.strerror(code), filename)
+    return None
 
 
 def replace_dir(src: str | os.PathLike, final: str | os.PathLike) -> None:

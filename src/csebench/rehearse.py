@@ -237,6 +237,8 @@ class Rehearsal:
             rc = self.main(full)
         self.steps[argv[0]] = self.steps.get(argv[0], 0) + 1
         log.debug("csebench %s: %.1f s", " ".join(argv[:1]), time.perf_counter() - t0)
+        if rc == 130:  # Ctrl-C inside the command, which caught it: the rehearsal is interrupted, not a run failed
+            raise KeyboardInterrupt
         if rc != 0:
             raise TrainingError(f"{err.getvalue().strip()} [csebench {' '.join(full)}]")
 
@@ -492,13 +494,47 @@ class Outcome:
     reused: int = 0  # run folders finished by an earlier rehearsal with the same params
 
 
-def rehearse(main, params_path: str = "params.yaml", overrides=None, suites: list[str] | None = None,
-             out: str | Path = "results/rehearsal", limit: int | None = None, only: str | None = None,
-             keep_going: bool = True, keep_models: bool = False, depth: int | None = DEPTH) -> Outcome:
-    """Rehearse the distinct runs of ``suites`` (default: the default target) through ``main`` (csebench.cli.main,
-    passed in by the command: this module runs the real commands without importing the CLI that declares it). ``only``: the distinct runs
-    listed as 'suite/run' containing this text; ``limit``: the first N of them (the suites' own analyses are
-    then left out); ``depth``: layers of each backbone (rehearsal.depth_for), None: the published depth."""
+@dataclass
+class Selection:
+    """What a rehearsal will run, worked out before anything is written (its folder, its log)."""
+    params: dict
+    suites: list[str]
+    groups: list[Distinct]  # the distinct runs selected
+    listed: int  # listings of suite, run and seed of the whole target
+    total: int  # distinct runs of the whole target
+
+
+def select(params_path: str = "params.yaml", overrides=None, suites: list[str] | None = None, limit: int | None = None,
+           only: str | None = None) -> Selection:
+    """The distinct runs of ``suites`` (default: the default target) to rehearse. ``only``: those listed as
+    'suite/run' containing this text; ``limit``: the first N of them (the suites' own analyses are then left out).
+    A suite params.yaml lacks, or a filter nothing matches, is an error before the rehearsal's folder exists."""
+    from .results.registry import default_suites
+    from .schema import _suggest
+
+    params = load_params(params_path, overrides)
+    known = list(params.get("suites") or {})
+    suites = suites or default_suites(params)
+    for s in suites:
+        if s not in known:
+            raise ConfigError(f"--suites: unknown suite '{s}'{_suggest(s, known)}")
+    groups = distinct_runs(params, suites)
+    listed, total = sum(len(g.listings) for g in groups), len(groups)
+    if only:
+        groups = [g for g in groups if any(only in f"{s}/{r}" for s, r, _ in g.listings)]
+    if limit is not None:
+        groups = groups[:limit]
+    if not groups:
+        raise ConfigError(f"--only {only}: no run of {', '.join(suites)} is listed as SUITE/RUN containing it" if only
+                          else f"no run in {', '.join(suites)}")
+    return Selection(params, suites, groups, listed, total)
+
+
+def rehearse(main, selection: Selection, out: str | Path = "results/rehearsal", keep_going: bool = True,
+             keep_models: bool = False, depth: int | None = DEPTH) -> Outcome:
+    """Rehearse the selected distinct runs (``select``) through ``main`` (csebench.cli.main, passed in by the
+    command: this module runs the real commands without importing the CLI that declares it). ``depth``: layers
+    of each backbone (rehearsal.depth_for), None: the published depth."""
     import os
 
     import yaml
@@ -507,24 +543,11 @@ def rehearse(main, params_path: str = "params.yaml", overrides=None, suites: lis
     from .data import read_corpus
     from .io import write_text
     from .rehearsal import activate
-    from .results.registry import default_suites
 
     t0 = time.perf_counter()
-    params = load_params(params_path, overrides)
-    suites = suites or default_suites(params)
-    for s in suites:
-        if s not in (params.get("suites") or {}):
-            raise ConfigError(f"rehearse: unknown suite '{s}'")
+    params, suites, groups, listed, total = (selection.params, selection.suites, selection.groups, selection.listed,
+                                             selection.total)
     out = Path(out).resolve()
-    groups = distinct_runs(params, suites)
-    listed = sum(len(g.listings) for g in groups)
-    total = len(groups)
-    if only:
-        groups = [g for g in groups if any(only in f"{s}/{r}" for s, r, _ in g.listings)]
-    if limit is not None:
-        groups = groups[:limit]
-    if not groups:
-        raise ConfigError(f"rehearse: no run of {', '.join(suites)} matches")
     shared = Path(shared_dir(params)).resolve()
     demo = shared / "corpus" / "demo-sentences.txt"
     corpus = write_corpus(demo, out / "data" / "corpus.txt")

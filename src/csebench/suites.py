@@ -8,6 +8,7 @@ of its config, the one-line errors, the build's modification times. Where each f
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from pathlib import Path
 
@@ -212,6 +213,13 @@ class Runs:
                 for run, seed in all_runs_with_teachers(self.params, suite):
                     self._listed.setdefault((self.key(suite, run), seed), []).append((suite, run))
         return self._listed
+
+    def check(self) -> None:
+        """Resolve every run of params.yaml at each of its seeds, teachers included, now: a setting no run can
+        train with (a template without {mask}, a run that is its own teacher) is then the Snakefile's one line
+        before planning, not an error inside an input function under Snakemake's stack lines. The DAG reads
+        every run anyway (``first``), so this costs nothing more."""
+        self.listed  # noqa: B018  resolving is the point
 
     def first(self, key: str, seed: int) -> tuple[str, str]:
         """The (suite, run) that names the run with this key and seed: the first that lists it."""
@@ -439,3 +447,91 @@ def offline_if_submitted(is_main_process: bool) -> None:
     if not is_main_process:
         for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
             os.environ[var] = "1"
+
+
+# ---- a second build while one runs: Snakemake's lock, as one line
+
+LOCKS = os.path.join(".snakemake", "locks")  # Snakemake's file persistence, in the working directory it runs in
+
+
+def _unlock_command(workflow) -> str:
+    """`snakemake --unlock` with this command's config files and --config (the Snakefile must load as this build
+    did to unlock; --cores: a rule's threads are a fraction of the cores, which Snakemake asks for even then)."""
+    import shlex
+
+    settings = workflow.config_settings
+    args = ["snakemake", "--unlock", "--cores", "1"]
+    for f in settings.configfiles or ():
+        rel = os.path.relpath(f)
+        args += ["--configfile", str(f) if rel.startswith("..") else rel]
+    if settings.config:
+        args += ["--config", *(getattr(settings, "config_args", None) or [f"{k}={v!r}" for k, v in settings.config.items()])]
+    return " ".join(shlex.quote(str(a)) for a in args)
+
+
+def lock_message(workflow, held: list[str] | None = None) -> str:
+    """The one line of a build that another Snakemake build of this working directory holds the lock of."""
+    what = "files this build needs"
+    if held:
+        what = held[0] + (f" and {len(held) - 1} more of this build's targets" if len(held) > 1 else ", a target of this build")
+    return (f"csebench: error: another Snakemake build is running in {os.getcwd()} and holds the lock on {what} "
+            f"({LOCKS}): wait for it to end; if none runs (a build was killed), remove its stale lock with "
+            f"`{_unlock_command(workflow)}`, then run this again")
+
+
+def _locked_outputs() -> set[str]:
+    """Every file another build's Snakemake has locked as an output it makes (LOCKS/N.output.lock, one a line)."""
+    held: set[str] = set()
+    if os.path.isdir(LOCKS):
+        for name in os.listdir(LOCKS):
+            if name.endswith(".output.lock"):
+                try:
+                    with open(os.path.join(LOCKS, name), encoding="utf-8") as fh:
+                        held.update(line.strip() for line in fh if line.strip())
+                except OSError:  # removed by its build as we read: that build has ended
+                    continue
+    return held
+
+
+def refuse_locked_build(workflow, targets: list[str]) -> list:
+    """The first step of planning the default target (rule all's input function, called once the settings are
+    known): a build that runs jobs, with Snakemake's lock on, whose targets another build is making stops now
+    with one line. Snakemake itself finds it only after planning the whole DAG (seconds to minutes) and says so
+    in four lines. Its own rule, exactly: another build's output locks holding an input of this DAG's jobs, and
+    rule all's inputs are inputs of this DAG. A dry run (-n), --unlock, --nolock, a report or a cluster job's
+    own Snakemake never locks and is never stopped here. Returns no input."""
+    settings = getattr(workflow, "execution_settings", None)
+    backend = getattr(getattr(workflow, "workflow_settings", None), "persistence_backend", None)  # Snakemake 9: a choice
+    if (not workflow.is_main_process or getattr(workflow, "executor_plugin", None) is None or workflow.dryrun
+            or settings is None or not getattr(settings, "lock", True) or getattr(backend, "name", "FILE") != "FILE"):
+        return []
+    held = _locked_outputs()
+    clash = [t for t in targets if t in held]
+    if clash:
+        print(lock_message(workflow, clash), file=sys.stderr, flush=True)
+        raise SystemExit(1)
+    return []
+
+
+def lock_error_in_one_line(workflow) -> None:
+    """A lock Snakemake finds only after planning (a target given on the command line, files shared below the
+    targets): its LockException is printed as four lines under its class name. This one line instead, where
+    Snakemake raises it (before it takes any lock), ending the build with exit 1 as Snakemake's does."""
+    import snakemake.exceptions as smx
+
+    _LOCKING[0] = workflow  # the workflow of this Snakefile: its config names the unlock command
+    base = getattr(smx, "LockException", None)
+    if base is None or getattr(base, "one_line", False):
+        return
+
+    class OneLineLockException(base):
+        one_line = True
+
+        def __init__(self, *args, **kwargs):
+            print(lock_message(_LOCKING[0]), file=sys.stderr, flush=True)
+            raise SystemExit(1)
+
+    smx.LockException = OneLineLockException
+
+
+_LOCKING: list = [None]

@@ -103,7 +103,9 @@ def build_teacher_cache(model_dir: str | os.PathLike, corpus: str | os.PathLike,
         max_seq_length = (run or {}).get("max_seq_length") or 32
     read_corpus(corpus)  # clear error for a missing / empty / non-UTF-8 corpus
     encoder = load_encoder(model_dir)
-    check_max_seq_length(encoder, int(max_seq_length), "--max-seq-length")
+    template = encoder.prompt_length()  # a PromptBERT model encodes every row inside its template
+    check_max_seq_length(encoder, int(max_seq_length), "--max-seq-length",
+                         added=lambda n: {"prompt": (template, "the model's template")} if template else {})
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     encoder.to(device)
     emb = embed_corpus(encoder, corpus, int(max_seq_length), batch_size, cache_dir, device)

@@ -32,6 +32,7 @@ from .errors import TrainingError
 from .evaluation.sts import PairSet, cap_pairs, load_sickr, load_stsb, load_sts_pairs, spearman100, sts_pair_similarities
 from .io import atomic_path, dumps_json, remove_path, replace_dir, staged_outputs, write_csv, write_json
 from .loader import BatchLoader
+from .objectives import added_tokens
 from .objectives.compose import Objective
 from .objectives.base import StepContext
 
@@ -215,8 +216,10 @@ class Trainer:
                                      projection_dim=self.t.projection_dim, num_layers=self.t.num_layers,
                                      projection_head=self.t.projection_head,
                                      what=f"backbones.{cfg.backbone_name}.model").to(self.device)
-        # before tokenizing: a length past the position table fails mid-training otherwise
-        check_max_seq_length(self.encoder, self.t.max_seq_length, f"training.max_seq_length (suite {cfg.suite}, run {cfg.name})")
+        # before tokenizing: a length past the position table fails mid-training otherwise, and the tokens an
+        # objective term puts around or into each row (a PromptBERT template, ESimCSE's repetition) count too
+        check_max_seq_length(self.encoder, self.t.max_seq_length, f"training.max_seq_length (suite {cfg.suite}, run {cfg.name})",
+                             added=lambda n: added_tokens(cfg.objectives, self.encoder.tokenizer, n))
         self.tokens = load_tokenized_corpus(corpus_path, self.encoder.tokenizer, self.t.max_seq_length, cache_dir)
         n = len(self.tokens)
         if n < 2 * self.world:

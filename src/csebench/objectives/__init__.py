@@ -51,6 +51,18 @@ def validate_objectives(objectives: dict | None, where: str, training: Any = Non
     return out
 
 
+def added_tokens(objectives: dict[str, dict], tokenizer, max_seq_length: int) -> dict[str, tuple[int, str]]:
+    """Term key -> (tokens it adds at most to a row of ``max_seq_length`` tokens, what they are), for the terms that
+    lengthen what the encoder sees (PromptBERT's templates, ESimCSE's repetition)."""
+    out = {}
+    for key, settings in objectives.items():
+        cls = term_class(key)
+        n = cls.added_tokens(from_dict(cls.Settings, settings, f"objectives.{key}"), tokenizer, max_seq_length)
+        if n:
+            out[key] = (n, cls.adds)
+    return out
+
+
 def __getattr__(name: str):
     if name == "Objective":  # imported on first use: it brings torch
         from .compose import Objective

@@ -84,12 +84,20 @@ class ObjectiveTerm(nn.Module):
     # order among the terms' input_views: content changes (repetition, negation) before templates
     view_order: ClassVar[int] = 0
     extra_init_args: ClassVar[tuple[str, ...]] = ()
+    adds: ClassVar[str] = ""  # what added_tokens counts, for the message of a row past the position table
 
     def __init__(self, settings: Any, hidden_size: int, num_layers: int):
         super().__init__()
         self.settings = settings
         self.hidden_size = hidden_size
         self.num_layers = num_layers
+
+    @classmethod
+    def added_tokens(cls, settings: Any, tokenizer, max_seq_length: int) -> int:
+        """At most how many tokens this term adds to a corpus row of ``max_seq_length`` tokens before it is encoded
+        (a template, repeated words): they count against the backbone's position table too, which the trainer
+        checks before tokenizing (encoder.check_max_seq_length). ``adds`` says what they are."""
+        return 0
 
     def intermediate_layers(self) -> list[int]:
         """hidden_states indices whose pooled representation this term needs in StepContext."""

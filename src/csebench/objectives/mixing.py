@@ -36,8 +36,10 @@ class MixingSettings:
     variant: str = "released"  # released (both mixed blocks, masked logits) | own (each anchor's own mixed negative)
 
     def validate(self, where: str) -> None:
-        if not 0 <= self.mix <= 1:
-            raise ConfigError(f"{where}.mix must be in [0, 1], got {self.mix}")
+        if not 0 < self.mix < 1:  # the ends make the term degenerate: nothing is mixed in, or the positive is the negative
+            raise ConfigError(f"{where}.mix must be between 0 and 1 (exclusive), got {self.mix}: at 0 each mixed "
+                              "negative is another sentence's positive, an in-batch negative again; at 1 it is the "
+                              "anchor's own positive, which the loss would push away")
         if self.variant not in VARIANTS:
             raise ConfigError(f"{where}.variant: unknown '{self.variant}' (valid: {', '.join(VARIANTS)})")
 

@@ -39,6 +39,7 @@ One process only (the queue and the momentum pass are this rank's).
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -68,8 +69,9 @@ class MomentumSettings:
     def validate(self, where: str) -> None:
         if not 0 <= self.dup_rate <= 1:
             raise ConfigError(f"{where}.dup_rate must be in [0, 1], got {self.dup_rate}")
-        if self.queue_size < 0:
-            raise ConfigError(f"{where}.queue_size must be >= 0, got {self.queue_size}")
+        if self.queue_size < 1:  # 0 holds no negative: the momentum encoder would run every step for nothing
+            raise ConfigError(f"{where}.queue_size must be at least 1, got {self.queue_size}: an empty queue adds no "
+                              "momentum negative, while the momentum encoder still encodes every batch")
         if not 0 <= self.momentum <= 1:
             raise ConfigError(f"{where}.momentum must be in [0, 1], got {self.momentum}")
         for name, valid in (("dup_bound", BOUNDS), ("momentum_init", INITS), ("momentum_head", HEADS)):
@@ -117,6 +119,17 @@ class MomentumNegatives(ObjectiveTerm):
     key = "momentum_negatives"  # its name in params.yaml's objectives (csebench.objectives.TERMS finds it here)
     Settings: ClassVar[type] = MomentumSettings
     extra_init_args: ClassVar[tuple[str, ...]] = ("encoder", "run_config")
+    adds = "word repetition"
+
+    @classmethod
+    def added_tokens(cls, settings: MomentumSettings, tokenizer, max_seq_length: int) -> int:
+        """The most tokens repetition adds to a row (draw_dup_len's bound at the longest row's N = length - 2)."""
+        if not settings.repetition:
+            return 0
+        n = max(max_seq_length - 2, 0)
+        if settings.dup_bound == "paper":
+            return min(n, max(2, math.floor(settings.dup_rate * n)))
+        return max(min(n, min(10, math.floor(settings.dup_rate * max_seq_length)) - 1), 0)
 
     def __init__(self, settings: MomentumSettings, hidden_size: int, num_layers: int, encoder=None, run_config=None):
         super().__init__(settings, hidden_size, num_layers)

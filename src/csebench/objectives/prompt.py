@@ -52,7 +52,19 @@ def _template(value: Any, where: str) -> tuple[str, str] | None:
         return None
     if not isinstance(value, dict) or set(value) != {"prefix", "suffix"} or not all(isinstance(v, str) for v in value.values()):
         raise ConfigError(f"{where}: expected {{prefix: TEXT, suffix: TEXT with {{mask}}}}, got {value!r}")
-    return value["prefix"], value["suffix"]
+    prefix, suffix = value["prefix"], value["suffix"]
+    if "{mask}" in prefix or suffix.count("{mask}") != 1:  # the text alone says so: refused with the settings, no tokenizer
+        raise ConfigError(f"{where}: the suffix must hold {{mask}} exactly once and the prefix none (got {prefix!r}, {suffix!r})")
+    return prefix, suffix
+
+
+def resolve_templates(settings: "PromptSettings", tokenizer) -> dict[int, tuple[str, str]]:
+    """Template 1 (view 1, evaluation) and template 2 (the other views) as texts: the settings' own, else the
+    released ones of the tokenizer's family."""
+    family = settings.family or ("roberta" if tokenizer.mask_token == "<mask>" else "bert")
+    t1 = _template(settings.template, "objectives.prompt.template") or TEMPLATES[family][0]
+    t2 = _template(settings.template2, "objectives.prompt.template2") or TEMPLATES[family][1]
+    return {1: t1, 2: t2 if settings.different_templates else t1}
 
 
 @dataclass
@@ -78,6 +90,15 @@ class PromptTemplates(ObjectiveTerm):
     Settings: ClassVar[type] = PromptSettings
     extra_init_args: ClassVar[tuple[str, ...]] = ("encoder",)
     view_order: ClassVar[int] = 10  # after the terms that change or add content (negations, repetitions)
+    adds = "its templates"
+
+    @classmethod
+    def added_tokens(cls, settings: PromptSettings, tokenizer, max_seq_length: int) -> int:
+        """The longer template's prefix and suffix: [CLS] prefix x suffix [SEP] is that much longer than the row."""
+        t1, t2 = resolve_templates(settings, tokenizer).values()
+        ids = (template_ids(tokenizer, *t1, "objectives.prompt.template"),
+               template_ids(tokenizer, *t2, "objectives.prompt.template2"))
+        return max(len(pre) + len(suf) for pre, suf in ids)
 
     def __init__(self, settings: PromptSettings, hidden_size: int, num_layers: int, encoder=None):
         super().__init__(settings, hidden_size, num_layers)
@@ -85,11 +106,7 @@ class PromptTemplates(ObjectiveTerm):
             raise ConfigError("objectives.prompt needs the encoder (the trainer passes it)")
         self._encoder = [encoder]  # a plain reference: the encoder is not a submodule of the objective
         tok = encoder.tokenizer
-        family = settings.family or ("roberta" if tok.mask_token == "<mask>" else "bert")
-        t1 = _template(settings.template, "objectives.prompt.template") or TEMPLATES[family][0]
-        t2 = _template(settings.template2, "objectives.prompt.template2") or TEMPLATES[family][1]
-        if not settings.different_templates:
-            t2 = t1
+        t1, t2 = resolve_templates(settings, tok).values()
         self.templates = {1: template_ids(tok, *t1, "objectives.prompt.template"),
                           2: template_ids(tok, *t2, "objectives.prompt.template2")}
         self.mask_id, self.pad_id = tok.mask_token_id, tok.pad_token_id or 0
@@ -103,13 +120,14 @@ class PromptTemplates(ObjectiveTerm):
         self._cols: dict[str, torch.Tensor] = {}
         self._lengths: dict[str, torch.Tensor] = {}
         self._which: dict[str, int] = {}
+        self._widths: dict[str, int] = {}
 
     def template_of(self, view: str) -> int:
         return 1 if view == "view1" else 2
 
     def input_views(self, views, indices, step):
         out = {}
-        self._cols, self._lengths, self._which = {}, {}, {}
+        self._cols, self._lengths, self._which, self._widths = {}, {}, {}, {}
         for name, (ids, mask) in views.items():
             which = self.template_of(name)
             pre, suf = self.templates[which]
@@ -117,6 +135,7 @@ class PromptTemplates(ObjectiveTerm):
             self._cols[name] = wrap_cols(mask, pre, suf, self.mask_id)
             self._lengths[name] = mask.long().sum(1) - 2  # the sentence's tokens, without [CLS] and [SEP]
             self._which[name] = which
+            self._widths[name] = ids.shape[1]  # before wrapping: at most width - 2 sentence tokens
         return out
 
     def delta(self, which: int, lengths: int, device) -> torch.Tensor:
@@ -135,12 +154,14 @@ class PromptTemplates(ObjectiveTerm):
             return rep
         if torch.distributed.is_available() and torch.distributed.is_initialized() and torch.distributed.get_world_size() > 1:
             raise RuntimeError("objectives.prompt with denoise runs on one process only")
-        # one pass per template over the lengths this batch can hold (its width, known without a host read)
+        # one pass per template over the sentence lengths its views can hold (0 .. width - 2 of the rows before
+        # wrapping, known without a host read); the wrapped width would reach past the position table
         parts, deltas = [], {}
         for name, rows in segments.items():
             which = self._which[name]
             if which not in deltas:
-                deltas[which] = self.delta(which, ids.shape[1], last.device)
+                width = max(self._widths[n] for n in segments if self._which[n] == which)
+                deltas[which] = self.delta(which, width - 1, last.device)
             parts.append(rep[rows] - deltas[which][self._lengths[name].clamp(min=0)].to(rep.dtype))
         return torch.cat(parts)
 

@@ -28,6 +28,7 @@ comma or period; nothing else of the sentence changes.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from typing import ClassVar
@@ -38,6 +39,8 @@ import torch.nn.functional as F
 
 from ..errors import ConfigError
 from .base import ObjectiveTerm, StepContext
+
+log = logging.getLogger(__name__)
 
 AUXILIARIES = ("am", "is", "are", "was", "were", "can", "could", "will", "would", "shall", "should", "may", "must",
                "might", "do", "does", "did", "has", "have", "had")
@@ -98,7 +101,14 @@ class SoftNegatives(ObjectiveTerm):
         if negations is None and corpus_path is not None:
             from ..data import read_corpus  # the trainer's own reading: row k is corpus sentence k
 
-            negations = [negate(s) for s in read_corpus(corpus_path)]
+            sentences = read_corpus(corpus_path)
+            negations = [negate(s) for s in sentences]
+            empty = [s for s, n in zip(sentences, negations) if not n.strip()]
+            if empty:  # its soft negative would be [CLS] [SEP]: said, with the count, not left silent
+                shown = ", ".join(repr(s) for s in empty[:3]) + (", ..." if len(empty) > 3 else "")
+                log.warning("objectives.soft_negatives: %d of %d corpus sentences cannot be negated (%s): the sentence is "
+                            "the word \"not\" alone, which negating removes, so its soft negative is the empty sentence",
+                            len(empty), len(sentences), shown)
         if negations is not None and tokenizer is not None:
             from ..tokens import TokenizedCorpus
 
