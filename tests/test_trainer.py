@@ -101,6 +101,37 @@ def test_train_json_records_sickr_dev_and_the_dev_average_of_the_selected_checkp
     assert M.files_for("avg_sts_dev", "r", ref, 1) == ["r/ci/runs/simcse/seed1/train.json"]
 
 
+def test_sickr_dev_is_scored_once_for_the_selected_checkpoint_and_kept_in_every_checkpoint(tmp_path, monkeypatch):
+    """Not at every new best: once the selection is final (training ends), and before a checkpoint is written,
+    so that a resumed run has it without the weights it was selected with."""
+    from csebench import checkpoint
+    from csebench.cli import main
+    from csebench.trainer import DevEvaluator, Trainer
+
+    calls, saved = [], []
+    real_sickr, real_save = DevEvaluator.sickr, Trainer.save_checkpoint
+    monkeypatch.setattr(DevEvaluator, "sickr", lambda self, enc: calls.append(1) or real_sickr(self, enc))
+
+    def save(self):
+        real_save(self)
+        saved.append(checkpoint.read_state(self.ckpt_dir)["state"])
+
+    monkeypatch.setattr(Trainer, "save_checkpoint", save)
+    write_corpus(tmp_path / "corpus.txt", n=64)
+    write_mini_senteval(tmp_path / "se", pairs=24)
+    cfg = write_config(tmp_path / "over.yaml", ci_training(max_steps=6, eval_steps=1, batch_size=8, log_steps=1,
+                                                            checkpoint_steps=3, learning_rate=5e-3))
+    out = tmp_path / "run"
+    assert main(["--threads", "1", *train_argv(tmp_path, out, cfg)]) == 0
+    dev_rows = (out / "dev_curve.csv").read_text().splitlines()[1:]
+    assert len(dev_rows) == 6 and len(saved) == 1
+    scores = [float(r.split(",")[1]) for r in dev_rows]
+    new_bests = sum(s > max(scores[:i], default=float("-inf")) for i, s in enumerate(scores))
+    assert new_bests >= 3, scores  # scoring at every new best would have taken 3 passes or more
+    assert len(calls) <= 2  # at most at the checkpoint and at the end
+    assert saved[0]["best_step"] >= 1 and saved[0]["best_sickr_dev"] == saved[0]["best_sickr_dev"]  # not NaN
+
+
 def test_dev_summary_leaves_out_scores_that_are_not_finite():
     from csebench.trainer import dev_summary
 

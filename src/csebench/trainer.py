@@ -275,12 +275,16 @@ class Trainer:
         self.log_keys: list[str] = []
         self._unread: list[tuple[int, torch.Tensor]] = []  # (step, loss on the device) not yet read back
         self._last_logs: dict = {}
+        # the selected checkpoint's weights (on the host) while its SICK-R dev score is still to be computed:
+        # scored once, when a checkpoint is written or training ends, not at every new best
+        self._best_weights: dict[str, torch.Tensor] | None = None
 
     # ------------------------------------------------------------------ checkpoints
 
     def save_checkpoint(self) -> None:
         if self.rank != 0:
             return
+        self.score_best_sickr()  # a resumed run starts without the weights it would need
         with atomic_path(self.ckpt_dir, is_dir=True) as tmp:
             if (self.out_dir / "best_model.partial").exists():
                 # hard links: best_model.partial is only ever replaced as a whole, never edited in place
@@ -512,10 +516,25 @@ class Trainer:
                 self.dev_rows.append([self.state.step, round(score, 4)])
                 if score > self.state.best_dev:
                     self.state.best_dev, self.state.best_step = score, self.state.step
-                    # SICK-R dev of the selected checkpoint only: one 500-pair pass per new best, not per evaluation
-                    self.state.best_sickr_dev = self.dev.sickr(self.encoder)
+                    # SICK-R dev of the selected checkpoint only, scored once it is final (score_best_sickr)
+                    self.state.best_sickr_dev = math.nan
+                    if self.dev.sickr_pairs is not None:
+                        self._best_weights = {k: v.detach().to("cpu", copy=True) for k, v in self.encoder.state_dict().items()}
                     self.encoder.save(self.out_dir / "best_model.partial")
         return score
+
+    def score_best_sickr(self) -> None:
+        """SICK-R dev of the selected checkpoint, from its weights kept on the host: the same number as
+        scoring it at selection, without a pass for every checkpoint that a later one beats."""
+        if self._best_weights is None:
+            return
+        current = {k: v.detach().to("cpu", copy=True) for k, v in self.encoder.state_dict().items()}
+        self.encoder.load_state_dict(self._best_weights)
+        try:
+            self.state.best_sickr_dev = self.dev.sickr(self.encoder)
+        finally:
+            self.encoder.load_state_dict(current)
+        self._best_weights = None
 
     def run(self) -> dict:
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -564,6 +583,9 @@ class Trainer:
         (a finished run there before is replaced only now); train.json last (it marks the run
         complete), then drop the checkpoint. Metrics files hold no timing, so the same seed gives
         byte-identical files; timing goes to train_timing.json."""
+        with distributed.fail_together():  # every rank enters; rank 0 scores (it holds the weights)
+            if self.rank == 0:
+                self.score_best_sickr()
         summary = {
             "run": self.cfg.run_id, "suite": self.cfg.suite, "method": self.cfg.method,
             "backbone": self.cfg.backbone_name, "seed": self.cfg.seed,
