@@ -1,4 +1,4 @@
-"""The anisotropy analysis (an analysis added as one file, issue 34): known answers, the command on a
+"""The anisotropy analysis (an analysis added as one file): known answers, the command on a
 tiny model, its suite table, and that the pipeline and the config know it without being told."""
 
 import json

@@ -1,4 +1,4 @@
-"""The analyses' registry (issue 34): every analysis declares its shape, and the command line, the
+"""The analyses' registry: every analysis declares its shape, and the command line, the
 Snakemake rules and targets and the config check are generated from the declarations and agree."""
 
 from __future__ import annotations

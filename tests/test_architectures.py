@@ -1,6 +1,6 @@
 """The paper backbones' architecture facts, the rehearsal's offline tokenizers and models (csebench.rehearsal),
 every run of the default target resolved and built, and one run of each architecture class (BERT-base,
-BERT-large, RoBERTa-base, RoBERTa-large) at its real shape through the real Trainer (issue 29)."""
+BERT-large, RoBERTa-base, RoBERTa-large) at its real shape through the real Trainer."""
 
 from __future__ import annotations
 

@@ -202,8 +202,8 @@ def test_a_composed_method_resolves_a_training_clash_by_setting_the_key(tmp_path
     (["gs_infonce_released", "iscse"], "precision", r"gs_infonce_released: 'fp16', iscse: not set, so 'auto'"),
 ])
 def test_a_training_key_only_some_composed_methods_set_is_refused(tmp_path, compose, key, values):
-    """Issue 32 point 6: a key set by one part only was applied to every term without a word. It is
-    refused unless the composed method, the suite or the run says which value applies."""
+    """A training key that one composed part sets and another leaves unset is not applied to every term
+    without a word: it is refused unless the composed method, the suite or the run says which value applies."""
     explicit = {"dropout": 0.1, "precision": "auto"}
     others = {k: v for k, v in explicit.items() if k != key}  # the run settles the other key: this one is left
     runs = [{"name": "x", "backbone": "bert-base", "method": "m", "training": others},
@@ -353,7 +353,7 @@ def _write_grid(results, seeds=(42, 43, 44)):
 
 
 def test_the_combinations_item_renders_the_grid_as_a_table_and_a_matrix(tmp_path):
-    """Issue 22 part 1: a registry item of its own (not a paper's), drawn from csebench.combinations'
+    """The combinations study: a registry item of its own (not a paper's), drawn from csebench.combinations'
     numbers: one row per combination with the gains and their tests, and the pairwise-gain matrix."""
     import csv
 

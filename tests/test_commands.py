@@ -1,4 +1,4 @@
-"""The command line (issue 34 part 3): each command declared beside its handler, options declared once,
+"""The command line: each command declared beside its handler, options declared once,
 `csebench --help` lists every command with its one-line summary."""
 
 from __future__ import annotations

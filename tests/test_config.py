@@ -103,7 +103,7 @@ def _override(tmp: Path, text: str, name: str = "over.yaml") -> Path:
 def test_non_finite_and_boolean_numbers_are_refused(inputs, capsys, setting, value, message):
     cfg = _override(inputs, f"suites:\n  ci:\n    training: {{{setting}: {value}}}\n")
     out = inputs / "run"
-    # a NaN or inf is refused where it is written, with the file (issue 31: used or not); a boolean as the run resolves
+    # a NaN or inf is refused where it is written, with the file (used or not); a boolean as the run resolves
     where = f"{cfg}: suites.ci.training." if "finite" in message and value not in ("true", "false") else "training (suite ci, run simcse)."
     line = assert_fails(capsys, train_argv(inputs, out, cfg), f"{where}{message}", outputs=[out, inputs / "cache"])
     assert line.startswith("csebench train: error:")

@@ -1,4 +1,4 @@
-"""CUDA-safety regressions that run on CPU (issue 11): float32 similarities under autocast, no
+"""CUDA-safety regressions that run on CPU: float32 similarities under autocast, no
 data-dependent shapes or host reads in the per-step objective code (checked on the ``meta``
 device, where any host read or data-dependent shape raises), and the loss computed outside
 the trainer's autocast region."""
@@ -168,7 +168,7 @@ def test_gpu_auto_precision_uses_bf16_only_where_it_is_native(monkeypatch, capab
     assert autocast_dtype("fp32", gpu) is None
 
 
-# what the code calls, and the torch release that added it (issue 23, hazard 7)
+# what the code calls, and the torch release that added it
 TORCH_NEEDS = {
     'torch.amp.GradScaler("cuda") (trainer: fp16 training)': (2, 3),
     "AdamW(fused=True) on CPU (trainer)": (2, 4),

@@ -1,4 +1,4 @@
-"""DDP on CPU with gloo (issue 6): 2 processes, each with half of the global batch, give the
+"""DDP on CPU with gloo: 2 processes, each with half of the global batch, give the
 loss and the (DDP-averaged) gradients of one process on the whole batch.
 
 Dropout is set to 0 so that both setups see the same views (masks are per-rank random

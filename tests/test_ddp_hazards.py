@@ -1,4 +1,4 @@
-"""DDP failure modes found by reading the GPU path (issue 23), run on CPU with 3 gloo processes:
+"""DDP failure modes found by reading the GPU path, run on CPU with 3 gloo processes:
 
 * the gradients of the all-gathered rows are summed in fp32, not in the bf16/fp16 they are
   gathered in (a bf16 all-reduce rounds every partial sum: 3 ranks are enough to see it);

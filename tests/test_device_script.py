@@ -1,4 +1,4 @@
-"""benchmarks/device.sh rehearsed here (issue 29 part 5): in a fresh venv holding only torch, transformers and
+"""benchmarks/device.sh rehearsed here: in a fresh venv holding only torch, transformers and
 sentence-transformers, with PIP_NO_INDEX=1 and no csebench installed, its --tiny run on CPU passes every
 section but torch.compile (CPU inductor compiles for minutes; it is the last section on the device), and a
 budget too short for any section still writes gpu_results.json and gpu.md. The runs take about 1-2

@@ -164,7 +164,7 @@ def test_bf16_evaluation_is_close_to_fp32(tiny_encoder):
         eval_autocast_dtype("fp8", torch.device("cpu"))
 
 
-# ----------------------------------------------------------------------------- issue 19: tables bound to their model
+# --------------------------------------------------------------------------------------- tables bound to their model
 
 
 @pytest.fixture()
@@ -284,7 +284,7 @@ def test_damaged_npz_is_one_line_naming_it(tmp_path, capsys, shared_dir, tiny_en
                  "rerun `csebench eval-sts --pairs-out`")
 
 
-# ---------------------------------------------------------------- issue 31: the pooler of a table, recorded and checked
+# -------------------------------------------------------------------------- the pooler of a table, recorded and checked
 
 
 def test_pooler_is_recorded_and_checked_against_the_table(tmp_path, capsys, tiny_encoder, small):

@@ -48,7 +48,7 @@ def test_an_evaluation_only_run_saves_the_untrained_backbone(tmp_path):
 
 
 def test_an_evaluation_only_cls_run_saves_the_backbones_own_pooler(tmp_path):
-    """Issue 32 point 7: the saved folder's ``pooler.*`` of an untrained [CLS] run is the backbone's own pooler
+    """The saved folder's ``pooler.*`` of an untrained [CLS] run is the backbone's own pooler
     (a random BERT's: drawn from the seed), not the randomly initialised training head, so ``pooler_output``
     of "the backbone itself" is the backbone's. A trained [CLS] run still saves its trained head there."""
     import torch

@@ -55,7 +55,7 @@ def test_gpu_benchmark_tiny_on_cpu(tmp_path, shared_dir):
 
 
 def test_compile_rows_start_from_a_fresh_dynamo(monkeypatch):
-    """Every "compile" row of the correctness grid compiles again (issue 23, hazard 8): without
+    """Every "compile" row of the correctness grid compiles again: without
     torch._dynamo.reset() between rows, the rows past dynamo's recompile limit ran uncompiled."""
     import torch
 

@@ -1,4 +1,4 @@
-"""The hub path, offline (issue 29 part 2): a Hugging Face cache filled here in the hub's own layout (blobs,
+"""The hub path, offline: a Hugging Face cache filled here in the hub's own layout (blobs,
 snapshots/<commit>/ links, refs/main) with tiny files, then, with HF_HUB_OFFLINE=1, the commands a cluster
 node with a warmed cache runs: the wiki1m corpus, senteval.tar and its extraction, the probing data, and
 training and evaluation of backbones loaded by hub id (a legacy id and an ORG/NAME one). Every result

@@ -1,4 +1,4 @@
-"""The import structure of src/csebench (issue 24): every module imports, no import cycle (read from the
+"""The import structure of src/csebench: every module imports, no import cycle (read from the
 source: every import statement, at module level or inside a function, since a late import still ties
 two modules together), and the reporting package's layering (renderers are loaded by name: no module of
 csebench.results imports one, and no renderer imports another)."""

@@ -1,4 +1,4 @@
-"""Issue 22 part 3: saved models load cleanly, carry a model card, and `csebench push` uploads them."""
+"""Saved models load cleanly, carry a model card, and `csebench push` uploads them."""
 
 import os
 import subprocess

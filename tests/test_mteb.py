@@ -1,4 +1,4 @@
-"""MTEB beside SentEval (issue 22 part 2): `csebench eval-mteb` runs mteb's own evaluation loop on small
+"""MTEB beside SentEval: `csebench eval-mteb` runs mteb's own evaluation loop on small
 local tasks built here (MTEB's data layout, loaded by mteb through `datasets`), writes MTEB's result
 files; offline and bad-input errors; the opt-in `mteb:` suite section, the rule, the plan and the rows."""
 
@@ -149,7 +149,7 @@ def write_mteb_results(results, suite, run, seed, scores):
 
 
 def test_the_mteb_table_of_a_suite_from_result_files(tmp_path, capsys):
-    """Issue 22 part 2: the suite-level item mteb/<suite>, labelled "MTEB protocol" (not SentEval's "all"
+    """The suite-level item mteb/<suite>, labelled "MTEB protocol" (not SentEval's "all"
     setting), one row per run, each task's main score as mean ± std over seeds; runs not yet scored named."""
     import csv
 

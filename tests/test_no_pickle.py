@@ -1,4 +1,4 @@
-"""Issue 19, part 4: no file runs code. Checkpoints and the MLP head are safetensors + JSON; a crafted
+"""No file runs code. Checkpoints and the MLP head are safetensors + JSON; a crafted
 pickle (one that creates a file when unpickled) is refused, and the file does not appear."""
 
 from __future__ import annotations

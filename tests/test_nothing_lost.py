@@ -1,4 +1,4 @@
-"""Issue 19, part 3: nothing finished is lost, nothing half-made looks finished.
+"""Nothing finished is lost, nothing half-made looks finished.
 
 A finished run is refused without --force and kept until a forced rerun completes; one process per
 run folder (lock with pid and host, stale locks taken over); a checkpoint that does not match its
@@ -84,7 +84,7 @@ def test_a_failure_while_replacing_leaves_the_finished_run(inputs, capsys, monke
     assert run_cli(capsys, train_argv(inputs, out, cfg))[0] == 0
     finished = _snapshot(out)
     fail_writing_train_json(monkeypatch)
-    rc, err = run_cli(capsys, train_argv(inputs, out, cfg) + ["--force"])  # one line, no OSError traceback (issue 31)
+    rc, err = run_cli(capsys, train_argv(inputs, out, cfg) + ["--force"])  # one line, no OSError traceback
     assert rc == 2 and err == (f"csebench train: error: cannot write {out / 'train.json'}: No space left on device (errno "
                                "ENOSPC); nothing finished was replaced, the temporaries are removed\n")
     # curves, model, timing: none was swapped in; the new run's checkpoint waits for a rerun
@@ -321,7 +321,7 @@ def test_snakemake_rerun_of_a_finished_training_job(tmp_path, shared_dir):
 @pytest.mark.slow(seconds=70)
 @needs_pipeline
 def test_snakemake_killed_with_kill_9_then_rerun_as_documented_resumes_the_training_job(tmp_path, shared_dir):
-    """Issue 31 part 5: kill -9 of the whole Snakemake build mid-training (docs/reliability.md). A plain
+    """A kill -9 of the whole Snakemake build mid-training (docs/reliability.md). A plain
     rerun stops at Snakemake's stale lock and says so; after `snakemake --unlock`, the rerun with the
     workflow's profile (rerun-incomplete: true) runs the train job again, and it resumes from the
     checkpoint the killed job left."""
@@ -626,7 +626,7 @@ def test_the_error_safetensors_raises_on_a_full_disk_is_one_line(inputs, capsys,
 
 
 def test_two_renders_of_one_suite_at_once_both_finish_with_whole_outputs(tmp_path, capsys):
-    """Two `csebench results render` processes on the same suite at the same moment (issue 31 part 5):
+    """Two `csebench results render` processes on the same suite at the same moment:
     each writes its set of outputs through temporaries renamed into place, so both exit 0, the tables
     are those one render writes alone, and no temporary is left."""
     import subprocess

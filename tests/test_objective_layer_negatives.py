@@ -125,7 +125,8 @@ def test_in_batch_and_released_variants_match_their_direct_implementations(varia
 
 
 def test_released_sscl_bert_compares_the_anchors_with_themselves():
-    """positives: self (nuochenpku/SSCL 8c97d82, SSCL-BERT's code by the authors' reply in its issue 1):
+    """positives: self (nuochenpku/SSCL 8c97d82, SSCL-BERT's code by the authors' reply in
+    https://github.com/nuochenpku/SSCL/issues/1):
     the InfoNCE candidates are the anchors, the positive the anchor itself (cosine 1), in both halves of the
     released loss; the layer columns are unchanged. Not the same loss as dropout positives."""
     ctx = make_ctx(b=5, layers=(1, 2), tau=0.5)  # at 0.05 the self positive (cosine 1) leaves a loss near 0

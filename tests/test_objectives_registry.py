@@ -1,4 +1,4 @@
-"""Objective terms are found, not registered (issue 33 part 4): each ObjectiveTerm class declares its
+"""Objective terms are found, not registered: each ObjectiveTerm class declares its
 params.yaml name (``key = "..."``) and csebench.objectives.TERMS reads the package's source for it, so a
 method is its term file, its params.yaml entry, its registry item and its test."""
 

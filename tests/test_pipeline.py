@@ -53,7 +53,7 @@ def test_ci_suite_end_to_end_through_snakemake(tmp_path, shared_dir):
     assert rows, table
     numbers = re.findall(r"-?\d+\.\d\d", rows[0])
     assert len(numbers) >= 8  # 7 tasks + average
-    # issue 19: strict JSON everywhere, provenance in every result, a provenance footer under every table
+    # strict JSON everywhere, provenance in every result, a provenance footer under every table
     results = proj / "results" / "ci"
     for f in results.rglob("*.json"):
         data = json.loads(f.read_text(), parse_constant=lambda c: pytest.fail(f"{f}: bare {c}"))
@@ -65,7 +65,7 @@ def test_ci_suite_end_to_end_through_snakemake(tmp_path, shared_dir):
     again = subprocess.run([str(BIN / "snakemake"), "-n", "--cores", "2", "--configfile", "config/ci.yaml"],
                            cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True, timeout=300)
     assert "Nothing to be done" in again.stdout + again.stderr
-    # issue 21 part 5: one self-contained page of what is built, captioned from the registry
+    # the Snakemake report: one self-contained page of what is built, captioned from the registry
     report = subprocess.run([str(BIN / "snakemake"), "--cores", "1", "--configfile", "config/ci.yaml", "--report", "results/report.html"],
                             cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True, timeout=300)
     assert report.returncode == 0, report.stderr[-3000:]

@@ -90,7 +90,7 @@ def test_plan_uses_the_measured_gpu_throughput(tmp_path):
 
 def test_training_only_runs_are_trained_not_evaluated():
     """`evaluate: false` (a training-only run: curves read, model a teacher): trained, never embedded.
-    The demo evaluates every run again (issue 20: DistillCSE's "+Teacher Components" row is back)."""
+    The demo evaluates every run (its tables have DistillCSE's "+Teacher Components" row)."""
     from csebench import suites as wf
     from csebench.plan import suite_plan
 

@@ -213,7 +213,7 @@ def test_cli_eval_probing_tiny_model(tmp_path, tiny_encoder):
     assert all(0.0 <= v <= 100.0 for v in res["tasks"].values())
     assert res["protocol"] == "senteval" and res["classifier"]["batch_size"] == 64
     assert res["details"]["SentLen"]["ntest"] == 40 and res["run_info"]["name"] == "model"
-    assert res["encoding"] == {"pooler": "avg", "embeddings": None, "precision": "fp32"}  # the pooler used (issue 31)
+    assert res["encoding"] == {"pooler": "avg", "embeddings": None, "precision": "fp32"}  # the pooler used
     assert sorted(res["provenance"]["data"]) == ["probing/coordination_inversion.txt", "probing/sentence_length.txt"]
 
 

@@ -1,4 +1,4 @@
-"""Issue 19, part 1: every result says what made it (csebench.provenance), and the evaluation data is
+"""Every result says what made it (csebench.provenance), and the evaluation data is
 SentEval's published data (the shipped manifest), or the result says it is not."""
 
 from __future__ import annotations
@@ -296,8 +296,8 @@ def test_json_writer_is_strict_and_names_the_key(tmp_path, caplog):
 
 def test_sts_of_a_constant_model_is_an_error_not_a_null_result(tmp_path, capsys, shared_dir, tiny_encoder, monkeypatch):
     """A model whose embeddings are all equal has undefined Spearman correlations: sts.json once held bare NaN
-    (which strict JSON parsers reject), then an all-null file with exit 0; an undefined average is an error
-    (issue 31), and nothing is written."""
+    (which strict JSON parsers reject), then an all-null file with exit 0; an undefined average is an error,
+    and nothing is written."""
     import torch
 
     from csebench import embeddings

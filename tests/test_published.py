@@ -1,4 +1,4 @@
-"""One source of published values (issue 20 point 11): the registry's rows, re-read from the paper texts,
+"""One source of published values: the registry's rows, re-read from the paper texts,
 and their row -> run bindings, which the per-suite tables read (no regex or prefix rules)."""
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ AVG_ONLY = [None] * 7
 
 
 @pytest.mark.parametrize("kind,suite,run,expected", [
-    # the row of the setting the printed number comes from (issue 20 point 1)
+    # the row of the setting the printed number comes from
     ("sts", "paper-sscl", "sscl_bert-256", [(row("sscl/table-2", "SSCL-BERT (cls.)")["published"], ["SSCL Table 2"], "SSCL-BERT (cls.)")]),
     # an ablation run is bound to its table's cell, not to a main-table row of the same method
     ("sts", "ablation-sscl-dim", "sscl_bert-128", [(AVG_ONLY + [61.30], ["SSCL Table 5"], "SSCL-BERT / 128")]),
@@ -128,7 +128,7 @@ AVG_ONLY = [None] * 7
                                                        ["DistillCSE Table 4"], "SimCSE-BERT large")]),
     ("transfer", "paper-iscse", "bert-base-iscse", [(row("is-cse/table-8", "IS-CSE-BERT base")["published"], ["IS-CSE Table 8"], "IS-CSE-BERT base")]),
     ("sts", "demo", "simcse", []),  # the demo's runs are bound at demo scale only: its suite table shows none
-    # a study's row names the paper item its values are copied from, not the study (issue 33)
+    # a study's row names the paper item its values are copied from, not the study
     ("sts", "zoo", "bert-base-esimcse", [(row("esimcse/table-main", "ESimCSE-BERT base")["published"],
                                           ["ESimCSE Table (unsup. STS)"], "ESimCSE-BERT base")]),
     ("sts", "zoo", "roberta-base-sncse", [(AVG_ONLY + [79.23], ["SNCSE Table (unsup. STS), the abstract's average"], "SNCSE-RoBERTa base")]),
@@ -156,7 +156,7 @@ def test_an_ablation_suite_table_shows_the_value_of_its_own_setting(tmp_path):
     assert "62.42" not in md and "↳ Δ ours − published |  |  | – | – | – | – | – | – | – | -1.30 |" in md
 
 
-# --------------------------------------------- issue 20: each registry row in the setting its printed number comes from
+# ------------------------------------------------------- each registry row in the setting its printed number comes from
 
 
 def test_iscse_table_4_avg_sts_is_the_development_average():
@@ -263,7 +263,7 @@ def test_distillcse_figure_2_draws_both_pairs_and_table_2_prints_the_spearman_x1
 
 
 def test_every_paper_scale_suite_feeds_a_registry_item():
-    """Issue 20 point 14: no suite trains runs that no table or figure reads (the removed
+    """No suite trains runs that no table or figure reads (the removed
     ablation-distillcse-rounds / -components retrained paper-distillcse's runs)."""
     used = set(_reg().suites(rebuilt_only=False))
     idle = [s for s, spec in P["suites"].items() if spec.get("data") == "wiki1m" and s not in used]
@@ -285,7 +285,7 @@ def test_gs_infonce_figure_2_says_its_published_points_come_from_table_3(tmp_pat
     assert "8 printed (from Table 3)" in line
 
 
-# ---------------------------------------------------------------------- issue 32: rows that compared another experiment
+# -------------------------------------------------------------------------------- rows that compared another experiment
 
 
 def _bound(item_id: str, label):
@@ -331,8 +331,8 @@ def test_distillcse_vanilla_rows_run_the_temperatures_of_their_printed_77_03():
 def test_one_printed_row_is_bound_to_one_backbone():
     """A row printed identically in several items (a paper reprinting another's numbers) is one experiment:
     every row carrying those values is bound to runs of the same backbone and pooler, trained or not alike.
-    Issue 32 point 4: SimCSE's BERT-[CLS] transfer row (Avg 84.66) was BERT base in IS-CSE Table 8 and BERT
-    large in SSCL Table 3."""
+    The case that showed it: SimCSE's BERT-[CLS] transfer row (Avg 84.66) was bound to BERT base in IS-CSE
+    Table 8 and to BERT large in SSCL Table 3."""
     seen: dict[tuple, dict] = {}
     for it in _reg().items:
         for b in it.blocks():
@@ -373,8 +373,9 @@ def test_sscl_table_3_marks_each_trained_row_as_a_different_checkpoint_selection
 
 
 def test_no_note_leaves_out_a_row_the_item_rebuilds_and_figure_2_shows_both_pairs():
-    """Issue 32 point 7's stale notes: IS-CSE Table 1 listed RoBERTa base (first-last avg.) as left out
-    while rebuilding it; DistillCSE Figure 2's `shows` named one of the two pairs it draws."""
+    """No note goes stale against what its item draws. The two that did: IS-CSE Table 1 listed RoBERTa base
+    (first-last avg.) as left out while rebuilding it; DistillCSE Figure 2's `shows` named one of the two pairs
+    it draws."""
     import re
 
     for it in _reg().items:
@@ -408,7 +409,7 @@ def _sscl_rows():
 
 
 def test_every_printed_sscl_row_runs_two_negative_layers():
-    """Issue 32 point 1: Table 2's SSCL-SimCSE 77.90 (again in Tables 5, 6, 7) is Fig. 3b's 2-layer result, not
+    """SSCL Table 2's SSCL-SimCSE 77.90 (again in Tables 5, 6, 7) is Fig. 3b's 2-layer result, not
     Fig. 3a's single-layer best (77.80), and the released code's hard_negative_layers defaults to 2. Every
     printed SSCL row (SSCL-SimCSE and SSCL-BERT, Tables 1-7) runs layers 11 and 10 (BERT large: 23, 22) with the
     paper's Eq. 4 and dropout positives."""
@@ -450,9 +451,9 @@ def test_sscl_one_layer_and_released_rows_sit_beside_the_printed_ones():
 
 
 def test_sscl_bert_released_is_the_anchor_as_its_own_positive_with_dropout_on():
-    """Issue 32 point 7: nuochenpku/SSCL 8c97d82 computes sim(z1, z1), the SSCL-BERT version by the authors'
-    reply (the repository's issue 1). Ours by default reads the paper ("no augmentation": dropout 0, so the two
-    views coincide); the released version is selectable: self positives, dropout left on."""
+    """nuochenpku/SSCL 8c97d82 computes sim(z1, z1), the SSCL-BERT version by the authors' reply
+    (https://github.com/nuochenpku/SSCL/issues/1). Ours by default reads the paper ("no augmentation": dropout 0,
+    so the two views coincide); the released version is selectable: self positives, dropout left on."""
     paper = _bound("sscl/table-2", "SSCL-BERT (cls.)")
     released = _bound("sscl/table-2", "SSCL-BERT (cls.), released code")
     assert paper.training.dropout == 0.0 and paper.objectives["layer_negatives"]["positives"] == "dropout"
@@ -463,7 +464,7 @@ def test_sscl_bert_released_is_the_anchor_as_its_own_positive_with_dropout_on():
     assert paper.training.projection_dim == 256 and paper.training.projection_head == "linear"
 
 
-# --------------------------------------------- issue 33 part 2: the zoo methods' own papers
+# -------------------------------------------------------------- the zoo methods' own papers
 
 PRINTED = ROOT / "src/csebench/resources/printed"
 ZOO_PAPERS = ("esimcse", "promptbert", "sncse", "dclr", "mixcse", "rankcse")

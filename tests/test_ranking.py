@@ -50,7 +50,7 @@ def test_the_zoo_table_and_its_ranking_figure_render_with_t_intervals(tmp_path):
     line = next(ln for ln in md.splitlines() if ln.startswith("| **SimCSE-BERT base** | ours |"))
     simcse = [avg["bert-base-simcse", s] for s in SEEDS]
     assert line.rstrip(" |").endswith(f"{np.mean(simcse):.2f} ± {np.std(simcse, ddof=1):.2f}")
-    # beside each row its own paper's number, the item it is copied from named on the published line (issue 33)
+    # beside each row its own paper's number, the item it is copied from named on the published line
     lines = md.splitlines()
     at = lines.index(line)
     assert lines[at + 1].startswith("|  | published (SimCSE Table (unsup. STS)) | 68.40 |") and lines[at + 1].rstrip(" |").endswith("76.25")

@@ -330,7 +330,7 @@ def test_an_unknown_item_is_one_line_and_exit_2(tmp_path, capsys, item, line):
 
 
 def test_a_row_whose_run_is_another_suites_says_so(tmp_path):
-    """Issue 25: paper-sscl-depth/simcse-12 is paper/bert-base-simcse's run (its view's sts.json says
+    """A run shared by suites: paper-sscl-depth/simcse-12 is paper/bert-base-simcse's run (its view's sts.json says
     same_run_as): the suite table's row and the paper item's cells say so in md, csv and tex; simcse-10 does not."""
     results = tmp_path / "results"
     for name, base, same in (("simcse-10", 70.0, None), ("simcse-12", 72.0, "paper/bert-base-simcse")):
@@ -358,7 +358,7 @@ def test_a_row_whose_run_is_another_suites_says_so(tmp_path):
     ("suite/ci", "suite \\`ci\\`"),
 ])
 def test_report_captions_come_from_the_registry_and_are_valid_rst(item, first):
-    """The Snakemake report's caption of an item (issue 21 part 5): title, what it shows, the metric, ours
+    """The Snakemake report's caption of an item: title, what it shows, the metric, ours
     beside the published values (none for a study), the notes; plain text in RST (docutils warns of nothing)."""
     from docutils.core import publish_parts
 

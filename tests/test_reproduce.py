@@ -23,15 +23,15 @@ PAPERS = Path(os.environ.get("CSEBENCH_SHARED", ROOT.parent / "shared")) / "pape
 REG = load_registry()
 PARAMS = load_params(ROOT / "params.yaml")
 
-EXPECTED = {  # every table and figure of the four papers (issue 10) and SimCSE's main table
+EXPECTED = {  # every table and figure of the four papers and SimCSE's main table
     "simcse": ["table-main"],
     "is-cse": [f"table-{i}" for i in range(1, 10)] + [f"figure-{i}" for i in range(1, 6)],
     "gs-infonce": ["table-1", "table-2", "table-3", "figure-1", "figure-2"],
     "sscl": [f"table-{i}" for i in range(1, 8)] + ["figure-1", "figure-2", "figure-3a", "figure-3b", "figure-4", "figure-5", "figure-6"],
     "distillcse": [f"table-{i}" for i in range(1, 10)] + ["figure-1", "figure-2"],
-    "combinations": ["table-1", "figure-1"],  # beyond the papers: csebench's own study (issue 22)
-    "zoo": ["table-1", "figure-1"],  # beyond the papers: every method on one core (issue 33)
-    # the zoo methods' own papers (issue 33 part 2): their main STS tables, MixCSE's and RankCSE's listed unread
+    "combinations": ["table-1", "figure-1"],  # beyond the papers: csebench's own study
+    "zoo": ["table-1", "figure-1"],  # beyond the papers: every method on one core
+    # the zoo methods' own papers: their main STS tables, MixCSE's and RankCSE's listed unread
     **{p: ["table-main"] for p in ("esimcse", "promptbert", "sncse", "dclr", "mixcse", "rankcse")},
 }
 PRINTED = ROOT / "src/csebench/resources/printed"
@@ -51,7 +51,7 @@ def test_coverage_reaches_the_issue_target():
 
 
 def test_coverage_counts_measured_items_configuration_tables_and_not_applicable_apart():
-    """Issue 20: hyperparameter tables echo params.yaml (Δ is = or ≠) and are not measurements."""
+    """Hyperparameter tables echo params.yaml (Δ is = or ≠) and are not measurements."""
     from csebench.results.pages import coverage_line
 
     c = REG.coverage()

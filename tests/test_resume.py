@@ -1,4 +1,4 @@
-"""Resume after SIGKILL, determinism, NaN stop (issue 6).
+"""Resume after SIGKILL, determinism, NaN stop.
 
 Four `csebench train` subprocesses on the ci suite (tiny random BERT, 96 sentences, batch 8,
 12 steps, dev every 2 steps, checkpoint every 3; SimCSE + IS-CSE + GS-InfoNCE): a reference run, a second identical run

@@ -1,4 +1,4 @@
-"""Issue 25: a run is its resolved configuration, not the suite asking for it; each distinct run is
+"""A run is its resolved configuration, not the suite asking for it; each distinct run is
 trained, embedded and evaluated once, and every suite listing it sees it under its own names."""
 
 from __future__ import annotations

@@ -173,7 +173,7 @@ def test_embed_dim_analysis_scores_the_capped_subsets_the_embeddings_table_holds
     assert len(set(seen)) > 20000  # uncapped: every pair of the 7 tasks
 
 
-# --------------------------------------------------------------------------- gold scores that are not finite (issue 19)
+# -------------------------------------------------------------------------------------- gold scores that are not finite
 
 
 @pytest.mark.parametrize("value", ["inf", "nan", "-Infinity"])

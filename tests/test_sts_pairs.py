@@ -1,4 +1,4 @@
-"""Issue 22 part 4: your own STS data (`sts_pairs`) as the development set and as extra test sets."""
+"""Your own STS data (`sts_pairs`) as the development set and as extra test sets."""
 
 import json
 import os
@@ -107,8 +107,8 @@ def test_fingerprints_are_unchanged_while_the_feature_is_unused(tmp_path, monkey
     from csebench.suites import eval_name, suite_evaluation
 
     monkeypatch.delenv("CSEBENCH_SHARED", raising=False)
-    # as of issue 30 part 2, which left checkpoint_steps and num_workers out of every key and gave an
-    # evaluation-only run (demo/minilm) a key of what it reads: every key moved once, on purpose
+    # the keys since checkpoint_steps and num_workers were left out of every key and an evaluation-only run
+    # (demo/minilm) was given a key of what it reads: every key moved once then, on purpose
     before = {("ci", "simcse", 1): ("3c6acf85c51a0403", "0de7b91bca553ce5"),
               ("demo", "simcse", 42): ("53acb57a3f93ad67", "7704584373b0df88"),
               ("demo", "distillcse", 42): ("d33d97e09ec8ff9c", "23f3a14745254514"),
@@ -244,7 +244,7 @@ def test_snakemake_passes_the_sets_to_train_embed_and_eval_sts(tmp_path):
     assert re.search(r"output: results/runs/[0-9a-f]{16}/seed1/eval-fp32-capped-[0-9a-f]{8}-sts-[0-9a-f]{8}/sts.json", out)
 
 
-# ------------------------------------------------------------------------ issue 31: too small, contradicting, repeating
+# ---------------------------------------------------------------------------------- too small, contradicting, repeating
 
 
 def _rows(n: int, split: str = "test", start: int = 0) -> list[str]:

@@ -1,4 +1,4 @@
-"""How a csebench command is declared: beside its handler, with its options (issue 34).
+"""How a csebench command is declared: beside its handler, with its options.
 
     @command("eval-sts", "STS12-16, STS-B, SICK-R (Spearman x100)", PARAMS, EVAL_ENCODING, MODEL, ...)
     def cmd_eval_sts(args): ...

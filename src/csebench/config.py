@@ -233,7 +233,7 @@ class RunConfig:
             d["objectives"] = {}
             d["data"].pop("corpus", None)
         layer = d["objectives"].get("layer_negatives")
-        if layer and layer.get("positives") == "dropout":  # added later (issue 32): the default leaves keys as they were
+        if layer and layer.get("positives") == "dropout":  # added later: the default leaves keys as they were
             layer.pop("positives")
         from .teacherspec import parse_teachers, teacher_term
 

@@ -1,4 +1,4 @@
-"""The envelope of a result file (issue 34): every `csebench eval-*` command and every analysis writes
+"""The envelope of a result file: every `csebench eval-*` command and every analysis writes
 its scores through ``write_result``: the scores first, then what the command says of how they were made
 (timing, how the vectors were made, which run they are booked to, or the analysis's model and label),
 then the provenance block last (csebench.provenance). Strict JSON, except that an undefined score

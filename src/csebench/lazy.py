@@ -12,7 +12,7 @@ names imports none of the modules (only the package: they are read from its fold
 parsed from the source with ``ast``); a module that listed entries point into (one file holding several,
 e.g. renderers/figures.py) is not a name itself, nor is a module named ``_*``.
 
-A leaf module (issue 34).
+A leaf module: it imports only csebench.errors, so any package can hold a registry without an import cycle.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 GPU time comes from a FLOP model (6 x non-embedding parameters x tokens for training, 2 x for a
 forward pass) at an assumed model-FLOP utilisation of a bf16 GPU, until a measured throughput for
-that GPU exists (issue 11: `make bench-gpu` writes benchmarks/gpu_results.json; its training MFU at
+that GPU exists (`make bench-gpu` writes benchmarks/gpu_results.json; its training MFU at
 batch 64 and 512 then replaces the assumed ones).
 Training tokens are the padded ones: a dynamically padded batch of B sentences runs every row at
 its longest sentence (capped at max_seq_length), so a sentence costs the expected maximum of B
@@ -30,7 +30,7 @@ BACKBONE_PARAMS = {model: tuple(float(n) for n in arch.parameters()) for model, 
 GPU_PEAKS = {"H100": 989e12, "A100": 312e12}  # bf16 dense peak FLOP/s
 # Assumed model-FLOP utilisation until benchmarks/gpu.py measures it (its MFU counts padded tokens,
 # as here). A step of 64 x 2 sentences padded to ~31 tokens is launch-bound on a large GPU: 3% puts
-# a BERT-base epoch of wiki1m at about 18 minutes on an H100 (issue 11's goal is under 10). Batches
+# a BERT-base epoch of wiki1m at about 18 minutes on an H100 (the goal is under 10). Batches
 # of 512 keep the GPU busier (25%, below the 35% goal).
 ASSUMED_MFU = 0.40  # large matrix work: evaluation, teacher caches
 SMALL_BATCH, SMALL_BATCH_MFU, LARGE_BATCH_MFU = 128, 0.03, 0.25

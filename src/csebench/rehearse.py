@@ -1,5 +1,5 @@
 """`csebench rehearse`: every distinct run of the default target through the real code, offline, on CPU,
-before a GPU-hour is spent (issue 29).
+before a GPU-hour is spent.
 
 Each distinct run (runs that differ only in their seed or learning rate share one) goes through the
 commands its Snakemake jobs run, in this process, with the paper backbones built as their published

@@ -1,4 +1,4 @@
-"""A suite's view of a run that is trained once for every suite listing it (issue 25, docs/runs.md).
+"""A suite's view of a run that is trained once for every suite listing it (docs/runs.md).
 
 A run lives in results/runs/{key}/seed{seed} (csebench.suites.Runs). What a suite reads, and a
 reader browses, stays where it was: results/{suite}/runs/{run}/seed{seed} and

@@ -153,7 +153,7 @@ def eval_name(settings: dict) -> str:
 
 
 class Runs:
-    """Every run of every suite of params.yaml by identity (issue 25, docs/runs.md).
+    """Every run of every suite of params.yaml by identity (docs/runs.md).
 
     A run's key is the hash of its resolved configuration without names (RunConfig.key): runs of
     different suites (or of one suite) with the same key and seed are ONE run, trained, embedded and

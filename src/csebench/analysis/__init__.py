@@ -1,4 +1,4 @@
-"""The papers' analyses (issue 4): metrics (pure), core (model + data -> dict), plots (figures, tables);
+"""The papers' analyses: metrics (pure), core (model + data -> dict), plots (figures, tables);
 one file per analysis in analyses/ (its declaration: base.Analysis), looked up by name in ANALYSES;
 cli (`csebench analyze`), pipeline (the Snakemake rules).
 

@@ -1,4 +1,4 @@
-"""The shape of an analysis (issue 34). An analysis is one file, csebench/analysis/analyses/NAME.py,
+"""The shape of an analysis. An analysis is one file, csebench/analysis/analyses/NAME.py,
 whose ``ANALYSIS = Analysis(__name__, ...)`` declares
 
     summary    one line: what it measures, for which paper item (`csebench analyze --help`)

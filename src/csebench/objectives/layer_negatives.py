@@ -30,11 +30,12 @@ SSCL-BERT ("no augmentation to construct positives") is this term with dropout o
 SSCL-SimCSE keeps dropout positives. Both are method entries in params.yaml.
 
 ``positives: self`` is the released SSCL-BERT code (nuochenpku/SSCL commit 8c97d82, sscl/models.py:
-``cos_sim = sim(z1, z1)``; the authors' reply in the repository's issue 1 says that version is SSCL-BERT's
-and sim(z1, z2) SSCL-SimCSE's): the contrastive loss compares the anchors with the anchors, so each
-sentence's positive is its own representation (cosine 1) and the other anchors of the same dropout pass
-are the in-batch negatives, while dropout stays on in the encoder. Single process only (the released
-code gathers the anchors across GPUs; the trainer gathers view 2 only).
+``cos_sim = sim(z1, z1)``; the authors' reply in the repository's tracker,
+https://github.com/nuochenpku/SSCL/issues/1, says that version is SSCL-BERT's and sim(z1, z2) SSCL-SimCSE's):
+the contrastive loss compares the anchors with the anchors, so each sentence's positive is its own
+representation (cosine 1) and the other anchors of the same dropout pass are the in-batch negatives,
+while dropout stays on in the encoder. Single process only (the released code gathers the anchors
+across GPUs; the trainer gathers view 2 only).
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ def _published_summary(it: Item) -> str:
 
 
 def coverage_line(reg: Registry) -> str:
-    """Measured items, configuration tables and not-applicable items counted apart (issue 20)."""
+    """Measured items, configuration tables (they echo params.yaml) and not-applicable items counted apart."""
     c = reg.coverage()
     replots = [f"{reg.papers.get(it.paper, {}).get('short', it.paper)} {it.number} re-plots {it.layout['published_from']}'s "
                "values" for it in reg.items if it.rebuilt and (it.layout or {}).get("published_from")]
