@@ -28,6 +28,7 @@ for _analysis in ANALYSES.built():
             args=ANALYSES.command(_analysis),
             cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
         threads: ANALYSES.threads(_analysis, config.get("threads", workflow.cores))
+        priority: ANALYSES.priority(_analysis)
         resources:
             **ANALYSES.resources(_analysis),
         log:

@@ -190,6 +190,12 @@ class AnalysisPipeline:
     def resources(self, a: Analysis) -> dict[str, int]:
         return {"gpu": 1} if a.gpu else {}
 
+    @staticmethod
+    def priority(a: Analysis) -> int:
+        """An analysis of the whole suite is one long job that can start once the suite's first runs are
+        trained; scheduled before the per-run work, it is not the build's last job on one busy core."""
+        return 1 if a.reads == "suite" else 0
+
     # ---- a suite's figures and tables
     def combine_outputs(self, a: Analysis) -> dict[str, str]:
         if a.combine.output == "figure":
