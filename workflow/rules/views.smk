@@ -2,8 +2,9 @@
 # results/{suite}/analysis/{run}/seed{seed} are views of the run's own folder (results/runs/{key}/seed{seed}),
 # which every suite listing the run shares. `csebench view-run` copies the JSON results with this suite's
 # names in them (reports and figures show this suite's run) and links the rest (model/, curves, pairs).
-# Local jobs of a second or so: no cluster submission. A change reruns only the views whose first
-# suite and run (the one that names the run: `--first`) changed.
+# Local jobs of a second or so: no cluster submission, and run as soon as they can (priority 1): what reads a
+# view (a suite's analysis of its teachers) can then start while the rest of the build trains. A change reruns
+# only the views whose first suite and run (the one that names the run: `--first`) changed.
 
 import os
 
@@ -17,6 +18,7 @@ VIEW_CMD = ("csebench view-run {params.cfg} --suite {wildcards.suite} --run {wil
 
 
 rule view_trained:
+    priority: 1
     input:
         lambda w: RUNS.files(w.suite, w.run, w.seed, ["train.json", "train_curve.csv", "dev_curve.csv"]),
     output:
@@ -38,6 +40,7 @@ rule view_trained:
 
 
 rule view_evaluated:
+    priority: 1
     input:
         lambda w: RUNS.files(w.suite, w.run, w.seed, ["sts.json", "sts_pairs.npz", "transfer.json", "embeddings.npz"],
                              evaluated=True),
@@ -60,6 +63,7 @@ rule view_evaluated:
 
 
 rule view_probing:
+    priority: 1
     input:
         lambda w: RUNS.files(w.suite, w.run, w.seed, ["probing.json"], evaluated=True),
     output:
@@ -79,6 +83,7 @@ rule view_probing:
 
 
 rule view_analysis:  # a per-run analysis (analysis.smk); one computed per suite (model_correlation's groups) has no view
+    priority: 1
     input:
         lambda w: RUNS.files(w.suite, w.run, w.seed, [f"analysis/{w.analysis}.{w.ext}"], evaluated=True),
     output:
