@@ -20,10 +20,10 @@ $(BIN)/.installed: pyproject.toml
 	$(INSTALL) '.[pipeline,offline-backbone,test,mteb]'
 	touch $@
 
-# what the demo runs, no more (the test tools and MTEB's datasets stack are 10 s of the demo's 12 minutes)
+# what the demo runs, no more (DVC, the SLURM plugin, the test tools and MTEB are 20 s of its 12 minutes)
 $(BIN)/.installed-demo: pyproject.toml
 	if [ -f $(BIN)/.installed ] && [ $(BIN)/.installed -nt pyproject.toml ]; then true; else \
-	$(INSTALL) '.[pipeline,offline-backbone]'; fi
+	$(INSTALL) '.[demo]'; fi
 	touch $@
 
 setup: $(BIN)/.installed
