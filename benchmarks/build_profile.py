@@ -8,8 +8,8 @@ file). Each csebench command ends its log with one line saying how long it ran a
 was start-up (the interpreter, then every module imported while the command ran: torch, transformers,
 matplotlib, ...; `csebench.cli._report_clock`); those lines give the start-up share and finer job times
 than the log's one-second stamps. A core is idle when fewer job threads run than the build has cores
-(`Provided cores`), between the first job's start and the last job's end; the time before the first
-job (Snakemake parsing params.yaml and planning the DAG) is reported apart.
+(`Provided cores`), between the first job's start and the last job's end (Snakemake's planning comes before
+its log's first line: the build's own wall time, e.g. from /usr/bin/time, holds it).
 """
 
 from __future__ import annotations
@@ -132,25 +132,28 @@ def profile(build: Build) -> dict:
 def render(p: dict, markdown: bool = False) -> str:
     rows = [(rule, r["jobs"], r["seconds"], r["longest"], r["startup"]) for rule, r in p["rules"].items()]
     total = p["job_seconds"] or 1.0
+    timed = p["timed_jobs"] > 0  # a build of a csebench without the clock line: start-up unknown, not zero
+
+    def startup(st: float, of: float) -> tuple[str, str]:
+        return (f"{st:.0f}", f"{100 * st / of if of else 0:.0f}%") if timed else ("-", "-")
+
     lines = []
     if markdown:
         lines += ["| rule | jobs | job-seconds | share | longest job (s) | start-up (s) | start-up share |",
                   "|---|---:|---:|---:|---:|---:|---:|"]
         for rule, n, s, longest, st in rows:
-            lines.append(f"| {rule} | {n} | {s:.0f} | {100 * s / total:.0f}% | {longest:.1f} | {st:.0f} | "
-                         f"{100 * st / s if s else 0:.0f}% |")
-        lines.append(f"| **all** | **{p['jobs']}** | **{p['job_seconds']:.0f}** | 100% | | **{p['startup_seconds']:.0f}** | "
-                     f"**{100 * p['startup_seconds'] / total:.0f}%** |")
+            lines.append(f"| {rule} | {n} | {s:.0f} | {100 * s / total:.0f}% | {longest:.1f} | {' | '.join(startup(st, s))} |")
+        a, b = startup(p["startup_seconds"], total)
+        lines.append(f"| **all** | **{p['jobs']}** | **{p['job_seconds']:.0f}** | 100% | | **{a}** | **{b}** |")
     else:
         lines.append(f"{'rule':<30} {'jobs':>5} {'job-s':>8} {'share':>6} {'longest':>8} {'start-up':>9} {'share':>6}")
         for rule, n, s, longest, st in rows:
-            lines.append(f"{rule:<30} {n:>5} {s:>8.0f} {100 * s / total:>5.0f}% {longest:>8.1f} {st:>9.0f} "
-                         f"{100 * st / s if s else 0:>5.0f}%")
-        lines.append(f"{'all':<30} {p['jobs']:>5} {p['job_seconds']:>8.0f} {100:>5}% {'':>8} {p['startup_seconds']:>9.0f} "
-                     f"{100 * p['startup_seconds'] / total:>5.0f}%")
+            a, b = startup(st, s)
+            lines.append(f"{rule:<30} {n:>5} {s:>8.0f} {100 * s / total:>5.0f}% {longest:>8.1f} {a:>9} {b:>6}")
+        a, b = startup(p["startup_seconds"], total)
+        lines.append(f"{'all':<30} {p['jobs']:>5} {p['job_seconds']:>8.0f} {100:>5}% {'':>8} {a:>9} {b:>6}")
     lines.append("")
-    lines.append(f"wall {p['wall_seconds']:.0f} s (planning before the first job {p['planning_seconds']:.0f} s, jobs "
-                 f"{p['span_seconds']:.0f} s); {p['cores']} cores; idle core-seconds while jobs ran "
+    lines.append(f"jobs ran {p['span_seconds']:.0f} s (first start to last end); {p['cores']} cores; idle core-seconds while jobs ran "
                  f"{p['idle_core_seconds']:.0f} ({100 * p['idle_core_seconds'] / max(p['cores'] * p['span_seconds'], 1):.0f}% "
                  f"of {p['cores']} x {p['span_seconds']:.0f} s); start-up measured in {p['timed_jobs']} of {p['jobs']} jobs")
     return "\n".join(lines)

@@ -650,13 +650,22 @@ def machine_info() -> dict:
 
 GPU_BEGIN = "<!-- gpu-measured:begin (benchmarks/gpu.py writes this section) -->"
 GPU_END = "<!-- gpu-measured:end -->"
+# the two commands' measured times (make demo, make test; benchmarks/build_profile.py), written by hand from
+# measured builds: this report keeps the section as it is
+BUILDS_BEGIN = "<!-- builds-measured:begin (measured builds: make demo, make test) -->"
+BUILDS_END = "<!-- builds-measured:end -->"
+
+
+def kept_section(path: Path, begin: str, end: str) -> str:
+    """A section another command writes into an existing report, markers included ('' when none)."""
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    i, j = text.find(begin), text.find(end)
+    return text[i : j + len(end)] if 0 <= i < j else ""
 
 
 def gpu_section(path: Path) -> str:
     """The GPU (measured) section of an existing report, markers included ('' when none)."""
-    text = path.read_text(encoding="utf-8") if path.is_file() else ""
-    i, j = text.find(GPU_BEGIN), text.find(GPU_END)
-    return text[i : j + len(GPU_END)] if 0 <= i < j else ""
+    return kept_section(path, GPU_BEGIN, GPU_END)
 
 
 def put_gpu_section(path: Path, body: str) -> None:
@@ -897,9 +906,9 @@ def write_report(path: Path, info: dict, cmd: str, res: dict, started: float) ->
     w("## Reproduce\n")
     w(f"```\n{cmd}\n```\n`--quick` runs fewer steps and trials (a smoke test; ratios are noisier). "
       "`make bench` runs the full benchmark.\n")
-    kept = gpu_section(path)  # written by benchmarks/gpu.py; this report keeps it as it is
-    if kept:
-        w(kept + "\n")
+    for kept in (kept_section(path, BUILDS_BEGIN, BUILDS_END), gpu_section(path)):  # written elsewhere: kept as they are
+        if kept:
+            w(kept + "\n")
     tmp = path.with_suffix(".md.tmp")
     tmp.write_text("\n".join(L) + "\n", encoding="utf-8")
     os.replace(tmp, path)

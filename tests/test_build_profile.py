@@ -57,6 +57,10 @@ def test_profile_adds_job_seconds_per_rule_startup_and_idle_cores(tmp_path):
     assert p["idle_core_seconds"] == 2 * 50 - (2 * 2 + 28 + 2 * 20)
     text = build_profile.render(p, markdown=True)
     assert "| train | 1 | 30 |" in text and "idle core-seconds while jobs ran 28" in text
+    for job in p["rules"].values():  # a build without the clock lines: start-up unknown, shown as such
+        job["timed"] = 0
+    p["timed_jobs"] = 0
+    assert "| train | 1 | 30 | 41% | 29.5 | - | - |" in build_profile.render(p, markdown=True)
 
 
 def test_the_command_line_ends_with_its_clock(tmp_path):
