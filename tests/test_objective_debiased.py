@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from csebench.errors import ConfigError
-from csebench.objectives import Objective, validate_objectives
+from csebench.objectives import validate_objectives
+from csebench.objectives.compose import Objective
 from csebench.objectives.base import StepContext
 from csebench.objectives.debiased import DebiasedNegatives, DebiasedSettings
 from runhelpers import FakeBank

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from csebench.config import ConfigError, TrainingConfig
-from csebench.objectives import Objective, validate_objectives
+from csebench.objectives import validate_objectives
+from csebench.objectives.compose import Objective
 from csebench.objectives.base import StepContext
 from csebench.objectives.distillation import (Distillation, DistillationSettings, group_p_groups, group_p_shuffle,
                                               rank_range_shuffle, shuffle_within_groups, teacher_runs)

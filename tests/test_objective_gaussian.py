@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from csebench.config import ConfigError
-from csebench.objectives import Objective, validate_objectives
+from csebench.objectives import validate_objectives
+from csebench.objectives.compose import Objective
 from csebench.objectives.gaussian import GaussianNegatives, GaussianSettings
 from runhelpers import random_step_context as make_ctx
 

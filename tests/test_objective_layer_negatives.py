@@ -8,7 +8,8 @@ import torch
 
 from csebench.config import BackboneConfig, ConfigError
 from csebench.encoder import build_encoder, pool
-from csebench.objectives import Objective, validate_objectives
+from csebench.objectives import validate_objectives
+from csebench.objectives.compose import Objective
 from csebench.objectives.base import StepContext
 from csebench.objectives.layer_negatives import LayerNegatives, LayerNegativesSettings
 

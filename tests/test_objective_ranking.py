@@ -11,7 +11,8 @@ import torch
 import torch.nn.functional as F
 
 from csebench.errors import ConfigError
-from csebench.objectives import Objective, validate_objectives
+from csebench.objectives import validate_objectives
+from csebench.objectives.compose import Objective
 from csebench.objectives.base import StepContext
 from csebench.objectives.ranking import RankingDistillation, RankingSettings, js_consistency, listmle, listnet, released_consistency
 from runhelpers import FakeBank

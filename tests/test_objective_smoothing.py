@@ -7,7 +7,8 @@ import torch
 import torch.nn.functional as F
 
 from csebench.config import ConfigError
-from csebench.objectives import Objective, validate_objectives
+from csebench.objectives import validate_objectives
+from csebench.objectives.compose import Objective
 from csebench.objectives.smoothing import InstanceSmoothing, SmoothingSettings, cosine_alpha, spherical_kmeans
 from runhelpers import assert_train_fails, has_term, random_step_context as make_ctx
 

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from csebench.errors import ConfigError
-from csebench.objectives import Objective, validate_objectives
+from csebench.objectives import validate_objectives
+from csebench.objectives.compose import Objective
 from csebench.objectives.base import StepContext
 from csebench.objectives.soft_negatives import bml_loss, negate
 

@@ -46,7 +46,9 @@ _HEADER = struct.Struct("!I")
 
 
 def _send(sock: socket.socket, message: dict, fds: list[int] | None = None) -> None:
-    data = json.dumps(message).encode()
+    from .io import dumps_json
+
+    data = dumps_json(message, indent=None).encode()
     payload = _HEADER.pack(len(data)) + data
     if fds:
         socket.send_fds(sock, [payload], fds)
@@ -140,7 +142,7 @@ def forward(argv: list[str]) -> int | None:
 # ----------------------------------------------------------------------------- the server
 
 
-def _run_child(request: dict, fds: list[int], keep_closed: list) -> None:
+def _run_child(request: dict, fds: list[int], keep_closed: list, program) -> None:
     """In the forked child: become the job's process, run the command, exit with its code."""
     code = 1
     try:
@@ -162,9 +164,7 @@ def _run_child(request: dict, fds: list[int], keep_closed: list) -> None:
         random.seed()  # a fresh process's unseeded generators differ run to run; copies of one would not
         if "numpy" in sys.modules:
             sys.modules["numpy"].random.seed()
-        from .cli import main
-
-        code = main()
+        code = program()
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except BaseException:
@@ -185,8 +185,9 @@ def _exit_code(status: int) -> int:
     return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
 
 
-def serve(path: str, parent: int) -> None:
-    """Accept jobs on ``path`` until the process ``parent`` is gone or the server is told to stop (SIGTERM)."""
+def serve(path: str, parent: int, program) -> None:
+    """Accept jobs on ``path`` until the process ``parent`` is gone or the server is told to stop (SIGTERM);
+    each runs ``program()`` (csebench.cli.main, which reads its arguments from sys.argv) in a child."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     os.chmod(path, 0o600)
@@ -226,7 +227,8 @@ def serve(path: str, parent: int) -> None:
                     continue
                 child = os.fork()
                 if child == 0:
-                    _run_child(request, fds, [listener, sel, conn, *(x for job in jobs.values() for x in job if x is not None)])
+                    _run_child(request, fds, [listener, sel, conn, *(x for job in jobs.values() for x in job if x is not None)],
+                               program)
                 for fd in fds:
                     os.close(fd)
                 try:
@@ -280,7 +282,8 @@ def start() -> subprocess.Popen | None:
     """Start the build's server and point this process's future jobs at it (``CSEBENCH_WARM``)."""
     folder = tempfile.mkdtemp(prefix="csebench-warm-")  # private (0700), and short: a socket path is at most ~100 bytes
     path = os.path.join(folder, "socket")
-    code = f"from csebench.warm import serve; serve({path!r}, {os.getpid()})"  # not -m: one module object, one IN_CHILD
+    # not -m: one module object, one IN_CHILD
+    code = f"from csebench.cli import main; from csebench.warm import serve; serve({path!r}, {os.getpid()}, main)"
     proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 10

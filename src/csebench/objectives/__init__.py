@@ -9,8 +9,8 @@ params.yaml ``methods.<name>.objectives`` maps a term key to its settings, e.g.
 Every key listed is switched on; an empty mapping means "paper defaults".
 
 The package imports without torch (the term keys, their settings' check): planning a build, listing
-the terms and most commands never load torch. ``Objective`` (csebench.objectives.compose) and the terms
-import it.
+the terms and most commands never load torch. ``csebench.objectives.compose.Objective`` (the terms
+composed into one module) and the terms import it.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from ..schema import from_dict
 
 if TYPE_CHECKING:
     from .base import ObjectiveTerm
-    from .compose import Objective
 
 # term key (its one spelling: params.yaml's, the logs') -> its ObjectiveTerm class: every class of this
 # package that declares ``key = "<term>"`` (read from the source, imported on use, so one broken term cannot
@@ -61,12 +60,3 @@ def added_tokens(objectives: dict[str, dict], tokenizer, max_seq_length: int) ->
         if n:
             out[key] = (n, cls.adds)
     return out
-
-
-def __getattr__(name: str):
-    if name == "Objective":  # imported on first use: it brings torch
-        from .compose import Objective
-
-        return Objective
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
