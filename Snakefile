@@ -34,7 +34,8 @@ PROGRESS = "" if config.get("progress", True) else "--no-progress"
 # embedded and evaluated once, in its own folder; the suites' folders are views of it (views.smk).
 with wf.one_line():
     RUNS = wf.Runs(PARAMS)
-    RUNS.check()  # every run resolved before planning: a setting no run can train with is its one line
+    if workflow.is_main_process:  # (a cluster job's Snakemake plans its one job: the build checked them all)
+        RUNS.check()  # every run resolved before planning: a setting no run can train with is its one line
 
 wf.offline_if_submitted(workflow.is_main_process)  # a cluster job downloads nothing (csebench.fetch)
 if workflow.is_main_process:  # another build holding the lock: one line (rule all checks before planning)
