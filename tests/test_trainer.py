@@ -138,3 +138,35 @@ def test_dev_summary_leaves_out_scores_that_are_not_finite():
     assert dev_summary(80.0, 70.0) == {"sickr_dev": 70.0, "avg_sts_dev": 75.0}
     assert dev_summary(float("-inf"), 70.0) == {"sickr_dev": 70.0, "avg_sts_dev": None}
     assert dev_summary(80.0, float("nan")) == {"sickr_dev": None, "avg_sts_dev": None}
+
+
+# ----------------------------------------------------------------------------- torch.compile
+
+
+def test_compiled_training_pads_to_length_buckets_and_compiles_static_graphs(inputs, monkeypatch):
+    """With ``training.compile`` every step's padded width is a multiple of compile_width_multiple and
+    the model is compiled with static shapes: one graph per bucket. Dynamic lengths made inductor's
+    steps 30x slower than eager on an H200 (BENCHMARKS.md, GPU section)."""
+    import torch
+
+    from csebench.cli import main
+    from csebench.encoder import SentenceEncoder
+    from csebench.trainer import _stack_views, compile_width_multiple
+
+    assert [compile_width_multiple(n) for n in (32, 64, 65, 128, 512)] == [8, 8, 16, 16, 64]
+    ids = torch.ones(2, 5, dtype=torch.long)
+    stacked, mask, seg = _stack_views({"view1": (ids, ids), "view2": (ids[:, :3], ids[:, :3])}, 0, 8)
+    assert stacked.shape == (4, 8) and mask[:, 5:].sum() == 0 and mask[2:, 3:].sum() == 0
+    assert seg == {"view1": slice(0, 2), "view2": slice(2, 4)}
+
+    real_compile, kwargs, widths = torch.compile, [], []
+    monkeypatch.setattr(torch, "compile", lambda m, **kw: kwargs.append(kw) or real_compile(m, backend="eager", **kw))
+    real_forward = SentenceEncoder.forward
+    monkeypatch.setattr(SentenceEncoder, "forward",
+                        lambda self, input_ids, *a, **kw: widths.append(input_ids.shape[1]) or real_forward(self, input_ids, *a, **kw))
+    cfg = write_config(inputs / "over.yaml", ci_training(max_steps=4, eval_steps=4, batch_size=8, log_steps=1,
+                                                         compile=True))
+    assert main(["--threads", "1", *train_argv(inputs, inputs / "run", cfg)]) == 0
+    assert kwargs == [{"dynamic": False}]
+    train_widths = widths[:4]  # the dev evaluation (eval mode, uncompiled code path) comes after
+    assert train_widths and all(w % 8 == 0 for w in train_widths), widths

@@ -2,8 +2,8 @@
 
 GPU time comes from a FLOP model (6 x non-embedding parameters x tokens for training, 2 x for a
 forward pass) at an assumed model-FLOP utilisation of a bf16 GPU, until a measured throughput for
-that GPU exists (`make bench-gpu` writes benchmarks/gpu_results.json; its training MFU at
-batch 64 and 512 then replaces the assumed ones).
+that GPU exists (benchmarks/gpu_results.json, from benchmarks/device.sh or `make bench-gpu`: its
+training MFU at batch 64 and 512 then replaces the assumed ones).
 Training tokens are the padded ones: a dynamically padded batch of B sentences runs every row at
 its longest sentence (capped at max_seq_length), so a sentence costs the expected maximum of B
 lengths, drawn from a sentence-length histogram that stands in for wiki1m's
@@ -162,6 +162,8 @@ def measured_throughput(root: str | Path = ".") -> dict | None:
     if not path.is_file():
         return None
     res = json.loads(path.read_text(encoding="utf-8"))
+    if "sections" in res:
+        return _device_script_throughput(res)
     rows = {r.get("batch"): r for r in (res.get("training") or {}).get("rows", []) if r.get("mfu") and r.get("peak")}
     if not rows:
         return None
@@ -169,6 +171,20 @@ def measured_throughput(root: str | Path = ".") -> dict | None:
     large = max(rows)
     return {"gpu": (res.get("info") or {}).get("name", "GPU"), "peak": rows[small]["peak"],
             "small_mfu": rows[small]["mfu"], "large_mfu": rows[large]["mfu"] if large > SMALL_BATCH else LARGE_BATCH_MFU}
+
+
+def _device_script_throughput(res: dict) -> dict | None:
+    """The same from benchmarks/device.sh's results (docs/gpu.md): BERT-base at batch 64 (its padded tokens
+    per second, eager, as this model counts them) and RoBERTa-large at batch 512."""
+    sections, versions = res.get("sections") or {}, res.get("versions") or {}
+    peak = versions.get("peak_bf16_flops")
+    small = (sections.get("training") or {}).get("ours") or {}
+    large = sections.get("large") or {}
+    if not peak or not small.get("tokens_per_s") or not small.get("nonemb_params"):
+        return None
+    return {"gpu": versions.get("device") or "GPU", "peak": peak,
+            "small_mfu": 6 * small["nonemb_params"] * small["tokens_per_s"] / peak,
+            "large_mfu": large.get("mfu") or LARGE_BATCH_MFU}
 
 
 def suite_plan(params: dict, suite: str, n_items: int = 0, probing: bool = False) -> SuitePlan:

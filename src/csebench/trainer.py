@@ -266,7 +266,16 @@ class Trainer:
             self.model = torch.nn.parallel.DistributedDataParallel(
                 self.encoder, device_ids=[self.device.index] if self.device.type == "cuda" else None)
         self.encoder.compiled = bool(self.t.compile)
-        self.forward_model = torch.compile(self.model) if self.t.compile else self.model
+        self.forward_model = self.model
+        if self.t.compile:
+            # static graphs, one per padded width (compiled_width): with dynamic lengths inductor's
+            # kernels ran a step 30x slower than eager on an H200 (BENCHMARKS.md, GPU section)
+            import torch._dynamo.config as dynamo_config
+
+            need = -(-(self.t.max_seq_length + 64) // compile_width_multiple(self.t.max_seq_length))
+            if getattr(dynamo_config, "recompile_limit", None) is not None:
+                dynamo_config.recompile_limit = max(dynamo_config.recompile_limit, need)
+            self.forward_model = torch.compile(self.model, dynamic=False)
         # every rank reads the dev data, so a malformed file stops all ranks (none waits in a collective)
         self.dev = DevEvaluator.for_run(cfg, senteval_dir, dev_file)
         self.state = TrainState()
@@ -391,7 +400,8 @@ class Trainer:
         idx_local = torch.as_tensor(local)
         # the views to encode (two dropout views of the sentence unless a term changes them), in one forward pass
         views = self.objective.input_views(ids, mask, idx_local, self.state.step)
-        ids2, mask2, segments = _stack_views(views, self.encoder.tokenizer.pad_token_id or 0)
+        ids2, mask2, segments = _stack_views(views, self.encoder.tokenizer.pad_token_id or 0,
+                                             compile_width_multiple(self.t.max_seq_length) if self.t.compile else 1)
         need_all = bool(self.layers)
         hs = _call_hidden(self.forward_model, ids2, mask2, need_all)
         pooled = self.objective.pool(self.encoder, hs, ids2, mask2, segments)
@@ -649,10 +659,20 @@ class _Null:
         return False
 
 
-def _stack_views(views: dict, pad_id: int) -> tuple[torch.Tensor, torch.Tensor, dict[str, slice]]:
-    """The views' rows in one padded batch (view1 first, view2 next, then any others) and each view's rows."""
+def compile_width_multiple(max_seq_length: int) -> int:
+    """The padded width of a compiled step is a multiple of this: 8 up to 64 tokens, then coarser, so a
+    run compiles at most about eight graphs (a width beyond max_seq_length comes from terms that add
+    tokens, such as PromptBERT's template)."""
+    return 8 * max(1, -(-max_seq_length // 64))
+
+
+def _stack_views(views: dict, pad_id: int, width_multiple: int = 1) -> tuple[torch.Tensor, torch.Tensor, dict[str, slice]]:
+    """The views' rows in one padded batch (view1 first, view2 next, then any others) and each view's
+    rows; the width rounded up to ``width_multiple`` (compiled steps: few shapes, each compiled once).
+    Extra padding changes no real position's output: attention masks it as a key and poolers read the mask."""
     names = ["view1", "view2"] + [n for n in views if n not in ("view1", "view2")]
     width = max(views[n][0].shape[1] for n in names)
+    width = -(-width // width_multiple) * width_multiple
     ids, masks, segments, start = [], [], {}, 0
     for n in names:
         i, m = views[n]
