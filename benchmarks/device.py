@@ -140,6 +140,8 @@ def section_correctness(r: Run) -> dict:
             for name, objectives in terms.items():
                 if r.a.tiny and name != "all" and precision != "fp32":  # --tiny: each term once, all of them in each precision
                     continue
+                if r.a.terms and name not in r.a.terms.split(","):
+                    continue
                 if r.left() < 10:
                     complete = False
                     break
@@ -168,7 +170,12 @@ def section_correctness(r: Run) -> dict:
                         row.update(resume_rel_diff=diff, resume_tol=tol,
                                    resumed_from=read_json(out / "resumed" / "train_timing.json")["resumed_from_step"],
                                    resume_ok=diff <= max(tol, 1e-6) and len(resumed) == steps)
-                    row["ok"] = row["finite"] and row.get("resume_ok", True)
+                    # a term that adds nothing in these steps was not checked: its losses must part from SimCSE's
+                    plain = next((x for x in rows if x["model"] == model and x["precision"] == precision
+                                  and x["terms"] == "simcse" and "losses" in x), None)
+                    if plain is not None and name != "simcse":
+                        row["differs_from_simcse"] = row["losses"][1:] != plain["losses"][1:]
+                    row["ok"] = row["finite"] and row.get("resume_ok", True) and row.get("differs_from_simcse", True)
                 except Exception as exc:  # noqa: BLE001
                     row.update(ok=False, error=f"{exc.__class__.__name__}: {str(exc)[:300]}")
                     traceback.print_exc()
@@ -510,6 +517,18 @@ def merge(sources: list[str]) -> dict:
         merged["calls"].append(call)
         merged["versions"] = res.get("versions", merged.get("versions"))
         for name, sec in res["sections"].items():
+            if name == "correctness" and name in merged["sections"] and "rows" in sec:
+                # a later call that reran some rows: those rows replace the earlier ones, the rest stay
+                key = lambda x: (x["model"], x["precision"], x["terms"])  # noqa: E731
+                earlier = merged["sections"][name]
+                again = {key(x) for x in sec["rows"]}
+                merged["superseded"].setdefault("correctness_rows", []).extend(
+                    {"commit": earlier["_commit"], **x} for x in earlier["rows"] if key(x) in again)
+                rows = [x if key(x) not in again else {**next(y for y in sec["rows"] if key(y) == key(x)), "_commit": call["commit"]}
+                        for x in earlier["rows"]]
+                rows += [{**y, "_commit": call["commit"]} for y in sec["rows"] if key(y) not in {key(x) for x in earlier["rows"]}]
+                merged["sections"][name] = {**earlier, "rows": rows, "ok": all(x.get("ok") for x in rows)}
+                continue
             if name in merged["sections"]:
                 merged["superseded"][name] = {"commit": merged["sections"][name]["_commit"], **merged["sections"][name]}
             merged["sections"][name] = {**sec, "_commit": call["commit"]}
@@ -526,6 +545,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--tiny", action="store_true", help="CPU rehearsal: toy sizes (hidden 32, 2 layers)")
     ap.add_argument("--sections", default=",".join(SECTIONS), help=f"subset of {','.join(SECTIONS)}, in this order")
     ap.add_argument("--bundle", default=str(HERE / "device-bundle"), help="benchmarks/device_bundle.py's folder")
+    ap.add_argument("--terms", help="correctness: only these term sets (comma-separated: simcse, gaussian_negatives, "
+                                    "instance_smoothing, layer_negatives, distillation, all)")
     ap.add_argument("--merge", nargs="+", metavar="RESULTS.json@COMMIT",
                     help="instead of measuring: merge the gpu_results.json of calls made at those commits (oldest "
                          "first) into --out and, with --benchmarks, into that report's GPU (measured) section")

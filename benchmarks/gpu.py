@@ -64,8 +64,9 @@ def peak_flops(name: str) -> float | None:
 
 
 def terms_for(batch: int, teacher: bool) -> dict[str, dict]:
-    """Each term alone (paper defaults; IS-CSE with a small buffer so its loss is active) and all composed."""
-    smoothing = {"buffer_size": 4 * batch, "neighbors": 4}
+    """Each term alone (paper defaults; IS-CSE with a buffer of one batch, full after the first step, so its
+    loss is active from the second step on) and all composed."""
+    smoothing = {"buffer_size": batch, "neighbors": 4}
     out = {"simcse": {}, "gaussian_negatives": {"gaussian_negatives": {}},
            "instance_smoothing": {"instance_smoothing": smoothing}, "layer_negatives": {"layer_negatives": {}}}
     if teacher:
