@@ -491,6 +491,12 @@ def report_section(res: dict) -> str:
                      f"the second batch length dynamo recompiled with dynamic lengths, and inductor's dynamic-shape "
                      f"kernels were that slow. The trainer now pads a compiled step to a multiple of 8 tokens and compiles "
                      f"static graphs (one per width; tests/test_trainer.py): {n['speedup']:.2f}x eager.")
+    if old.get("correctness_rows"):
+        redo = {x["terms"] for x in old["correctness_rows"]}
+        lines.append(f"- Found and fixed: the first call's IS-CSE rows equalled SimCSE's to the last digit: the check's buffer "
+                     f"(four batches) was never full in four steps, so the term's loss never ran. With a buffer of one batch "
+                     f"it runs from the second step, and a term's row now fails when its losses do not part from SimCSE's. "
+                     f"Rows {', '.join(sorted(redo))} were measured again (the SimCSE rows to the same six decimals).")
     if "eval" in old and "eval" in res["sections"]:
         o = old["eval"]
         lines.append(f"- The first call's STS timing (bf16 {o['ours']['bf16']['seconds']:.1f} s, fp32 {o['ours']['fp32']['seconds']:.1f} s) "

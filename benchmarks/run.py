@@ -608,8 +608,12 @@ def section_gpu() -> dict:
     suites = [s for s, spec in (params.get("suites") or {}).items() if (spec or {}).get("data") == "wiki1m"]
     default = set(default_suites(params))  # what `csebench plan` costs
     plans = P.plan(params, suites)
+    measured = P.measured_throughput(ROOT)  # training MFU measured on a GPU (benchmarks/gpu_results.json), else assumed
+    small = measured["small_mfu"] if measured else P.SMALL_BATCH_MFU
+    large = measured["large_mfu"] if measured else P.LARGE_BATCH_MFU
     row = lambda p: {"suite": p.suite, "runs": p.training_runs, "unknown": p.unknown_models, "flops": p.total_flops,  # noqa: E731
-                     "default_target": p.suite in default, "hours": {gpu: p.gpu_hours(peak) for gpu, peak in P.GPU_PEAKS.items()}}
+                     "default_target": p.suite in default,
+                     "hours": {gpu: p.gpu_hours(peak, small, large) for gpu, peak in P.GPU_PEAKS.items()}}
     rows = [row(p) for p in plans]
     # each distinct run once (docs/runs.md): what the default target trains
     once = row(P.distinct([p for p in plans if p.suite in default]))
@@ -617,7 +621,7 @@ def section_gpu() -> dict:
     per_backbone = [{"model": m, "nonemb": total - emb, "flops": 6 * (total - emb) * 2 * 1_000_000 * tokens}
                     for m, (total, emb) in P.BACKBONE_PARAMS.items()]
     return {"padded_tokens": tokens, "mean_tokens": P.mean_tokens(32), "source": P.length_histogram()[2],
-            "peaks": P.GPU_PEAKS, "mfu": {"small_batch": P.SMALL_BATCH_MFU, "large_batch": P.LARGE_BATCH_MFU,
+            "peaks": P.GPU_PEAKS, "mfu": {"small_batch": small, "large_batch": large, "measured_on": (measured or {}).get("gpu"),
                                           "other": P.ASSUMED_MFU, "small_batch_max": P.SMALL_BATCH},
             "suites": rows, "distinct": once, "per_backbone": per_backbone}
 
@@ -859,7 +863,8 @@ def write_report(path: Path, info: dict, cmd: str, res: dict, started: float) ->
         w("")
     g = res.get("gpu")
     if g:
-        w("## GPU: expected cost of the paper suites (estimate, to be measured when a GPU is available)\n")
+        w("## GPU: expected cost of the paper suites (FLOP model" + (f", training utilisation measured on an {g['mfu']['measured_on']})\n"
+                                                                     if g["mfu"].get("measured_on") else ", utilisation assumed)\n"))
         when("gpu")
         m, peaks = g["mfu"], g["peaks"]
         w(f"The cost model of `csebench plan` (`csebench.plan`). FLOPs = 6 x non-embedding parameters x training "
@@ -869,11 +874,12 @@ def write_report(path: Path, info: dict, cmd: str, res: dict, started: float) ->
           f"evaluation and teacher caches. A dynamically padded batch runs every sentence at its longest, capped "
           f"at max_seq_length: a sentence costs the expected longest of its batch, {g['padded_tokens']:.1f} tokens "
           f"at batch 64 and cap 32 (the mean sentence has {g['mean_tokens']:.1f}), from the sentence-length "
-          f"histogram of {g['source']} (BERT WordPiece; `benchmarks/length_histogram.py`). Throughput assumed, "
-          f"not measured: training at {m['small_batch']:.0%} of the bf16 dense peak (MFU) at batch <= "
-          f"{m['small_batch_max']} (a step that small is launch-bound), {m['large_batch']:.0%} above, evaluation "
-          f"and teacher caches at {m['other']:.0%}; `make bench-gpu` measures it and `csebench plan` then uses "
-          f"the measured MFU.\n")
+          f"histogram of {g['source']} (BERT WordPiece; `benchmarks/length_histogram.py`). "
+          + (f"Training at the utilisation measured on an {m['measured_on']} (section GPU (measured) below; "
+             f"benchmarks/gpu_results.json): " if m.get("measured_on") else "Throughput assumed, not measured: training at ")
+          + f"{m['small_batch']:.1%} of the bf16 dense peak (MFU) at batch <= {m['small_batch_max']} (a step that small "
+          f"is launch-bound), {m['large_batch']:.1%} above; evaluation and teacher caches at an assumed {m['other']:.0%}. "
+          f"The H100 and A100 columns apply that utilisation to their own bf16 peaks (an H100's equals the H200's).\n")
         w("| backbone | non-embedding params | training FLOPs per run (batch 64) | " +
           " | ".join(f"hours on {k} (bf16 dense peak {v / 1e12:.0f} TFLOP/s)" for k, v in peaks.items()) + " |")
         w("|---|---|---|" + "---|" * len(peaks))
