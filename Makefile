@@ -50,7 +50,7 @@ test-slurm: setup  ## root: install Debian SLURM, run the ci suite through workf
 paper-dryrun: setup  ## list every job of the paper suites (offline)
 	$(BIN)/snakemake -n --quiet rules --configfile config/paper.yaml
 
-rehearse: setup  ## every distinct run of the default target through the real code, offline: random-weight BERT/RoBERTa (README)
+rehearse: setup  ## every distinct run of the default target through the real code, offline: random-weight BERT/RoBERTa (docs/rehearsal.md)
 	$(BIN)/csebench rehearse
 
 bench: setup  ## speed benchmarks -> BENCHMARKS.md
