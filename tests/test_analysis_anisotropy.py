@@ -30,7 +30,7 @@ def _stsb(root, pairs):
     d.joinpath("sts-test.csv").write_text("".join(f"g\tx\t2012\t0\t{s}\t{a}\t{b}\n" for a, b, s in pairs))
 
 
-def test_the_command_and_the_suite_table(tmp_path, tiny_encoder):
+def test_the_command_and_the_suite_table(tmp_path, tiny_encoder, monkeypatch, capsys):
     from csebench.embeddings import model_fingerprint, write_embeddings
 
     enc = tiny_encoder("avg")
@@ -58,7 +58,9 @@ def test_the_command_and_the_suite_table(tmp_path, tiny_encoder):
     text = md.read_text()
     assert "| seed1 | 24 |" in text and "| tabled | 24 |" in text and text.rstrip().splitlines()[-1].startswith("Provenance")
     assert csv.read_text().splitlines()[0].startswith("model,sentences,mean_pair_cosine")
-    assert main(["analyze", "anisotropy", "--model", model, "--out", str(out)]) == 2  # needs --senteval
+    monkeypatch.setenv("CSEBENCH_SHARED", str(tmp_path / "no-shared"))  # no --senteval: the shared data, absent here
+    assert main(["analyze", "anisotropy", "--model", model, "--out", str(out)]) == 2
+    assert "no --senteval given and the shared SentEval data are not at" in capsys.readouterr().err
 
 
 def test_the_pipeline_and_the_config_know_it():

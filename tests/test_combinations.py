@@ -240,14 +240,14 @@ def test_bad_compositions_are_one_clear_line(tmp_path, methods, message):
     assert main(["show-config", "--config", str(config), "--suite", "ci", "--run", "x", "--seed", "1"]) == 2
 
 
-def test_plan_counts_the_combinations_suite():
+def test_plan_counts_the_combinations_suite(tmp_path):
     from csebench.plan import plan, render_plan
 
     (p,) = plan(load_params(PARAMS), ["combinations"])
     assert p.training_runs == 12 * 3 + 16 and p.teacher_caches == 16
     hours = p.gpu_hours(989e12)
     assert 5 < hours < 100  # 52 BERT-base epochs of wiki1m at the assumed MFU
-    line = next(line for line in render_plan([p]).splitlines() if line.startswith("combinations "))
+    line = next(line for line in render_plan([p], tmp_path).splitlines() if line.startswith("combinations "))
     assert line.split()[-1] == f"{hours:.1f}"
 
 

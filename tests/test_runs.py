@@ -100,7 +100,7 @@ def test_same_run_as_names_the_first_suite_listing_it():
         runs.first("0123456789abcdef", 42)
 
 
-def test_plan_prints_runs_requested_and_trained_and_the_saved_gpu_hours():
+def test_plan_prints_runs_requested_and_trained_and_the_saved_gpu_hours(tmp_path):
     from csebench.plan import distinct, plan, render_plan
 
     plans = plan(P, ["paper", "paper-sscl-depth", "paper-iscse", "ablation-iscse-buffer"])
@@ -109,7 +109,7 @@ def test_plan_prints_runs_requested_and_trained_and_the_saved_gpu_hours():
     assert once.training_runs == 16 - 2  # simcse-12 is paper's BERT-base SimCSE; buffer-1024 is paper-iscse's
     alone = sum(p.gpu_hours(989e12) for p in plans)
     assert 0 < once.gpu_hours(989e12) < alone
-    text = render_plan(plans)
+    text = render_plan(plans, tmp_path)  # no measured GPU there: the assumed utilisation gpu_hours() uses
     alone_row = re.search(r"^sum of the 4 suites built alone\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([\d.]+)$", text, re.M)
     once_row = re.search(r"^this build: each run once \(1\)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([\d.]+)$", text, re.M)
     assert alone_row and once_row, text

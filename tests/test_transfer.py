@@ -339,4 +339,4 @@ def test_eval_transfer_subset_has_no_seven_task_average(tmp_path, capsys, caplog
     assert res["avg_subset"] == pytest.approx(np.mean([res["tasks"][t] for t in res["avg_tasks"]]))
     line = next(r.getMessage() for r in caplog.records if r.getMessage().startswith("transfer "))
     assert "nan" not in line
-    assert line.startswith(f"transfer avg of 4 tasks {res['avg_subset']:.2f}, not the 7-task average (senteval): TREC ")
+    assert line.startswith(f"transfer avg of 4 tasks {res['avg_subset']:.2f}, not the 7-task average (senteval, pooler cls_before_pooler): TREC ")

@@ -1,3 +1,11 @@
-"""csebench: unsupervised contrastive sentence embeddings on one training core."""
+"""csebench: unsupervised contrastive sentence embeddings on one training core.
 
-__version__ = "0.1.0"
+The Python entry (docs/api.md): ``csebench.evaluate_sts(model)`` and ``csebench.evaluate_transfer(model)``
+score a model with the papers' protocol; the pipeline itself runs through the ``csebench`` command and
+Snakemake.
+"""
+
+from ._version import __version__
+from .api import STSResult, TransferResult, evaluate_sts, evaluate_transfer  # torch-free to import
+
+__all__ = ["STSResult", "TransferResult", "evaluate_sts", "evaluate_transfer", "__version__"]

@@ -16,7 +16,7 @@ import threading
 import time
 
 from .commands import (BATCH_SIZE, COMMANDS, EVAL_ENCODING, EVALUATED_RUN, MODEL, NO_PROGRESS, NO_VERIFY, OUT, PARAMS,
-                       POOLER, RUN, SENTEVAL, add_commands, command, option, positive_int)
+                       KEY, POOLER, RUN, SENTEVAL, add_commands, command, option, positive_int)
 from .config import EVAL_PRECISIONS
 from .errors import ConfigError, CsebenchError, DataError, TrainingError
 from .startup import CommandClock
@@ -61,6 +61,32 @@ def _params(args):
     from .config import load_params
 
     return load_params(args.params, args.config)
+
+
+def _resolve_inputs(args) -> None:
+    """What params.yaml names, for the commands that take a model or SentEval data: ``--model NAME`` with a
+    backbone name of params.yaml is that backbone's model (``minilm`` is ``packaged:minilm``), and without
+    ``--senteval`` the SentEval data are the shared ones (paths.shared/senteval, $CSEBENCH_SHARED)."""
+    import os.path
+
+    model = getattr(args, "model", None)
+    named = (isinstance(model, str) and hasattr(args, "params") and not os.path.exists(model)
+             and not model.startswith("packaged:") and "/" not in model)
+    need_data = hasattr(args, "senteval") and args.senteval is None
+    if not (named or need_data):
+        return
+    from .config import load_params, shared_dir
+
+    params = load_params(args.params, args.config)
+    backbone = (params.get("backbones") or {}).get(model) if named else None
+    if backbone is not None:
+        logging.getLogger("csebench").info("--model %s: the backbone %s of params.yaml, %s", model, model, backbone["model"])
+        args.model = backbone["model"]
+    if need_data:
+        args.senteval = os.path.join(shared_dir(params), "senteval")
+        if not os.path.isdir(args.senteval):
+            raise DataError(f"no --senteval given and the shared SentEval data are not at {args.senteval}: put the shared "
+                            f"folder beside the checkout (../shared), or set $CSEBENCH_SHARED or paths.shared, or pass --senteval")
 
 
 @command("prepare-corpus", "write the (sampled) training corpus", PARAMS, option("--data", required=True, help="data source name in params.yaml"), OUT)
@@ -176,9 +202,61 @@ def _refuse_links_out(out: str) -> None:
                                 "link (what it points to stays) or choose another --out")
 
 
-@command("train", "train one run; resumes from its checkpoint if present", PARAMS, RUN,
+def _one_line_run(args, params: dict) -> None:
+    """``train --backbone B --method M --corpus FILE [--set KEY=VALUE ...]``: the run a suite of params.yaml
+    would list with that backbone, method, corpus and settings, as suite ``cli`` of this process, so that
+    its key (and folder, results/runs/KEY/seedN) is the one the pipeline gives that run."""
+    import yaml
+
+    from .config import digest
+    from .paths import check_name
+
+    if args.suite or args.run or args.key:
+        raise ConfigError("give either --backbone and --method (a run of your own) or --suite/--run/--key (a run of params.yaml)")
+    if not (args.backbone and args.method and args.corpus):
+        raise ConfigError("a run of your own needs --backbone, --method and --corpus")
+    backbones, data = params.setdefault("backbones", {}), params.setdefault("data", {})
+    backbone = args.backbone
+    if backbone not in backbones:  # a folder or a hub id: a backbone of its own, pooled as --pooler says (cls: SimCSE's)
+        name = "model-" + digest([backbone, args.pooler or "cls"], 8)
+        backbones[name] = {"model": backbone, "pooler": args.pooler or "cls"}
+        backbone = name
+    elif args.pooler:
+        raise ConfigError(f"--pooler is for a backbone given as a folder or hub id; {backbone} of params.yaml pools with "
+                          f"{backbones[backbone].get('pooler')} (set it in params.yaml or a --config file)")
+    if args.method not in (params.get("methods") or {}):
+        raise ConfigError(f"unknown method '{args.method}' (params.yaml methods: {', '.join(params.get('methods') or {})})")
+    run: dict = {"backbone": backbone, "method": args.method}
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        parts = key.split(".")
+        if not sep or parts[0] not in ("training", "objectives") or len(parts) < 2 or not all(parts):
+            raise ConfigError(f"--set {item}: expected training.KEY=VALUE or objectives.TERM.KEY=VALUE")
+        node = run
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = yaml.safe_load(value)
+    source = "corpus-" + digest(args.corpus, 8)
+    data[source] = {"corpus": {"path": args.corpus}, "senteval": {"path": "{shared}/senteval"}}
+    name = f"{args.backbone if args.backbone == backbone else 'model'}-{args.method}"
+    check_name("run", name)
+    params.setdefault("suites", {})["cli"] = {"data": source, "seeds": [args.seed], "runs": [{"name": name, **run}]}
+    args.suite, args.run = "cli", name
+
+
+@command("train", "train one run; resumes from its checkpoint if present", PARAMS,
+         option("--suite"), option("--run", "--run-name", dest="run", help="run name within the suite"),
+         option("--seed", type=int, default=None, help="the run's seed (required with --suite/--run; default 42 with --backbone)"),
+         KEY,
+         option("--backbone", help="a run of your own: a backbone name of params.yaml, a model folder or a hub id"),
+         option("--method", help="a run of your own: a method of params.yaml (simcse, iscse, ...)"),
+         option("--set", action="append", default=[], metavar="KEY=VALUE",
+                help="a run of your own: a setting, training.KEY=VALUE or objectives.TERM.KEY=VALUE (repeatable)"),
+         option("--pooler", default=None, help="a run of your own on a folder or hub id: its pooler (default cls)"),
          option("--corpus", default=None, help="training corpus (required unless the run has train: false)"), SENTEVAL,
-         OUT.but(help="run folder: model/, train.json, curves"),
+         OUT.but(required=False, default=None,
+                 help="run folder: model/, train.json, curves (default with --backbone: results/runs/KEY/seedN, where "
+                      "the pipeline keeps that run)"),
          option("--cache-dir", default="data/cache", help="tokenized-corpus cache (default: data/cache)"),
          option("--teacher-cache", action="append", default=[], help="cached teacher embeddings (DistillCSE)"), NO_PROGRESS,
          option("--force", action="store_true",
@@ -193,8 +271,21 @@ def cmd_train(args) -> None:
     from .fetch import offline
 
     params = _params(args)
-    _name_run(args, params)
+    if args.backbone or args.method:
+        args.seed = 42 if args.seed is None else args.seed
+        _one_line_run(args, params)
+    else:
+        if args.seed is None:
+            raise ConfigError("train: --seed is required with --suite/--run or --key")
+        _name_run(args, params)
     cfg = resolve_run(params, args.suite, args.run, args.seed)
+    if args.out is None:
+        if args.suite != "cli":
+            raise ConfigError("train: --out is required with --suite/--run or --key (the pipeline passes the run's folder)")
+        from .paths import key_dir, results_root
+
+        args.out = key_dir(results_root(params), cfg.key(), args.seed)
+        logging.getLogger("csebench").info("run %s, key %s: %s", args.run, cfg.key(), args.out)
     logging.getLogger("csebench").info("hub downloads: %s", "off (HF_HUB_OFFLINE=1)" if offline() else "on")
     _refuse_view(args.out, params, args.suite, args.run, args.seed)
     _refuse_links_out(args.out)
@@ -276,7 +367,8 @@ def cmd_embed(args) -> None:
     log.info("embedded %d sentences in %.1f s -> %s", len(sentences), meta["seconds"], args.out)
 
 
-@command("eval-sts", "STS12-16, STS-B, SICK-R (Spearman x100)", PARAMS, EVAL_ENCODING, MODEL, SENTEVAL, OUT,
+@command("eval-sts", "STS12-16, STS-B, SICK-R (Spearman x100)", PARAMS, EVAL_ENCODING, MODEL, SENTEVAL,
+         OUT.but(required=False, default=None, help="result JSON (default: printed to standard output)"),
          option("--pairs-out", default=None, help="also write per-pair cosine and gold scores (.npz) for the paired bootstrap "
                                                   "of the suite tables (`results render --item suite/SUITE`)"),
          STS_CAP, option("--senteval-seed", type=int, default=1111, help="seed of the --max-sts-pairs subsets (default: 1111)"),
@@ -296,8 +388,14 @@ def cmd_eval_sts(args) -> None:
         from .evaluation.sts import save_pairs
 
         save_pairs(args.pairs_out, res.pop("pairs"))
-    _write_evaluation(args, res, encode, run_info, t0)
-    logging.getLogger("csebench").info("STS avg %.2f: %s%s", res.get("avg", float("nan")),
+    if args.out:
+        _write_evaluation(args, res, encode, run_info, t0)
+    else:
+        from .io import dumps_json
+
+        print(dumps_json({"tasks": res["tasks"], "avg": res.get("avg"), "protocol": res.get("protocol"),
+                          "model": args.model, "pooler": _encoding_info(args, encode)["pooler"]}, indent=2))
+    logging.getLogger("csebench").info("STS avg %.2f (pooler %s): %s%s", res.get("avg", float("nan")), _encoding_info(args, encode)["pooler"],
                                        ", ".join(f"{k} {v:.2f}" for k, v in res["tasks"].items()),
                                        "".join(f"; {k} {v['spearman']:.2f} (own set)" for k, v in (res.get("extra_sets") or {}).items()))
 
@@ -308,6 +406,7 @@ def cmd_eval_sts(args) -> None:
          classifier_options("subsample each classifier training set to N items"))
 def cmd_eval_transfer(args) -> None:
     from .data import senteval_root
+    from .encoder import eval_pooler_of
     from .evaluation.transfer import TASKS, evaluate_transfer, load_transfer_task
 
     root = senteval_root(args.senteval)
@@ -318,7 +417,7 @@ def cmd_eval_transfer(args) -> None:
     else:
         n = len(res["avg_tasks"])
         avg = f"avg of {n} task{'' if n == 1 else 's'} {res['avg_subset']:.2f}, not the 7-task average"
-    logging.getLogger("csebench").info("transfer %s (%s): %s", avg, res["protocol"],
+    logging.getLogger("csebench").info("transfer %s (%s, pooler %s): %s", avg, res["protocol"], eval_pooler_of(args.model, args.pooler),
                                        ", ".join(f"{k} {v:.2f}" for k, v in res["tasks"].items()))
 
 
@@ -699,6 +798,7 @@ def main(argv: list[str] | None = None) -> int:
             import torch
 
             torch.set_num_threads(args.threads)
+        _resolve_inputs(args)
         args.func(args)
     except CsebenchError as exc:
         print(f"{command}: error: {exc}", file=sys.stderr)

@@ -96,8 +96,12 @@ PARAMS = (option("--params", default="params.yaml", help="hyperparameter file (d
 NO_VERIFY = option("--no-verify", action="store_true",
                    help="load a run's model even if its weight files differ from the sha256 its train.json recorded")
 NO_PROGRESS = option("--no-progress", action="store_true")
-MODEL = option("--model", required=True, help="saved model folder (or HF id / local encoder)")
-SENTEVAL = option("--senteval", required=True, help="SentEval folder or prepared pointer folder")
+MODEL = option("--model", required=True,
+               help="a run's model/ folder, a backbone name of params.yaml (e.g. minilm, bert-base), a Hugging Face "
+                    "hub id (e.g. princeton-nlp/unsup-simcse-bert-base-uncased) or packaged:minilm")
+SENTEVAL = option("--senteval", default=None,
+                  help="SentEval folder or prepared pointer folder (default: the shared data params.yaml names, "
+                       "paths.shared/senteval, or $CSEBENCH_SHARED/senteval)")
 OUT = option("--out", required=True)
 POOLER = option("--pooler", default=None, help="override the saved evaluation pooler")
 BATCH_SIZE = option("--batch-size", type=positive_int, default=None,

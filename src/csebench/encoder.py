@@ -570,10 +570,25 @@ def build_encoder(backbone: BackboneConfig, seed: int = 0, dropout: float | None
             verify_weights(resolve_model_path(backbone.model))
     tokenizer = load_tokenizer(backbone)
     model = build_backbone(backbone, tokenizer, seed, dropout)
+    if backbone.model != "random":
+        _say_pooling_mismatch(backbone)
     if num_layers is not None:
         truncate_layers(model, num_layers)
     return SentenceEncoder(model, tokenizer, backbone.pooler, projection_dim=projection_dim,
                            projection_head=projection_head)
+
+
+def _say_pooling_mismatch(backbone: BackboneConfig) -> None:
+    """One line when the run pools otherwise than the model declares for itself (a sentence-transformers model
+    trained with the method's pooler, e.g. SimCSE's cls on mean-pooled MiniLM): a choice, said once."""
+    try:
+        own = own_pooler(backbone.model)
+    except ConfigError:  # a pooling csebench does not compute: the run's own pooler is what it can be
+        return
+    run = "cls_before_pooler" if backbone.pooler == "cls" else backbone.pooler
+    if own and own[0] != run:
+        log.info("%s declares its own pooling %s (%s); this run pools with %s, the run's setting (its backbone's or "
+                 "method's pooler)", backbone.model, own[0], own[1], backbone.pooler)
 
 
 def max_positions(config) -> int | None:
@@ -633,12 +648,75 @@ def read_encoder_meta(model_dir: str | os.PathLike) -> dict:
     return json.loads(meta.read_text()) if meta.is_file() else {}
 
 
+# sentence-transformers' Pooling modes that are csebench poolers (its other modes have no csebench pooler)
+ST_POOLING_MODES = {"pooling_mode_cls_token": "cls_before_pooler", "pooling_mode_mean_tokens": "avg"}
+
+
+def _model_file(model: str, name: str) -> Path | None:
+    """``name`` inside a model folder, or in the Hugging Face cache of a hub id (None when absent there)."""
+    path = Path(resolve_model_path(model))
+    if path.is_dir():
+        return path / name if (path / name).is_file() else None
+    if not model or model.startswith((".", "/", "~")):
+        return None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(model, name)
+    except Exception:  # noqa: BLE001  not a valid repo id: nothing of the hub to read
+        return None
+    return Path(found) if isinstance(found, str) else None
+
+
+def own_pooler(model: str | os.PathLike) -> tuple[str, str] | None:
+    """The pooling a sentence-transformers model declares for itself (its modules.json names a Pooling
+    module, whose config.json sets the mode), as a csebench pooler, and the file that says so; None for
+    a model that declares none. A mode csebench does not compute (max, mean of sqrt length, last token,
+    weighted mean, several at once) is an error that asks for --pooler: pooling it otherwise would
+    report another model's numbers."""
+    modules = _model_file(str(model), "modules.json")
+    if modules is None:
+        return None
+    try:
+        entries = json.loads(modules.read_text(encoding="utf-8"))
+        folder = next(e.get("path", "") for e in entries if str(e.get("type", "")).endswith("Pooling"))
+    except (ValueError, StopIteration, AttributeError, TypeError):
+        return None
+    config = _model_file(str(model), f"{folder}/config.json" if folder else "config.json")
+    if config is None:
+        return None
+    settings = json.loads(config.read_text(encoding="utf-8"))
+    modes = [k for k, v in settings.items() if k.startswith("pooling_mode") and v is True]
+    if len(modes) == 1 and modes[0] in ST_POOLING_MODES:
+        return ST_POOLING_MODES[modes[0]], f"{folder}/config.json" if folder else "config.json"
+    raise ConfigError(f"{model} declares its own pooling as {', '.join(modes) or 'none of the modes'} "
+                      f"({folder}/config.json), which csebench does not compute: pass --pooler "
+                      f"({', '.join(POOLERS)}) to say which pooling to evaluate")
+
+
+def pooler_origin(model: str | os.PathLike, pooler: str | None = None) -> str:
+    """Where an evaluation's pooler comes from, for its log line: the option, the saved run, the model's own
+    configuration, or the default."""
+    if pooler is not None:
+        return "--pooler"
+    if read_encoder_meta(resolve_model_path(str(model))).get("eval_pooler"):
+        return "the saved run's evaluation pooler"
+    own = own_pooler(model) if str(model) else None
+    return f"the model's own, {own[1]}" if own else "the default: the model declares no pooling"
+
+
 def eval_pooler_of(model: str | os.PathLike, pooler: str | None = None) -> str:
     """The pooler an evaluation of ``model`` encodes with, resolved as load_encoder resolves it: ``pooler``
-    when given, else the saved model's evaluation pooler, else cls_before_pooler ("cls" evaluates as
+    when given, else the saved model's evaluation pooler, else the pooling the model declares for itself
+    (a sentence-transformers folder or hub model: own_pooler), else cls_before_pooler ("cls" evaluates as
     cls_before_pooler: the MLP head is for training only). Never None: tables and results record it."""
     if pooler is None:
-        pooler = read_encoder_meta(resolve_model_path(str(model))).get("eval_pooler") or "cls_before_pooler"
+        pooler = read_encoder_meta(resolve_model_path(str(model))).get("eval_pooler")
+    if pooler is None and str(model):
+        own = own_pooler(model)
+        pooler = own[0] if own else None
+    if pooler is None:
+        pooler = "cls_before_pooler"
     if pooler not in POOLERS:
         raise ConfigError(f"unknown pooler '{pooler}' (valid: {', '.join(POOLERS)})")
     return "cls_before_pooler" if pooler == "cls" else pooler
@@ -658,7 +736,9 @@ def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None, what: 
 
     for name, commit in (meta.get("hub") or {}).items():  # the backbone a saved model was trained from
         record_hub(name, commit)
-    pooler = eval_pooler_of(path, pooler)
+    origin = pooler_origin(model_dir, pooler)
+    pooler = eval_pooler_of(model_dir, pooler)
+    log.info("%s: pooler %s (%s)", model_dir, pooler, origin)
     from .fetch import hub_id, offline, offline_hint
 
     # a hub id with downloads off and the cache without it: transformers' advice is to check the internet connection

@@ -213,7 +213,7 @@ def collect(device=None, world_size: int = 1, precision: str | None = None, auto
     import torch
     import transformers
 
-    from . import __version__
+    from ._version import __version__
 
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -1,0 +1,169 @@
+"""The Python API (csebench.evaluate_sts / evaluate_transfer) and what a model declares for itself:
+its own pooling (a sentence-transformers folder), a backbone name of params.yaml as a model, the shared
+SentEval data found without being named, and docs/api.md's code run as written."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from runhelpers import ROOT, assert_fails
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def _st_folder(path: Path, tiny_encoder, **modes) -> Path:
+    """A sentence-transformers-style folder of a tiny random model (no csebench metadata) whose Pooling
+    module declares ``modes``."""
+    enc = tiny_encoder("cls")
+    enc.backbone.save_pretrained(path)
+    enc.tokenizer.save_pretrained(path)
+    (path / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    (path / "1_Pooling").mkdir()
+    config = {"word_embedding_dimension": 32, "pooling_mode_cls_token": False, "pooling_mode_mean_tokens": False,
+              "pooling_mode_max_tokens": False, **modes}
+    (path / "1_Pooling" / "config.json").write_text(json.dumps(config))
+    return path
+
+
+def test_a_model_pools_as_it_declares_unless_told_otherwise(tmp_path, tiny_encoder):
+    from csebench.encoder import eval_pooler_of, load_encoder, own_pooler, pooler_origin
+    from csebench.errors import ConfigError
+
+    mean = _st_folder(tmp_path / "mean", tiny_encoder, pooling_mode_mean_tokens=True)
+    cls = _st_folder(tmp_path / "cls", tiny_encoder, pooling_mode_cls_token=True)
+    assert own_pooler(mean) == ("avg", "1_Pooling/config.json")
+    assert eval_pooler_of(mean) == "avg" and eval_pooler_of(cls) == "cls_before_pooler"
+    assert eval_pooler_of(mean, "avg_first_last") == "avg_first_last"  # --pooler wins
+    assert pooler_origin(mean) == "the model's own, 1_Pooling/config.json"
+    assert load_encoder(mean).pooler == "avg"
+    saved = tmp_path / "run-model"
+    tiny_encoder("cls").save(saved)  # csebench's own metadata: its evaluation pooler wins over its modules.json
+    assert eval_pooler_of(saved) == "cls_before_pooler" and pooler_origin(saved) == "the saved run's evaluation pooler"
+    plain = tmp_path / "plain"
+    tiny_encoder("cls").backbone.save_pretrained(plain)
+    assert own_pooler(plain) is None and eval_pooler_of(plain) == "cls_before_pooler"
+    odd = _st_folder(tmp_path / "max", tiny_encoder, pooling_mode_max_tokens=True)
+    with pytest.raises(ConfigError, match="pooling_mode_max_tokens .* pass --pooler"):
+        eval_pooler_of(odd)
+    assert eval_pooler_of(odd, "avg") == "avg"
+
+
+def test_evaluate_sts_takes_an_encoder_a_function_or_an_encode_object(small, tiny_encoder):
+    import csebench
+    from csebench.data import senteval_root
+    from csebench.evaluation.sts import evaluate_sts
+
+    enc = tiny_encoder("avg")
+    direct = evaluate_sts(lambda s: enc.encode(s, precision="fp32"), senteval_root(small))
+    result = csebench.evaluate_sts(enc, senteval=small)
+    assert result.tasks == direct["tasks"] and result.avg == direct["avg"]
+    assert result.pooler == "avg" and result.protocol == "full"
+
+    def as_numpy(sentences):
+        return enc.encode(sentences, precision="fp32").numpy()
+
+    assert csebench.evaluate_sts(as_numpy, senteval=small).tasks == pytest.approx(direct["tasks"], abs=1e-6)
+
+    class Model:  # sentence-transformers' shape: model.encode(sentences)
+        encode = staticmethod(as_numpy)
+
+    by_object = csebench.evaluate_sts(Model(), senteval=small)
+    assert by_object.pooler is None and by_object.tasks == pytest.approx(direct["tasks"], abs=1e-6)
+    other = csebench.evaluate_sts(tiny_encoder("cls"), senteval=small)
+    assert other.tasks != result.tasks  # the encoder's pooler is used, not a fixed one
+    transfer = csebench.evaluate_transfer(enc, senteval=small, tasks=["MR"])
+    assert set(transfer.tasks) == {"MR"} and transfer.pooler == "avg"
+
+
+def test_eval_sts_takes_a_backbone_name_finds_the_shared_data_and_says_the_pooler(capsys, caplog, tmp_path):
+    """The packaged MiniLM declares mean pooling: `--model minilm` (params.yaml's backbone name) pools avg and
+    says so, with no --senteval (params.yaml's shared data); without --out the scores are printed."""
+    from csebench.cli import main
+
+    caplog.set_level(logging.INFO)
+    assert main(["eval-sts", "--model", "minilm", "--max-sts-pairs", "40", "--no-progress"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["pooler"] == "avg" and printed["model"] == "packaged:minilm" and len(printed["tasks"]) == 7
+    text = caplog.text
+    assert "--model minilm: the backbone minilm of params.yaml, packaged:minilm" in text
+    assert "pooler avg (the model's own, 1_Pooling/config.json)" in text
+    assert re.search(r"STS avg [\d.]+ \(pooler avg\)", text)
+    out = tmp_path / "cls.json"
+    assert main(["eval-sts", "--model", "minilm", "--pooler", "cls", "--max-sts-pairs", "40", "--no-progress",
+                 "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["encoding"]["pooler"] == "cls_before_pooler"
+    assert_fails(capsys, ["eval-sts", "--model", "minilm", "--senteval", str(tmp_path / "none")],
+                 "SentEval data folder not found")
+
+
+def test_training_says_when_it_pools_otherwise_than_the_model_declares(caplog):
+    from csebench.config import BackboneConfig
+    from csebench.encoder import build_encoder
+
+    caplog.set_level(logging.INFO, logger="csebench.encoder")
+    build_encoder(BackboneConfig(model="packaged:minilm", pooler="cls"))
+    lines = [r.getMessage() for r in caplog.records if "declares its own pooling" in r.getMessage()]
+    assert len(lines) == 1 and "own pooling avg (1_Pooling/config.json); this run pools with cls" in lines[0]
+    caplog.clear()
+    build_encoder(BackboneConfig(model="packaged:minilm", pooler="avg"))
+    assert not [r for r in caplog.records if "declares its own pooling" in r.getMessage()]
+
+
+def test_the_api_page_runs_as_written(capsys):
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "api.md").read_text(encoding="utf-8"), re.S)
+    assert len(blocks) == 2
+    for block in blocks:
+        exec(compile(block, "docs/api.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert re.search(r"^[\d.]+ with pooler avg \(capped\)$", out, re.M)
+    assert re.search(r"^characters: [\d.]+$", out, re.M)
+    assert np.isfinite(float(re.search(r"characters: ([\d.]+)", out).group(1)))
+
+
+@pytest.mark.slow(seconds=70)
+def test_the_readme_s_one_line_training_trains_the_run_the_pipeline_would(tmp_path):
+    """The README's `csebench train --backbone minilm --method simcse --corpus my-corpus.txt`, as typed, in
+    the README's layout: it trains into results/runs/KEY/seed42, and KEY is the key a suite of params.yaml
+    listing that run on that corpus resolves to, so the pipeline finds it built."""
+    import subprocess
+
+    import yaml
+
+    from csebench.config import load_params, resolve_run
+    from runhelpers import readme_block, readme_checkout, user_env
+
+    cmd = next(c for c in readme_block("## Your model, your corpus") if c.startswith("csebench train "))
+    assert cmd == "csebench train --backbone minilm --method simcse --corpus my-corpus.txt"
+    proj = readme_checkout(tmp_path)
+    lines = (ROOT.parent / "shared" / "corpus" / "demo-sentences.txt").read_text(encoding="utf-8").splitlines()[:64]
+    (proj / "my-corpus.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")  # one step of batch 64
+    proc = subprocess.run(cmd.split() + ["--no-progress"], cwd=proj, env=user_env(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    key, folder = re.search(r"run minilm-simcse, key ([0-9a-f]+): (\S+)", proc.stderr).groups()
+    assert folder == f"results/runs/{key}/seed42" and (proj / folder / "train.json").is_file()
+    mine = proj / "mine.yaml"
+    mine.write_text(yaml.safe_dump({"data": {"my": {"corpus": {"path": "my-corpus.txt"}, "senteval": {"path": "{shared}/senteval"}}},
+                                    "suites": {"mine": {"data": "my", "seeds": [42],
+                                                        "runs": {"simcse": {"backbone": "minilm", "method": "simcse"}}}}}))
+    params = load_params(str(proj / "params.yaml"), [str(mine)])
+    assert resolve_run(params, "mine", "simcse", 42).key() == key
+
+
+def test_a_run_of_one_s_own_is_checked_before_it_trains(capsys, tmp_path):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("a sentence\nanother one\n")
+    base = ["train", "--backbone", "tiny", "--corpus", str(corpus)]
+    assert_fails(capsys, base + ["--method", "nope"], "unknown method 'nope'")
+    assert_fails(capsys, base + ["--method", "simcse", "--suite", "ci"], "give either --backbone and --method")
+    assert_fails(capsys, base + ["--method", "simcse", "--set", "learning_rate=1"], "--set learning_rate=1: expected training.KEY=VALUE")
+    assert_fails(capsys, base + ["--method", "simcse", "--pooler", "avg"], "--pooler is for a backbone given as a folder or hub id")
+    assert_fails(capsys, ["train", "--suite", "ci", "--run", "simcse", "--out", str(tmp_path / "r")], "--seed is required")
+    assert_fails(capsys, ["train", "--suite", "ci", "--run", "simcse", "--seed", "1"], "--out is required")
