@@ -85,6 +85,7 @@ def test_every_methods_card_cites_each_paper_of_its_terms(method):
     backbone = next(iter((P["methods"][method].get("by_backbone") or {"bert-base": None})))
     _, objectives, _ = method_settings(P, method, backbone)
     papers = citations()["papers"]
+    assert set(objectives) <= set(EXPECTED), f"{method}: add its terms' papers to EXPECTED"
     want = ["SimCSE", *dict.fromkeys(papers[EXPECTED[t]]["name"] for t in objectives)]
     assert _card_papers(objectives) == list(dict.fromkeys(want))
     text = "\n".join(_citation({"config": {"train": True, "objectives": objectives}}))
