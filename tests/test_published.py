@@ -131,8 +131,11 @@ AVG_ONLY = [None] * 7
     # a study's row names the paper item its values are copied from, not the study
     ("sts", "zoo", "bert-base-esimcse", [(row("esimcse/table-main", "ESimCSE-BERT base")["published"],
                                           ["ESimCSE Table (unsup. STS)"], "ESimCSE-BERT base")]),
-    ("sts", "zoo", "roberta-base-sncse", [(AVG_ONLY + [79.23], ["SNCSE Table (unsup. STS), the abstract's average"], "SNCSE-RoBERTa base")]),
-    ("sts", "zoo", "bert-base-mixcse", []),
+    ("sts", "zoo", "roberta-base-sncse", [(row("sncse/table-main", "SNCSE-RoBERTa base")["published"], ["SNCSE Table (unsup. STS)"],
+                                           "SNCSE-RoBERTa base")]),
+    ("sts", "zoo", "bert-base-mixcse", [(row("mixcse/table-main", "MixCSE-BERT base")["published"], ["MixCSE Table (unsup. STS)"],
+                                         "MixCSE-BERT base")]),
+    ("sts", "zoo", "roberta-base-mixcse", []),  # no MixCSE RoBERTa row is printed where it can be read
     ("sts", "paper-esimcse", "bert-base-esimcse", [(row("esimcse/table-main", "ESimCSE-BERT base")["published"],
                                                     ["ESimCSE Table (unsup. STS)"], "ESimCSE-BERT base")]),
 ])
@@ -467,7 +470,7 @@ def test_sscl_bert_released_is_the_anchor_as_its_own_positive_with_dropout_on():
 # -------------------------------------------------------------- the zoo methods' own papers
 
 PRINTED = ROOT / "src/csebench/resources/printed"
-ZOO_PAPERS = ("esimcse", "promptbert", "sncse", "dclr", "mixcse", "rankcse")
+ZOO_PAPERS = ("esimcse", "promptbert", "sncse", "dclr", "mixcse", "rankcse", "diffcse")
 
 
 def test_each_zoo_paper_names_where_its_printed_values_come_from():
@@ -479,8 +482,10 @@ def test_each_zoo_paper_names_where_its_printed_values_come_from():
             text = (PRINTED / meta["printed"]).read_text(encoding="utf-8")
             assert re.search(r"Source: .*https://", text), name
             assert "Table (unsup. STS):" in text, name
-    unread = [it for it in REG.items if it.paper in ("mixcse", "rankcse")]
-    assert [it.status for it in unread] == ["not-rebuilt", "not-rebuilt"] and all("zoo/table-1" in it.reason for it in unread)
+    # MixCSE's and RankCSE's items are rebuilt from the zoo's runs; DiffCSE's lists its rows until it is a method
+    assert [(it.id, it.status, it.suites) for it in REG.items if it.paper in ("mixcse", "rankcse")] == [
+        ("mixcse/table-main", "rebuilt", ["zoo"]), ("rankcse/table-main", "rebuilt", ["zoo"])]
+    assert REG.item("diffcse/table-main").status == "not-rebuilt"
 
 
 def test_printed_averages_agree_with_the_abstracts_improvements_over_simcse():
@@ -512,7 +517,9 @@ def test_each_zoo_row_carries_its_own_papers_row_and_names_it():
     that item's row for the same backbone; a row without any says why."""
     own = {"SimCSE": "simcse/table-main", "GS-InfoNCE": "gs-infonce/table-2", "IS-CSE": "is-cse/table-1",
            "SSCL": "sscl/table-2", "DistillCSE": "distillcse/table-4", "ESimCSE": "esimcse/table-main",
-           "PromptBERT": "promptbert/table-main", "SNCSE": "sncse/table-main", "DCLR": "dclr/table-main"}
+           "PromptBERT": "promptbert/table-main", "SNCSE": "sncse/table-main", "DCLR": "dclr/table-main",
+           "MixCSE": "mixcse/table-main", "RankCSE (SimCSE teacher)": "rankcse/table-main"}
+    zoo = REG.item("zoo/table-1")
     with_values = 0
     for r in REG.item("zoo/table-1").blocks()[0]["rows"]:
         pub = r.get("published")
@@ -524,10 +531,12 @@ def test_each_zoo_row_carries_its_own_papers_row_and_names_it():
         assert r["source"].startswith(f"{REG.papers[item.split('/')[0]]['short']} {REG.item(item).number}"), r["label"]
         rows = [x for b in REG.item(item).blocks() for x in b["rows"] if x.get("published") == pub]
         assert rows, (r["label"], item)
+        # the copied row's source kind travels with it (a reprint stays marked as one in the zoo)
+        assert REG.source_kind(zoo, r) == REG.source_kind(REG.item(item), rows[0]), r["label"]
         label = str(rows[0]["label"])
         assert backbone in label or (item, label) == ("sscl/table-2", "SSCL-SimCSE"), (r["label"], label)  # SSCL: BERT base only
         with_values += 1
-    assert with_values == 17
+    assert with_values == 20  # all but MixCSE and SSCL on RoBERTa base
 
 
 def test_each_zoo_paper_suite_trains_the_zoos_seed_42_runs():
@@ -535,3 +544,153 @@ def test_each_zoo_paper_suite_trains_the_zoos_seed_42_runs():
     for suite in ("paper-esimcse", "paper-promptbert", "paper-sncse", "paper-dclr"):
         for run in (r["name"] for r in suite_runs(P, suite)):
             assert resolve_run(P, suite, run, 42).fingerprint() == resolve_run(P, "zoo", run, 42).fingerprint(), (suite, run)
+
+
+# -------------------------------------------------------------- where each published row was read: its source kind
+
+LEADERBOARD = "github.com/Doragd/Awesome-Sentence-Embedding/blob/335c1d9ca715b026af367d175099b5b209549c94/README.md"
+# the rows read from the third-party leaderboard: (item, label)
+REPRINTED = [("mixcse/table-main", "MixCSE-BERT base"), ("mixcse/table-main", "MixCSE-BERT large"),
+             ("rankcse/table-main", "RankCSE_listNet-BERT base"), ("rankcse/table-main", "RankCSE_listMLE-BERT base"),
+             ("rankcse/table-main", "RankCSE_listMLE-RoBERTa base"), ("rankcse/table-main", "RankCSE_listNet-RoBERTa base"),
+             ("diffcse/table-main", "DiffCSE-BERT base"), ("diffcse/table-main", "DiffCSE-RoBERTa base"),
+             ("sncse/table-main", "SNCSE-BERT base"), ("sncse/table-main", "SNCSE-RoBERTa base"),
+             ("esimcse/table-main", "ESimCSE-RoBERTa base")]
+
+
+def _printed_rows(name: str, method: str) -> dict[str, list[float]]:
+    """Backbone -> numbers of the printed file's leaderboard rows of ``method`` (means of "mean±std")."""
+    out = {}
+    for line in (PRINTED / name).read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 10 and cells[1] == method:
+            out[cells[0]] = [float(c.split("±")[0]) for c in cells[2:]]
+    return out
+
+
+def test_every_published_row_has_a_source_kind():
+    """Each row with published values says where they were read: the paper, the authors' README or a third-party
+    reprint; a paper's default needs its text shipped, else a row or paper ``source_kind``."""
+    from csebench.results.registry import SOURCE_KINDS
+
+    kinds = {}
+    for it in REG.items:
+        for b in it.blocks():
+            for r in b.get("rows") or []:
+                if any(v is not None for v in r.get("published") or []):
+                    kinds[(it.id, str(r["label"]))] = REG.source_kind(it, r)
+    assert set(kinds.values()) == set(SOURCE_KINDS)
+    assert kinds[("is-cse/table-1", "IS-CSE-BERT base")] == "paper"  # the paper's text is shipped
+    assert kinds[("promptbert/table-main", "PromptBERT (BERT base)")] == "readme"
+    assert kinds[("esimcse/table-main", "ESimCSE-BERT base")] == "readme"
+    assert kinds[("simcse/table-main", "SimCSE-BERT base")] == kinds[("dclr/table-main", "DCLR-BERT base")] == "reprint"
+    for key in REPRINTED:
+        assert kinds[key] == "reprint", key
+    for name in ("mixcse", "rankcse", "diffcse", "sncse", "esimcse"):
+        assert LEADERBOARD in (PRINTED / REG.papers[name]["printed"]).read_text(encoding="utf-8"), name
+        assert "Doragd/Awesome-Sentence-Embedding" in REG.papers[name]["sources"]["reprint"], name
+
+
+def test_a_published_row_without_a_source_kind_is_refused():
+    from csebench.errors import ConfigError
+    from csebench.results.registry import parse_registry
+
+    item = {"id": "x/table-1", "number": "Table 1", "kind": "table", "title": "t", "shows": "s", "metric": "m",
+            "status": "not-rebuilt", "reason": "r", "layout": {"columns": [{"name": "Avg."}], "rows": [{"label": "A", "published": [1.0]}]}}
+    with pytest.raises(ConfigError, match="published values without a source kind"):
+        parse_registry({"x": {"paper": {"short": "X", "text": None}, "items": [item]}})
+    with pytest.raises(ConfigError, match="source_kind 'blog'"):
+        parse_registry({"x": {"paper": {"short": "X", "text": None, "source_kind": "paper"},
+                              "items": [{**item, "layout": {"columns": [{"name": "Avg."}],
+                                                            "rows": [{"label": "A", "published": [1.0], "source_kind": "blog"}]}}]}})
+    assert parse_registry({"x": {"paper": {"short": "X", "text": "x.md"}, "items": [item]}}).items  # a shipped text: the paper
+
+
+def test_each_leaderboard_row_is_printed_and_its_mean_is_its_average():
+    """Every row read from the leaderboard is its printed row (labels and numbers, resources/printed/), and its 7 tasks'
+    mean is its printed average to the printed 0.01, except where the item notes the printed average is off it."""
+    files = {"mixcse": ("mixcse.md", "MixCSE"), "diffcse": ("diffcse.md", "DiffCSE"), "sncse": ("sncse.md", "SNCSE"),
+             "esimcse": ("esimcse.md", "ESimCSE")}
+    off = []
+    for item, label in REPRINTED:
+        pub = row(item, label)["published"]
+        paper = item.split("/")[0]
+        backbone = label.rsplit("-", 1)[1].replace(" ", "-")
+        if paper == "rankcse":
+            printed = _printed_rows("rankcse.md", label.split("-")[0])[backbone]
+        else:
+            name, method = files[paper]
+            printed = _printed_rows(name, method)[backbone]
+        assert printed == pub, (item, label)
+        mean = sum(pub[:7]) / 7
+        if abs(mean - pub[7]) > 0.011:
+            off.append(label)
+            assert any(n.startswith("Printed average off the mean") and f"(tasks: {mean:.2f})" in n
+                       for n in REG.item(item).notes), (item, label, mean)
+    assert off == ["MixCSE-BERT large"]  # 78.80 printed, its tasks' mean 78.79 (a mean of per-seed averages)
+
+
+def test_each_reprinted_row_equals_the_registrys_other_sources():
+    """Where the leaderboard overlaps a source the registry already holds, it prints the same numbers: SNCSE's
+    averages are the abstract's, ESimCSE's rows the authors' README's, DiffCSE BERT base DistillCSE Table 4's reprint."""
+    text = (PRINTED / "sncse.md").read_text(encoding="utf-8")
+    abstract = {m.group(1): float(m.group(2)) for m in re.finditer(r"\| SNCSE-(\w+) base \| (\d+\.\d+) \|", text)}
+    assert abstract == {"BERT": 78.97, "RoBERTa": 79.23}
+    for fam, avg in abstract.items():
+        assert row("sncse/table-main", f"SNCSE-{fam} base")["published"][-1] == avg
+        assert f"{avg}% on {fam}base" in " ".join(text.split())
+    readme = {r["label"]: r["published"] for r in REG.item("esimcse/table-main").blocks()[0]["rows"]}
+    board = _printed_rows("esimcse.md", "ESimCSE")
+    assert board["BERT-base"] == readme["ESimCSE-BERT base"]  # the README's evaluation output, every column
+    for bb in ("BERT-large", "RoBERTa-base", "RoBERTa-large"):  # the README's Model List averages
+        assert board[bb][-1] == readme[f"ESimCSE-{bb.replace('-', ' ')}"][-1], bb
+    assert "| unsup-esimcse-roberta-base | 77.44 |" in (PRINTED / "esimcse.md").read_text(encoding="utf-8")
+    distill = labelled_rows("distillcse.md", "DiffCSE-BERT <sub>base</sub>")
+    assert distill[0] == row("diffcse/table-main", "DiffCSE-BERT base")["published"]
+
+
+def test_rankcse_rows_say_which_version_printed_them():
+    """The leaderboard's RankCSE rows predate the ACL 2023 paper: they are the withdrawn ICLR 2023 submission's."""
+    text = " ".join((PRINTED / "rankcse.md").read_text(encoding="utf-8").split())
+    assert "ICLR2023 withdrawn" in text and "openreview.net/pdf?id=y_sZyxuuFh3" in text
+    assert "whether the ACL 2023 table prints the same values is not readable here" in text
+    assert "withdrawn ICLR 2023 submission" in REG.papers["rankcse"]["source"]
+    assert any("ICLR 2023" in n and "ACL 2023" in n for n in REG.item("rankcse/table-main").notes)
+
+
+def test_the_source_kind_is_shown_wherever_a_published_row_is_printed(tmp_path):
+    """Paper item (Markdown line and footnote, CSV column, LaTeX), and the suite tables' published lines and CSV."""
+    import csv
+
+    from csebench.results.render import render_item
+    from csebench.results.renderers.suite import render_csv_rows
+
+    render_item("mixcse/table-main", P, str(tmp_path / "empty"), "paper", tmp_path / "out")
+    md = (tmp_path / "out" / "table-main.md").read_text()
+    published = [ln for ln in md.splitlines() if ln.startswith("|  | published")]
+    assert len(published) == 2 and all(ln.startswith("|  | published (third-party reprint) |") for ln in published)
+    assert "- **third-party reprint**: MixCSE: the third-party leaderboard github.com/Doragd/Awesome-Sentence-Embedding" in md
+    cells = list(csv.DictReader(open(tmp_path / "out" / "table-main.csv")))
+    assert {c["published_source_kind"] for c in cells if c["published"]} == {"reprint"}
+    assert {c["published_source_kind"] for c in cells if not c["published"]} == {""}
+    assert (tmp_path / "out" / "table-main.tex").read_text().count("third-party reprint") >= 2
+    # a paper's own row stays unmarked
+    render_item("is-cse/table-1", P, str(tmp_path / "empty"), "paper", tmp_path / "iscse")
+    iscse = (tmp_path / "iscse" / "table-1.md").read_text()
+    assert "|  | published | 72.86 |" in iscse and "third-party" not in iscse.split("Published values, by source kind")[0]
+    # the suite tables: each source with its kind; merged identical rows keep each source's kind
+    simcse = for_run("sts", "paper", "bert-base-simcse")[0]
+    assert simcse.kinds == ["reprint", "paper", "paper", "paper"]
+    assert simcse.source_text.startswith("SimCSE Table (unsup. STS) (third-party reprint); IS-CSE Table 1; ")
+    mix = for_run("sts", "zoo", "bert-base-mixcse")[0]
+    assert mix.source_text == "MixCSE Table (unsup. STS) (third-party reprint)"
+
+    class Row:  # the fields render_csv_rows reads of a suite table's row
+        backbone, method, run, seeds, same_run, is_baseline, test, std = "bert-base", "mixcse", "bert-base-mixcse", [42], "", False, None, None
+        records: list = []
+        mean = __import__("numpy").full(8, 70.0)
+        published = [mix]
+
+    header, out = render_csv_rows([Row()], "sts", "zoo")
+    line = dict(zip(header, out[1]))
+    assert (line["kind"], line["source"], line["source_kind"]) == ("published", "MixCSE Table (unsup. STS)", "reprint")

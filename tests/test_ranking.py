@@ -53,16 +53,24 @@ def test_the_zoo_table_and_its_ranking_figure_render_with_t_intervals(tmp_path):
     # beside each row its own paper's number, the item it is copied from named on the published line
     lines = md.splitlines()
     at = lines.index(line)
-    assert lines[at + 1].startswith("|  | published (SimCSE Table (unsup. STS)) | 68.40 |") and lines[at + 1].rstrip(" |").endswith("76.25")
+    # ... with its source kind where it is not the paper's own text (SimCSE's rows: the papers' reprints)
+    assert lines[at + 1].startswith("|  | published (SimCSE Table (unsup. STS); third-party reprint) | 68.40 |")
+    assert lines[at + 1].rstrip(" |").endswith("76.25")
     assert lines[at + 2].startswith("|  | Δ ours − published |")
-    sncse = next(ln for ln in lines if ln.startswith("|  | published (SNCSE Table (unsup. STS), the abstract's average) |"))
-    assert sncse.rstrip(" |").endswith("78.97") and sncse.count("–") == 7  # an average alone
-    mix = lines.index(next(ln for ln in lines if ln.startswith("| **MixCSE-BERT base** | ours (no published value: ")))
-    assert lines[mix + 1].startswith("| **PromptBERT-BERT base** | ours |")
+    assert any(ln.startswith("|  | published (GS-InfoNCE Table 2) | 70.12 |") for ln in lines)  # the paper's own: unmarked
+    assert any(ln.startswith("|  | published (ESimCSE Table (unsup. STS); authors' README) | 73.40 |") for ln in lines)
+    sncse = next(ln for ln in lines if ln.startswith("|  | published (SNCSE Table (unsup. STS); third-party reprint) |"))
+    assert sncse.rstrip(" |").endswith("78.97") and "–" not in sncse  # every task: the leaderboard's row
+    mix = lines.index(next(ln for ln in lines if ln.startswith("| **MixCSE-RoBERTa base** | ours (no published value: ")))
+    assert lines[mix + 1].startswith("| **PromptBERT-RoBERTa base** | ours |")
+    foot = md.split("Published values, by source kind", 1)[1].split("\n\n", 1)[0]
+    assert "**third-party reprint**" in foot and "Doragd/Awesome-Sentence-Embedding" in foot and "**authors' README**" in foot
     cells = list(csv.DictReader(open(out / "table-1.csv")))
     dclr = [c for c in cells if c["run"] == "zoo/bert-base-dclr"]
     assert {c["published_source"] for c in dclr} == {"DCLR Table (unsup. STS)"} and dclr[-1]["published"] == "77.22"
-    assert {c["published_source"] for c in cells if c["run"] == "zoo/bert-base-mixcse"} == {""}
+    assert {c["published_source_kind"] for c in dclr} == {"reprint"}
+    assert {c["published_source_kind"] for c in cells if c["run"] == "zoo/bert-base-gs-infonce"} == {"paper"}
+    assert {(c["published_source"], c["published_source_kind"]) for c in cells if c["run"] == "zoo/roberta-base-mixcse"} == {("", "")}
 
     render_item("zoo/figure-1", params, str(results), "paper", out)
     assert (out / "figure-1.png").stat().st_size > 5000
@@ -124,4 +132,6 @@ def test_the_demo_scale_draws_the_demo_zoo_runs_in_the_bert_panel_with_one_seed(
     assert {r["panel"] for r in got} == {"BERT base"} and all(r["ci_low"] == "" and r["seeds"] == "42" for r in got)
     assert "Demo scale" in (out / "figure-1.md").read_text()
     render_item("zoo/table-1", params, str(results), "demo", out)
-    assert "| **MixCSE-BERT base** | ours (no published value: MixCSE's table is not readable here) |" in (out / "table-1.md").read_text()
+    md = (out / "table-1.md").read_text()
+    assert "| **MixCSE-BERT base** | ours | 65.00 |" in md  # one seed: no ±
+    assert "|  | published (MixCSE Table (unsup. STS); third-party reprint) | 71.71 |" in md

@@ -7,7 +7,9 @@ first time it is asked for, so that a broken or slow module never stands in the 
 
 A name is either listed (``entries``: name -> "module:attribute"), a module of ``package`` whose
 ``attr`` is the object, or (``declared``) a class of a ``package`` module that declares its own name
-as a class attribute, e.g. ``key = "ranking_distillation"``; adding one is adding that file. Listing the
+as a class attribute, e.g. ``key = "ranking_distillation"``; adding one is adding that file. ``requires``
+names other string attributes such a class must declare beside its name (the objective terms: its paper,
+``citation = "<paper>"``): a class without one is refused when the names are read, with a one-line error. Listing the
 names imports none of the modules (only the package: they are read from its folder, declared names
 parsed from the source with ``ast``); a module that listed entries point into (one file holding several,
 e.g. renderers/figures.py) is not a name itself, nor is a module named ``_*``.
@@ -28,14 +30,17 @@ from .errors import ConfigError
 
 class LazyRegistry:
     def __init__(self, what: str, entries: dict[str, str] | None = None, *, package: str | None = None,
-                 attr: str | None = None, declared: str | None = None):
+                 attr: str | None = None, declared: str | None = None, requires: tuple[str, ...] = ()):
         if (package is None) != (attr is None and declared is None) or (attr and declared):
             raise ValueError("give package with one of attr (a module per name) or declared (a class attribute)")
+        if requires and not declared:
+            raise ValueError("requires: attributes a declaring class must set, only with declared")
         self.what = what
         self.entries = dict(entries or {})
-        self.package, self.attr, self.declared = package, attr, declared
+        self.package, self.attr, self.declared, self.requires = package, attr, declared, tuple(requires)
         self._loaded: dict[str, Any] = {}
         self._found: dict[str, str] | None = None
+        self._values: dict[str, dict[str, str]] = {}  # name -> {required attribute: its declared string}
 
     def _package_modules(self) -> list[pkgutil.ModuleInfo]:
         """The package's modules but ``_*``, sorted by name; only the package is imported."""
@@ -44,9 +49,11 @@ class LazyRegistry:
 
     def _declarations(self) -> dict[str, str]:
         """name -> "module:Class" of every class of the package's modules whose body sets
-        ``<declared> = "<name>"`` to a non-empty string, in module then source order; parsed, not imported."""
+        ``<declared> = "<name>"`` to a non-empty string, in module then source order; parsed, not imported.
+        Such a class must also set each ``requires`` attribute to a non-empty string (kept: ``declared_value``)."""
         if self._found is None:
             found: dict[str, str] = {}
+            values: dict[str, dict[str, str]] = {}
             for mod in (m for m in self._package_modules() if not m.ispkg):
                 source = (Path(mod.module_finder.path) / f"{mod.name}.py").read_text(encoding="utf-8")
                 for cls in (n for n in ast.parse(source).body if isinstance(n, ast.ClassDef)):
@@ -55,8 +62,23 @@ class LazyRegistry:
                         if name in found:
                             raise ConfigError(f"{self.what} '{name}' is declared twice: {found[name]} and {where}")
                         found[name] = where
-            self._found = found
+                        values[name] = {}
+                        for attr in self.requires:
+                            value = next(filter(None, (_declared_string(node, attr) for node in cls.body)), None)
+                            if not value:
+                                raise ConfigError(f"{self.what} '{name}' ({where}) declares no {attr}: set "
+                                                  f'{attr} = "..." in its class beside {self.declared} = "{name}"')
+                            values[name][attr] = value
+            self._found, self._values = found, values
         return self._found
+
+    def declared_value(self, name: str, attr: str) -> str:
+        """The string a declared name's class sets for a ``requires`` attribute (read from the source)."""
+        if attr not in self.requires:
+            raise ValueError(f"{attr} is not one of the attributes this registry requires: {self.requires}")
+        if name not in self._declarations():
+            raise ConfigError(self.unknown(name))
+        return self._values[name][attr]
 
     def _modules(self) -> list[str]:
         if self.package is None or self.declared:

@@ -134,12 +134,24 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
 
 
+def cited_keys(objectives) -> list[str]:
+    """The papers a trained run cites, in order: SimCSE's InfoNCE (every method's base loss), then the paper each
+    objective term declares (its class's ``citation``, read from the source), each once."""
+    from .objectives import INFONCE_CITATION, term_citation
+
+    return list(dict.fromkeys([INFONCE_CITATION, *(term_citation(t) for t in objectives or {})]))
+
+
 def _papers(r: dict) -> list[dict]:
     if not r["config"].get("train", True):
         return []
-    c = citations()
-    keys = ["simcse"] + [c["terms"][t] for t in r["config"].get("objectives") or {} if t in c["terms"]]
-    return [c["papers"][k] for k in dict.fromkeys(keys)]
+    papers = citations()["papers"]
+    keys = cited_keys(r["config"].get("objectives"))
+    missing = [k for k in keys if k not in papers]
+    if missing:
+        raise DataError(f"resources/citations.yaml has no paper {', '.join(missing)}: an objective term cites it "
+                        "(its citation), add its BibTeX there")
+    return [papers[k] for k in keys]
 
 
 def _base_model(model: str) -> str | None:

@@ -27,8 +27,19 @@ if TYPE_CHECKING:
 
 # term key (its one spelling: params.yaml's, the logs') -> its ObjectiveTerm class: every class of this
 # package that declares ``key = "<term>"`` (read from the source, imported on use, so one broken term cannot
-# break the rest). Adding a method: its ObjectiveTerm file, nothing to register (docs/methods.md).
-TERMS = LazyRegistry("objective", package="csebench.objectives", declared="key")
+# break the rest). Adding a method: its ObjectiveTerm file, nothing to register (docs/methods.md). Each such
+# class also declares its paper, ``citation = "<paper>"`` (a key of resources/citations.yaml's papers, which
+# hold the BibTeX): a term without one is refused with a one-line error, so every model card cites it.
+TERMS = LazyRegistry("objective", package="csebench.objectives", declared="key", requires=("citation",))
+
+# the paper of the loss every method starts from: contrastive.py's InfoNCE with dropout positives and
+# in-batch negatives (unsup-SimCSE); every trained run's card cites it beside its terms' papers
+INFONCE_CITATION = "simcse"
+
+
+def term_citation(key: str) -> str:
+    """The paper a term declares (``citation``, read from its source: torch is not imported)."""
+    return TERMS.declared_value(key, "citation")
 
 
 def term_class(key: str) -> type[ObjectiveTerm]:

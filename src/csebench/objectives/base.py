@@ -81,6 +81,7 @@ class ObjectiveTerm(nn.Module):
 
     Settings: ClassVar[type] = object
     key: ClassVar[str] = ""  # each term class declares its own: its params.yaml name
+    citation: ClassVar[str] = ""  # and its paper: a key of resources/citations.yaml's papers (required with key)
     # order among the terms' input_views: content changes (repetition, negation) before templates
     view_order: ClassVar[int] = 0
     extra_init_args: ClassVar[tuple[str, ...]] = ()

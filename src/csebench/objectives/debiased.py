@@ -80,6 +80,7 @@ def perturb_noise(noise: torch.Tensor, inbatch_logits: torch.Tensor, anchors: to
 
 class DebiasedNegatives(ObjectiveTerm):
     key = "debiased_negatives"  # its name in params.yaml's objectives (csebench.objectives.TERMS finds it here)
+    citation = "dclr"  # its paper: resources/citations.yaml
     Settings: ClassVar[type] = DebiasedSettings
     extra_init_args: ClassVar[tuple[str, ...]] = ("run_config", "corpus_size", "teacher_cache", "corpus_path", "tokenizer")
 

@@ -274,6 +274,7 @@ def open_teacher_bank(key: str, teachers, seed: int, run_config=None, corpus_siz
 
 class Distillation(ObjectiveTerm):
     key = "distillation"  # its name in params.yaml's objectives (csebench.objectives.TERMS finds it here)
+    citation = "distillcse"  # its paper: resources/citations.yaml
     Settings: ClassVar[type] = DistillationSettings
     extra_init_args: ClassVar[tuple[str, ...]] = ("run_config", "corpus_size", "teacher_cache", "device",
                                                   "corpus_path", "tokenizer")

@@ -53,6 +53,7 @@ def step_seed(base: int, step: int) -> int:
 
 class GaussianNegatives(ObjectiveTerm):
     key = "gaussian_negatives"  # its name in params.yaml's objectives (csebench.objectives.TERMS finds it here)
+    citation = "gs-infonce"  # its paper: resources/citations.yaml
     Settings: ClassVar[type] = GaussianSettings
     extra_init_args: ClassVar[tuple[str, ...]] = ("run_config",)
 

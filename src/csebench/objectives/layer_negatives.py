@@ -78,6 +78,7 @@ class LayerNegativesSettings:
 
 class LayerNegatives(ObjectiveTerm):
     key = "layer_negatives"  # its name in params.yaml's objectives (csebench.objectives.TERMS finds it here)
+    citation = "sscl"  # its paper: resources/citations.yaml
     Settings: ClassVar[type] = LayerNegativesSettings
 
     def __init__(self, settings: LayerNegativesSettings, hidden_size: int, num_layers: int):

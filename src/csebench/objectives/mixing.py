@@ -51,6 +51,7 @@ def roll_next(x: torch.Tensor) -> torch.Tensor:
 
 class MixedNegatives(ObjectiveTerm):
     key = "mixed_negatives"  # its name in params.yaml's objectives (csebench.objectives.TERMS finds it here)
+    citation = "mixcse"  # its paper: resources/citations.yaml
     Settings: ClassVar[type] = MixingSettings
 
     def extra_negatives(self, ctx: StepContext) -> torch.Tensor | None:

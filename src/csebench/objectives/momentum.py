@@ -117,6 +117,7 @@ def draw_dup_len(n_tokens: torch.Tensor, u: torch.Tensor, rate: float, bound: st
 
 class MomentumNegatives(ObjectiveTerm):
     key = "momentum_negatives"  # its name in params.yaml's objectives (csebench.objectives.TERMS finds it here)
+    citation = "esimcse"  # its paper: resources/citations.yaml
     Settings: ClassVar[type] = MomentumSettings
     extra_init_args: ClassVar[tuple[str, ...]] = ("encoder", "run_config")
     adds = "word repetition"

@@ -87,6 +87,7 @@ class PromptSettings:
 
 class PromptTemplates(ObjectiveTerm):
     key = "prompt"  # its name in params.yaml's objectives (csebench.objectives.TERMS finds it here)
+    citation = "promptbert"  # its paper: resources/citations.yaml
     Settings: ClassVar[type] = PromptSettings
     extra_init_args: ClassVar[tuple[str, ...]] = ("encoder",)
     view_order: ClassVar[int] = 10  # after the terms that change or add content (negations, repetitions)

@@ -113,6 +113,7 @@ def released_consistency(a: torch.Tensor, b: torch.Tensor, eps: float = 1e-7) ->
 
 class RankingDistillation(ObjectiveTerm):
     key = "ranking_distillation"  # its name in params.yaml's objectives (csebench.objectives.TERMS finds it here)
+    citation = "rankcse"  # its paper: resources/citations.yaml
     Settings: ClassVar[type] = RankingSettings
     extra_init_args: ClassVar[tuple[str, ...]] = ("run_config", "corpus_size", "teacher_cache", "corpus_path", "tokenizer")
 

@@ -119,6 +119,7 @@ def spherical_kmeans(x: torch.Tensor, k: int, iterations: int) -> torch.Tensor:
 
 class InstanceSmoothing(ObjectiveTerm):
     key = "instance_smoothing"  # its name in params.yaml's objectives (csebench.objectives.TERMS finds it here)
+    citation = "is-cse"  # its paper: resources/citations.yaml
     Settings: ClassVar[type] = SmoothingSettings
 
     def __init__(self, settings: SmoothingSettings, hidden_size: int, num_layers: int):

@@ -90,6 +90,7 @@ def bml_loss(anchor: torch.Tensor, positive: torch.Tensor, negative: torch.Tenso
 
 class SoftNegatives(ObjectiveTerm):
     key = "soft_negatives"  # its name in params.yaml's objectives (csebench.objectives.TERMS finds it here)
+    citation = "sncse"  # its paper: resources/citations.yaml
     Settings: ClassVar[type] = SoftNegativeSettings
     extra_init_args: ClassVar[tuple[str, ...]] = ("corpus_path", "tokenizer", "run_config")
 

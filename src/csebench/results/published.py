@@ -4,7 +4,8 @@ Every grid row carries the values its paper prints (``published``, aligned with 
 columns), and its run binding (the row's ``run`` or ``runs``, else each column's ``run``) says which
 of our runs stands for them. The paper items print them cell by cell. The suite tables print, beside
 each run, every registry row bound to that run whose cells are STS or transfer scores (``sts:<task>``,
-``transfer:<task>``; paper scale), identical values merged into one line naming all their sources.
+``transfer:<task>``; paper scale), identical values merged into one line naming all their sources, each
+with its source kind (the paper, the authors' README or a third-party reprint: registry.SOURCE_KINDS).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from .registry import Registry, cell_metric, cell_run, load_registry
+from .registry import SOURCE_KINDS, Registry, cell_metric, cell_run, load_registry
 from .runs import KINDS, parse_run, task_key
 
 
@@ -36,10 +37,18 @@ def row_labels(block: dict) -> list[str]:
 @dataclass
 class Published:
     """Printed values bound to one run, as a suite table shows them: the values in the table's
-    columns (its tasks, then Avg.), the sources (paper and table) and the first source's row label."""
+    columns (its tasks, then Avg.), the sources (paper and table), each source's kind (registry.SOURCE_KINDS)
+    and the first source's row label."""
     values: list
     sources: list[str] = field(default_factory=list)
     label: str = ""
+    kinds: list[str] = field(default_factory=list)
+
+    @property
+    def source_text(self) -> str:
+        """The sources as a table prints them: each with its kind unless it is the paper's own text."""
+        return "; ".join(s + (f" ({SOURCE_KINDS[k]})" if k and k != "paper" else "")
+                         for s, k in zip(self.sources, self.kinds + [""] * len(self.sources)))
 
     @property
     def note(self) -> str:
@@ -51,8 +60,8 @@ class Published:
         return f"reported Avg differs from the mean of the 7 tasks ({mean:.2f})" if abs(mean - avg) > 0.011 else ""
 
 
-def bindings(reg: Registry) -> dict[tuple[str, str], list[tuple[str, str, dict]]]:
-    """(kind, "suite/run") -> [(source, row label, {task key or "Avg": value})] in registry order."""
+def bindings(reg: Registry) -> dict[tuple[str, str], list[tuple[str, str, dict, str]]]:
+    """(kind, "suite/run") -> [(source, row label, {task key or "Avg": value}, source kind)] in registry order."""
     out: dict[tuple[str, str], list] = {}
     for it in reg.items:
         source = f"{reg.papers.get(it.paper, {}).get('short', it.paper)} {it.number}"
@@ -70,7 +79,7 @@ def bindings(reg: Registry) -> dict[tuple[str, str], list[tuple[str, str, dict]]
                         key = "Avg" if task == "Avg" else task_key(kind, task)
                         cells.setdefault((kind, str(parse_run(run, it.suites[0]))), {})[key] = value
                 for where, values in cells.items():
-                    out.setdefault(where, []).append((where_from, label, values))
+                    out.setdefault(where, []).append((where_from, label, values, reg.source_kind(it, row) or ""))
     return out
 
 
@@ -83,11 +92,12 @@ def for_run(kind: str, suite: str, run: str, reg: Registry | None = None) -> lis
     """The published rows bound to ``suite/run`` that a ``kind`` suite table shows (paper scale)."""
     columns = [*KINDS[kind].tasks, "Avg"]
     merged: list[Published] = []
-    for source, label, values in (bindings(reg) if reg else _registry_bindings()).get((kind, f"{suite}/{run}"), []):
+    for source, label, values, source_kind in (bindings(reg) if reg else _registry_bindings()).get((kind, f"{suite}/{run}"), []):
         vals = [values.get(c) for c in columns]
         same = next((m for m in merged if m.values == vals), None)
         if same is None:
-            merged.append(Published(vals, [source], label))
+            merged.append(Published(vals, [source], label, [source_kind]))
         elif source not in same.sources:
             same.sources.append(source)
+            same.kinds.append(source_kind)
     return merged

@@ -19,8 +19,14 @@ published number only where its ``source`` names the paper item it is copied fro
 tests/test_published.py checks the two are equal).
 
 A paper whose text is not in ../shared/papers may name ``printed: <file>``: its printed numbers, labels and
-source URL kept in ``resources/printed/`` (the authors' README or abstract), which the order-aware check
-of tests/test_reproduce.py reads as it reads a paper text.
+source URL kept in ``resources/printed/`` (the authors' README or abstract, or a third-party reprint), which
+the order-aware check of tests/test_reproduce.py reads as it reads a paper text.
+
+Every row with published values has a source kind (SOURCE_KINDS): where its numbers were read. The row's
+``source_kind``, else its paper's ``source_kind``, else ``paper`` where the paper's text is in
+../shared/papers; a row without one is an error. A paper's ``sources: {kind: where}`` names the place of
+each kind it uses (a URL and commit); every table that prints the row shows its kind (renderers/grid.py,
+renderers/suite.py: the published line, a footnote, a CSV column).
 
 Suite items (``suite/<name>``) are not listed in the YAML: every suite has one, drawn by the
 ``suite`` renderer; a suite with an ``mteb:`` section also has ``mteb/<name>``, its MTEB table.
@@ -42,6 +48,11 @@ KINDS = ("table", "figure")
 PAPER_FILES = ("simcse", "is-cse", "gs-infonce", "sscl", "distillcse")  # in this order; other files after them
 ITEM_KEYS = {"id", "paper", "number", "kind", "title", "shows", "metric", "status", "reason", "renderer", "suites",
              "layout", "published_text", "notes", "demo", "figure"}
+SOURCE_KINDS = {  # where a published row's values were read: kind -> its label beside the published line
+    "paper": "paper",                       # the paper's own text (../shared/papers, or its abstract)
+    "readme": "authors' README",            # the authors' own release, outside the paper's text
+    "reprint": "third-party reprint",       # another paper or a leaderboard reprinting the authors' numbers
+}
 SUITE = "suite"  # the "paper" of suite-level items: suite/<name>
 MTEB = "mteb"  # a suite's MTEB table: mteb/<name> (results/<name>/tables/mteb.{md,csv,tex})
 
@@ -192,6 +203,28 @@ class Registry:
         lines = [f"**{_rst(head)}**", "", _rst(item.shows), "", f"Metric: {_rst(item.metric.rstrip('.'))}.", "", _rst(published), ""]
         return "\n".join(lines + [f"- {_rst(n)}" for n in item.notes]) + "\n"
 
+    def source_kind(self, item: Item, row: dict) -> str | None:
+        """A published row's source kind (SOURCE_KINDS): the row's, else its paper's, else ``paper`` where
+        the paper's text is shipped; None for a row without published values or without a kind."""
+        if not any(v is not None for v in row.get("published") or []):
+            return None
+        meta = self.papers.get(item.paper) or {}
+        return row.get("source_kind") or meta.get("source_kind") or ("paper" if meta.get("text") else None)
+
+    def source_where(self, item: Item, row: dict) -> str:
+        """Where a published row's values were read, in words: its paper's ``sources`` entry of its kind (a
+        study's row: the paper of the item its ``source`` names), else the paper's own text."""
+        kind = self.source_kind(item, row)
+        paper = item.paper
+        if row.get("source"):  # a study's row copies a paper item: "<short> <number>..."
+            named = [it for it in self.paper_items
+                     if str(row["source"]).startswith(f"{(self.papers.get(it.paper) or {}).get('short', it.paper)} {it.number}")]
+            paper = named[0].paper if named else paper
+        meta = self.papers.get(paper) or {}
+        short = meta.get("short", paper)
+        where = (meta.get("sources") or {}).get(kind)
+        return f"{short}: {where}" if where else f"{short}: the paper's own text"
+
     def is_study(self, paper: str) -> bool:
         """A study of csebench's own (``paper: {study: true}``), not a paper's items."""
         return bool((self.papers.get(paper) or {}).get("study"))
@@ -257,7 +290,22 @@ def parse_registry(docs: dict[str, dict]) -> Registry:
                 raise ConfigError(f"reproduction/{name}.yaml: item '{it.id}' appears twice")
             ids.add(it.id)
             items.append(it)
-    return Registry(papers, items)
+    reg = Registry(papers, items)
+    for it in items:  # every published row says where its values were read
+        meta = papers.get(it.paper) or {}
+        for kind in [meta.get("source_kind"), *(meta.get("sources") or {})]:
+            if kind is not None and kind not in SOURCE_KINDS:
+                raise ConfigError(f"reproduction/{it.paper}.yaml: paper: source kind '{kind}' (valid: {', '.join(SOURCE_KINDS)})")
+        for block in it.blocks():
+            for row in block.get("rows") or []:
+                kind = reg.source_kind(it, row)
+                where = f"reproduction/{it.paper}.yaml, {it.id}, row '{row.get('label', '')}'"
+                if row.get("source_kind") is not None and row["source_kind"] not in SOURCE_KINDS:
+                    raise ConfigError(f"{where}: source_kind '{row['source_kind']}' (valid: {', '.join(SOURCE_KINDS)})")
+                if kind is None and any(v is not None for v in row.get("published") or []):
+                    raise ConfigError(f"{where}: published values without a source kind: set source_kind "
+                                      f"({' | '.join(SOURCE_KINDS)}) on the row or its paper")
+    return reg
 
 
 def read_registry(root) -> Registry:

@@ -4,11 +4,14 @@ published value and Δ = ours − published, in Markdown, CSV and LaTeX.
 A block: ``corner`` (the header of the label column(s); a list for several), ``columns`` (``name``,
 optional ``run``/``metric``), ``rows`` (``label`` (str or list), optional ``run``/``runs``,
 ``metric``/``metrics``, ``published`` aligned with the columns, ``source`` (where a study's row copies its
-published values from, printed on its published line), ``note``), optional ``metric``,
+published values from, printed on its published line), ``source_kind`` (where the values were read: the
+paper, the authors' README or a third-party reprint; registry.SOURCE_KINDS), ``note``), optional ``metric``,
 ``title``. ``scale`` (row, column or block) multiplies ours, e.g. 100 where the paper prints a
 correlation in percent. A cell without a run prints "not run (reason)". The published values are the
 one source of published numbers (csebench.results.published): a suite table shows a row's values
-beside the run the row is bound to.
+beside the run the row is bound to. A published line names its source kind unless it is the paper's own
+text; a footnote under the tables says where each kind was read, and the CSV has a
+``published_source_kind`` column.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from ...io import write_csv, write_text
 from ...provenance import mixed_note
 from ..context import Context, Renderer
 from ..published import row_values
-from ..registry import cell_metric, cell_run
+from ..registry import SOURCE_KINDS, cell_metric, cell_run, load_registry
 from ..runs import RunRef, mean_std
 from ..tables import Table, csv_number, delta, fmt, latex_escape, ours_text
 
@@ -125,7 +128,37 @@ def ours_cells(rc: list[Cell]) -> tuple[str, list[str]]:
     return ("ours", [c.ours_text() for c in rc]) if not why else (f"ours: n/a ({why})", ["–"] * len(rc))
 
 
-def block_table(block: dict, cells: list[list[Cell]], latex: bool = False) -> Table:
+def row_kind(item, row: dict) -> str:
+    """The published row's source kind (registry.SOURCE_KINDS); "" for a row without published values."""
+    return load_registry().source_kind(item, row) or ""
+
+
+def published_label(row: dict, kind: str) -> str:
+    """What the published line says besides "published": a study row's source, and the source kind unless
+    it is the paper's own text (the default the footnote states)."""
+    parts = [str(row["source"])] if row.get("source") else []
+    if kind and kind != "paper":
+        parts.append(SOURCE_KINDS[kind])
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+def source_footnote(item, blocks) -> list[str]:
+    """Where each source kind of the item's published rows was read, one line per kind (Markdown)."""
+    reg = load_registry()
+    where: dict[str, dict[str, None]] = {}
+    for block, _ in blocks:
+        for row in block.get("rows") or []:
+            kind = reg.source_kind(item, row)
+            if kind:
+                where.setdefault(kind, {})[reg.source_where(item, row)] = None
+    if not where:
+        return []
+    out = ["Published values, by source kind (named on each published line; unmarked: the paper's own text):"]
+    out += [f"- **{SOURCE_KINDS[k]}**: " + "; ".join(where[k]) for k in SOURCE_KINDS if k in where]
+    return out + [""]
+
+
+def block_table(block: dict, cells: list[list[Cell]], latex: bool = False, item=None) -> Table:
     """A block as a Table: per row its ours line, the published line, and Δ where ours exists."""
     corner = _corner(block)
     names = [c["name"] for c in block.get("columns") or []]
@@ -141,7 +174,7 @@ def block_table(block: dict, cells: list[list[Cell]], latex: bool = False) -> Ta
             t.rows.append([*(f"**{x}**" if x else "" for x in labs), ours + note, *texts])
         if any(c.published is not None for c in rc):
             pad = [""] * len(labs)
-            src = f" ({row['source']})" if row.get("source") else ""
+            src = published_label(row, row_kind(item, row) if item is not None else "")
             t.rows.append([*pad, (r"\textit{published}" + latex_escape(src)) if latex else "published" + src,
                            *(esc(fmt(c.published, c.digits)) for c in rc)])
             if not row_missing(rc):  # nothing to subtract in a row without runs
@@ -164,11 +197,12 @@ def render_markdown(ctx: Context, blocks: list[tuple[dict, list[list[Cell]]]]) -
     for block, cells in blocks:
         if block.get("title"):
             out += [f"**{block['title']}**", ""]
-        out += block_table(block, cells).markdown() + [""]
+        out += block_table(block, cells, item=it).markdown() + [""]
     missing = sorted({str(c.run) for _, cells in blocks for r in cells for c in r if c.run and c.mean is None})
     if missing:
         out += ["Not yet run: " + ", ".join(f"`{m}`" for m in missing) + ".", ""]
     out += [f"`{run}`: {note} (trained once, docs/runs.md)." for run, note in shared_runs(blocks).items()]
+    out += source_footnote(it, blocks)
     out += [ctx.provenance, ""]
     for n in it.notes:
         out += [f"- {n}"]
@@ -177,17 +211,19 @@ def render_markdown(ctx: Context, blocks: list[tuple[dict, list[list[Cell]]]]) -
 
 def csv_rows(ctx: Context, blocks) -> tuple[list[str], list[list]]:
     header = ["item", "scale", "block", "row", "column", "run", "metric", "seeds", "ours_mean", "ours_std", "published", "delta",
-              "published_source", "same_run_as", "provenance"]  # a column, not a footer row: CSV readers see a table and nothing else
+              "published_source", "published_source_kind", "same_run_as", "provenance"]  # a column, not a footer row: CSV readers see a table and nothing else
     rows = []
     for b, (block, cells) in enumerate(blocks):
         names = [c["name"] for c in block.get("columns") or []]
         for row, rc in zip(block.get("rows") or [], cells):
             label = " / ".join(_labels(row, 1)).strip(" /")
+            kind = row_kind(ctx.item, row)
             for name, c in zip(names, rc):
                 rows.append([ctx.item.id, ctx.scale, b + 1, label, name, str(c.run or ""), c.metric or "",
                              " ".join(map(str, c.seeds)), "" if c.mean is None else c.mean, csv_number(c.std),
                              "" if c.published is None else c.published, csv_number(c.delta),
-                             row.get("source", "") if c.published is not None else "", c.same_run, ctx.provenance])
+                             row.get("source", "") if c.published is not None else "",
+                             kind if c.published is not None else "", c.same_run, ctx.provenance])
     return header, rows
 
 
@@ -196,9 +232,10 @@ def render_latex(ctx: Context, blocks) -> str:
     lines = [r"% Generated by csebench results; needs \usepackage{booktabs}.", "% " + ctx.provenance,
              r"\begin{table}[t]", r"\centering", r"\small"]
     for block, cells in blocks:
-        lines += block_table(block, cells, latex=True).latex() + [r"\par\medskip"]
+        lines += block_table(block, cells, latex=True, item=it).latex() + [r"\par\medskip"]
     cap = (f"{ctx.paper_short} {it.number} ({ctx.scale} scale): {it.title}. {it.metric}. Ours: mean ± std over seeds; "
-           f"published as printed; Δ = ours − published."
+           f"published as printed (its source kind named where it is not the paper's own text: the authors' README "
+           f"or a third-party reprint); Δ = ours − published."
            + "".join(f" {run}: {note}." for run, note in shared_runs(blocks).items()) + mixed_note(ctx.provenance))
     lines += [r"\caption{" + latex_escape(cap) + "}", r"\label{tab:" + it.id.replace("/", "-") + "}", r"\end{table}"]
     return "\n".join(lines) + "\n"

@@ -182,8 +182,8 @@ def _lines(rows: list[Row]):
 
 
 def _pub_source(pub: Published) -> tuple[str, str, str]:
-    """(sources, row label, note) of a published row."""
-    return "; ".join(pub.sources), pub.label, pub.note
+    """(sources, each with its source kind unless the paper's own text; row label; note) of a published row."""
+    return pub.source_text, pub.label, pub.note
 
 
 def protocol_notes(records: list[RunResult]) -> list[str]:
@@ -210,7 +210,8 @@ def render_markdown(rows: list[Row], kind: str, suite: str, notes: list[str] | N
     body = "\n".join(t.markdown())
     return (f"# {k.title}: suite `{suite}`\n\n"
             f"Scores: {k.unit}. Ours: mean ± sample std over the seeds present (no ± with one seed). "
-            f"Published rows are printed as in the papers (source table named); Δ = ours − published.\n"
+            f"Published rows are printed as in the papers (source table named, with its source kind where the values "
+            f"were not read in the paper's own text: the authors' README or a third-party reprint); Δ = ours − published.\n"
             f"p: two-sided paired test of the average against SimCSE on the same backbone "
             f"(per-seed paired t-test with ≥ 2 common seeds, else a paired bootstrap over STS sentence pairs).\n\n"
             + "".join(f"**Demo scale:** {n}.\n\n" for n in notes or [])
@@ -222,19 +223,20 @@ def render_markdown(rows: list[Row], kind: str, suite: str, notes: list[str] | N
 def render_csv_rows(rows: list[Row], kind: str, suite: str) -> tuple[list[str], list[list]]:
     k = KINDS[kind]
     cols = [*k.columns, "Avg."]
-    header = ["suite", "backbone", "method", "run", "kind", "source", "seeds", *cols, *[f"{c} std" for c in cols],
+    header = ["suite", "backbone", "method", "run", "kind", "source", "source_kind", "seeds", *cols, *[f"{c} std" for c in cols],
               "p_vs_simcse", "test", "published_row", "note", "same_run_as", "provenance"]
     footer = provenance_line(rows)  # a column, not a footer row: CSV readers see a table and nothing else
     out = []
     for kind_, r, pub, values in _lines(rows):
         ours = kind_ == "ours"
         stds = (r.std.tolist() if ours and r.std is not None else [None] * len(cols))
-        source, label, note = _pub_source(pub) if pub else ("ours", "", "")
+        source, label, note = ("; ".join(pub.sources), pub.label, pub.note) if pub else ("ours", "", "")
+        source_kind = "; ".join(pub.kinds) if pub else ""
         if kind_ == "delta":  # the published line names the row
             label = note = ""
         p = f"{r.test.p_value:.6g}" if ours and r.test is not None and r.test.p_value is not None else ""
         test = r.test.test if (ours and r.test is not None) else ("baseline" if ours and r.is_baseline else "")
-        out.append([suite, r.backbone, r.method, r.run, kind_, source, len(r.seeds) if ours else "",
+        out.append([suite, r.backbone, r.method, r.run, kind_, source, source_kind, len(r.seeds) if ours else "",
                     *map(csv_number, values), *map(csv_number, stds), p, test, label, note, r.same_run if ours else "", footer])
     return header, out
 
@@ -372,7 +374,7 @@ def glance_rows(rows: list[Row]) -> list[list[str]]:
     """The README's "STS average at a glance": per row ours, the published averages and p."""
     out = []
     for r in rows:
-        pub = "; ".join(f"{fmt(p.values[-1])} ({', '.join(p.sources)})" for p in r.published if p.values[-1] is not None) or DASH
+        pub = "; ".join(f"{fmt(p.values[-1])} ({p.source_text})" for p in r.published if p.values[-1] is not None) or DASH
         std = r.std[-1] if r.std is not None else None
         out.append([r.backbone_label, r.run, str(len(r.seeds)), ours_text(r.mean[-1], std), pub, test_cells(r)[0]])
     return out
