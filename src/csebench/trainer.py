@@ -32,7 +32,7 @@ from .errors import TrainingError
 from .evaluation.sts import PairSet, cap_pairs, load_sickr, load_stsb, load_sts_pairs, spearman100, sts_pair_similarities
 from .io import atomic_path, dumps_json, remove_path, replace_dir, staged_outputs, write_csv, write_json
 from .loader import BatchLoader
-from .objectives import added_tokens
+from .objectives import added_tokens, term_packages
 from .objectives.compose import Objective
 from .objectives.base import StepContext
 
@@ -613,6 +613,8 @@ class Trainer:
         summary["provenance"] = provenance.collect(
             self.device, self.world, self.t.precision,
             "fp32" if self.amp_dtype is None else str(self.amp_dtype).replace("torch.", ""))
+        if packages := term_packages(self.cfg.objectives):  # terms of other installed packages, with their versions
+            summary["provenance"]["term_packages"] = packages
         with distributed.fail_together():  # rank 0 writes; a failure there stops every rank
             if self.rank == 0:
                 try:
