@@ -126,7 +126,7 @@ def test_a_term_of_an_installed_package_is_listed_checked_and_composed_like_a_bu
      "cannot be loaded: ModuleNotFoundError: No module named 'no_such_module_anywhere'"),
     ("a key that is not its name", {"center": "clash_terms_d.term:Centre"}, TERM,
      "objective 'center' of the installed package 'clash-terms' (entry point csebench.objectives: clash_terms_d.term:Centre): "
-     "its key is 'centre', not the entry point's name; set key = 'center' or rename the entry point"),
+     "its key is 'centre', but the entry point names it 'center'; make the two the same"),
     ("a class that is no term", {"centre": "clash_terms_e.term:Centre"}, "class Centre:\n    key = 'centre'\n",
      "objective 'centre' of the installed package 'clash-terms' (entry point csebench.objectives: clash_terms_e.term:Centre) "
      "is not a subclass of csebench.objectives.base.ObjectiveTerm"),

@@ -156,8 +156,8 @@ class LazyRegistry:
             detail = (str(exc).strip().splitlines() or [""])[0]
             raise ConfigError(f"{where} cannot be loaded: {type(exc).__name__}: {detail}") from exc
         if self.named and getattr(obj, self.named, None) != name:
-            raise ConfigError(f"{where}: its {self.named} is {getattr(obj, self.named, None)!r}, not the entry point's "
-                              f"name; set {self.named} = {name!r} or rename the entry point")
+            raise ConfigError(f"{where}: its {self.named} is {getattr(obj, self.named, None)!r}, but the entry point "
+                              f"names it {name!r}; make the two the same")
         return obj
 
     def items(self) -> Iterator[tuple[str, Any]]:
