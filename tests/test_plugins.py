@@ -195,6 +195,7 @@ def _doc_block(lang: str, index: int = 0) -> str:
     return re.findall(rf"```{lang}\n(.*?)```", section, re.S)[index]
 
 
+@pytest.mark.slow(seconds=15)
 def test_the_docs_package_installed_outside_the_repository_trains_with_its_term(tmp_path):
     """docs/methods.md's package, as written there (pyproject.toml, the term's module, the config), installed with
     pip into a folder outside the repository and put on the path of a `csebench train` subprocess: two steps of

@@ -7,9 +7,12 @@ from __future__ import annotations
 import logging
 import re
 
+import pytest
+
 from runhelpers import run_cli
 
 
+@pytest.mark.slow(seconds=15)
 def test_rehearse_says_each_run_as_it_passes_or_fails(tmp_path, capsys, caplog, monkeypatch):
     from csebench import rehearse
 
