@@ -17,24 +17,52 @@ from csebench.objectives import TERMS, term_class
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_every_term_is_found_under_the_key_its_class_declares():
-    assert set(TERMS) == {"gaussian_negatives", "instance_smoothing", "layer_negatives", "distillation",
-                          "momentum_negatives", "mixed_negatives", "debiased_negatives", "prompt",
-                          "soft_negatives", "ranking_distillation"}
-    for name, cls in TERMS.items():
-        assert cls.key == name and term_class(name) is cls
+def _term_classes_of_the_package() -> dict[str, type]:
+    """key -> class of every ObjectiveTerm subclass with a key that a module of csebench/objectives/ defines,
+    found by importing each module file (the registry reads their source instead)."""
+    import importlib
+
+    from csebench.objectives.base import ObjectiveTerm
+
+    found = {}
+    for f in sorted((ROOT / "src" / "csebench" / "objectives").glob("*.py")):
+        if f.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"csebench.objectives.{f.stem}")
+        for obj in vars(module).values():
+            if isinstance(obj, type) and issubclass(obj, ObjectiveTerm) and obj.__module__ == module.__name__ and obj.key:
+                assert obj.key not in found, f"{obj.key} twice: {found[obj.key]} and {obj}"
+                found[obj.key] = obj
+    return found
+
+
+def test_every_term_file_is_registered_and_every_registered_term_has_a_file_or_an_entry_point():
+    files = _term_classes_of_the_package()
+    assert files, "no term found in csebench/objectives/"
+    assert {k: term_class(k) for k in files} == files  # every term file's class, under the key it declares
+    plugins = TERMS.plugins()  # the terms of installed packages (entry points), if any is installed
+    for name in TERMS:
+        cls = term_class(name)
+        assert cls.key == name
+        if name in TERMS.builtin_names():
+            assert name in files and cls is files[name], f"{name}: registered as built-in, but no term file defines it"
+        else:
+            assert name in plugins, f"{name}: neither a term file nor an entry point"
     used = {k for m in load_params(ROOT / "params.yaml")["methods"].values() for k in (m.get("objectives") or {})}
-    assert used <= set(TERMS)
+    assert used <= set(files)  # params.yaml's methods use the built-in terms only
 
 
 def test_listing_the_terms_imports_none_of_them(monkeypatch):
     import csebench.lazy as lazy
 
+    builtin = TERMS.builtin_names()
     imported = []
     real = lazy.importlib.import_module
     monkeypatch.setattr(lazy.importlib, "import_module", lambda name, *a: imported.append(name) or real(name, *a))
-    fresh = LazyRegistry("objective", package="csebench.objectives", declared="key")
-    assert len(fresh.names()) == 10 and "prompt" in fresh and imported == ["csebench.objectives"]  # the package only
+    # as TERMS is declared: the entry points of installed packages are read from their metadata, not imported
+    fresh = LazyRegistry("objective", package="csebench.objectives", declared="key", group="csebench.objectives")
+    assert fresh.names()[: len(builtin)] == builtin and "prompt" in fresh
+    assert imported == ["csebench.objectives"]  # the package only
     assert fresh.get("prompt").__name__ == "PromptTemplates" and imported[-1] == "csebench.objectives.prompt"
 
 

@@ -170,3 +170,89 @@ def test_compiled_training_pads_to_length_buckets_and_compiles_static_graphs(inp
     assert kwargs == [{"dynamic": False}]
     train_widths = widths[:4]  # the dev evaluation (eval mode, uncompiled code path) comes after
     assert train_widths and all(w % 8 == 0 for w in train_widths), widths
+
+
+# ----------------------------------------------------------------------------- progress without a bar
+
+PROGRESS = (r"simcse/seed1 step (\d+)/6 loss (\d+\.\d{4}) stsb_dev (?:(-?\d+\.\d\d) \(best -?\d+\.\d\d @ (\d+)\)|- \(first at step 3\)) "
+            r"(\d[\d.e+-]*) steps/s (\d[\d.e+-]*) sentences/s ETA (\d+s|\d+m\d\ds|\d+h\d\dm)$")
+
+
+def _progress(caplog) -> list[tuple]:
+    import re
+
+    lines = [r.getMessage() for r in caplog.records if r.name == "csebench.trainer" and " step " in r.getMessage()]
+    out = []
+    for line in lines:
+        m = re.match(PROGRESS, line)
+        assert m, line
+        out.append((int(m[1]), float(m[2]), m[3], float(m[5]), float(m[6]), m[7]))
+    return out
+
+
+def test_no_progress_logs_a_line_every_log_steps_with_loss_dev_rate_and_eta(inputs, capsys, caplog):
+    """`csebench train --no-progress`: one line at each logged step (step 1, then every log_steps) and each dev
+    evaluation, saying the step, the loss of train_curve.csv, the last dev score, the rate and the time left;
+    the record every log step writes (train_curve.csv) and the closing JSON line are as before."""
+    import csv
+    import logging
+
+    from runhelpers import run_cli
+
+    cfg = write_config(inputs / "over.yaml", ci_training(max_steps=6, log_steps=2, eval_steps=3, batch_size=8))
+    with caplog.at_level(logging.INFO, logger="csebench"):
+        rc, err = run_cli(capsys, train_argv(inputs, inputs / "run", cfg))
+    assert rc == 0, err
+    lines = _progress(caplog)
+    assert [l[0] for l in lines] == [1, 2, 3, 4, 6]  # logged steps 1, 2, 4, 6 and the dev evaluations at 3 and 6
+    curve = {int(r["step"]): float(r["loss"]) for r in csv.DictReader(open(inputs / "run" / "train_curve.csv"))}
+    assert sorted(curve) == [1, 2, 4, 6]
+    for step, loss, dev, steps_s, sentences_s, eta in lines:
+        if step in curve:
+            assert loss == pytest.approx(curve[step], abs=1e-4)
+        assert (dev is None) == (step < 3)  # no dev score before the first evaluation
+        assert steps_s > 0 and sentences_s == pytest.approx(8 * steps_s, rel=0.01)  # batch 8
+    dev = {int(r["step"]): float(r["stsb_dev"]) for r in csv.DictReader(open(inputs / "run" / "dev_curve.csv"))}
+    assert [float(l[2]) for l in lines if l[2] is not None] == pytest.approx([dev[3], dev[3], dev[6]], abs=0.006)
+    assert lines[-1][5] == "0s"
+    done = [r.getMessage() for r in caplog.records if r.getMessage().startswith("done: {")]
+    assert len(done) == 1 and json.loads(done[0][len("done: "):])["steps"] == 6
+
+
+@pytest.mark.parametrize("tty, steps", [(True, [3, 6]), (False, [1, 2, 3, 4, 6])])
+def test_the_bar_shows_only_where_stderr_is_a_terminal(tmp_path, monkeypatch, caplog, tty, steps):
+    """With the bar on (no --no-progress), a terminal gets the bar and a line at each dev evaluation; a log file
+    or pipe (stderr not a TTY: Snakemake's, a cluster's) gets no bar, a line every log_steps instead."""
+    import logging
+
+    import csebench.trainer as trainer_mod
+    from runhelpers import train_tiny
+
+    monkeypatch.setattr(trainer_mod, "_stderr_is_tty", lambda: tty)
+    bars = []
+    real = trainer_mod.Trainer.run
+
+    def run(self):
+        import tqdm
+
+        orig = tqdm.tqdm.__init__
+
+        def init(bar, *a, **kw):
+            bars.append(not kw.get("disable"))
+            return orig(bar, *a, **kw)
+
+        monkeypatch.setattr(tqdm.tqdm, "__init__", init)
+        self.show_progress = True
+        return real(self)
+
+    monkeypatch.setattr(trainer_mod.Trainer, "run", run)
+    with caplog.at_level(logging.INFO, logger="csebench"):
+        train_tiny(tmp_path, {}, steps=6, log_steps=2, eval_steps=3)
+    assert bars == [tty] and [l[0] for l in _progress(caplog)] == steps
+
+
+def test_duration_and_rate_of_the_progress_line():
+    from csebench.trainer import _duration
+
+    assert [_duration(s) for s in (0.4, 5, 59.6, 61, 123, 3599, 3600, 3725)] == ["0s", "5s", "1m00s", "1m01s",
+                                                                                "2m03s", "59m59s", "1h00m", "1h02m"]

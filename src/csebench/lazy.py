@@ -14,6 +14,13 @@ names imports none of the modules (only the package: they are read from its fold
 parsed from the source with ``ast``); a module that listed entries point into (one file holding several,
 e.g. renderers/figures.py) is not a name itself, nor is a module named ``_*``.
 
+A registry with a ``group`` also holds the names other installed packages give it through that
+entry-point group (``[project.entry-points."csebench.objectives"]`` in their pyproject.toml: name ->
+"module:object"), after the built-in ones: read from the installed packages' metadata (nothing imported),
+loaded on use like a built-in. A name of a package that is a built-in's, or another package's, is an error
+naming both; so is a package's object that cannot be imported, or (``declared``, ``named``) whose own name is
+not its entry point's.
+
 A leaf module: it imports only csebench.errors, so any package can hold a registry without an import cycle.
 """
 
@@ -22,6 +29,7 @@ from __future__ import annotations
 import ast
 import importlib
 import pkgutil
+import sys
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -30,7 +38,8 @@ from .errors import ConfigError
 
 class LazyRegistry:
     def __init__(self, what: str, entries: dict[str, str] | None = None, *, package: str | None = None,
-                 attr: str | None = None, declared: str | None = None, requires: tuple[str, ...] = ()):
+                 attr: str | None = None, declared: str | None = None, requires: tuple[str, ...] = (),
+                 group: str | None = None, named: str | None = None):
         if (package is None) != (attr is None and declared is None) or (attr and declared):
             raise ValueError("give package with one of attr (a module per name) or declared (a class attribute)")
         if requires and not declared:
@@ -38,9 +47,12 @@ class LazyRegistry:
         self.what = what
         self.entries = dict(entries or {})
         self.package, self.attr, self.declared, self.requires = package, attr, declared, tuple(requires)
+        self.group = group  # the entry-point group through which other installed packages add names
+        self.named = named or declared  # the attribute of a loaded object that must be its name (a package's)
         self._loaded: dict[str, Any] = {}
         self._found: dict[str, str] | None = None
         self._values: dict[str, dict[str, str]] = {}  # name -> {required attribute: its declared string}
+        self._plugins: tuple[tuple[str, ...], dict[str, Any]] | None = None  # (sys.path read, name -> EntryPoint)
 
     def _package_modules(self) -> list[pkgutil.ModuleInfo]:
         """The package's modules but ``_*``, sorted by name; only the package is imported."""
@@ -77,6 +89,8 @@ class LazyRegistry:
         if attr not in self.requires:
             raise ValueError(f"{attr} is not one of the attributes this registry requires: {self.requires}")
         if name not in self._declarations():
+            if name in self.plugins():  # an installed package's: its loaded class says (checked at load)
+                return getattr(self.get(name), attr)
             raise ConfigError(self.unknown(name))
         return self._values[name][attr]
 
@@ -86,10 +100,40 @@ class LazyRegistry:
         held = {target.split(":")[0] for target in self.entries.values()}
         return [m.name for m in self._package_modules() if f"{self.package}.{m.name}" not in held]
 
-    def names(self) -> list[str]:
-        """Every name, listed entries first, then the package's modules (sorted); nothing is imported."""
+    def builtin_names(self) -> list[str]:
+        """The names csebench itself holds: listed entries first, then the package's modules (sorted)."""
         declared = list(self._declarations()) if self.declared else []
         return list(dict.fromkeys([*self.entries, *declared, *self._modules()]))
+
+    def plugins(self) -> dict[str, Any]:
+        """name -> importlib.metadata.EntryPoint of every name an installed package adds through ``group``,
+        sorted by name; read from the packages' metadata (no import), again whenever sys.path has changed.
+        A name that is a built-in's or two packages' is a ConfigError naming the packages."""
+        if self.group is None:
+            return {}
+        path = tuple(sys.path)
+        if self._plugins is None or self._plugins[0] != path:
+            from importlib.metadata import entry_points
+
+            builtin = self.builtin_names()
+            found: dict[str, Any] = {}
+            for ep in sorted(entry_points(group=self.group), key=lambda e: (e.name, dist_name(e))):
+                if ep.name in builtin:
+                    raise ConfigError(f"{self.what} '{ep.name}' of the installed package '{dist_name(ep)}' (entry point "
+                                      f"{self.group}: {ep.value}) has the name of a built-in {self.what} "
+                                      f"({self.target(ep.name)}); rename its entry point")
+                if ep.name in found and found[ep.name].value != ep.value:
+                    raise ConfigError(f"{self.what} '{ep.name}' is given by two installed packages: '{dist_name(found[ep.name])}' "
+                                      f"({found[ep.name].value}) and '{dist_name(ep)}' ({ep.value}) (entry point group "
+                                      f"{self.group}); uninstall one or rename its entry point")
+                found[ep.name] = ep
+            self._plugins = (path, found)
+        return self._plugins[1]
+
+    def names(self) -> list[str]:
+        """Every name: the built-in ones (``builtin_names``), then those of installed packages (``plugins``);
+        nothing is imported."""
+        return list(dict.fromkeys([*self.builtin_names(), *self.plugins()]))
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
@@ -109,16 +153,39 @@ class LazyRegistry:
             return self.entries[name]
         if self.declared and name in self._declarations():
             return self._declarations()[name]
-        if name in self.names():
+        if name in self._modules():
             return f"{self.package}.{name}:{self.attr}"
+        if name in self.plugins():
+            return self.plugins()[name].value
         raise ConfigError(self.unknown(name))
 
     def get(self, name: str) -> Any:
         """The object of a name, its module imported on first use."""
         if name not in self._loaded:
-            module, attr = self.target(name).split(":")
-            self._loaded[name] = getattr(importlib.import_module(module), attr)
+            plugins = self.plugins()  # read even for a built-in name: a package clashing with it is said, not shadowed
+            if name not in self.builtin_names() and name in plugins:
+                self._loaded[name] = self._load_plugin(name, plugins[name])
+            else:
+                module, attr = self.target(name).split(":")
+                self._loaded[name] = getattr(importlib.import_module(module), attr)
         return self._loaded[name]
+
+    def _load_plugin(self, name: str, ep: Any) -> Any:
+        """An installed package's object; a ConfigError of one line naming the package where it cannot be
+        imported or names itself otherwise than its entry point does."""
+        where = f"{self.what} '{name}' of the installed package '{dist_name(ep)}' (entry point {self.group}: {ep.value})"
+        try:
+            obj = ep.load()
+        except Exception as exc:  # noqa: BLE001  whatever its import raises: one line that names the package
+            detail = (str(exc).strip().splitlines() or [""])[0]
+            raise ConfigError(f"{where} cannot be loaded: {type(exc).__name__}: {detail}") from exc
+        if self.named and getattr(obj, self.named, None) != name:
+            raise ConfigError(f"{where}: its {self.named} is {getattr(obj, self.named, None)!r}, but the entry point "
+                              f"names it {name!r}; make the two the same")
+        for attr in self.requires:  # as a built-in's class must (its paper, for a term)
+            if not (isinstance(getattr(obj, attr, None), str) and getattr(obj, attr)):
+                raise ConfigError(f'{where} declares no {attr}: set {attr} = "..." in its class')
+        return obj
 
     def items(self) -> Iterator[tuple[str, Any]]:
         """(name, object) of every name: imports them all (building a CLI or a check, not a lookup)."""
@@ -138,3 +205,9 @@ def _declared_string(node: ast.stmt, attr: str) -> str | None:
     if isinstance(target, ast.Name) and target.id == attr and isinstance(value, ast.Constant) and isinstance(value.value, str):
         return value.value
     return None
+
+
+def dist_name(ep: Any) -> str:
+    """The installed package (distribution) an entry point comes from."""
+    dist = getattr(ep, "dist", None)
+    return getattr(dist, "name", None) or "unknown package"

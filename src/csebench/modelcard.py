@@ -145,12 +145,19 @@ def cited_keys(objectives) -> list[str]:
 def _papers(r: dict) -> list[dict]:
     if not r["config"].get("train", True):
         return []
-    papers = citations()["papers"]
+    papers = dict(citations()["papers"])
+    from .objectives import TERMS, term_citation
+
+    for term in r["config"].get("objectives") or {}:  # a term of another package may carry its own BibTeX
+        key = term_citation(term)
+        bibtex = getattr(TERMS.get(term), "bibtex", None) if term not in TERMS.builtin_names() else None
+        if key not in papers and isinstance(bibtex, str) and bibtex.strip():
+            papers[key] = {"name": key, "tag": key, "bibtex": bibtex}
     keys = cited_keys(r["config"].get("objectives"))
     missing = [k for k in keys if k not in papers]
     if missing:
         raise DataError(f"resources/citations.yaml has no paper {', '.join(missing)}: an objective term cites it "
-                        "(its citation), add its BibTeX there")
+                        "(its citation), add its BibTeX there (a term of another package: its class's bibtex)")
     return [papers[k] for k in keys]
 
 

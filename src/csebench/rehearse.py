@@ -41,7 +41,8 @@ from .architectures import architecture
 from .config import deep_merge, digest, load_params, resolve_run, suite_runs
 from .errors import ConfigError, TrainingError
 
-log = logging.getLogger("csebench.rehearse")
+log = logging.getLogger("csebench.rehearse")  # a line per run as it passes or fails (the console shows this logger)
+TRACEBACKS = logging.getLogger("csebench.rehearse.tracebacks")  # a failure's traceback: rehearse.log, not the console
 
 STEPS, BATCH, MAX_LEN, CORPUS = 2, 8, 16, 128
 SENTEVAL_LINES = 12  # each SentEval file cut to its first lines (every task and subset kept)
@@ -614,12 +615,14 @@ def _rehearse_all(r: Rehearsal, groups: list[Distinct], keep_going: bool, keep_m
                 analyses.run(s, n, sd, name, folder)
             if not keep_models and not weights_read_later(g.listings, readers, r.key):
                 drop_weights(folder)
-            log.info("[%d/%d] %s: %.1f s%s", i, len(groups), what, time.perf_counter() - t1,
+            log.info("[%d/%d] %s: passed in %.1f s%s", i, len(groups), what, time.perf_counter() - t1,
                      f" (+ {', '.join(extras)})" if extras else "")
         except Exception as exc:  # noqa: BLE001  every failure is reported, then the next run
             rep.pop(g.id, None)
             failed.append((what, f"{exc.__class__.__name__}: {exc}"))
-            log.error("[%d/%d] %s FAILED: %s\n%s", i, len(groups), what, exc, traceback.format_exc())
+            # one line as it fails (the console shows it); its traceback in rehearse.log only
+            log.error("[%d/%d] %s: FAILED in %.1f s: %s", i, len(groups), what, time.perf_counter() - t1, _one_line(exc))
+            TRACEBACKS.info("[%d/%d] %s:\n%s", i, len(groups), what, traceback.format_exc())
             if not keep_going:
                 break
         gc.collect()
@@ -627,11 +630,18 @@ def _rehearse_all(r: Rehearsal, groups: list[Distinct], keep_going: bool, keep_m
         for suite, name, run in suite_extras:
             try:
                 analyses.suite(suite, name, run)
-                log.info("suite analysis %s/%s%s", suite, name, f" ({run})" if run else "")
+                log.info("suite analysis %s/%s%s: passed", suite, name, f" ({run})" if run else "")
             except Exception as exc:  # noqa: BLE001
                 failed.append((f"{suite}: {name}", f"{exc.__class__.__name__}: {exc}"))
-                log.error("suite analysis %s/%s FAILED: %s\n%s", suite, name, exc, traceback.format_exc())
+                log.error("suite analysis %s/%s: FAILED: %s", suite, name, _one_line(exc))
+                TRACEBACKS.info("suite analysis %s/%s:\n%s", suite, name, traceback.format_exc())
     return failed, rep
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception as one short line: its class and the first line of its message."""
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return f"{exc.__class__.__name__}: {first[:300]}{'...' if len(first) > 300 else ''}"
 
 
 def model_readers(params: dict, suites: list[str], per_run: dict, suite_extras: list) -> set[tuple[str, str]]:

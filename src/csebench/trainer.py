@@ -32,7 +32,7 @@ from .errors import TrainingError
 from .evaluation.sts import PairSet, cap_pairs, load_sickr, load_stsb, load_sts_pairs, spearman100, sts_pair_similarities
 from .io import atomic_path, dumps_json, remove_path, replace_dir, staged_outputs, write_csv, write_json
 from .loader import BatchLoader
-from .objectives import added_tokens
+from .objectives import added_tokens, term_packages
 from .objectives.compose import Objective
 from .objectives.base import StepContext
 
@@ -553,27 +553,33 @@ class Trainer:
         n_before = self.state.step
         from tqdm import tqdm
 
+        # a bar only where someone watches it: --no-progress, or stderr a file or a pipe (a Snakemake or
+        # cluster log), logs a line every log_steps instead (and the bar's absence costs nothing to read)
+        bar_on = self.show_progress and self.rank == 0 and _stderr_is_tty()
         bar = tqdm(total=self.total_steps, initial=self.state.step, desc=self.cfg.run_id, unit="step",
-                   disable=not self.show_progress or self.rank != 0, dynamic_ncols=True, mininterval=1.0)
+                   disable=not bar_on, dynamic_ncols=True, mininterval=1.0)
         last_dev = self.dev_rows[-1][1] if self.dev_rows else float("nan")
         resumed_from = n_before if n_before else None
         t0 = time.perf_counter() - self.state.elapsed
+        rate = _Rate(self.state.step)
         while self.state.step < self.total_steps:
             batches = data_order(len(self.tokens), self.t.batch_size, self.cfg.seed, self.state.epoch, self.world)
             while self.state.batch_in_epoch < len(batches) and self.state.step < self.total_steps:
-                logs = self.train_step(batches[self.state.batch_in_epoch], read=self.reads_logs_at(self.state.step + 1))
+                batch = batches[self.state.batch_in_epoch]
+                logs = self.train_step(batch, read=self.reads_logs_at(self.state.step + 1))
                 self.state.step += 1
                 self.state.batch_in_epoch += 1
-                if logs is not None and (self.state.step % self.t.log_steps == 0 or self.state.step == 1):
+                rate.sentences += len(batch)  # the global batch: every rank's sentences
+                logged = logs is not None and (self.state.step % self.t.log_steps == 0 or self.state.step == 1)
+                if logged:
                     if not self.log_keys:
                         self.log_keys = sorted(logs)
                     self.train_rows.append([self.state.step] + [round(logs.get(k, float("nan")), 6) for k in self.log_keys])
-                if self.state.step % self.t.eval_steps == 0 or self.state.step == self.total_steps:
+                evaluated = self.state.step % self.t.eval_steps == 0 or self.state.step == self.total_steps
+                if evaluated:
                     last_dev = self.evaluate_and_keep_best()
-                    if self.rank == 0:
-                        log.info("%s step %d/%d loss %.4f %s %.2f (best %.2f @ %d)", self.cfg.run_id,
-                                 self.state.step, self.total_steps, logs["loss"], self.dev.column, last_dev,
-                                 self.state.best_dev, self.state.best_step)
+                if self.rank == 0 and (evaluated or (logged and not bar_on)):
+                    log.info("%s", self.progress_line(logs["loss"], last_dev, rate))
                 if logs is not None:
                     bar.set_postfix(loss=f"{logs['loss']:.4f}", dev=f"{last_dev:.2f}", refresh=False)
                 bar.update(1)
@@ -587,6 +593,20 @@ class Trainer:
         bar.close()
         elapsed = time.perf_counter() - t0
         return self.finish(elapsed, self.state.step - n_before, resumed_from)
+
+    def progress_line(self, loss: float, dev: float, rate: "_Rate") -> str:
+        """One line of progress, for a reader of the log: the step, the last logged loss, the last dev score and
+        the best, the rate of this attempt and the time left at that rate, e.g.
+        ``ci/simcse/seed1 step 40/63 loss 0.0123 stsb_dev 71.20 (best 72.05 @ 30) 0.161 steps/s 10.3 sentences/s ETA 2m23s``."""
+        steps_s, sentences_s = rate.now(self.state.step)
+        left = self.total_steps - self.state.step
+        if math.isfinite(dev):
+            dev_part = f"{self.dev.column} {dev:.2f} (best {self.state.best_dev:.2f} @ {self.state.best_step})"
+        else:
+            dev_part = f"{self.dev.column} - (first at step {min(self.t.eval_steps, self.total_steps)})"
+        eta = "ETA 0s" if left == 0 else (f"ETA {_duration(left / steps_s)}" if steps_s > 0 else "ETA -")
+        return (f"{self.cfg.run_id} step {self.state.step}/{self.total_steps} loss {loss:.4f} {dev_part} "
+                f"{steps_s:.3g} steps/s {sentences_s:.3g} sentences/s {eta}")
 
     def finish(self, elapsed: float, steps_this_run: int, resumed_from: int | None = None) -> dict:
         """Write the outputs, all under temporary names first, then rename them into place together
@@ -613,6 +633,8 @@ class Trainer:
         summary["provenance"] = provenance.collect(
             self.device, self.world, self.t.precision,
             "fp32" if self.amp_dtype is None else str(self.amp_dtype).replace("torch.", ""))
+        if packages := term_packages(self.cfg.objectives):  # terms of other installed packages, with their versions
+            summary["provenance"]["term_packages"] = packages
         with distributed.fail_together():  # rank 0 writes; a failure there stops every rank
             if self.rank == 0:
                 try:
@@ -637,6 +659,36 @@ class Trainer:
             replace_dir(partial, self.out_dir / "model")
             write_json(self.out_dir / "train_timing.json", timing)
             write_json(self.out_dir / "train.json", summary)  # written last: marks the run complete
+
+
+class _Rate:
+    """Steps and sentences per second of this attempt (a resumed run's earlier steps are not in it)."""
+
+    def __init__(self, step: int):
+        self.step0, self.t0, self.sentences = step, time.perf_counter(), 0
+
+    def now(self, step: int) -> tuple[float, float]:
+        seconds = max(time.perf_counter() - self.t0, 1e-9)
+        return (step - self.step0) / seconds, self.sentences / seconds
+
+
+def _duration(seconds: float) -> str:
+    """5s, 2m03s, 1h02m: a time left, to the unit that matters."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def _stderr_is_tty() -> bool:
+    import sys
+
+    try:
+        return sys.stderr is not None and sys.stderr.isatty()
+    except (AttributeError, ValueError):  # a replaced or closed stream
+        return False
 
 
 def _copy_tree(src: Path, dst: Path) -> None:

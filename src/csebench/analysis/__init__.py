@@ -17,7 +17,10 @@ cli (`csebench analyze`), pipeline (the Snakemake rules).
 
 from ..lazy import LazyRegistry
 
-ANALYSES = LazyRegistry("analysis", package="csebench.analysis.analyses", attr="ANALYSIS")
+# name -> its base.Analysis: the ANALYSIS of analyses/NAME.py, then those other installed packages add through
+# the entry-point group csebench.analyses (name -> "module:ANALYSIS", the Analysis of a module named NAME)
+ANALYSES = LazyRegistry("analysis", package="csebench.analysis.analyses", attr="ANALYSIS", group="csebench.analyses",
+                        named="name")
 
 __all__ = ["align_uniform", "cosine_distribution", "layer_similarities", "neighbours_markdown", "projected_sts",
            "retrieve_neighbours", "stsb_sentences", "teacher_logit_stats", "token_matrices", "token_similarity_matrix",

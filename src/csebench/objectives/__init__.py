@@ -19,7 +19,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
-from ..lazy import LazyRegistry
+from ..lazy import LazyRegistry, dist_name
 from ..schema import from_dict
 
 if TYPE_CHECKING:
@@ -27,10 +27,14 @@ if TYPE_CHECKING:
 
 # term key (its one spelling: params.yaml's, the logs') -> its ObjectiveTerm class: every class of this
 # package that declares ``key = "<term>"`` (read from the source, imported on use, so one broken term cannot
-# break the rest). Adding a method: its ObjectiveTerm file, nothing to register (docs/methods.md). Each such
+# break the rest), then the terms other installed packages add through the entry-point group
+# csebench.objectives (name -> "module:Class"; its class declares the same key). Adding a method: its
+# ObjectiveTerm file, nothing to register; in your own package, its entry point (docs/methods.md). Each such
 # class also declares its paper, ``citation = "<paper>"`` (a key of resources/citations.yaml's papers, which
-# hold the BibTeX): a term without one is refused with a one-line error, so every model card cites it.
-TERMS = LazyRegistry("objective", package="csebench.objectives", declared="key", requires=("citation",))
+# hold the BibTeX; another package's term may give its own ``bibtex``): a term without one is refused with a
+# one-line error, so every model card cites it.
+GROUP = "csebench.objectives"
+TERMS = LazyRegistry("objective", package="csebench.objectives", declared="key", requires=("citation",), group=GROUP)
 
 # the paper of the loss every method starts from: contrastive.py's InfoNCE with dropout positives and
 # in-batch negatives (unsup-SimCSE); every trained run's card cites it beside its terms' papers
@@ -43,7 +47,26 @@ def term_citation(key: str) -> str:
 
 
 def term_class(key: str) -> type[ObjectiveTerm]:
-    return TERMS.get(key)  # its ``key``, written once (in its class), names it in teacher banks' messages and files
+    cls = TERMS.get(key)  # its ``key``, written once (in its class), names it in teacher banks' messages and files
+    if key not in TERMS.builtin_names():  # another package's: an ObjectiveTerm, or the loop cannot call it
+        from .base import ObjectiveTerm
+
+        if not (isinstance(cls, type) and issubclass(cls, ObjectiveTerm)):
+            ep = TERMS.plugins()[key]
+            raise ConfigError(f"objective '{key}' of the installed package '{dist_name(ep)}' "
+                              f"(entry point {GROUP}: {ep.value}) is not a subclass of csebench.objectives.base.ObjectiveTerm")
+    return cls
+
+
+def term_packages(keys) -> dict[str, str]:
+    """Term key -> "<package> <version>" of each of ``keys`` that an installed package gives through the entry
+    points (the built-in terms are csebench's own: none); a run's provenance records them."""
+    out = {}
+    for key in keys:
+        if key not in TERMS.builtin_names() and key in TERMS.plugins():
+            ep = TERMS.plugins()[key]
+            out[key] = f"{dist_name(ep)} {getattr(ep.dist, 'version', None) or 'unknown version'}"
+    return out
 
 
 def validate_objectives(objectives: dict | None, where: str, training: Any = None) -> dict[str, dict]:

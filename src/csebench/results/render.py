@@ -16,14 +16,15 @@ from .context import SCALES, Context, Renderer
 from .registry import MTEB, SUITE, Item, load_registry
 
 # A renderer named N is the RENDERER of the module renderers/N.py (grid, suite, retrieved_sentences):
-# adding a kind of table or figure is that one file (docs/results.md). The figures module holds several:
+# adding a kind of table or figure is that one file (docs/results.md); another installed package adds one
+# through the entry-point group csebench.renderers (name -> "module:RENDERER"). The figures module holds several:
 RENDERERS = LazyRegistry("renderer", {
     "sweep": "csebench.results.renderers.figures:SWEEP",
     "curves": "csebench.results.renderers.figures:CURVES",
     "seeds": "csebench.results.renderers.figures:SEEDS",
     "analysis": "csebench.results.renderers.figures:ANALYSIS",
     "model_analysis": "csebench.results.renderers.figures:MODEL_ANALYSIS",
-}, package="csebench.results.renderers", attr="RENDERER")
+}, package="csebench.results.renderers", attr="RENDERER", group="csebench.renderers")
 TABLE_EXTS = ("md", "csv", "tex")
 FIGURE_EXTS = ("png", "md", "csv")
 SUITE_FILES = [*(f"tables/{k}.{e}" for k in ("sts", "transfer") for e in TABLE_EXTS),

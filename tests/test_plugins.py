@@ -1,0 +1,242 @@
+"""Terms, analyses and renderers of another installed package, found through the entry-point groups
+csebench.objectives, csebench.analyses and csebench.renderers like the built-in ones (docs/methods.md, "A
+method in your own package"). The packages are written under tmp_path, outside the repository: a module and
+its .dist-info folder put on sys.path, and once the docs' own package installed with pip and trained with."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from csebench.errors import ConfigError
+from csebench.lazy import LazyRegistry
+from runhelpers import ROOT, ci_training, env, train_argv, write_config, write_corpus, write_mini_senteval
+
+DOC = ROOT / "docs" / "methods.md"
+TERM = textwrap.dedent('''
+    from dataclasses import dataclass
+
+    from csebench.errors import ConfigError
+    from csebench.objectives.base import ObjectiveTerm
+
+
+    @dataclass
+    class Settings:
+        weight: float = 0.5
+
+        def validate(self, where):
+            if self.weight < 0:
+                raise ConfigError(f"{where}.weight: must be >= 0, got {self.weight}")
+
+
+    class Centre(ObjectiveTerm):
+        key = "centre"
+        citation = "centre"
+        Settings = Settings
+
+        def extra_loss(self, ctx):
+            return self.settings.weight * ctx.z1.float().mean(0).pow(2).sum()
+''')
+
+
+def fake_dist(site: Path, dist: str, entry_points: dict[str, dict[str, str]], modules: dict[str, str],
+              version: str = "0.1.0") -> Path:
+    """An installed distribution as pip leaves it: its modules and a <dist>-<version>.dist-info folder holding
+    METADATA and entry_points.txt."""
+    for rel, text in modules.items():
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_text(text, encoding="utf-8")
+    info = site / f"{dist.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text(
+        "".join(f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) for group, eps in entry_points.items()),
+        encoding="utf-8")
+    return site
+
+
+def terms_registry() -> LazyRegistry:
+    """A registry of the terms as csebench.objectives.TERMS is declared (a fresh one: nothing loaded yet)."""
+    return LazyRegistry("objective", package="csebench.objectives", declared="key", group="csebench.objectives")
+
+
+@pytest.fixture()
+def terms(monkeypatch):
+    """csebench.objectives.TERMS with nothing loaded: what a test's packages add does not outlive it."""
+    from csebench.objectives import TERMS
+
+    monkeypatch.setattr(TERMS, "_loaded", {})
+    monkeypatch.setattr(TERMS, "_plugins", None)
+    return TERMS
+
+
+def test_a_term_of_an_installed_package_is_listed_checked_and_composed_like_a_built_in(tmp_path, monkeypatch, terms):
+    import torch
+
+    from csebench.objectives import term_class, term_packages, validate_objectives
+    from csebench.objectives.compose import Objective
+    from runhelpers import random_step_context
+
+    builtin = terms.builtin_names()
+    assert "centre" not in terms
+    fake_dist(tmp_path, "centre-terms", {"csebench.objectives": {"centre": "centre_terms_a.term:Centre"}},
+              {"centre_terms_a/__init__.py": "", "centre_terms_a/term.py": TERM})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert terms.names() == [*builtin, "centre"] and "centre_terms_a.term" not in sys.modules  # listed, not imported
+    assert terms.target("centre") == "centre_terms_a.term:Centre"
+    with pytest.raises(ConfigError, match="unknown objective 'centr'.*did you mean 'centre'"):
+        validate_objectives({"centr": {}}, "methods.m")
+    with pytest.raises(ConfigError, match=r"methods.m: objectives.centre.weight: must be >= 0, got -1"):
+        validate_objectives({"centre": {"weight": -1}}, "methods.m")
+    assert validate_objectives({"centre": {}}, "methods.m") == {"centre": {"weight": 0.5}}
+    assert term_class("centre").__module__ == "centre_terms_a.term"
+    assert term_packages(["centre", "prompt"]) == {"centre": "centre-terms 0.1.0"}
+
+    # composed with the contrastive loss like a built-in term: InfoNCE + weight * ||mean anchor||^2, by hand
+    ctx = random_step_context(b=4, d=8, seed=3)
+    obj = Objective({"centre": {"weight": 0.5}}, hidden_size=8, num_layers=2)
+    loss, logs = obj(ctx)
+    z1, z2 = ctx.z1.detach().double(), ctx.z2.detach().double()
+    nce = 0.0
+    for i in range(4):
+        cos = [float(z1[i] @ z2[j] / (z1[i].norm() * z2[j].norm())) / ctx.temperature for j in range(4)]
+        nce += -(cos[i] - math.log(sum(math.exp(c) for c in cos))) / 4
+    centre = sum(float(sum(z1[i, d] for i in range(4)) / 4) ** 2 for d in range(8))
+    assert float(logs["loss_contrastive"]) == pytest.approx(nce, rel=1e-5)
+    assert float(logs["loss_centre"]) == pytest.approx(0.5 * centre, rel=1e-5)
+    assert float(loss.detach()) == pytest.approx(nce + 0.5 * centre, rel=1e-5)
+    loss.backward()
+    assert ctx.z1.grad is not None and torch.isfinite(ctx.z1.grad).all()
+
+
+@pytest.mark.parametrize("case, entry, module, message", [
+    ("a built-in's name", {"prompt": "clash_terms_b.term:Centre"}, TERM,
+     "objective 'prompt' of the installed package 'clash-terms' (entry point csebench.objectives: clash_terms_b.term:Centre) "
+     "has the name of a built-in objective (csebench.objectives.prompt:PromptTemplates); rename its entry point"),
+    ("an import that fails", {"centre": "clash_terms_c.term:Centre"}, "import no_such_module_anywhere\n" + TERM,
+     "objective 'centre' of the installed package 'clash-terms' (entry point csebench.objectives: clash_terms_c.term:Centre) "
+     "cannot be loaded: ModuleNotFoundError: No module named 'no_such_module_anywhere'"),
+    ("a key that is not its name", {"center": "clash_terms_d.term:Centre"}, TERM,
+     "objective 'center' of the installed package 'clash-terms' (entry point csebench.objectives: clash_terms_d.term:Centre): "
+     "its key is 'centre', but the entry point names it 'center'; make the two the same"),
+    ("a term that cites no paper", {"centre": "clash_terms_g.term:Centre"}, TERM.replace('    citation = "centre"\n', ""),
+     "objective 'centre' of the installed package 'clash-terms' (entry point csebench.objectives: clash_terms_g.term:Centre) "
+     'declares no citation: set citation = "..." in its class'),
+    ("a class that is no term", {"centre": "clash_terms_e.term:Centre"}, "class Centre:\n    key = 'centre'\n    citation = 'x'\n",
+     "objective 'centre' of the installed package 'clash-terms' (entry point csebench.objectives: clash_terms_e.term:Centre) "
+     "is not a subclass of csebench.objectives.base.ObjectiveTerm"),
+])
+def test_a_bad_term_of_an_installed_package_is_one_line_naming_the_package(tmp_path, monkeypatch, terms, case, entry,
+                                                                          module, message):
+    from csebench.objectives import term_class
+
+    pkg = next(iter(entry.values())).split(".")[0]
+    fake_dist(tmp_path, "clash-terms", {"csebench.objectives": entry}, {f"{pkg}/__init__.py": "", f"{pkg}/term.py": module})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ConfigError) as err:
+        term_class(next(iter(entry)))
+    assert str(err.value) == message and "\n" not in str(err.value), case
+
+
+def test_one_name_from_two_installed_packages_is_an_error_naming_both(tmp_path, monkeypatch):
+    for dist, pkg in (("first-terms", "first_terms_f"), ("second-terms", "second_terms_f")):
+        fake_dist(tmp_path / dist, dist, {"csebench.objectives": {"centre": f"{pkg}.term:Centre"}},
+                  {f"{pkg}/__init__.py": "", f"{pkg}/term.py": TERM})
+        monkeypatch.syspath_prepend(str(tmp_path / dist))
+    with pytest.raises(ConfigError, match=r"^objective 'centre' is given by two installed packages: 'first-terms' "
+                                          r"\(first_terms_f.term:Centre\) and 'second-terms' \(second_terms_f.term:Centre\)"):
+        terms_registry().names()
+
+
+def test_an_analysis_and_a_renderer_of_an_installed_package_are_found_like_the_built_in_ones(tmp_path, monkeypatch, capsys):
+    """The analysis becomes `csebench analyze sentence_words` (its options from its declaration) and runs."""
+    from csebench.analysis import ANALYSES
+    from csebench.results.render import RENDERERS
+    from runhelpers import run_cli
+
+    analysis = textwrap.dedent('''
+        from csebench.analysis.base import Analysis
+
+
+        def run(ctx):
+            lines = [s.split() for s in ctx.corpus()]
+            return {"analysis": "sentence_words", "sentences": len(lines), "mean_words": sum(map(len, lines)) / len(lines)}
+
+
+        ANALYSIS = Analysis(__name__, "words per corpus sentence", reads="model", run=run, needs=("corpus",))
+    ''')
+    renderer = ("from csebench.results.context import Renderer\n"
+                "RENDERER = Renderer(inputs=lambda ctx: [], render=lambda ctx: [])\n")
+    fake_dist(tmp_path, "words-analysis", {"csebench.analyses": {"sentence_words": "words_g.sentence_words:ANALYSIS"},
+                                           "csebench.renderers": {"no_table": "words_g.tables:RENDERER"}},
+              {"words_g/__init__.py": "", "words_g/sentence_words.py": analysis, "words_g/tables.py": renderer})
+    monkeypatch.setattr(ANALYSES, "_loaded", dict(ANALYSES._loaded))
+    monkeypatch.setattr(RENDERERS, "_loaded", dict(RENDERERS._loaded))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert ANALYSES.names()[-1] == "sentence_words" and RENDERERS.names()[-1] == "no_table"
+    assert RENDERERS.get("no_table").render(None) == []
+    (tmp_path / "corpus.txt").write_text("one two three\nfour five\n", encoding="utf-8")
+    rc, err = run_cli(capsys, ["analyze", "sentence_words", "--corpus", str(tmp_path / "corpus.txt"),
+                               "--out", str(tmp_path / "words.json")])
+    assert rc == 0, err
+    res = json.loads((tmp_path / "words.json").read_text())
+    assert (res["analysis"], res["sentences"], res["mean_words"]) == ("sentence_words", 2, 2.5)
+
+
+def _doc_block(lang: str, index: int = 0) -> str:
+    """The index-th fenced ``lang`` block of docs/methods.md's section "A method in your own package"."""
+    text = DOC.read_text(encoding="utf-8")
+    section = text.split("## A method in your own package\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(rf"```{lang}\n(.*?)```", section, re.S)[index]
+
+
+@pytest.mark.slow(seconds=15)
+def test_the_docs_package_installed_outside_the_repository_trains_with_its_term(tmp_path):
+    """docs/methods.md's package, as written there (pyproject.toml, the term's module, the config), installed with
+    pip into a folder outside the repository and put on the path of a `csebench train` subprocess: two steps of
+    the ci suite's tiny model with the method that uses its term."""
+    project = tmp_path / "my-csebench-terms"
+    (project / "my_csebench_terms").mkdir(parents=True)
+    (project / "pyproject.toml").write_text(_doc_block("toml"), encoding="utf-8")
+    (project / "my_csebench_terms" / "__init__.py").write_text("", encoding="utf-8")
+    (project / "my_csebench_terms" / "center.py").write_text(_doc_block("python"), encoding="utf-8")
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", "--no-build-isolation",
+                    "--target", str(site), str(project)], check=True, capture_output=True, timeout=120)
+    assert not str(site).startswith(str(ROOT))
+
+    config = yaml.safe_load(_doc_block("yaml"))
+    config["suites"]["ci"]["training"] = ci_training(max_steps=2, eval_steps=2, log_steps=1, batch_size=8)["suites"]["ci"]["training"]
+    cfg = write_config(tmp_path / "centered.yaml", config)
+    write_corpus(tmp_path / "corpus.txt", n=32)
+    write_mini_senteval(tmp_path / "se", pairs=16)
+    argv = train_argv(tmp_path, tmp_path / "run", cfg)
+    argv[argv.index("--run") + 1] = "centered"
+    e = env()
+    e["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), e.get("PYTHONPATH")]))
+    proc = subprocess.run([sys.executable, "-m", "csebench", "--threads", "1", *argv], cwd=ROOT, env=e,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((tmp_path / "run" / "train.json").read_text())
+    assert summary["method"] == "simcse_centered" and summary["steps"] == 2
+    assert summary["provenance"]["term_packages"] == {"center_penalty": "my-csebench-terms 0.1.0"}
+    config_run = json.loads((tmp_path / "run" / "model" / "training_config.json").read_text())
+    assert config_run["objectives"] == {"center_penalty": {"weight": 0.1}}
+    rows = (tmp_path / "run" / "train_curve.csv").read_text().splitlines()
+    head = rows[0].split(",")
+    for row in rows[1:]:  # each logged step: the total is InfoNCE plus the package's term, which is on
+        v = dict(zip(head, map(float, row.split(","))))
+        assert v["loss_center_penalty"] > 0 and v["loss"] == pytest.approx(v["loss_contrastive"] + v["loss_center_penalty"], abs=2e-6)
+    # without the package on the path the same command fails in one line, naming the unknown term
+    proc = subprocess.run([sys.executable, "-m", "csebench", "--threads", "1", *argv[:-1], "--force", "--no-progress"],
+                          cwd=ROOT, env=env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "unknown objective 'center_penalty'" in proc.stderr.strip().splitlines()[-1], proc.stderr
