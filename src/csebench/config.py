@@ -244,6 +244,9 @@ class RunConfig:
             d["training"] = {k: v for k, v in d["training"].items() if k in EVAL_ONLY_SETTINGS}
             d["objectives"] = {}
             d["data"].pop("corpus", None)
+        prompt = d["objectives"].get("prompt")
+        if prompt and prompt.get("dev_denoise") is None and not prompt.get("denoise"):  # added later: where it
+            prompt.pop("dev_denoise", None)  # resolves to no denoising (SNCSE's runs) the keys stay as they were
         layer = d["objectives"].get("layer_negatives")
         if layer and layer.get("positives") == "dropout":  # added later: the default leaves keys as they were
             layer.pop("positives")

@@ -166,7 +166,8 @@ class DevEvaluator:
         return (stsb + sickr) / 2, stsb, sickr
 
     def _spearman(self, encoder: SentenceEncoder, pairs) -> float:
-        sims = sts_pair_similarities(lambda s: encoder.encode(s, batch_size=self.batch_size, precision=self.precision),
+        sims = sts_pair_similarities(lambda s: encoder.encode(s, batch_size=self.batch_size, precision=self.precision,
+                                                              selection=True),
                                      pairs)
         return spearman100(sims, pairs.scores)
 
