@@ -218,3 +218,32 @@ def test_tiny_model_trains_with_a_complementary_model(tmp_path, shared_dir):
 
     summary, tr = train_tiny(tmp_path, {"debiased_negatives": {"teachers": {"run": "simcse", "seeds": [2]}}}, steps=2, teacher=True)
     assert summary["steps"] == 2 and math.isfinite(tr.train_rows[-1][1])
+
+
+def test_infonce_with_zeroed_false_negatives_keeps_e0_and_passes_no_gradient_through_them():
+    """loss: infonce, false_negatives: zeroed (no noise): l_i = -s_ii + log(e^{s_ii} + sum_{j kept} e^{s_ij} + the
+    number of zeroed j), and a column zeroed in every row passes no gradient to its sentence's view-2 vector."""
+    n, d = 4, 5
+    torch.manual_seed(3)
+    z1 = torch.randn(n, d, dtype=torch.float64)
+    z2 = torch.randn(n, d, dtype=torch.float64, requires_grad=True)
+    teacher = torch.zeros(n, n, dtype=torch.float64)
+    teacher[:, 3] = 1.0  # sentence 3 is every other anchor's false negative
+    term = DebiasedNegatives(DebiasedSettings(teachers={"run": "simcse"}, loss="infonce", false_negatives="zeroed",
+                                              noise_ratio=0), d, 2, bank=FakeBank(teacher))
+    obj = Objective({}, d, 2)
+    obj.terms["debiased_negatives"] = term
+    ctx = StepContext(z1=z1, z2=z2, temperature=0.5, step=0, total_steps=1, indices=torch.arange(n), all_indices=torch.arange(n))
+    loss, _ = obj(ctx)
+    want = 0.0
+    for i in range(n):
+        s = [float(cos(z1[i], z2[j].detach())) / 0.5 for j in range(n)]
+        den = sum(math.exp(0.0 if (j == 3 and i != 3) else s[j]) for j in range(n))
+        want += -s[i] + math.log(den)
+    assert float(loss) == pytest.approx(want / n, rel=1e-5)
+    (grad,) = torch.autograd.grad(loss, z2)
+    only_positive = -(torch.nn.functional.normalize(z1[3], dim=0) @ torch.autograd.functional.jacobian(
+        lambda v: torch.nn.functional.normalize(v, dim=0), z2[3].detach())) / 0.5
+    p33 = math.exp(float(cos(z1[3], z2[3].detach())) / 0.5) / sum(math.exp(float(cos(z1[3], z2[j].detach())) / 0.5)
+                                                                   for j in range(n))
+    assert torch.allclose(grad[3], only_positive * (1 - p33) / n, atol=1e-5)  # row 3's positive alone
