@@ -1,6 +1,7 @@
-"""DCLR (objectives/debiased.py): instance weights and noise negatives against a direct computation of
-the loss written in the module docstring (the paper's text and released code are not readable here:
-docs/methods.md), and a tiny-model training run with a frozen complementary model."""
+"""DCLR (objectives/debiased.py): the released loss (RUCAIBox/DCLR @e2c3430, simcse/models.py 676-710)
+against a direct loop over the rows and entries, its false negatives (zeroed: e^0 stays in the sum),
+its noise steps (train.py --pgd, without instance weights); the InfoNCE reading kept selectable against
+its own direct computation; and a tiny-model training run with a frozen complementary model."""
 
 from __future__ import annotations
 
@@ -16,17 +17,148 @@ from csebench.objectives.base import StepContext
 from csebench.objectives.debiased import DebiasedNegatives, DebiasedSettings
 from runhelpers import FakeBank
 
+INFONCE = {"loss": "infonce", "false_negatives": "dropped", "noise_steps": 1, "noise_weighted": True}
+
+
+def cos(a, b):
+    return torch.nn.functional.cosine_similarity(a, b, dim=0)
+
+
+def move_noise(z1, z2, teacher_cos, noise, tau, phi, step, steps, weighted, zeroed):
+    """``steps`` times g <- g + step grad/||grad||, grad of the mean over rows of -log softmax(row)[i] with the
+    row [s_i1 .. s_iB, sim(h_i, g_1)/tau ..] (the weights a_ij applied only when ``weighted``), all but g constant."""
+    g = noise.clone()
+    for _ in range(steps if len(g) else 0):
+        g = g.detach().requires_grad_(True)
+        total = 0.0
+        for i in range(len(z1)):
+            row = []
+            for j in range(len(z2)):
+                s = cos(z1[i], z2[j]) / tau
+                if weighted and j != i and teacher_cos[i, j] > phi:
+                    if not zeroed:
+                        continue
+                    s = s * 0
+                row.append(s)
+            row += [cos(z1[i], g[k]) / tau for k in range(len(g))]
+            den = sum(torch.exp(s) for s in row)
+            total = total - torch.log(torch.exp(cos(z1[i], z2[i]) / tau) / den)
+        (grad,) = torch.autograd.grad(total / len(z1), g)
+        moved = g.detach().clone()
+        for k in range(len(g)):
+            moved[k] = g[k].detach() + step * grad[k] / math.sqrt(float((grad[k] ** 2).sum()))
+        g = moved
+    return g.detach()
+
+
+def naive_released(z1, z2, teacher_cos, noise, tau, phi, step, steps, zeroed=True, weighted=False):
+    """models.py 704-710 as a loop: row i's logits [a_ij s_ij for j in batch] ++ [sim(h_i, n_k)/tau], a_ij = 0 when
+    j != i and cos_C(i, j) > phi (zeroed: logit 0; dropped: out of the row); p = softmax of the row; each of the
+    B x (B + k) entries adds -(y log p + (1 - y) log(1 - p)), y = 1 at j = i only; their mean."""
+    n = move_noise(z1, z2, teacher_cos, noise, tau, phi, step, steps, weighted, zeroed)
+    total, entries = 0.0, 0
+    for i in range(len(z1)):
+        logits, labels = [], []
+        for j in range(len(z2)):
+            s = float(cos(z1[i], z2[j])) / tau
+            if j != i and teacher_cos[i, j] > phi:
+                s = 0.0 if zeroed else None
+            logits.append(s)
+            labels.append(1.0 if j == i else 0.0)
+        for k in range(len(n)):
+            logits.append(float(cos(z1[i], n[k])) / tau)
+            labels.append(0.0)
+        den = sum(math.exp(s) for s in logits if s is not None)
+        for s, y in zip(logits, labels):
+            p = 0.0 if s is None else math.exp(s) / den
+            total += -(y * math.log(p) if y else math.log(1 - p))
+            entries += 1
+    return total / entries
+
+
+def term_and_context(n, d, settings, teacher, step=3):
+    term = DebiasedNegatives(DebiasedSettings(teachers={"run": "simcse"}, **settings), d, 2, bank=FakeBank(teacher))
+    obj = Objective({}, d, 2)
+    obj.terms["debiased_negatives"] = term
+    torch.manual_seed(1)
+    z1, z2 = torch.randn(n, d, dtype=torch.float64), torch.randn(n, d, dtype=torch.float64)
+    ctx = StepContext(z1=z1, z2=z2, temperature=0.05, step=step, total_steps=9, indices=torch.arange(n),
+                      all_indices=torch.arange(n))
+    return term, obj, ctx
+
+
+@pytest.mark.parametrize("phi,ratio,steps,fn", [(0.9, 1.0, 4, "zeroed"), (0.3, 2.5, 4, "zeroed"), (0.3, 0.8, 1, "dropped"),
+                                               (1.0, 1.0, 0, "zeroed"), (0.5, 0.0, 4, "zeroed")])
+def test_released_loss_matches_a_direct_loop(phi, ratio, steps, fn):
+    n, d = 4, 6
+    torch.manual_seed(0)
+    teacher = torch.rand(n, n, dtype=torch.float64)
+    term, obj, ctx = term_and_context(n, d, {"threshold": phi, "noise_ratio": ratio, "noise_steps": steps,
+                                             "false_negatives": fn, "step": 0.3}, teacher)
+    assert term.settings.loss == "released"
+    noise = term.noise(ctx).double()
+    assert noise.shape == (int(ratio * n), d)
+    loss, _ = obj(ctx)
+    want = naive_released(ctx.z1, ctx.z2, teacher, noise, 0.05, phi, 0.3, steps, zeroed=fn == "zeroed")
+    assert float(loss) == pytest.approx(want, rel=1e-5)  # the term's cosines are float32
+
+
+def test_a_zeroed_false_negative_keeps_e0_in_the_sum():
+    """Two sentences, each the other's false negative: zeroed, row i is softmax([s_ii, 0]) (e^0 = 1 beside the
+    positive) whatever s_ij is; dropped, the row is [s_ii] alone (p = 1: loss 0); no false negative, [s_ii, s_ij]."""
+    z1 = torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=torch.float64)
+    z2 = torch.tensor([[0.8, 0.6], [0.6, 0.8]], dtype=torch.float64)
+    ctx = StepContext(z1=z1, z2=z2, temperature=1.0, step=0, total_steps=1, indices=torch.arange(2),
+                      all_indices=torch.arange(2))
+
+    def loss(**settings):
+        term = DebiasedNegatives(DebiasedSettings(teachers={"run": "simcse"}, noise_ratio=0, **settings), 2, 2,
+                                 bank=FakeBank(torch.ones(2, 2, dtype=torch.float64)))
+        return float(term.replaces_contrastive(torch.tensor(0.0), ctx))
+
+    p = math.exp(0.8) / (math.exp(0.8) + math.exp(0))  # the zeroed column: logit 0
+    assert loss() == pytest.approx((-math.log(p) - math.log(1 - (1 - p))) / 2, rel=1e-6)
+    assert loss(false_negatives="dropped") == pytest.approx(0.0, abs=1e-7)
+    q = math.exp(0.8) / (math.exp(0.8) + math.exp(0.6))  # phi = 1: nothing is a false negative
+    assert loss(threshold=1.0) == pytest.approx(-math.log(q), rel=1e-6)
+
+
+def test_noise_takes_its_steps_without_the_instance_weights():
+    """The released noise: noise_steps moves (4 differ from 1), the cross-entropy of each step without a_ij
+    (the teacher's cosines change no noise vector), with them under noise_weighted."""
+    n, d = 4, 5
+    torch.manual_seed(2)
+    low, high = torch.zeros(n, n, dtype=torch.float64), torch.ones(n, n, dtype=torch.float64)
+    moved = {}
+    for steps in (1, 4):
+        for name, teacher in (("low", low), ("high", high)):
+            for weighted in (False, True):
+                term, _, ctx = term_and_context(n, d, {"noise_steps": steps, "step": 0.5, "noise_weighted": weighted},
+                                                teacher)
+                inbatch = torch.nn.functional.normalize(ctx.z1, dim=-1) @ torch.nn.functional.normalize(ctx.z2, dim=-1).T / 0.05
+                mask = term.false_negatives(ctx)
+                g = term.noise(ctx)
+                out = term.noise_logits(ctx, inbatch, mask)
+                moved[steps, name, weighted] = out
+                want = move_noise(ctx.z1, ctx.z2, teacher, g.double(), 0.05, 0.9, 0.5, steps, weighted, True)
+                ref = torch.stack([torch.stack([cos(ctx.z1[i], want[k]) / 0.05 for k in range(len(want))])
+                                   for i in range(n)])
+                assert torch.allclose(out.double(), ref, rtol=1e-5, atol=1e-5)
+    assert not torch.allclose(moved[1, "low", False], moved[4, "low", False])
+    assert torch.equal(moved[4, "low", False], moved[4, "high", False])
+    assert not torch.allclose(moved[4, "low", True], moved[4, "high", True])
+
 
 def naive(z1, z2, teacher_cos, noise, tau, phi, step):
-    """l_i = -log e^{s_ii/tau} / (e^{s_ii/tau} + sum_{j != i, cosC_ij < phi} e^{s_ij/tau} + sum_k e^{sim(h_i, n_k)/tau}),
-    n_k = g_k + step grad_k/||grad_k||, grad of this loss (at g) with respect to g_k."""
+    """The InfoNCE reading: l_i = -log e^{s_ii/tau} / (e^{s_ii/tau} + sum_{j != i, cosC_ij <= phi} e^{s_ij/tau}
+    + sum_k e^{sim(h_i, n_k)/tau}), n_k = g_k + step grad_k/||grad_k||, grad of this loss (at g) with respect to g_k."""
     def loss(noise_vecs):
         total = 0.0
         for i in range(len(z1)):
             pos = torch.nn.functional.cosine_similarity(z1[i], z2[i], dim=0) / tau
             den = torch.exp(pos)
             for j in range(len(z2)):
-                if j != i and teacher_cos[i, j] < phi:
+                if j != i and teacher_cos[i, j] <= phi:
                     den = den + torch.exp(torch.nn.functional.cosine_similarity(z1[i], z2[j], dim=0) / tau)
             for nv in noise_vecs:
                 den = den + torch.exp(torch.nn.functional.cosine_similarity(z1[i], nv, dim=0) / tau)
@@ -40,12 +172,12 @@ def naive(z1, z2, teacher_cos, noise, tau, phi, step):
 
 
 @pytest.mark.parametrize("phi,step", [(0.9, 1e-3), (0.3, 0.5), (1.0, 0.0)])
-def test_loss_matches_the_direct_computation(phi, step):
+def test_infonce_reading_matches_the_direct_computation(phi, step):
     torch.manual_seed(0)
     n, d = 5, 6
     z1, z2 = torch.randn(n, d, dtype=torch.float64), torch.randn(n, d, dtype=torch.float64)
     teacher = torch.rand(n, n, dtype=torch.float64)
-    term = DebiasedNegatives(DebiasedSettings(teachers={"run": "simcse"}, threshold=phi, step=step, noise_ratio=0.8),
+    term = DebiasedNegatives(DebiasedSettings(teachers={"run": "simcse"}, threshold=phi, step=step, noise_ratio=0.8, **INFONCE),
                              d, 2, bank=FakeBank(teacher))
     obj = Objective({}, d, 2)
     obj.terms["debiased_negatives"] = term
@@ -57,7 +189,7 @@ def test_loss_matches_the_direct_computation(phi, step):
 
 
 def test_the_positive_is_never_dropped():
-    term = DebiasedNegatives(DebiasedSettings(teachers={"run": "simcse"}, threshold=-1.0), 4, 2, bank=FakeBank(torch.ones(3, 3)))
+    term = DebiasedNegatives(DebiasedSettings(teachers={"run": "simcse"}, threshold=-1.0, **INFONCE), 4, 2, bank=FakeBank(torch.ones(3, 3)))
     ctx = StepContext(z1=torch.randn(3, 4), z2=torch.randn(3, 4), temperature=0.05, step=0, total_steps=1,
                       indices=torch.arange(3), all_indices=torch.arange(3))
     w = term.negative_weights(ctx)
@@ -71,7 +203,10 @@ def test_noise_is_per_step_and_seeded():
     assert torch.equal(term.noise(ctx(1)), term.noise(ctx(1))) and not torch.equal(term.noise(ctx(1)), term.noise(ctx(2)))
 
 
-@pytest.mark.parametrize("bad", [{"threshold": 2}, {"noise_std": 0}, {}, {"teachers": {"run": "simcse"}, "step": -1}])
+@pytest.mark.parametrize("bad", [{"threshold": 2}, {"noise_std": 0}, {}, {"teachers": {"run": "simcse"}, "step": -1},
+                                 {"teachers": {"run": "simcse"}, "loss": "bce"},
+                                 {"teachers": {"run": "simcse"}, "false_negatives": "kept"},
+                                 {"teachers": {"run": "simcse"}, "noise_steps": -1}])
 def test_bad_settings_are_one_line_errors(bad):
     with pytest.raises(ConfigError) as e:
         validate_objectives({"debiased_negatives": bad}, "methods.dclr")
@@ -83,3 +218,32 @@ def test_tiny_model_trains_with_a_complementary_model(tmp_path, shared_dir):
 
     summary, tr = train_tiny(tmp_path, {"debiased_negatives": {"teachers": {"run": "simcse", "seeds": [2]}}}, steps=2, teacher=True)
     assert summary["steps"] == 2 and math.isfinite(tr.train_rows[-1][1])
+
+
+def test_infonce_with_zeroed_false_negatives_keeps_e0_and_passes_no_gradient_through_them():
+    """loss: infonce, false_negatives: zeroed (no noise): l_i = -s_ii + log(e^{s_ii} + sum_{j kept} e^{s_ij} + the
+    number of zeroed j), and a column zeroed in every row passes no gradient to its sentence's view-2 vector."""
+    n, d = 4, 5
+    torch.manual_seed(3)
+    z1 = torch.randn(n, d, dtype=torch.float64)
+    z2 = torch.randn(n, d, dtype=torch.float64, requires_grad=True)
+    teacher = torch.zeros(n, n, dtype=torch.float64)
+    teacher[:, 3] = 1.0  # sentence 3 is every other anchor's false negative
+    term = DebiasedNegatives(DebiasedSettings(teachers={"run": "simcse"}, loss="infonce", false_negatives="zeroed",
+                                              noise_ratio=0), d, 2, bank=FakeBank(teacher))
+    obj = Objective({}, d, 2)
+    obj.terms["debiased_negatives"] = term
+    ctx = StepContext(z1=z1, z2=z2, temperature=0.5, step=0, total_steps=1, indices=torch.arange(n), all_indices=torch.arange(n))
+    loss, _ = obj(ctx)
+    want = 0.0
+    for i in range(n):
+        s = [float(cos(z1[i], z2[j].detach())) / 0.5 for j in range(n)]
+        den = sum(math.exp(0.0 if (j == 3 and i != 3) else s[j]) for j in range(n))
+        want += -s[i] + math.log(den)
+    assert float(loss.detach()) == pytest.approx(want / n, rel=1e-5)
+    (grad,) = torch.autograd.grad(loss, z2)
+    only_positive = -(torch.nn.functional.normalize(z1[3], dim=0) @ torch.autograd.functional.jacobian(
+        lambda v: torch.nn.functional.normalize(v, dim=0), z2[3].detach())) / 0.5
+    p33 = math.exp(float(cos(z1[3], z2[3].detach())) / 0.5) / sum(math.exp(float(cos(z1[3], z2[j].detach())) / 0.5)
+                                                                   for j in range(n))
+    assert torch.allclose(grad[3], only_positive * (1 - p33) / n, atol=1e-5)  # row 3's positive alone

@@ -135,6 +135,89 @@ def test_saved_model_evaluates_inside_the_template(tmp_path, tokenizer, roberta_
     assert torch.allclose(back.encode(SENTENCES), enc.encode(SENTENCES), atol=1e-5)
 
 
+def _direct(enc, which_pre_suf, offset, denoise):
+    """Sentence by sentence in eval mode: h(template 1 around x) at the mask, minus (``denoise``) h(template 1
+    alone) with the suffix's position ids shifted by x's token count (plus the model's offset)."""
+    tok = enc.tokenizer
+    pre, suf = which_pre_suf
+    out = []
+    enc.eval()  # no dropout, as encode
+    with torch.no_grad():
+        for s in SENTENCES:
+            row = tok(s)["input_ids"]
+            full = torch.tensor([[row[0], *pre, *row[1:-1], *suf, row[-1]]])
+            h = enc.backbone(input_ids=full, attention_mask=torch.ones_like(full)).last_hidden_state[0, full[0].tolist().index(tok.mask_token_id)]
+            if denoise:
+                alone = torch.tensor([[row[0], *pre, *suf, row[-1]]])
+                n = len(row) - 2
+                pos = torch.tensor([list(range(1 + len(pre))) + [1 + len(pre) + n + j for j in range(len(suf) + 1)]]) + offset
+                h = h - enc.backbone(input_ids=alone, attention_mask=torch.ones_like(alone),
+                                     position_ids=pos).last_hidden_state[0, 1 + len(pre) + suf.index(tok.mask_token_id)]
+            out.append(h)
+    return torch.stack(out)
+
+
+@pytest.mark.parametrize("kind", ["bert", "roberta"])
+def test_dev_scores_are_denoised_and_the_test_encoding_is_not(kind, tmp_path, tokenizer, roberta_tokenizer):
+    """The released trainer's dev evaluation (prompt_bert/models.py 290-302, 364-368): the embedding that selects
+    the checkpoint is template 1's mask state minus that of template 1 alone at the sentence's positions; the test
+    encoding (and the saved model) is the plain mask state (run.sh's evaluation arguments)."""
+    from csebench.encoder import load_encoder
+
+    enc = _encoder(kind, tokenizer, roberta_tokenizer)
+    term = _term(enc)
+    offset = 2 if kind == "roberta" else 0
+    denoised, plain = _direct(enc, term.templates[1], offset, True), _direct(enc, term.templates[1], offset, False)
+    assert not torch.allclose(denoised, plain, atol=1e-3)
+    assert torch.allclose(enc.encode(SENTENCES, selection=True, precision="fp32"), denoised, atol=1e-5)
+    assert torch.allclose(enc.encode(SENTENCES, precision="fp32"), plain, atol=1e-5)
+    enc.save(tmp_path / "m")
+    back = load_encoder(tmp_path / "m")
+    assert back.dev_denoise is None
+    assert torch.allclose(back.encode(SENTENCES, selection=True, precision="fp32"), plain, atol=1e-5)
+
+
+@pytest.mark.parametrize("settings,denoised", [({}, True), ({"dev_denoise": False}, False), ({"denoise": False}, False),
+                                               ({"denoise": False, "dev_denoise": True}, True)])
+def test_dev_denoise_follows_denoise_unless_set(settings, denoised, tokenizer, roberta_tokenizer):
+    enc = _encoder("bert", tokenizer, roberta_tokenizer)
+    term = _term(enc, **settings)
+    want = _direct(enc, term.templates[1], 0, denoised)
+    assert torch.allclose(enc.encode(SENTENCES, selection=True, precision="fp32"), want, atol=1e-5)
+
+
+def test_the_dev_evaluator_scores_the_selection_encoding(tmp_path, tokenizer, roberta_tokenizer):
+    from csebench.trainer import DevEvaluator
+    from runhelpers import write_mini_senteval
+
+    write_mini_senteval(tmp_path / "se", pairs=12)
+    enc = _encoder("bert", tokenizer, roberta_tokenizer)
+    _term(enc)
+    calls = []
+    real = enc.encode
+    enc.encode = lambda s, **kw: calls.append(kw.get("selection")) or real(s, **kw)
+    dev = DevEvaluator(tmp_path / "se", 8, precision="fp32")
+    dev(enc), dev.sickr(enc)
+    assert calls and all(calls)
+
+
+def test_dev_denoise_keys_promptbert_runs_anew_and_keeps_sncse_keys():
+    """PromptBERT's rows select on denoised dev scores now (their key holds the setting); SNCSE (no denoising)
+    resolves to what it ran before, and its key leaves the setting out."""
+    from csebench.config import load_params, resolve_run
+    from runhelpers import PARAMS
+
+    params = load_params(PARAMS)
+    prompt = resolve_run(params, "zoo", "bert-base-promptbert", 42)
+    assert prompt.objectives["prompt"]["dev_denoise"] is None and prompt.objectives["prompt"]["denoise"] is True
+    assert "dev_denoise" in prompt.identity()["objectives"]["prompt"]
+    sncse = resolve_run(params, "zoo", "bert-base-sncse", 42)
+    assert "dev_denoise" not in sncse.identity()["objectives"]["prompt"]
+    key = sncse.key()
+    sncse.objectives["prompt"]["dev_denoise"] = False  # said explicitly: a key of its own
+    assert sncse.key() != key
+
+
 @pytest.mark.parametrize("bad", [{"template": {"prefix": "x"}}, {"template": {"prefix": "a", "suffix": "no mask"}},
                                  {"positions": "zero"}, {"family": "gpt"}])
 def test_bad_settings_are_one_line_errors(bad, tokenizer, roberta_tokenizer):

@@ -256,3 +256,55 @@ def test_duration_and_rate_of_the_progress_line():
 
     assert [_duration(s) for s in (0.4, 5, 59.6, 61, 123, 3599, 3600, 3725)] == ["0s", "5s", "1m00s", "1m01s",
                                                                                 "2m03s", "59m59s", "1h00m", "1h02m"]
+
+
+# ----------------------------------------------------------------------------- training.dev_metric (what selects)
+
+
+@pytest.mark.parametrize("metric,best_step", [(None, 2), ("stsb", 2), ("avg_sts", 3)])
+def test_dev_metric_selects_on_stsb_dev_or_on_its_mean_with_sickr_dev(tmp_path, monkeypatch, metric, best_step):
+    """STS-B dev 50, 60, 55, 52 and SICK-R dev 50, 40, 70, 45 at steps 1-4: STS-B dev alone selects step 2 (the
+    default, unchanged); their mean (DCLR's run.sh: --metric_for_best_model avg_sts) 50, 50, 62.5, 48.5 selects
+    step 3, and train.json holds that checkpoint's STS-B dev, SICK-R dev and mean; dev_curve.csv all three."""
+    from csebench.cli import main
+    from csebench.trainer import DevEvaluator
+
+    stsb, sickr = iter([50.0, 60.0, 55.0, 52.0]), iter([50.0, 40.0, 70.0, 45.0])
+    monkeypatch.setattr(DevEvaluator, "__call__", lambda self, enc: next(stsb))
+    monkeypatch.setattr(DevEvaluator, "sickr", lambda self, enc: next(sickr))
+    write_corpus(tmp_path / "corpus.txt", n=32)
+    write_mini_senteval(tmp_path / "se", pairs=24)
+    extra = {} if metric is None else {"dev_metric": metric}
+    cfg = write_config(tmp_path / "over.yaml", ci_training(max_steps=4, eval_steps=1, batch_size=8, log_steps=1, **extra))
+    out = tmp_path / "run"
+    assert main(["--threads", "1", *train_argv(tmp_path, out, cfg)]) == 0
+    summary = json.loads((out / "train.json").read_text())
+    curve = (out / "dev_curve.csv").read_text().splitlines()
+    assert summary["best_step"] == best_step
+    if metric == "avg_sts":
+        assert curve[0] == "step,stsb_dev,sickr_dev,avg_sts_dev" and curve[3] == "3,55.0,70.0,62.5"
+        assert (summary["stsb_dev_best"], summary["sickr_dev"], summary["avg_sts_dev"]) == (55.0, 70.0, 62.5)
+        assert summary["dev_metric"] == "avg_sts"
+    else:  # SICK-R dev scored once, for the selected checkpoint: the first value drawn
+        assert curve[0] == "step,stsb_dev" and len(curve) == 5
+        assert (summary["stsb_dev_best"], summary["sickr_dev"], summary["avg_sts_dev"]) == (60.0, 50.0, 55.0)
+        assert "dev_metric" not in summary
+
+
+def test_dev_metric_is_checked_and_its_default_keeps_run_keys():
+    from csebench.config import TrainingConfig, load_params, resolve_run
+    from csebench.errors import ConfigError
+    from csebench.schema import from_dict
+    from runhelpers import PARAMS
+
+    for bad, msg in (({"dev_metric": "sickr"}, "dev_metric: unknown 'sickr'"),
+                     ({"dev_metric": "avg_sts", "dev_set": "mine"}, "needs STS-B and SICK-R dev")):
+        with pytest.raises(ConfigError, match=msg) as e:
+            from_dict(TrainingConfig, bad, "training")
+        assert "\n" not in str(e.value)
+    cfg = resolve_run(load_params(PARAMS), "ci", "simcse", 1)
+    before = cfg.key()
+    cfg.training.dev_metric = "stsb"  # the default written out: the same selection, the same key
+    assert cfg.key() == before
+    cfg.training.dev_metric = "avg_sts"
+    assert cfg.key() != before

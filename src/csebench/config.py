@@ -34,6 +34,10 @@ POOLERS = ("cls", "cls_before_pooler", "avg", "avg_first_last", "avg_top2")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16", "fast")  # training autocast: trainer.autocast_dtype
 EVAL_PRECISIONS = ("auto", "fp32", "bf16", "fast")  # encoding for evaluation: encoder.eval_autocast_dtype
 PROJECTION_HEADS = ("linear", "linear_tanh")  # training.projection_head (SSCL Table 5: paper, released code)
+# training.dev_metric: what selects the checkpoint. stsb: STS-B dev Spearman (SimCSE's metric_for_best_model
+# stsb_spearman); avg_sts: the mean of STS-B dev and SICK-R dev (SimCSE's trainer's eval_avg_sts, which DCLR's
+# run.sh selects on: --metric_for_best_model avg_sts)
+DEV_METRICS = ("stsb", "avg_sts")
 
 
 def deep_merge(base: dict, override: dict | None) -> dict:
@@ -74,6 +78,7 @@ class TrainingConfig:
     num_layers: int | None = None  # SSCL Table 1 "SimCSE (10)": keep only the first N transformer layers (None: all)
     dev_max_pairs: int | None = None  # CPU demo only: STS-B dev scored on a seeded subset of about N pairs (None: all 1500)
     dev_set: str | None = None  # checkpoint selection on your own STS data (data.<source>.sts_pairs NAME); None: STS-B dev
+    dev_metric: str | None = None  # checkpoint selection on: stsb (None: the same) | avg_sts (mean of STS-B and SICK-R dev)
 
     def validate(self, where: str) -> None:
         positive = ["temperature", "learning_rate", "epochs", "eval_steps", "log_steps",
@@ -102,6 +107,11 @@ class TrainingConfig:
         if self.dev_max_pairs is not None and (isinstance(self.dev_max_pairs, bool) or not isinstance(self.dev_max_pairs, int)
                                                or self.dev_max_pairs < 2):
             raise ConfigError(f"{where}.dev_max_pairs must be a whole number >= 2 or null (all STS-B dev pairs), got {self.dev_max_pairs!r}")
+        if self.dev_metric is not None and self.dev_metric not in DEV_METRICS:
+            raise ConfigError(f"{where}.dev_metric: unknown '{self.dev_metric}' (valid: {', '.join(DEV_METRICS)})")
+        if self.dev_metric == "avg_sts" and self.dev_set is not None:
+            raise ConfigError(f"{where}.dev_metric avg_sts needs STS-B and SICK-R dev; with dev_set '{self.dev_set}' "
+                              "checkpoints are selected on that set alone")
 
 
 @dataclass
@@ -219,7 +229,9 @@ class RunConfig:
                 source["path"] = self._as_written(source["path"])
         if self.training.dev_set is not None:  # your own dev set is its file, whatever the data source calls it
             d["training"]["dev_set"] = self._as_written(self.dev_file)
-        for later in ("num_layers", "dev_max_pairs", "dev_set"):  # added later: unset, they leave existing keys as they were
+        if d["training"].get("dev_metric") == "stsb":  # the default, written out: the same selection, the same key
+            d["training"]["dev_metric"] = None
+        for later in ("num_layers", "dev_max_pairs", "dev_set", "dev_metric"):  # added later: unset, they leave keys as they were
             if d["training"].get(later) is None:
                 d["training"].pop(later, None)
         if d["training"].get("projection_dim") is None:  # no projection, no head to describe
@@ -232,6 +244,9 @@ class RunConfig:
             d["training"] = {k: v for k, v in d["training"].items() if k in EVAL_ONLY_SETTINGS}
             d["objectives"] = {}
             d["data"].pop("corpus", None)
+        prompt = d["objectives"].get("prompt")
+        if prompt and prompt.get("dev_denoise") is None and not prompt.get("denoise"):  # added later: where it
+            prompt.pop("dev_denoise", None)  # resolves to no denoising (SNCSE's runs) the keys stay as they were
         layer = d["objectives"].get("layer_negatives")
         if layer and layer.get("positives") == "dropout":  # added later: the default leaves keys as they were
             layer.pop("positives")

@@ -244,6 +244,10 @@ class SentenceEncoder(nn.Module):
         # sentences are then encoded inside the template and represented by its mask token's last hidden state
         self.prompt: dict | None = None
         self._prompt_ids: tuple | None = None
+        # template denoising of the dev scores that select the checkpoint (PromptBERT's released trainer): the
+        # position-id offset of the template-only pass, None: off. Set by the prompt term; not saved (the saved
+        # model encodes inside the template without denoising, as the released test evaluation does)
+        self.dev_denoise: int | None = None
         self.compiled = False  # set by a trainer that runs this module through torch.compile
 
     @property
@@ -280,9 +284,11 @@ class SentenceEncoder(nn.Module):
         """Apply the MLP head (training only, as --mlp_only_train)."""
         return self.head(pooled) if (train_head and self.head is not None) else pooled
 
-    def set_prompt(self, prompt: dict | None) -> None:
-        """Encode inside a template from now on (PromptBERT's representation; None: the pooler again)."""
+    def set_prompt(self, prompt: dict | None, dev_denoise: int | None = None) -> None:
+        """Encode inside a template from now on (PromptBERT's representation; None: the pooler again).
+        ``dev_denoise``: a position-id offset to denoise the dev scores with (``encode(..., selection=True)``)."""
         self.prompt = dict(prompt) if prompt else None
+        self.dev_denoise = dev_denoise if prompt else None
         self._prompt_ids = None
         if self.prompt:
             from .prompts import template_ids
@@ -294,16 +300,20 @@ class SentenceEncoder(nn.Module):
         return sum(len(t) for t in self._prompt_ids) if self._prompt_ids else 0
 
     def forward(self, input_ids, attention_mask, train_head: bool = True, hidden_only: bool = False,
-                all_layers: bool = False):
+                all_layers: bool = False, delta: torch.Tensor | None = None):
         """Pooled (and projected) embeddings; with ``hidden_only`` the hidden states instead, which
-        lets DDP / torch.compile wrappers run the backbone while the trainer pools."""
+        lets DDP / torch.compile wrappers run the backbone while the trainer pools. ``delta`` (with a
+        template): (K, H) template-only mask states by sentence length, subtracted (template denoising)."""
         if self._prompt_ids is not None and not hidden_only:
             from .prompts import wrap
 
             ids, mask, col = wrap(input_ids, attention_mask, *self._prompt_ids, self.tokenizer.mask_token_id,
                                   self.tokenizer.pad_token_id or 0)
             last = self.forward_hidden(ids, mask)[-1]
-            return self.project(last[torch.arange(ids.shape[0], device=ids.device), col], train_head)
+            rep = last[torch.arange(ids.shape[0], device=ids.device), col]
+            if delta is not None:  # the sentence's tokens without [CLS] and [SEP]
+                rep = rep - delta[(attention_mask.long().sum(1) - 2).clamp(min=0)].to(rep.dtype)
+            return self.project(rep, train_head)
         hs = self.forward_hidden(input_ids, attention_mask, all_layers=all_layers)
         if hidden_only:
             return hs
@@ -311,13 +321,29 @@ class SentenceEncoder(nn.Module):
 
     # ------------------------------------------------------------------ inference
 
+    def template_delta(self, lengths: int, device) -> torch.Tensor:
+        """(lengths, H): the template's mask state alone (``[CLS] prefix suffix [SEP]``), its suffix's position ids
+        shifted by k for a k-token sentence, k = 0 .. lengths-1, offset by ``dev_denoise`` (PromptBERT's
+        ``sentemb_forward`` at dev: prompt_bert/models.py 290-302, kongds/Prompt-BERT @690ba6e)."""
+        from .prompts import template_only
+
+        tok = self.tokenizer
+        cls_id = tok.cls_token_id if tok.cls_token_id is not None else tok.bos_token_id
+        sep_id = tok.sep_token_id if tok.sep_token_id is not None else tok.eos_token_id
+        ids, pos, col = template_only(*self._prompt_ids, tok.mask_token_id, cls_id, sep_id, lengths,
+                                      self.dev_denoise or 0, device)
+        out = self.backbone(input_ids=ids, attention_mask=torch.ones_like(ids), position_ids=pos, return_dict=True)
+        return out.last_hidden_state[:, col]
+
     @torch.no_grad()
     def encode(self, sentences: list[str], batch_size: int | None = None, max_length: int | None = None,
                device: torch.device | str | None = None, show_progress: bool = False,
-               precision: str = "auto") -> torch.Tensor:
+               precision: str = "auto", selection: bool = False) -> torch.Tensor:
         """Embed sentences for evaluation (no head, eval mode). Each distinct sentence is encoded once,
         in length-sorted batches with dynamic padding; rows come back in input order (float32, CPU).
-        ``precision``: see :func:`eval_autocast_dtype`; ``batch_size`` None: :func:`default_encode_batch_size`."""
+        ``precision``: see :func:`eval_autocast_dtype`; ``batch_size`` None: :func:`default_encode_batch_size`.
+        ``selection``: the dev scores that select a checkpoint during training; with a template and
+        ``dev_denoise`` set, each embedding has the template-only mask state of its length subtracted."""
         device = torch.device(device) if device is not None else next(self.parameters()).device
         batch_size = batch_size or default_encode_batch_size(device)
         uniq, inverse = np.unique(np.asarray(sentences, dtype=object), return_inverse=True)
@@ -337,11 +363,15 @@ class SentenceEncoder(nn.Module):
         dtype = eval_autocast_dtype(precision, device)
         amp = torch.autocast(device.type, dtype=dtype) if dtype is not None else _null()
         try:
+            delta = None
+            if selection and self._prompt_ids is not None and self.dev_denoise is not None and len(uniq):
+                with amp:
+                    delta = self.template_delta(int(tokens.lengths().max()) - 1, device)
             for start in batches:
                 idx = order[start : start + batch_size]
                 x, m = (torch.from_numpy(a) for a in tokens.batch(idx, pad))
                 with amp:
-                    emb = self(x.to(device), m.to(device), train_head=bool(self.projection_dim))
+                    emb = self(x.to(device), m.to(device), train_head=bool(self.projection_dim), delta=delta)
                 out[torch.as_tensor(idx)] = emb.float().cpu()
         finally:
             self.train(was_training)

@@ -38,6 +38,7 @@ LENGTHS = "resources/sentence_lengths.json"
 CORPUS_SENTENCES = {"wiki1m": 1_000_000}
 EVAL_SENTENCES = 150_000  # embed: 7 STS tasks + STS-B dev + the 7 transfer tasks, distinct sentences
 DEV_SENTENCES = 3_000     # STS-B dev, each evaluation during training
+SICKR_DEV_SENTENCES = 1_000  # SICK-R dev (500 pairs), each evaluation too where training.dev_metric is avg_sts
 PROBING_SENTENCES = 360_000  # SentLen, TreeDepth, CoordInv (120k each)
 EVAL_TOKENS = 20.0        # evaluation sentences are longer than the training ones (no 32-token cap for STS)
 
@@ -216,7 +217,8 @@ def suite_plan(params: dict, suite: str, n_items: int = 0, probing: bool = False
         else:
             steps = corpus * t.epochs // t.batch_size
             steps = min(t.max_steps, steps) if t.max_steps else steps
-            dev = (steps // t.eval_steps) * 2 * n * DEV_SENTENCES * EVAL_TOKENS
+            per_eval = DEV_SENTENCES + (SICKR_DEV_SENTENCES if t.dev_metric == "avg_sts" else 0)
+            dev = (steps // t.eval_steps) * 2 * n * per_eval * EVAL_TOKENS
         train = 6 * n * 2 * steps * t.batch_size * padded_tokens(t.batch_size, t.max_seq_length)  # two dropout views
         units[("train", key, seed)] = (dev, train, 0.0) if t.batch_size <= SMALL_BATCH else (dev, 0.0, train)
         if (run, seed) not in training_only:

@@ -107,12 +107,18 @@ class DevEvaluator:
     dev (SentEval's SICK_trial.txt, 500 pairs) for the selected checkpoint: SimCSE's trainer, which
     IS-CSE's forks, reports eval_avg_sts = the mean of the two (IS-CSE Table 4's "Avg. STS development").
     With ``dev_pairs`` (training.dev_set: the dev rows of your own STS data) checkpoints are selected on
-    that set instead, named ``dev_name``; no SentEval file is read and no SICK-R dev is scored."""
+    that set instead, named ``dev_name``; no SentEval file is read and no SICK-R dev is scored.
+    ``metric`` (training.dev_metric) "avg_sts" selects on eval_avg_sts itself (DCLR's run.sh,
+    --metric_for_best_model avg_sts): both sets are scored at every evaluation."""
 
     def __init__(self, senteval_dir: str | os.PathLike, batch_size: int, precision: str = "auto",
-                 max_pairs: int | None = None, dev_pairs: PairSet | None = None, dev_name: str | None = None):
+                 max_pairs: int | None = None, dev_pairs: PairSet | None = None, dev_name: str | None = None,
+                 metric: str | None = None):
         # max_pairs (training.dev_max_pairs, CPU demo only): the seeded subset eval-sts's cap would draw
         self.name = dev_name
+        self.metric = metric or "stsb"
+        if self.metric == "avg_sts" and dev_pairs is not None:
+            raise TrainingError(f"training.dev_metric avg_sts needs STS-B and SICK-R dev, not dev_set '{dev_name}'")
         if dev_pairs is None:
             root = senteval_root(senteval_dir)
             self.pairs = cap_pairs(load_stsb(root, "dev"), max_pairs)
@@ -129,15 +135,39 @@ class DevEvaluator:
         if t.dev_set and dev_file is None:
             raise TrainingError(f"training.dev_set is '{t.dev_set}' for {cfg.run_id}: pass its file (data.{cfg.data_name}.sts_pairs)")
         pairs = load_sts_pairs(dev_file, "dev") if t.dev_set else None
-        return cls(senteval_dir, t.eval_batch_size, t.eval_precision, t.dev_max_pairs, pairs, t.dev_set)
+        return cls(senteval_dir, t.eval_batch_size, t.eval_precision, t.dev_max_pairs, pairs, t.dev_set, t.dev_metric)
 
     @property
     def column(self) -> str:
-        """dev_curve.csv's score column."""
+        """dev_curve.csv's (first) score column."""
         return "stsb_dev" if self.name is None else "dev_spearman"
 
+    @property
+    def columns(self) -> list[str]:
+        """dev_curve.csv's score columns: with dev_metric avg_sts, SICK-R dev and the mean beside STS-B dev."""
+        return [self.column, "sickr_dev", "avg_sts_dev"] if self.metric == "avg_sts" else [self.column]
+
+    @property
+    def selects_on_avg(self) -> bool:
+        return self.metric == "avg_sts"
+
+    @property
+    def selection(self) -> str:
+        """The name of the score that selects the checkpoint (the training log's)."""
+        return "avg_sts_dev" if self.selects_on_avg else self.column
+
+    def select(self, encoder: SentenceEncoder) -> tuple[float, float, float]:
+        """(the selection score, STS-B dev, SICK-R dev) of the current weights; SICK-R dev is NaN (scored later,
+        for the selected checkpoint only) unless the selection reads it."""
+        stsb = self(encoder)
+        if not self.selects_on_avg:
+            return stsb, stsb, math.nan
+        sickr = self.sickr(encoder)
+        return (stsb + sickr) / 2, stsb, sickr
+
     def _spearman(self, encoder: SentenceEncoder, pairs) -> float:
-        sims = sts_pair_similarities(lambda s: encoder.encode(s, batch_size=self.batch_size, precision=self.precision),
+        sims = sts_pair_similarities(lambda s: encoder.encode(s, batch_size=self.batch_size, precision=self.precision,
+                                                              selection=True),
                                      pairs)
         return spearman100(sims, pairs.scores)
 
@@ -148,12 +178,14 @@ class DevEvaluator:
         return self._spearman(encoder, self.sickr_pairs) if self.sickr_pairs is not None else math.nan
 
     def scores(self, best: float, sickr: float) -> dict:
-        """train.json's development scores of the selected checkpoint (null where not finite)."""
+        """train.json's development scores of the selected checkpoint (null where not finite): ``best`` its
+        STS-B dev (the best one seen unless dev_metric is avg_sts, which adds "dev_metric")."""
         score = round(best, 4) if math.isfinite(best) else None
         if self.name is not None:
             return {"dev_set": self.name, "dev_best": score, "dev_pairs": len(self.pairs.scores),
                     "dev_duplicates_dropped": len(self.pairs.duplicates_dropped)}
-        return {"stsb_dev_best": score, **dev_summary(best, sickr)}
+        extra = {"dev_metric": "avg_sts"} if self.selects_on_avg else {}
+        return {"stsb_dev_best": score, **dev_summary(best, sickr), **extra}
 
     def capped(self) -> dict:
         """train.json's note of the CPU demo's subsets (training.dev_max_pairs): not the papers' dev scores."""
@@ -180,6 +212,7 @@ class TrainState:
     best_step: int = -1
     elapsed: float = 0.0
     best_sickr_dev: float = math.nan  # SICK-R dev of the best STS-B dev checkpoint
+    best_stsb_dev: float = math.nan  # STS-B dev of the selected checkpoint when dev_metric avg_sts selects (best_dev: the mean)
 
 
 def _rng_state() -> dict:
@@ -522,13 +555,16 @@ class Trainer:
         score = float("nan")
         with distributed.fail_together():  # rank 0 evaluates and saves; a failure there stops every rank
             if self.rank == 0:
-                score = self.dev(self.encoder)
-                self.dev_rows.append([self.state.step, round(score, 4)])
+                score, stsb, sickr = self.dev.select(self.encoder)
+                self.dev_rows.append([self.state.step] + [round(v, 4) for v in (stsb, sickr, score)[:len(self.dev.columns)]])
                 if score > self.state.best_dev:
                     self.state.best_dev, self.state.best_step = score, self.state.step
-                    # SICK-R dev of the selected checkpoint only, scored once it is final (score_best_sickr)
-                    self.state.best_sickr_dev = math.nan
-                    if self.dev.sickr_pairs is not None:
+                    # SICK-R dev of the selected checkpoint only, scored once it is final (score_best_sickr),
+                    # unless the selection scored it already
+                    self.state.best_sickr_dev, self.state.best_stsb_dev = sickr, stsb
+                    if self.dev.selects_on_avg:
+                        self._best_weights = None
+                    elif self.dev.sickr_pairs is not None:
                         self._best_weights = {k: v.detach().to("cpu", copy=True) for k, v in self.encoder.state_dict().items()}
                     self.encoder.save(self.out_dir / "best_model.partial")
         return score
@@ -601,9 +637,9 @@ class Trainer:
         steps_s, sentences_s = rate.now(self.state.step)
         left = self.total_steps - self.state.step
         if math.isfinite(dev):
-            dev_part = f"{self.dev.column} {dev:.2f} (best {self.state.best_dev:.2f} @ {self.state.best_step})"
+            dev_part = f"{self.dev.selection} {dev:.2f} (best {self.state.best_dev:.2f} @ {self.state.best_step})"
         else:
-            dev_part = f"{self.dev.column} - (first at step {min(self.t.eval_steps, self.total_steps)})"
+            dev_part = f"{self.dev.selection} - (first at step {min(self.t.eval_steps, self.total_steps)})"
         eta = "ETA 0s" if left == 0 else (f"ETA {_duration(left / steps_s)}" if steps_s > 0 else "ETA -")
         return (f"{self.cfg.run_id} step {self.state.step}/{self.total_steps} loss {loss:.4f} {dev_part} "
                 f"{steps_s:.3g} steps/s {sentences_s:.3g} sentences/s {eta}")
@@ -621,7 +657,8 @@ class Trainer:
             "backbone": self.cfg.backbone_name, "seed": self.cfg.seed,
             "steps": self.state.step, "best_step": self.state.best_step,
             # null when no dev score was ever finite (JSON has no -Infinity)
-            **self.dev.scores(self.state.best_dev, self.state.best_sickr_dev),
+            **self.dev.scores(self.state.best_stsb_dev if self.dev.selects_on_avg else self.state.best_dev,
+                              self.state.best_sickr_dev),
             "corpus_sentences": len(self.tokens), "batch_size": self.t.batch_size,
             "effective_batch_sizes": self.effective_batch_sizes, "world_size": self.world, "device": self.device.type,
         }
@@ -655,7 +692,7 @@ class Trainer:
         summary[MODEL_FILES] = model_files(partial)  # what loading the run's model checks, what push uploads
         with staged_outputs(marker=self.out_dir / "train.json"):
             write_csv(self.out_dir / "train_curve.csv", ["step"] + self.log_keys, self.train_rows)
-            write_csv(self.out_dir / "dev_curve.csv", ["step", self.dev.column], self.dev_rows)
+            write_csv(self.out_dir / "dev_curve.csv", ["step", *self.dev.columns], self.dev_rows)
             replace_dir(partial, self.out_dir / "model")
             write_json(self.out_dir / "train_timing.json", timing)
             write_json(self.out_dir / "train.json", summary)  # written last: marks the run complete

@@ -2,23 +2,37 @@
 arXiv 2205.00656, ACL 2022): instance weights from a frozen complementary model against false
 negatives, and noise-based negatives against anisotropy.
 
-    l_i = -log  e^{sim(h_i, h_i^+)/tau} / ( sum_{j != i} a_ij e^{sim(h_i, h_j^+)/tau} + sum_k e^{sim(h_i, n_k)/tau}
-                                             + e^{sim(h_i, h_i^+)/tau} )
-    a_ij = 0 if sim_C(x_i, x_j) >= phi else 1          (sim_C: the complementary model's cosine)
-    n_k  = g_k + beta * grad_k / ||grad_k||,  g_k ~ N(0, sigma^2 I),  grad_k = d l / d g_k at g (no gradient
-           reaches the encoder through it; the n_k are constants)
+The computation (``loss: released``, the default) is the authors' released code, RUCAIBox/DCLR at
+commit e2c3430 (read, not copied): ``simcse/models.py``, ``cl_vat_forward`` lines 676-710. With
+s_ij = sim(h_i, h_j^+)/tau over the B in-batch candidates and s_ik = sim(h_i, n_k)/tau over k noise
+vectors, each row i of the B x (B + k) logits:
+
+    a_ij = 0 if sim_C(x_i, x_j) > phi and j != i else 1        (sim_C: the complementary model's cosine;
+                                                                 models.py 705-707: the positive never)
+    p_i  = softmax_j( a_ij s_ij  ++  s_ik )                     (models.py 708: a false negative's logit is
+                                                                 multiplied by 0, so e^0 = 1 stays in the sum)
+    loss = mean over all B x (B + k) entries of  -[y log p + (1 - y) log(1 - p)],
+           y = 1 on the positive column (j = i), 0 elsewhere (noise columns included)   (models.py 704, 709-710)
+
+The noise (models.py 677-696): g ~ N(0, I), k = int(noise_ratio x B) vectors (``--noise_times``), moved
+``noise_steps`` times (``--pgd``, 4 by default in train.py line 145; run.sh does not set it)
+    g <- g + beta grad / ||grad||,  grad = d CE([s_ij ++ sim(h_i, g)/tau], i) / d g,   beta = 1e-3,
+the cross-entropy's in-batch logits without the instance weights; NaN entries set to 0; no gradient
+reaches the encoder through the noise (the n_k are constants of the final loss).
+
+Selectable readings (``loss: infonce``, ``false_negatives: dropped``, ``noise_steps: 1``,
+``noise_weighted: true``) give the form this term had before the released code was read, from the README
+and abstract alone: InfoNCE over [a_ij-weighted in-batch logits ++ noise logits],
+    l_i = -log  e^{s_ii} / ( sum_{j != i, a_ij = 1} e^{s_ij} + sum_k e^{s_ik} + e^{s_ii} ),
+false negatives dropped (-inf) rather than zeroed, one noise step whose loss includes the weights.
+``false_negatives: zeroed`` under InfoNCE adds -s_ij to the zeroed logits (exactly 0, no gradient).
 
 The complementary model is a frozen SimCSE run of the same suite, read through the teacher machinery
 DistillCSE uses (``teachers: {run: simcse}``; ``csebench teacher-cache`` caches its corpus embeddings).
-Its weights a_ij enter InfoNCE as log-weights on the in-batch columns (``negative_weights``), the noise
-vectors as extra columns.
-
-Sources: neither the paper's text nor its released code (RUCAIBox/DCLR) is readable from here (the
-stored index holds neither; only the README's opening paragraph). The structure above is the one the
-README and abstract describe (instance weighting from a complementary model; noise-based negatives
-optimized by a gradient step); the gradient's target (this loss), and the defaults phi = 0.9,
-sigma = 1, beta = 1e-3 and k = batch size, are ours, flagged in docs/methods.md as not checked against
-the paper. One process only.
+Differences from the released code kept as they are: sim_C there is the frozen model's pooler output
+of the two dropout views (in training mode) compared against phi x 20 = phi / tau at tau = 0.05; here
+the cached (dropout-free) embeddings' cosine against phi. The paper's own equations were not readable
+here (only its opening); the settings' sources are in docs/methods.md. One process only.
 """
 
 from __future__ import annotations
@@ -36,17 +50,29 @@ from .base import ObjectiveTerm, StepContext, cosine_matrix
 from .contrastive import contrastive_logits
 
 
+LOSSES = ("released", "infonce")
+FALSE_NEGATIVES = ("zeroed", "dropped")
+
+
 @dataclass
 class DebiasedSettings:
     teachers: Any = None  # the complementary model(s): {run: simcse, seeds: [..]} (runs of the same suite)
-    threshold: float = 0.9  # phi (not checked against the paper)
-    noise_ratio: float = 1.0  # k = noise_ratio x batch size (not checked against the paper)
-    noise_std: float = 1.0  # sigma (not checked against the paper)
-    step: float = 1.0e-3  # beta of the gradient step on the noise (not checked against the paper)
+    loss: str = "released"  # released (softmax, then binary cross-entropy over every entry) | infonce
+    false_negatives: str = "zeroed"  # zeroed (logit x 0, released) | dropped (-inf: out of the softmax)
+    threshold: float = 0.9  # phi: run.sh BERT-base (RoBERTa-base: 0.85, params.yaml by_backbone)
+    noise_ratio: float = 1.0  # k = int(noise_ratio x batch size): run.sh --noise_times, BERT-base (RoBERTa-base: 2.5)
+    noise_std: float = 1.0  # sigma: torch.randn in models.py 677
+    step: float = 1.0e-3  # beta of each gradient step on the noise: models.py 694
+    noise_steps: int = 4  # gradient steps on the noise: train.py --pgd default (run.sh does not set it)
+    noise_weighted: bool = False  # the noise steps' loss with the instance weights (released: without)
     seed: int | None = None  # base seed of the noise draws; None: the run's seed
 
     def validate(self, where: str) -> None:
         parse_teachers(self.teachers, where)
+        if self.loss not in LOSSES:
+            raise ConfigError(f"{where}.loss: unknown '{self.loss}' (valid: {', '.join(LOSSES)})")
+        if self.false_negatives not in FALSE_NEGATIVES:
+            raise ConfigError(f"{where}.false_negatives: unknown '{self.false_negatives}' (valid: {', '.join(FALSE_NEGATIVES)})")
         if not -1 <= self.threshold <= 1:
             raise ConfigError(f"{where}.threshold must be a cosine in [-1, 1], got {self.threshold}")
         if self.noise_ratio < 0:
@@ -55,27 +81,47 @@ class DebiasedSettings:
             raise ConfigError(f"{where}.noise_std must be > 0, got {self.noise_std}")
         if self.step < 0:
             raise ConfigError(f"{where}.step must be >= 0, got {self.step}")
+        if self.noise_steps < 0:
+            raise ConfigError(f"{where}.noise_steps must be >= 0, got {self.noise_steps}")
 
 
 def false_negative_mask(teacher_cos: torch.Tensor, labels: torch.Tensor, threshold: float) -> torch.Tensor:
-    """(B, N) True where the complementary model calls an in-batch negative a false negative (a_ij = 0);
-    the positive column is never masked."""
-    mask = teacher_cos >= threshold
+    """(B, N) True where the complementary model calls an in-batch negative a false negative (a_ij = 0:
+    its cosine above phi, strictly, as models.py 705 compares); the positive column is never masked."""
+    mask = teacher_cos > threshold
     mask[torch.arange(mask.shape[0], device=mask.device), labels] = False
     return mask
 
 
 def perturb_noise(noise: torch.Tensor, inbatch_logits: torch.Tensor, anchors: torch.Tensor, labels: torch.Tensor,
-                  temperature: float, step: float) -> torch.Tensor:
-    """n = g + step * grad / ||grad|| (per vector), grad of the loss (in-batch logits as given, constants)
-    with respect to the noise vectors g."""
-    if step == 0:
+                  temperature: float, step: float, steps: int = 1) -> torch.Tensor:
+    """``steps`` times n <- n + step * grad / ||grad|| (per vector; NaN entries set to 0, as models.py 696),
+    grad of the cross-entropy over [in-batch logits as given, noise logits] (constants but the noise)
+    with respect to the noise vectors."""
+    if step == 0 or steps == 0:
         return noise
-    with torch.enable_grad():
-        g = noise.detach().clone().requires_grad_(True)
-        logits = torch.cat([inbatch_logits.detach().float(), cosine_matrix(anchors.detach(), g) / temperature], dim=1)
-        (grad,) = torch.autograd.grad(F.cross_entropy(logits, labels), g)
-    return (noise + step * F.normalize(grad, dim=-1)).detach()
+    inbatch = inbatch_logits.detach().float()
+    fixed = anchors.detach()
+    n = noise.detach()
+    for _ in range(steps):
+        with torch.enable_grad():
+            g = n.clone().requires_grad_(True)
+            logits = torch.cat([inbatch, cosine_matrix(fixed, g) / temperature], dim=1)
+            (grad,) = torch.autograd.grad(F.cross_entropy(logits, labels), g)
+        n = n + step * (grad / grad.norm(dim=-1, keepdim=True))
+        n = torch.where(torch.isnan(n), torch.zeros_like(n), n)
+    return n.detach()
+
+
+def released_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Mean over every entry of the (B, C) logits of the binary cross-entropy of softmax(logits) against
+    one-hot ``labels`` (models.py 708-710). log(1 - p) is log1p(-p); each entry takes only its own term, so
+    a positive whose p rounds to 1 gives 0 * log(0) = NaN neither here nor anywhere the released code is finite."""
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    y = torch.zeros_like(logp, dtype=torch.bool)
+    y[torch.arange(logp.shape[0], device=logp.device), labels] = True
+    neg = torch.log1p(-logp.exp().clamp(max=1.0))
+    return -torch.where(y, logp, neg).mean()
 
 
 class DebiasedNegatives(ObjectiveTerm):
@@ -97,30 +143,68 @@ class DebiasedNegatives(ObjectiveTerm):
         self.bank = bank
         self._masked = torch.zeros(())
 
-    def negative_weights(self, ctx: StepContext) -> torch.Tensor:
-        """(B, N) log-weights of the in-batch columns: -inf where a_ij = 0."""
+    def false_negatives(self, ctx: StepContext) -> torch.Tensor:
+        """(B, N) True where a_ij = 0."""
         with torch.no_grad():
             cos = self.bank.logits(ctx.indices, ctx.all_indices, ctx.z1.device)
-            mask = false_negative_mask(cos, ctx.labels, self.settings.threshold)
+            mask = false_negative_mask(cos.to(ctx.z1.device), ctx.labels, self.settings.threshold)
         self._masked = mask.float().sum(1).mean().detach()
-        return torch.zeros_like(cos).masked_fill(mask, float("-inf"))
+        return mask
+
+    def weighted(self, logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """The in-batch logits with a_ij applied: zeroed (logit x 0) or dropped (-inf)."""
+        if self.settings.false_negatives == "zeroed":
+            return logits * (~mask).to(logits.dtype)
+        return logits.masked_fill(mask, float("-inf"))
+
+    def negative_weights(self, ctx: StepContext) -> torch.Tensor | None:
+        """InfoNCE only: (B, N) log-weights of the in-batch columns, -inf where a_ij = 0 (dropped) or
+        -s_ij (zeroed: the logit becomes exactly 0, and carries no gradient)."""
+        if self.settings.loss != "infonce":
+            return None
+        mask = self.false_negatives(ctx)
+        if self.settings.false_negatives == "dropped":
+            return torch.zeros(mask.shape, device=ctx.z1.device).masked_fill(mask, float("-inf"))
+        return torch.where(mask, -contrastive_logits(ctx), torch.zeros((), device=ctx.z1.device))
 
     def noise(self, ctx: StepContext) -> torch.Tensor:
-        k = int(round(self.settings.noise_ratio * ctx.z2.shape[0]))
+        k = int(self.settings.noise_ratio * ctx.z2.shape[0])
         gen = torch.Generator(device=ctx.z1.device)
         state = np.random.SeedSequence([self.base_seed, ctx.step, 0xDC1]).generate_state(1, dtype=np.uint64)[0]
         gen.manual_seed(int(state) & ((1 << 63) - 1))
         return torch.randn(k, ctx.z1.shape[1], generator=gen, device=ctx.z1.device) * self.settings.noise_std
 
-    def extra_negatives(self, ctx: StepContext) -> torch.Tensor | None:
+    def noise_logits(self, ctx: StepContext, inbatch: torch.Tensor, mask: torch.Tensor) -> torch.Tensor | None:
+        """(B, k) logits of the anchors against the moved noise vectors; None without noise."""
         if ctx.world_size > 1:
             raise RuntimeError("objectives.debiased_negatives runs on one process only")
         g = self.noise(ctx)
         if g.shape[0] == 0:
             return None
-        inbatch = contrastive_logits(ctx) + self.negative_weights(ctx)
-        n = perturb_noise(g, inbatch, ctx.z1, ctx.labels, ctx.temperature, self.settings.step)
+        target = self.weighted(inbatch, mask) if self.settings.noise_weighted else inbatch
+        n = perturb_noise(g, target, ctx.z1, ctx.labels, ctx.temperature, self.settings.step, self.settings.noise_steps)
         return cosine_matrix(ctx.z1, n) / ctx.temperature
+
+    def extra_negatives(self, ctx: StepContext) -> torch.Tensor | None:
+        if self.settings.loss != "infonce":
+            return None
+        with torch.no_grad():
+            inbatch = contrastive_logits(ctx)
+        mask = self.false_negatives(ctx) if self.settings.noise_weighted else torch.zeros_like(inbatch, dtype=torch.bool)
+        return self.noise_logits(ctx, inbatch, mask)
+
+    def replaces_contrastive(self, contrastive: torch.Tensor, ctx: StepContext) -> torch.Tensor:
+        """``loss: released``: the released loss in place of InfoNCE (other terms' extra negative columns and
+        log-weights do not reach it: no method of params.yaml composes DCLR with such a term)."""
+        if self.settings.loss != "released":
+            return contrastive
+        inbatch = contrastive_logits(ctx)
+        mask = self.false_negatives(ctx)
+        noise = self.noise_logits(ctx, inbatch, mask)
+        logits = self.weighted(inbatch, mask)
+        if noise is not None:
+            logits = torch.cat([logits, noise], dim=1)
+        return released_loss(logits, ctx.labels)
 
     def logs(self) -> dict[str, float]:
         return {}

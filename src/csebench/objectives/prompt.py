@@ -11,8 +11,17 @@ removes the template's own contribution (template denoising):
 
 the second term being the mask state of the template alone, its suffix's position ids shifted by the
 sentence's length, in the same (training-mode) forward as the model; it keeps its gradient. The
-training head (SimCSE's MLP, training only) follows. Evaluation encodes with template 1 and no
-denoising (the released evaluation arguments), without the head.
+training head (SimCSE's MLP, training only) follows.
+
+Evaluation, as released (kongds/Prompt-BERT @690ba6e): the dev scores that select the checkpoint during
+training (STS-B dev, and SICK-R dev of the selected one) are denoised with template 1 (``dev_denoise``,
+by default as ``denoise``): the released trainer's ``sentemb_forward`` subtracts the template-only mask
+state whenever ``--mask_embedding_sentence_delta`` is on and ``--mask_embedding_sentence_delta_no_delta_eval``
+is off (its default; prompt_bert/models.py 290-302 and 364-368, train.py 184-198, run.sh unsup-bert /
+unsup-roberta pass the first and not the second), in eval mode, positions 0-based plus the sentence's
+length. The test evaluation encodes with template 1 and no denoising, without the head: run.sh's
+``eargs`` for the unsupervised runs give evaluation.py no ``--mask_embedding_sentence_delta``.
+``dev_denoise: false`` selects on the plain template representation (this term's behaviour before).
 
 Facts from the released code (kongds/Prompt-BERT, run.sh and prompt_bert/models.py; read, not copied):
 templates (BERT) ``This sentence of "[X]" means [MASK] .`` and ``This sentence : "[X]" means [MASK] .``,
@@ -73,6 +82,7 @@ class PromptSettings:
     template2: Any = None  # template 2 (view 2 and other views); None: the released one
     different_templates: bool = True  # false: template 1 for every view (dropout alone makes the positive)
     denoise: bool = True  # template denoising (PromptBERT's unsupervised objective)
+    dev_denoise: bool | None = None  # denoise the dev scores that select the checkpoint; None: as denoise (released)
     positions: str = "model"  # model | released (0-based position ids for the template alone, also on RoBERTa)
     family: str | None = None  # bert | roberta: whose released templates are the default (None: from the tokenizer)
 
@@ -117,7 +127,9 @@ class PromptTemplates(ObjectiveTerm):
         self.position_offset = 0
         if settings.positions == "model" and getattr(config, "model_type", "") in ROBERTA_LIKE:
             self.position_offset = (config.pad_token_id or 0) + 1
-        encoder.set_prompt({"prefix": t1[0], "suffix": t1[1]})  # evaluation: template 1, no denoising
+        # evaluation: template 1; the dev scores that select the checkpoint denoised (released trainer), the test not
+        dev = settings.denoise if settings.dev_denoise is None else settings.dev_denoise
+        encoder.set_prompt({"prefix": t1[0], "suffix": t1[1]}, dev_denoise=self.position_offset if dev else None)
         self._cols: dict[str, torch.Tensor] = {}
         self._lengths: dict[str, torch.Tensor] = {}
         self._which: dict[str, int] = {}
