@@ -13,7 +13,7 @@ from csebench import suites as wf
 from csebench.paths import key_dir
 from csebench.results.registry import default_suites
 
-configfile: "config/paper.yaml"
+wf.merge_default_config(config, "config/paper.yaml")  # the papers' build, under --configfile and --config
 
 include: "workflow/rules/common.smk"  # first: checks the config against its schema
 

@@ -161,6 +161,9 @@ def test_a_run_of_one_s_own_is_checked_before_it_trains(capsys, tmp_path):
     corpus = tmp_path / "c.txt"
     corpus.write_text("a sentence\nanother one\n")
     base = ["train", "--backbone", "tiny", "--corpus", str(corpus)]
+    from csebench.cli import _setting_value
+
+    assert [_setting_value(v, "x") for v in ("1e-4", "64", "true", "avg", "[1, 2]")] == [1e-4, 64, True, "avg", [1, 2]]
     assert_fails(capsys, base + ["--method", "nope"], "unknown method 'nope'")
     assert_fails(capsys, base + ["--method", "simcse", "--suite", "ci"], "give either --backbone and --method")
     assert_fails(capsys, base + ["--method", "simcse", "--set", "learning_rate=1"], "--set learning_rate=1: expected training.KEY=VALUE")

@@ -251,12 +251,12 @@ EXP_SUITE = """\
       max_steps: 2
       eval_steps: 2
       batch_size: 8
-      learning_rate: 1.0e-4
+      learning_rate: 3.0e-5
       log_steps: 1
       checkpoint_steps: 2
       dev_max_pairs: 100
     evaluation: {max_sts_pairs: 50}
-    transfer: {max_train_sentences: 64, max_test_sentences: 64}
+    transfer: false
     runs:
       simcse: {backbone: tiny, method: simcse}
 """
@@ -287,7 +287,7 @@ def _exp_repo(base: Path, env: dict) -> Path:
 
 
 def _as_exp(cmd: str) -> str:
-    return re.sub(r"\bci\b", "exp", cmd)
+    return re.sub(r"\b(?:demo-sweep|ci)\b", "exp", cmd)
 
 
 @pytest.mark.slow(seconds=220)
@@ -295,7 +295,8 @@ def _as_exp(cmd: str) -> str:
 def test_readmes_queued_sweep_gives_two_experiments_with_their_metrics(tmp_path):
     env = user_env()
     proj = _exp_repo(tmp_path, env)
-    block = [_as_exp(c) for c in readme_block("Experiments and sweeps") if "--queue" in c or "--run-all" in c]
+    commands = [_as_exp(c) for c in readme_block("Experiments and sweeps")]
+    block = [c for c in commands if "--queue" in c or "--run-all" in c]
     assert len(block) == 2, block  # the README's queue and run commands, as typed
     _sh(block[0], proj, env)
     # a third experiment that fails (a negative learning rate is refused): visible as failed
@@ -312,14 +313,21 @@ def test_readmes_queued_sweep_gives_two_experiments_with_their_metrics(tmp_path)
     revs = [e["revs"][0] for e in exps if e["executor"]["state"] == "success"]
     lr = {r["rev"]: r["data"]["params"]["params.yaml"]["data"]["suites"]["exp"]["training"]["learning_rate"] for r in revs}
     metrics = {lr[r["rev"]]: r["data"]["metrics"]["results/exp/metrics.json"]["data"]["simcse"]["seed1"] for r in revs}
-    assert sorted(metrics) == [1e-4, 3e-4], shown
-    for m in metrics.values():
-        assert sorted(m) == ["sts_avg", "stsb_dev", "transfer_avg"] and all(isinstance(v, float) for v in m.values())
-    assert metrics[1e-4] != metrics[3e-4]  # two learning rates, two models
+    assert sorted(metrics) == [1e-5, 1e-4], shown  # neither is the suite's own 3e-5
+    for m in metrics.values():  # transfer: false, so no transfer_avg
+        assert sorted(m) == ["sts_avg", "stsb_dev"] and all(isinstance(v, float) for v in m.values())
+    assert metrics[1e-5] != metrics[1e-4]  # two learning rates, two models
     for rev, value in lr.items():  # what each experiment committed: params.yaml with its one line changed
         diff = _sh(["git", "diff", "--unified=0", "HEAD", rev, "--", "params.yaml"], proj, env)
         assert [l for l in diff.splitlines() if l.startswith(("-  ", "+  "))] == [
-            "-      learning_rate: 1.0e-4", f"+      learning_rate: {value}"], diff
+            "-      learning_rate: 3.0e-5", f"+      learning_rate: {value}"], diff
+    # the README's compact view, as typed: the swept parameter and the STS metrics, nothing else
+    show = next(c for c in commands if c.startswith("dvc exp show"))
+    table = _sh(show, proj, env)
+    header = next(line for line in table.splitlines() if "Experiment" in line).split()
+    assert header == ["Experiment", "State", "simcse.seed1.stsb_dev", "simcse.seed1.sts_avg",
+                      "suites.exp.training.learning_rate"], table
+    assert max(len(line) for line in table.splitlines()) <= 130, table  # about 390 before: every hash and time
 
 
 @pytest.mark.slow(seconds=170)

@@ -340,3 +340,29 @@ def test_eval_transfer_subset_has_no_seven_task_average(tmp_path, capsys, caplog
     line = next(r.getMessage() for r in caplog.records if r.getMessage().startswith("transfer "))
     assert "nan" not in line
     assert line.startswith(f"transfer avg of 4 tasks {res['avg_subset']:.2f}, not the 7-task average (senteval, pooler cls_before_pooler): TREC ")
+
+
+def test_a_suite_can_switch_the_transfer_tasks_off(tmp_path, capsys):
+    """`transfer: false`: the suite's evaluation folder says so (every other suite keeps its name), embed gets
+    --no-transfer, and eval-transfer writes a result that says "off" without loading a model."""
+    import copy
+
+    from csebench import suites as wf
+    from csebench.config import load_params
+    from csebench.errors import ConfigError
+    from runhelpers import ROOT, run_cli
+
+    params = load_params(str(ROOT / "params.yaml"))
+    sweep = wf.suite_evaluation(params, "demo-sweep")
+    assert sweep["transfer"] is False and wf.suite_evaluation(params, "demo")["transfer"] is None
+    assert wf.eval_name(wf.suite_evaluation(params, "demo")) == "eval-fast-capped-61a51792"  # unchanged by the switch
+    assert wf.eval_name(sweep) != wf.eval_name({**sweep, "transfer": None})
+    bad = copy.deepcopy(params)
+    bad["suites"]["demo-sweep"]["transfer"] = {"max_train": 3}
+    with pytest.raises(ConfigError, match="unknown key 'max_train'"):
+        wf.suite_evaluation(bad, "demo-sweep")
+    out = tmp_path / "transfer.json"
+    rc, err = run_cli(capsys, ["eval-transfer", "--model", str(tmp_path / "no-model-needed"), "--no-transfer", "--out", str(out)])
+    assert rc == 0, err
+    res = json.loads(out.read_text())
+    assert res["tasks"] == {} and res["protocol"] == "off" and "transfer: false" in res["warning"] and "avg" not in res

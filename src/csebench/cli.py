@@ -202,12 +202,23 @@ def _refuse_links_out(out: str) -> None:
                                 "link (what it points to stays) or choose another --out")
 
 
+def _setting_value(text: str, where: str):
+    """A --set value: a number as Python reads it (1e-4 too, which YAML 1.1 keeps as text), else YAML
+    (true, null, [1, 2], a word)."""
+    for number in (int, float):
+        try:
+            return number(text)
+        except ValueError:
+            pass
+    from .schema import load_yaml_text
+
+    return load_yaml_text(text, where)
+
+
 def _one_line_run(args, params: dict) -> None:
     """``train --backbone B --method M --corpus FILE [--set KEY=VALUE ...]``: the run a suite of params.yaml
     would list with that backbone, method, corpus and settings, as suite ``cli`` of this process, so that
     its key (and folder, results/runs/KEY/seedN) is the one the pipeline gives that run."""
-    import yaml
-
     from .config import digest
     from .paths import check_name
 
@@ -235,7 +246,7 @@ def _one_line_run(args, params: dict) -> None:
         node = run
         for part in parts[:-1]:
             node = node.setdefault(part, {})
-        node[parts[-1]] = yaml.safe_load(value)
+        node[parts[-1]] = _setting_value(value, f"--set {item}")
     source = "corpus-" + digest(args.corpus, 8)
     data[source] = {"corpus": {"path": args.corpus}, "senteval": {"path": "{shared}/senteval"}}
     name = f"{args.backbone if args.backbone == backbone else 'model'}-{args.method}"
@@ -403,11 +414,24 @@ def cmd_eval_sts(args) -> None:
 @command("eval-transfer", "SentEval transfer tasks MR CR SUBJ MPQA SST2 TREC MRPC (accuracy x100)", PARAMS,
          EVAL_ENCODING, MODEL, SENTEVAL, OUT,
          option("--tasks", nargs="+", default=None, help="subset of MR CR SUBJ MPQA SST2 TREC MRPC (default: all)"),
+         option("--no-transfer", action="store_true",
+                help="the suite switched the transfer tasks off (transfer: false): write a result that says so, "
+                     "load and encode nothing"),
          classifier_options("subsample each classifier training set to N items"))
 def cmd_eval_transfer(args) -> None:
     from .data import senteval_root
     from .encoder import eval_pooler_of
     from .evaluation.transfer import TASKS, evaluate_transfer, load_transfer_task
+
+    if args.no_transfer:
+        from .envelope import write_result
+
+        run_info = _run_info(args)
+        write_result(args.out, {"tasks": {}, "protocol": "off",
+                                "warning": "transfer tasks switched off for this suite (transfer: false in params.yaml): no scores"},
+                     {"eval_seconds": 0.0, "run_info": run_info}, args.precision, [])
+        logging.getLogger("csebench").info("transfer: off for this suite (transfer: false); %s says so", args.out)
+        return
 
     root = senteval_root(args.senteval)
     data = {t: load_transfer_task(root, t) for t in args.tasks or TASKS}  # bad data fails before the model loads

@@ -296,7 +296,9 @@ def _results(r: dict) -> list[str]:
             out += ["Your own STS sets (`sts_pairs`), reported beside the 7 tasks and never in their average:", "",
                     _table(["set", "split", "pairs", "Spearman × 100"], [[f"`{n}`", str(e.get("split")), str(e.get("n_pairs")),
                                                                        _num(e.get("spearman"))] for n, e in sorted(extra.items())]), ""]
-    if transfer is not None:  # Avg. is only ever the 7-task average (a subset's stays out, as in the report)
+    if transfer is not None and transfer.get("protocol") == "off":
+        out += ["### Transfer (SentEval)", "", "Not evaluated: the suite switched the transfer tasks off (`transfer: false`).", ""]
+    elif transfer is not None:  # Avg. is only ever the 7-task average (a subset's stays out, as in the report)
         out += ["### Transfer (SentEval)", "", "Accuracy of a logistic-regression classifier on the frozen embeddings "
                 "(SentEval, SimCSE's settings).", "", _table(TRANSFER_TASKS + ["Avg."], [[_num((transfer.get("tasks") or {}).get(t))
                                                                                         for t in TRANSFER_TASKS] + [_num(transfer.get("avg"))]]), ""]

@@ -45,6 +45,22 @@ def check_suites(params: dict, suites: list[str]) -> None:
                               f"'{suite}'{_suggest(str(suite), list_suites(params))}")
 
 
+def merge_default_config(config: dict, path: str = "config/paper.yaml") -> None:
+    """``path`` (the papers' build) under what --configfile and --config give, merged as Snakemake's
+    ``configfile:`` directive merged it, in place, without the directive's log line that the file "is
+    extended by additional config specified via the command line", which every DVC stage's log printed
+    and which read like a mistake."""
+    from .config import deep_merge
+    from .errors import ConfigError
+    from .schema import read_yaml
+
+    if not os.path.isfile(path):
+        raise ConfigError(f"{path} not found: run Snakemake from the checkout's top folder")
+    merged = deep_merge(read_yaml(path) or {}, dict(config))
+    config.clear()
+    config.update(merged)
+
+
 def check_snakemake_config(config: dict, configfiles) -> None:
     """The Snakemake config, before anything reads it: each config file again for keys given twice
     (Snakemake's reader keeps the last silently), then the merged config against the schema."""
@@ -108,7 +124,8 @@ def suite_evaluation(params: dict, suite: str) -> dict:
                 raise ConfigError(f"suites.{suite}.evaluation.{key}: give a whole number of at least 2, got {value!r}")
         elif value not in allowed:
             raise ConfigError(f"suites.{suite}.evaluation.{key}: '{value}' is not one of {', '.join(allowed)}")
-    transfer = spec.get("transfer") or {}
+    off = spec.get("transfer") is False  # `transfer: false`: the suite scores no transfer task (a sweep of STS)
+    transfer = {} if off else spec.get("transfer") or {}
     unknown = set(transfer) - {"max_train_sentences", "max_test_sentences"}
     if unknown:
         raise ConfigError(f"suites.{suite}.transfer: unknown key '{sorted(unknown)[0]}' (valid: max_train_sentences, max_test_sentences)")
@@ -116,6 +133,8 @@ def suite_evaluation(params: dict, suite: str) -> dict:
     return {"precision": ev.get("precision", "fp32"), "max_train_sentences": int(cap) if cap else None,
             "max_test_sentences": int(test_cap) if test_cap else None,
             "max_sts_pairs": ev.get("max_sts_pairs"),
+            # only when off: the evaluation folder of every other suite keeps its name (eval_name hashes what is set)
+            "transfer": False if off else None,
             "sts_pairs": {name: sts_pairs_file(params, spec["data"], name, f"suites.{suite}.evaluation.sts_pairs", expand=False)
                           for name in ev.get("sts_pairs") or []}}
 

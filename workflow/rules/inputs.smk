@@ -40,11 +40,15 @@ def eval_settings(w):  # a run's job: the settings its {ev} folder names; a suit
     return RUNS.eval_settings(w.ev) if hasattr(w, "ev") else wf.suite_evaluation(PARAMS, w.suite)
 
 
-def transfer_cap(w):  # `transfer: {max_train_sentences: N, max_test_sentences: M}` (CPU demo only)
+def probing_cap(w):  # `transfer: {max_train_sentences: N, max_test_sentences: M}` (CPU demo only)
     ev = eval_settings(w)
     caps = [f"--max-train-sentences {ev['max_train_sentences']}" if ev["max_train_sentences"] else "",
             f"--max-test-sentences {ev['max_test_sentences']}" if ev["max_test_sentences"] else ""]
     return " ".join(c for c in caps if c)
+
+
+def transfer_cap(w):  # the caps, or `transfer: false`: embed encodes no transfer sentence, eval_transfer says "off"
+    return "--no-transfer" if eval_settings(w).get("transfer") is False else probing_cap(w)
 
 
 def sts_cap(w):  # `evaluation: {max_sts_pairs: N}` (CPU demo only): embed and eval_sts use the same subsets

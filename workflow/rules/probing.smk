@@ -3,7 +3,7 @@
 # The data source needs a `probing: {url: ...}` or `probing: {path: FOLDER}` entry in params.yaml
 # (data.wiki1m has the URL). Probing sentences are not in embeddings.npz, so eval_probing encodes with
 # the model (GPU); a suite's transfer cap (`transfer: {max_train_sentences: N}`) caps the probing train
-# splits too ("capped"). Include this file after embed.smk (eval_settings, transfer_cap).
+# splits too ("capped"). Include this file after embed.smk (eval_settings, probing_cap).
 
 
 localrules: prepare_probing  # downloads (data.smk)
@@ -33,7 +33,7 @@ rule eval_probing:
         probing=f"{EVAL}/probing.json",
     params:
         cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
-        cap=transfer_cap,
+        cap=probing_cap,
         precision=lambda w: eval_settings(w)["precision"],
         progress=PROGRESS,
     threads: config.get("threads", 4)  # the classifiers run on CPU

@@ -187,8 +187,8 @@ def _pub_source(pub: Published) -> tuple[str, str, str]:
 
 
 def protocol_notes(records: list[RunResult]) -> list[str]:
-    """The distinct warnings of results scored off the papers' protocol (CPU demo caps)."""
-    return sorted({r.warning for r in records if r.protocol == "capped" and r.warning})
+    """The distinct warnings of results scored off the papers' protocol (CPU demo caps, transfer switched off)."""
+    return sorted({r.warning for r in records if r.protocol in ("capped", "off") and r.warning})
 
 
 def render_markdown(rows: list[Row], kind: str, suite: str, notes: list[str] | None = None) -> str:
