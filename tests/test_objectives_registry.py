@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_every_term_is_found_under_the_key_its_class_declares():
     assert set(TERMS) == {"gaussian_negatives", "instance_smoothing", "layer_negatives", "distillation",
                           "momentum_negatives", "mixed_negatives", "debiased_negatives", "prompt",
-                          "soft_negatives", "ranking_distillation"}
+                          "soft_negatives", "ranking_distillation", "replaced_token_detection"}
     for name, cls in TERMS.items():
         assert cls.key == name and term_class(name) is cls
     used = {k for m in load_params(ROOT / "params.yaml")["methods"].values() for k in (m.get("objectives") or {})}
@@ -34,7 +34,7 @@ def test_listing_the_terms_imports_none_of_them(monkeypatch):
     real = lazy.importlib.import_module
     monkeypatch.setattr(lazy.importlib, "import_module", lambda name, *a: imported.append(name) or real(name, *a))
     fresh = LazyRegistry("objective", package="csebench.objectives", declared="key")
-    assert len(fresh.names()) == 10 and "prompt" in fresh and imported == ["csebench.objectives"]  # the package only
+    assert len(fresh.names()) == 11 and "prompt" in fresh and imported == ["csebench.objectives"]  # the package only
     assert fresh.get("prompt").__name__ == "PromptTemplates" and imported[-1] == "csebench.objectives.prompt"
 
 

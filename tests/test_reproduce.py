@@ -32,7 +32,7 @@ EXPECTED = {  # every table and figure of the four papers and SimCSE's main tabl
     "combinations": ["table-1", "figure-1"],  # beyond the papers: csebench's own study
     "zoo": ["table-1", "figure-1"],  # beyond the papers: every method on one core
     # the zoo methods' own papers: their main STS tables, MixCSE's and RankCSE's listed unread
-    **{p: ["table-main"] for p in ("esimcse", "promptbert", "sncse", "dclr", "mixcse", "rankcse")},
+    **{p: ["table-main"] for p in ("esimcse", "promptbert", "sncse", "dclr", "mixcse", "rankcse", "diffcse")},
 }
 PRINTED = ROOT / "src/csebench/resources/printed"
 

@@ -225,8 +225,8 @@ class RunConfig:
         for later in ("num_layers", "dev_max_pairs", "dev_set"):  # added later: unset, they leave existing keys as they were
             if d["training"].get(later) is None:
                 d["training"].pop(later, None)
-        if d["training"].get("projection_dim") is None:  # no projection, no head to describe
-            d["training"].pop("projection_head", None)
+        if d["training"].get("projection_dim") is None and d["training"].get("projection_head") != "batchnorm":
+            d["training"].pop("projection_head", None)  # no projection, no head to describe (DiffCSE's cls head: kept)
         for setting in RESULT_NEUTRAL:  # how the run is carried out, not what it computes
             d["training"].pop(setting, None)
         if d.get("train"):  # trained runs (all runs before the flag existed) keep their keys
