@@ -14,7 +14,7 @@ What the released code does (voidism/DiffCSE at commit f724b2c; read, not copied
     is on (this term follows the objective's mode likewise). Its prediction is the argmax (models.py line 184),
     not a sample, at every position, not only the masked ones; position 0 is set back to the [CLS]/<s> id
     (line 185); the discriminator reads the prediction times the attention mask (line 187).
-  * the masking: the data collator's BERT recipe (train.py lines 512-545) at ``--masking_ratio`` (0.30 in
+  * the masking: the data collator's BERT recipe (train.py lines 512-544) at ``--masking_ratio`` (0.30 in
     run_diffcse.sh; diffcse/trainers.py line 482 hands it to the collator): each non-special token is chosen
     with that probability; 80% of the chosen become the mask token, half the rest a uniformly random id of the
     tokenizer's vocabulary, the rest stay. The two views of a sentence are masked independently (the
