@@ -192,3 +192,19 @@ def test_fetch_notes_of_a_run_name_its_generator(project_root):
     params = load_params(project_root / "params.yaml")
     assert wf.hub_generators(params, "zoo", "roberta-base-diffcse", 42) == ["distilroberta-base"]
     assert wf.hub_generators(params, "zoo", "roberta-base-sncse", 42) == []
+
+
+def test_model_card_says_the_batchnorm_head_is_not_the_saved_pooler():
+    from csebench.modelcard import _what
+
+    def card(head):
+        cfg = {"backbone": {"model": "bert-base-uncased", "pooler": "cls", "label": "BERT-base"}, "backbone_name": "bert-base",
+               "method_label": "DiffCSE", "seed": 42, "suite": "zoo", "name": "bert-base-diffcse", "train": True,
+               "training": {"batch_size": 64, "projection_head": head}, "objectives": {"replaced_token_detection": {}}}
+        r = {"config": cfg, "train": {"steps": 2, "corpus_sentences": 10}, "meta": {"pooler": "cls"},
+             "hf": {"hidden_size": 768, "num_hidden_layers": 12}}
+        return "\n".join(_what(r))
+
+    assert "DiffCSE's BatchNorm MLP" in card("batchnorm") and "is the MLP head (dense + tanh)" not in card("batchnorm")
+    assert "**DiffCSE**: conditional replaced-token detection" in card("batchnorm")  # the card cites its paper
+    assert "is the MLP head (dense + tanh)" in card("linear")
