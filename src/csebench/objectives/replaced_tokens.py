@@ -15,8 +15,9 @@ What the released code does (voidism/DiffCSE at commit f724b2c; read, not copied
     not a sample, at every position, not only the masked ones; position 0 is set back to the [CLS]/<s> id
     (line 185); the discriminator reads the prediction times the attention mask (line 187).
   * the masking: the data collator's BERT recipe (train.py lines 512-544) at ``--masking_ratio`` (0.30 in
-    run_diffcse.sh; diffcse/trainers.py line 482 hands it to the collator): each non-special token is chosen
-    with that probability; 80% of the chosen become the mask token, half the rest a uniformly random id of the
+    run_diffcse.sh; diffcse/trainers.py line 482 hands it to the collator): each token that is not one of
+    the tokenizer's special ids is chosen with that probability (train.py's default fast tokenizer marks every id
+    of ``all_special_ids``: [CLS], [SEP], [PAD], [UNK], [MASK]; transformers 4.2.1 tokenization_utils_base.py); 80% of the chosen become the mask token, half the rest a uniformly random id of the
     tokenizer's vocabulary, the rest stay. The two views of a sentence are masked independently (the
     collator masks the flattened batch of both copies, train.py line 499).
   * the discriminator: a second model of the backbone's class (BertModel / RobertaModel without pooler,
