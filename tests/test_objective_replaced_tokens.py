@@ -155,6 +155,21 @@ def test_tiny_model_trains_with_the_batchnorm_head(tmp_path, shared_dir):
     assert not any(k.startswith("terms.replaced_token_detection.generator") for k in tr.objective.state_dict())
 
 
+def test_the_discriminator_is_clipped_with_the_encoder(tmp_path, shared_dir, monkeypatch):
+    """The released HF Trainer clips the norm of the whole model's gradients (discriminator and head included)."""
+    from runhelpers import train_tiny
+
+    seen = []
+    real = torch.nn.utils.clip_grad_norm_
+    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", lambda params, *a, **k: seen.append(list(params)) or real(seen[-1], *a, **k))
+    _, tr = train_tiny(tmp_path, {"replaced_token_detection": {"generator": "random"}}, steps=1)
+    term = tr.objective.terms["replaced_token_detection"]
+    ids = {id(p) for p in seen[0]}
+    assert all(id(p) in ids for p in term.discriminator.parameters()) and id(term.head.weight) in ids
+    assert all(id(p) in ids for p in tr.encoder.parameters())
+    assert not any(id(p) in ids for p in term.generator.parameters())
+
+
 def test_params_method_suites_and_plan(project_root):
     from csebench.config import load_params, resolve_run
     from csebench.plan import _nonemb, generator_forward_flops, suite_plan, term_training_flops

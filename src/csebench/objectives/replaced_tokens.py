@@ -30,9 +30,8 @@ What the released code does (voidism/DiffCSE at commit f724b2c; read, not copied
     gradient: the RTD loss trains the encoder through it.
   * the loss: ``CrossEntropyLoss`` over all rows x positions of both views, padding included with label 0
     (models.py line 272), times ``--lambda_weight`` (line 273; 0.005 in run_diffcse.sh).
-Differences: the released trainer clips the gradient norm of all the model's parameters together (HF Trainer,
-max_grad_norm 1.0); csebench clips the encoder's and leaves the discriminator's (the objective's) unclipped.
-Under DDP each process detects the replaced tokens of its own rows (as the released code does).
+The released trainer clips the gradient norm of all the model's parameters together (HF Trainer, max_grad_norm
+1.0); so does csebench's trainer, the encoder's and the terms' trained parameters (the discriminator's). Under DDP each process detects the replaced tokens of its own rows (as the released code does).
 """
 
 from __future__ import annotations
