@@ -282,3 +282,34 @@ def test_rehearse_refuses_an_unknown_suite_before_writing_anything(tmp_path, cap
     assert_fails(capsys, ["rehearse", "--suites", "ci", "--only", "nope", "--out", str(out)],
                  "csebench rehearse: error: --only nope: no run of ci is listed as SUITE/RUN containing it")
     assert not out.exists()
+
+
+def test_generators_are_their_published_configs_and_rehearse_at_them(rehearsing):
+    """DiffCSE's masked-LM generators (csebench.architectures.GENERATORS): the hub config.json facts, the counts
+    csebench.plan costs with, and the models a rehearsal builds for them (random weights, the real class)."""
+    from csebench.architectures import GENERATORS, generator_architecture
+    from csebench.objectives.replaced_tokens import load_generator
+    from csebench.rehearsal import generator_for
+
+    published = {"distilbert-base-uncased": ("DistilBertForMaskedLM", 6, 768, 12, 3072, 30522, 512, 66_362_880),
+                 "distilroberta-base": ("RobertaForMaskedLM", 6, 768, 12, 3072, 50265, 514, None)}
+    for model, (cls, layers, hidden, heads, ffn, vocab, positions, base_total) in published.items():
+        a = GENERATORS[model]
+        assert (a.mlm_class, a.layers, a.hidden, a.heads, a.ffn, a.vocab, a.max_positions) == \
+            (cls, layers, hidden, heads, ffn, vocab, positions), model
+        assert generator_architecture(f"distilbert/{model}") is a
+        with torch.device("meta"):
+            built = generator_for(model)  # a rehearsal is active: the published architecture
+        assert built.__class__.__name__ == cls
+        base = built.distilbert if cls.startswith("DistilBert") else built.roberta
+        assert sum(p.numel() for p in base.parameters()) == a.parameters(pooler=False)[0], model
+        if base_total:
+            assert a.parameters(pooler=False)[0] == base_total
+        assert built.config.vocab_size == vocab
+    assert generator_for("bert-base-uncased") is None and architecture("distilroberta-base") is None
+    rehearsing.depth = 2
+    try:
+        gen = load_generator("distilbert-base-uncased", tokenizer=None)
+    finally:
+        rehearsing.depth = None
+    assert gen.__class__.__name__ == "DistilBertForMaskedLM" and gen.config.n_layers == 2

@@ -21,11 +21,12 @@ EXPECTED = {  # term -> the paper it comes from (docs/methods.md)
     "gaussian_negatives": "gs-infonce", "instance_smoothing": "is-cse", "layer_negatives": "sscl",
     "distillation": "distillcse", "momentum_negatives": "esimcse", "mixed_negatives": "mixcse",
     "debiased_negatives": "dclr", "prompt": "promptbert", "soft_negatives": "sncse", "ranking_distillation": "rankcse",
+    "replaced_token_detection": "diffcse",
 }
 BIBTEX_KEYS = {"simcse": "gao2021simcse", "gs-infonce": "wu2022smoothed", "is-cse": "he2023instance",
                "sscl": "chen2023alleviating", "distillcse": "xu2023distillcse", "esimcse": "wu2022esimcse",
                "mixcse": "zhang2022unsupervised", "dclr": "zhou2022debiased", "promptbert": "jiang2022promptbert",
-               "sncse": "wang2022sncse", "rankcse": "liu2023rankcse"}
+               "sncse": "wang2022sncse", "rankcse": "liu2023rankcse", "diffcse": "chuang2022diffcse"}
 
 
 def test_every_term_declares_its_paper_and_the_paper_has_bibtex():

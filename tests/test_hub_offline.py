@@ -193,6 +193,28 @@ def test_fetch_backbone_serves_a_warm_cache_and_a_missing_repo_is_one_line(warm_
     assert "on the submitting host" in lines[0]
 
 
+def test_fetch_generator_serves_a_warm_cache_and_a_missing_repo_is_one_line(warm_cache, tmp_path):
+    """A term's second model (DiffCSE's generator) is fetched like a backbone: `csebench fetch-generator` (the
+    workflow's fetch_generator rule, its note named as csebench.fetch.note_name spells ORG/NAME)."""
+    tmp, commits = warm_cache
+    env = {**os.environ, "HF_HOME": str(tmp / "hf"), "HF_HUB_OFFLINE": "1",
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    env.pop("HF_HUB_CACHE", None)
+    env.pop("HUGGINGFACE_HUB_CACHE", None)
+    cli = [sys.executable, "-m", "csebench", "fetch-generator"]
+    ok = subprocess.run([*cli, "--model", "FacebookAI--roberta-base", "--out", str(tmp_path / "g.json")], env=env,
+                        capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    note = json.loads((tmp_path / "g.json").read_text())
+    assert note == {"generator": "FacebookAI/roberta-base", "hub": {"models/FacebookAI/roberta-base": commits["FacebookAI/roberta-base"]}}
+    missing = subprocess.run([*cli, "--model", "org/not-in-the-cache", "--out", str(tmp_path / "absent.json")], env=env,
+                             capture_output=True, text=True, timeout=300)
+    lines = [line for line in missing.stderr.splitlines() if line.strip()]
+    assert missing.returncode == 2 and len(lines) == 1 and not (tmp_path / "absent.json").exists(), missing.stderr
+    assert "org/not-in-the-cache is not in this machine's Hugging Face cache and downloads are off" in lines[0]
+    assert "csebench fetch-generator --model org/not-in-the-cache" in lines[0]
+
+
 def test_a_job_that_finds_its_backbone_missing_offline_names_the_fetch_step(tmp_path, monkeypatch):
     """A cluster job (HF_HUB_OFFLINE=1) whose hub backbone is not in the cache: one line naming the fetch."""
     from csebench.config import BackboneConfig

@@ -439,3 +439,29 @@ def test_the_positives_setting_changes_no_existing_run_key():
     assert "positives" not in one.identity()["objectives"]["layer_negatives"]
     released = resolve_run(P, "paper-sscl", "sscl_bert_released-256", 42)
     assert released.identity()["objectives"]["layer_negatives"]["positives"] == "self"
+
+
+def test_the_plan_figures_docs_runs_md_states_are_the_plan_s():
+    """docs/runs.md states the default target's runs and GPU-hours: they are what `csebench plan` computes
+    now (a count that goes stale fails here, not in a reader's hands)."""
+    import re as _re
+
+    from csebench.plan import distinct, plan
+    from csebench.results.registry import default_suites
+
+    params = P
+    suites = default_suites(params)
+    plans = plan(params, suites)
+    text = (ROOT / "docs" / "runs.md").read_text(encoding="utf-8")
+    stated = _re.search(r"the (\d+) suites, .*?: (\d+) runs requested \(and (\d+) evaluation-only\), (\d+) trained;\s+"
+                        r"([\d.]+) GPU-hours if each suite trained its own, ([\d.]+) for the distinct runs", text, _re.S)
+    assert stated, "docs/runs.md no longer states the plan's figures in the form this test reads"
+    from csebench.plan import measured_throughput
+
+    m = measured_throughput(ROOT)
+    hours = (lambda p: p.gpu_hours(m["peak"], m["small_mfu"], m["large_mfu"])) if m else (lambda p: p.gpu_hours(989e12))
+    once = distinct(plans)
+    assert [int(x) for x in stated.groups()[:4]] == [len(suites), sum(p.training_runs for p in plans),
+                                                     sum(p.evaluation_only for p in plans), once.training_runs]
+    assert float(stated.group(5)) == pytest.approx(sum(hours(p) for p in plans), abs=0.05)
+    assert float(stated.group(6)) == pytest.approx(hours(once), abs=0.05)

@@ -108,6 +108,17 @@ def cmd_fetch_backbone(args) -> None:
     write_json(args.out, fetch_backbone(_params(args), args.backbone))
 
 
+@command("fetch-generator", "download a term's second pretrained model (DiffCSE's masked-LM generator) into the "
+         "Hugging Face cache (the submitting host's step before cluster jobs: docs/cluster.md)",
+         option("--model", required=True, help="its hub id (ORG/NAME may be written ORG--NAME)"),
+         OUT.but(help="the note of what was fetched and its hub commit, e.g. data/generators/NAME.json"))
+def cmd_fetch_generator(args) -> None:
+    from .fetch import fetch_generator
+    from .io import write_json
+
+    write_json(args.out, fetch_generator(args.model))
+
+
 @command("prepare-senteval", "locate or download the SentEval data", PARAMS, option("--data", required=True, help="data source name in params.yaml"),
          OUT.but(help="folder for the pointer file ROOT (and the extracted tarball)"))
 def cmd_prepare_senteval(args) -> None:

@@ -33,7 +33,7 @@ SHARED_ENV = "CSEBENCH_SHARED"
 POOLERS = ("cls", "cls_before_pooler", "avg", "avg_first_last", "avg_top2")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16", "fast")  # training autocast: trainer.autocast_dtype
 EVAL_PRECISIONS = ("auto", "fp32", "bf16", "fast")  # encoding for evaluation: encoder.eval_autocast_dtype
-PROJECTION_HEADS = ("linear", "linear_tanh")  # training.projection_head (SSCL Table 5: paper, released code)
+PROJECTION_HEADS = ("linear", "linear_tanh", "batchnorm")  # training.projection_head (SSCL Table 5: paper, released code; DiffCSE's BatchNorm MLP)
 # training.dev_metric: what selects the checkpoint. stsb: STS-B dev Spearman (SimCSE's metric_for_best_model
 # stsb_spearman); avg_sts: the mean of STS-B dev and SICK-R dev (SimCSE's trainer's eval_avg_sts, which DCLR's
 # run.sh selects on: --metric_for_best_model avg_sts)
@@ -74,7 +74,7 @@ class TrainingConfig:
     num_workers: int = 0
     dropout: float | None = None  # None: the backbone's own (0.1 for BERT/RoBERTa)
     projection_dim: int | None = None  # SSCL Table 5: trained linear head to this size, kept at evaluation
-    projection_head: str = "linear"  # linear (SSCL Table 5's "simply linear projection head") | linear_tanh (released code)
+    projection_head: str = "linear"  # linear (SSCL Table 5's "simply linear projection head") | linear_tanh (released code) | batchnorm (DiffCSE's training head of the cls pooler)
     num_layers: int | None = None  # SSCL Table 1 "SimCSE (10)": keep only the first N transformer layers (None: all)
     dev_max_pairs: int | None = None  # CPU demo only: STS-B dev scored on a seeded subset of about N pairs (None: all 1500)
     dev_set: str | None = None  # checkpoint selection on your own STS data (data.<source>.sts_pairs NAME); None: STS-B dev
@@ -102,6 +102,9 @@ class TrainingConfig:
             raise ConfigError(f"{where}.projection_dim must be > 0 or null, got {self.projection_dim}")
         if self.projection_head not in PROJECTION_HEADS:
             raise ConfigError(f"{where}.projection_head: unknown '{self.projection_head}' (valid: {', '.join(PROJECTION_HEADS)})")
+        if self.projection_head == "batchnorm" and self.projection_dim is not None:
+            raise ConfigError(f"{where}.projection_head: batchnorm is the cls pooler's training-only head (DiffCSE); "
+                              f"it takes no projection_dim (got {self.projection_dim})")
         if self.num_layers is not None and self.num_layers < 1:
             raise ConfigError(f"{where}.num_layers must be >= 1 or null (all layers), got {self.num_layers}")
         if self.dev_max_pairs is not None and (isinstance(self.dev_max_pairs, bool) or not isinstance(self.dev_max_pairs, int)
@@ -234,8 +237,8 @@ class RunConfig:
         for later in ("num_layers", "dev_max_pairs", "dev_set", "dev_metric"):  # added later: unset, they leave keys as they were
             if d["training"].get(later) is None:
                 d["training"].pop(later, None)
-        if d["training"].get("projection_dim") is None:  # no projection, no head to describe
-            d["training"].pop("projection_head", None)
+        if d["training"].get("projection_dim") is None and d["training"].get("projection_head") != "batchnorm":
+            d["training"].pop("projection_head", None)  # no projection, no head to describe (DiffCSE's cls head: kept)
         for setting in RESULT_NEUTRAL:  # how the run is carried out, not what it computes
             d["training"].pop(setting, None)
         if d.get("train"):  # trained runs (all runs before the flag existed) keep their keys

@@ -219,6 +219,26 @@ class MLPHead(nn.Module):
         return torch.tanh(x) if self.tanh else x
 
 
+class BatchNormHead(nn.Module):
+    """DiffCSE's training head of the cls pooler (``--batchnorm``; voidism/DiffCSE diffcse/models.py lines
+    35-50, ProjectionMLP): dense(h, 2h, no bias), BatchNorm1d(2h), ReLU, dense(2h, h, no bias),
+    BatchNorm1d(h) without affine parameters. Training only (``--mlp_only_train``), like SimCSE's MLP. The dense
+    weights are drawn as the HF init_weights the released model calls draws them (normal, the backbone's
+    initializer_range); the BatchNorms keep PyTorch's initialisation (init_weights does not touch them)."""
+
+    tanh = False  # not BertPooler's shape: the saved folder keeps the backbone's own pooler
+
+    def __init__(self, hidden: int, init_std: float = 0.02):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(hidden, 2 * hidden, bias=False), nn.BatchNorm1d(2 * hidden), nn.ReLU(),
+                                 nn.Linear(2 * hidden, hidden, bias=False), nn.BatchNorm1d(hidden, affine=False))
+        for layer in (self.net[0], self.net[3]):
+            nn.init.normal_(layer.weight, std=init_std)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
 class SentenceEncoder(nn.Module):
     def __init__(self, backbone: nn.Module, tokenizer, pooler: str, head: MLPHead | None = None,
                  projection_dim: int | None = None, projection_head: str = "linear"):
@@ -235,10 +255,13 @@ class SentenceEncoder(nn.Module):
             raise ConfigError(f"unknown projection head '{projection_head}' (valid: {', '.join(PROJECTION_HEADS)})")
         self.projection_dim = projection_dim
         self.projection_head = projection_head
+        if projection_head == "batchnorm" and (projection_dim or pooler != "cls"):
+            raise ConfigError(f"projection head 'batchnorm' is the cls pooler's training-only head (DiffCSE): not with "
+                              f"pooler '{pooler}'" + (f" and projection_dim {projection_dim}" if projection_dim else ""))
         if head is None and projection_dim:
             head = MLPHead(hidden, std, projection_dim, tanh=projection_head == "linear_tanh")
         elif head is None and pooler == "cls":
-            head = MLPHead(hidden, std)
+            head = BatchNormHead(hidden, std) if projection_head == "batchnorm" else MLPHead(hidden, std)
         self.head = head
         # a prompt template ({"prefix", "suffix"} texts, csebench.prompts): set by the prompt objective term;
         # sentences are then encoded inside the template and represented by its mask token's last hidden state

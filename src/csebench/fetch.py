@@ -74,6 +74,37 @@ def fetch_backbone(params: dict, name: str) -> dict:
     return note
 
 
+def note_name(model: str) -> str:
+    """A hub id as one path segment (the cache's spelling: ORG/NAME -> ORG--NAME), for data/generators/NAME.json."""
+    return model.replace("/", "--")
+
+
+def fetch_generator(model: str) -> dict:
+    """Download a term's second pretrained model (DiffCSE's masked-LM generator: its config and safetensors
+    weights; it reads the backbone's tokenizer) into the Hugging Face cache; return the note: its commit.
+    ``model`` may be spelt as note_name spells it."""
+    from huggingface_hub import snapshot_download
+
+    from .provenance import hub_commit
+
+    repo = model if "/" in model else model.replace("--", "/")
+    if not hub_id(repo):
+        raise ConfigError(f"generator '{model}' is not a Hugging Face hub id: nothing to fetch")
+    try:
+        folder = snapshot_download(repo, allow_patterns=MODEL_FILES)
+    except Exception as exc:  # offline with an empty cache, no network, an unknown repo
+        if offline():
+            raise ConfigError(f"generator {repo}: {offline_hint(repo, f'`csebench fetch-generator --model {repo} --out data/generators/{note_name(repo)}.json`')}") from None
+        raise ConfigError(f"generator {repo}: could not download it from the Hugging Face hub "
+                          f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
+    commit = hub_commit(Path(folder) / "config.json") or Path(folder).name
+    missing = missing_files(Path(folder), model=True, tokenizer=False)
+    if missing:
+        raise ConfigError(f"generator {repo} (commit {commit[:12]}) lacks {' and '.join(missing)}: csebench loads "
+                          "safetensors weights only; nothing written")
+    return {"generator": repo, "hub": {f"models/{repo}": commit}}
+
+
 WEIGHTS = "model.safetensors (the weights)"
 TOKENIZER = "a tokenizer (tokenizer.json, vocab.txt, or vocab.json with merges.txt)"
 

@@ -227,7 +227,13 @@ def _what(r: dict) -> list[str]:
         kind = "dense + tanh" if meta.get("projection_head") == "linear_tanh" else "dense"
         state = "trained" if cfg.get("train", True) else "untrained (initialised from the seed)"
         emb += f", then the {state} projection head ({kind}, {hidden} → {proj}; `mlp_head.safetensors`)"
-    if pooler == "cls" and not proj and cfg.get("train", True):
+    batchnorm = (cfg.get("training") or {}).get("projection_head") == "batchnorm"
+    if pooler == "cls" and not proj and cfg.get("train", True) and batchnorm:
+        pooler_output = ("The training head was DiffCSE's BatchNorm MLP (`--batchnorm`), dropped at evaluation "
+                         "(`--mlp_only_train`; its weights in `mlp_head.safetensors`); not BertPooler's shape, it is not "
+                         "saved as the pooler: `pooler_output` is the backbone's own pooler, untouched by training; it is "
+                         "not the sentence embedding.")
+    elif pooler == "cls" and not proj and cfg.get("train", True):
         pooler_output = ("`pooler_output` is the MLP head (dense + tanh) trained with the contrastive loss and dropped at "
                          "evaluation (SimCSE's `--mlp_only_train`). It is saved as the model's pooler, as in SimCSE's "
                          "released checkpoints, so the folder loads with no weight missing; it is not the sentence embedding.")

@@ -1,7 +1,8 @@
 """What a set of suites will cost before anything runs: jobs, training runs and GPU-hours.
 
 GPU time comes from a FLOP model (6 x non-embedding parameters x tokens for training, 2 x for a
-forward pass) at an assumed model-FLOP utilisation of a bf16 GPU, until a measured throughput for
+forward pass; a term's second model adds its own: DiffCSE's frozen generator a forward pass of its layers and
+masked-LM head, its discriminator, a trained copy of the backbone, 6 x the backbone's) at an assumed model-FLOP utilisation of a bf16 GPU, until a measured throughput for
 that GPU exists (benchmarks/gpu_results.json, from benchmarks/device.sh or `make bench-gpu`: its
 training MFU at batch 64 and 512 then replaces the assumed ones).
 Training tokens are the padded ones: a dynamically padded batch of B sentences runs every row at
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .architectures import ARCHITECTURES
+from .architectures import ARCHITECTURES, generator_architecture
 from .paths import key_dir
 
 # parameter counts (total, of which token/position embeddings) of the paper backbones, from their published
@@ -157,6 +158,33 @@ def _nonemb(model: str) -> float | None:
     return None if p is None else p[0] - p[1]
 
 
+def generator_forward_flops(model: str) -> float | None:
+    """FLOPs per token of a generator's forward pass (csebench.architectures.GENERATORS): 2 x its non-embedding
+    weights and its masked-LM head's (the vocabulary projection included); None for a model without facts."""
+    arch = generator_architecture(model)
+    if arch is None:
+        return None
+    total, emb = arch.parameters(pooler=False)
+    return 2.0 * (total - emb + arch.mlm_head_parameters())
+
+
+def term_training_flops(objectives: dict, n: float, unknown: list[str] | None = None) -> float:
+    """FLOPs per encoded token (each view's row) the terms' own models add to a training step: the generators'
+    forward passes, and DiffCSE's discriminator (a trained copy of the backbone: 6 x its ``n`` non-embedding
+    weights). A generator without published facts goes to ``unknown``."""
+    from .objectives import generators
+
+    flops = 6.0 * n if "replaced_token_detection" in objectives else 0.0
+    for g in generators(objectives):
+        f = generator_forward_flops(g)
+        if f is None:
+            if unknown is not None:
+                unknown.append(g)
+            continue
+        flops += f
+    return flops
+
+
 def measured_throughput(root: str | Path = ".") -> dict | None:
     """{gpu, peak, small_mfu, large_mfu} from benchmarks/gpu_results.json (benchmarks/gpu.py on a GPU)."""
     path = Path(root) / "benchmarks" / "gpu_results.json"
@@ -219,7 +247,10 @@ def suite_plan(params: dict, suite: str, n_items: int = 0, probing: bool = False
             steps = min(t.max_steps, steps) if t.max_steps else steps
             per_eval = DEV_SENTENCES + (SICKR_DEV_SENTENCES if t.dev_metric == "avg_sts" else 0)
             dev = (steps // t.eval_steps) * 2 * n * per_eval * EVAL_TOKENS
-        train = 6 * n * 2 * steps * t.batch_size * padded_tokens(t.batch_size, t.max_seq_length)  # two dropout views
+        rows = 2 * steps * t.batch_size * padded_tokens(t.batch_size, t.max_seq_length)  # tokens of the two dropout views
+        train = 6 * n * rows
+        if steps and corpus:  # a term's own models (DiffCSE's generator and discriminator) read every view's rows too
+            train += term_training_flops(cfg.objectives, n, unknown) * rows
         units[("train", key, seed)] = (dev, train, 0.0) if t.batch_size <= SMALL_BATCH else (dev, 0.0, train)
         if (run, seed) not in training_only:
             units[("eval", key, seed, ev)] = (2 * n * EVAL_SENTENCES * EVAL_TOKENS, 0.0, 0.0)  # the embed rule

@@ -30,7 +30,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .architectures import Architecture, architecture
+from .architectures import Architecture, architecture, generator_architecture
 from .errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -142,8 +142,25 @@ def tokenizer_for(model: str):
 
 
 def model_config(arch: Architecture, dropout: float | None = None, depth: int | None = None, shape: dict | None = None):
-    from transformers import BertConfig, RobertaConfig
+    from transformers import BertConfig, DistilBertConfig, RobertaConfig
 
+    if arch.family == "distilbert":  # a generator (DiffCSE's): DistilBertConfig's own names
+        kw = arch.config_kwargs()
+        shape = dict(shape or {})
+        if "hidden_size" in shape:
+            kw.update(dim=shape.pop("hidden_size"))
+        if "num_attention_heads" in shape:
+            kw.update(n_heads=shape.pop("num_attention_heads"))
+        if "intermediate_size" in shape:
+            kw.update(hidden_dim=shape.pop("intermediate_size"))
+        if "num_hidden_layers" in shape:
+            kw.update(n_layers=shape.pop("num_hidden_layers"))
+        kw.update(shape)
+        if dropout is not None:
+            kw.update(dropout=dropout, attention_dropout=dropout)
+        if depth is not None:
+            kw["n_layers"] = depth
+        return DistilBertConfig(**kw)
     kw = {**arch.config_kwargs(), **(shape or {})}
     if dropout is not None:
         kw.update(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
@@ -189,3 +206,19 @@ def backbone_for(model: str, dropout: float | None = None):
     if _ACTIVE is None or arch is None:
         return None
     return build_model(arch, WEIGHTS_SEED, dropout, _ACTIVE.depth, _ACTIVE.shape)
+
+
+def generator_for(model: str):
+    """The random real-architecture masked-LM standing in for a generator (DiffCSE's, a term's ``generator``)
+    while rehearsing, else None: DistilBertForMaskedLM or RobertaForMaskedLM of the published facts
+    (csebench.architectures.GENERATORS), weights from WEIGHTS_SEED, at the rehearsal's depth and shape."""
+    arch = generator_architecture(model)
+    if _ACTIVE is None or arch is None:
+        return None
+    import torch
+    import transformers
+
+    cls = getattr(transformers, arch.mlm_class)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(WEIGHTS_SEED)
+        return cls(model_config(arch, None, _ACTIVE.depth, _ACTIVE.shape))

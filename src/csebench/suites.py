@@ -458,6 +458,18 @@ def trains_from_hub(params: dict, suite: str, run: str) -> bool:
     return hub_id(bb.model) or hub_id(bb.tokenizer)
 
 
+def hub_generators(params: dict, suite: str, run: str, seed: int) -> list[str]:
+    """The hub models a run's terms load besides its backbone (DiffCSE's generator), as data/generators/ note
+    names (csebench.fetch.note_name): the fetch_generator job downloads each on the submitting host first."""
+    from .config import resolve_run
+    from .fetch import hub_id, note_name
+    from .objectives import generators
+
+    if not trains(params, suite, run):
+        return []
+    return [note_name(g) for g in generators(resolve_run(params, suite, run, seed).objectives) if hub_id(g)]
+
+
 def offline_if_submitted(is_main_process: bool) -> None:
     """In a job Snakemake submitted (a cluster node runs the Snakefile again for it): no download, the
     submitting host fetched what the job reads (csebench.fetch); a missing file is one line, at once."""

@@ -278,6 +278,7 @@ class Trainer:
         self.loader = BatchLoader(self.tokens, self.encoder.tokenizer.pad_token_id or 0, self._local_batches,
                                   num_workers=self.t.num_workers, pin_memory=self.device.type == "cuda")
         params = [p for p in list(self.encoder.parameters()) + list(self.objective.parameters()) if p.requires_grad]
+        self._clipped = list(self.encoder.parameters()) + [p for p in self.objective.parameters() if p.requires_grad]
         decay = [p for p in params if p.ndim >= 2]
         no_decay = [p for p in params if p.ndim < 2]
         fused = self.device.type in ("cuda", "cpu")  # one fused kernel per step (CPU since torch 2.4)
@@ -531,7 +532,10 @@ class Trainer:
         loss, logs = self.forward_loss(batch_idx, read)
         self.backward(loss)
         if self.t.max_grad_norm > 0:
-            torch.nn.utils.clip_grad_norm_(self.encoder.parameters(), self.t.max_grad_norm)
+            # every trained parameter's gradient under one norm, as the HF Trainer clips the whole model: the
+            # encoder's and a term's own trained ones (DiffCSE's discriminator, in its released model); no other
+            # term has trained parameters, so their norm is the encoder's as before
+            torch.nn.utils.clip_grad_norm_(self._clipped, self.t.max_grad_norm)
         if self.scaler:
             self.scaler.step(self.optimizer)
             self.scaler.update()

@@ -2,7 +2,7 @@
 # these run on the host that runs Snakemake (localrules), before any job that needs them is
 # submitted to a cluster, whose nodes often have none (csebench.fetch, docs/cluster.md).
 
-localrules: prepare_corpus, prepare_senteval, fetch_backbone
+localrules: prepare_corpus, prepare_senteval, fetch_backbone, fetch_generator
 
 
 rule prepare_corpus:
@@ -44,3 +44,14 @@ rule fetch_backbone:  # only for a backbone that is a hub id (train.smk asks for
         f"{DATA}/logs/fetch_backbone.{{backbone}}.log",
     shell:
         "csebench fetch-backbone {params.cfg} --backbone {wildcards.backbone} --out {output.note} 2> {log}"
+
+
+rule fetch_generator:  # a term's second pretrained model (DiffCSE's generator), as a backbone (train.smk asks for it)
+    conda:
+        CONDA_ENV
+    output:
+        note=f"{DATA}/generators/{{generator}}.json",
+    log:
+        f"{DATA}/logs/fetch_generator.{{generator}}.log",
+    shell:
+        "csebench fetch-generator --model {wildcards.generator} --out {output.note} 2> {log}"

@@ -28,10 +28,11 @@ def teacher_max_len(w):
     return resolve_run(PARAMS, *first_listed(w), int(w.seed)).training.max_seq_length
 
 
-def backbone_of(w):  # a hub backbone: fetched on the submitting host first (data.smk)
+def backbone_of(w):  # a hub backbone and a term's hub generator: fetched on the submitting host first (data.smk)
     suite, run = first_listed(w)
     name = wf.find_run(PARAMS, suite, run)["backbone"]
-    return [f"{DATA}/backbones/{name}.json"] if wf.trains_from_hub(PARAMS, suite, run) else []
+    notes = [f"{DATA}/backbones/{name}.json"] if wf.trains_from_hub(PARAMS, suite, run) else []
+    return notes + [f"{DATA}/generators/{g}.json" for g in wf.hub_generators(PARAMS, suite, run, int(w.seed))]
 
 
 # ---- evaluation (embed.smk, sts.smk, transfer.smk, probing.smk, mteb.smk)

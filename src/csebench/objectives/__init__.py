@@ -94,3 +94,15 @@ def added_tokens(objectives: dict[str, dict], tokenizer, max_seq_length: int) ->
         if n:
             out[key] = (n, cls.adds)
     return out
+
+
+def generators(objectives: dict | None) -> list[str]:
+    """The second pretrained models the terms load besides the backbone (DiffCSE's masked-LM ``generator``), as
+    the terms' settings name them: fetched like a backbone (csebench.fetch), costed by csebench.plan and built at
+    their published architecture by a rehearsal (csebench.architectures.GENERATORS). Torch-free."""
+    out = []
+    for settings in (objectives or {}).values():
+        gen = settings.get("generator") if isinstance(settings, dict) else None
+        if isinstance(gen, str) and gen and gen not in out:
+            out.append(gen)
+    return out

@@ -12,10 +12,11 @@ consistency between the two dropout views.
   consistency: Jensen-Shannon divergence of the rows of softmax(s / tau) and softmax(s^T / tau)
       (view 1 against view 2, and view 2 against view 1), mean over rows.
 
-Teachers: the paper distils from two teachers (SimCSE and DiffCSE models); the zoo has no DiffCSE,
-so the selectable row here uses SimCSE runs of the same suite as teachers (``teachers: {run: simcse}``),
-read through DistillCSE's teacher machinery (cached corpus embeddings). Several teachers are averaged
-with equal weights (the paper weighs two by alpha; equal weights = alpha 0.5).
+Teachers: the paper distils from two teachers (SimCSE and DiffCSE models); the zoo's rows distil from the
+suite's DiffCSE and SimCSE runs of the student's seed (``teachers: [{run: ...-diffcse}, {run: ...-simcse}]``),
+and a SimCSE run alone stays selectable (``teachers: {run: ...-simcse}``), read through DistillCSE's teacher
+machinery (cached corpus embeddings). Several teachers are averaged with equal weights (the paper weighs two
+by alpha; equal weights = alpha 0.5).
 
 Sources: the paper's text is not readable from here. The code read (perceptiveshawty/RankCSE, a
 community implementation by someone who is not an author, its README says; rankcse/models.py,
