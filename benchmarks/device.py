@@ -577,7 +577,7 @@ def main(argv=None) -> dict:
         ap.error(f"{a.bundle} is missing: run `python benchmarks/device_bundle.py` where ../shared is, and carry it (docs/gpu.md)")
     import torch
 
-    from csebench.rehearsal import activate
+    from csebench.rehearsal_mode import activate
 
     if not torch.cuda.is_available() and not a.tiny:
         ap.error("no CUDA device: use --tiny for the CPU rehearsal")

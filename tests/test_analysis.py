@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from csebench.analysis import metrics as M
+from csebench.analysis import measures as M
 
 
 # ------------------------------------------------------------------ Wang & Isola

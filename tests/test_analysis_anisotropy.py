@@ -64,7 +64,7 @@ def test_the_command_and_the_suite_table(tmp_path, tiny_encoder, monkeypatch, ca
 
 
 def test_the_pipeline_and_the_config_know_it():
-    from csebench.analysis.config import selected, settings
+    from csebench.analysis.selection import selected, settings
     from csebench.analysis.pipeline import AnalysisPipeline
     from csebench.config import load_params
     from csebench.suites import Runs

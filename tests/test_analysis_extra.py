@@ -155,7 +155,7 @@ def test_distill_loss_cli_on_tiny_models(tmp_path, tiny_encoder):
 # ------------------------------------------------------------------ SSCL Fig. 5
 
 def test_token_matrix_on_tiny_encoders_and_cli_figure(tmp_path, tiny_encoder):
-    from csebench.analysis import metrics as M
+    from csebench.analysis import measures as M
     from csebench.analysis.core import token_similarity_matrix
 
     enc = tiny_encoder("avg")

@@ -86,7 +86,7 @@ def test_the_command_line_form_of_settings_round_trips_changed_values():
 
 
 def test_the_config_check_is_the_registry():
-    from csebench.analysis.config import selected, settings
+    from csebench.analysis.selection import selected, settings
     from csebench.errors import ConfigError
 
     listed = [n for n in NAMES if ANALYSES.get(n).listed]

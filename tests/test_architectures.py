@@ -1,4 +1,4 @@
-"""The paper backbones' architecture facts, the rehearsal's offline tokenizers and models (csebench.rehearsal),
+"""The paper backbones' architecture facts, the rehearsal's offline tokenizers and models (csebench.rehearsal_mode),
 every run of the default target resolved and built, and one run of each architecture class (BERT-base,
 BERT-large, RoBERTa-base, RoBERTa-large) at its real shape through the real Trainer."""
 
@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from csebench.architectures import ARCHITECTURES, architecture
-from csebench.rehearsal import activate, build_model, depth_for, train_tokenizer
+from csebench.rehearsal_mode import activate, build_model, depth_for, train_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 SENTENCE = "A man is playing a guitar on the stage."
@@ -144,7 +144,7 @@ def test_depth_for_keeps_the_layers_a_run_uses():
 @pytest.mark.slow(seconds=45)
 def test_every_run_of_the_default_target_resolves_and_builds(rehearsing):
     """Every run of the default target resolves, and its model and objective terms build: the real class at the
-    published width, at the depth its settings need (csebench.rehearsal.depth_for); models alike in every
+    published width, at the depth its settings need (csebench.rehearsal_mode.depth_for); models alike in every
     setting that shapes them are built once."""
     from csebench import suites as wf
     from csebench.config import load_params, resolve_run
@@ -289,7 +289,7 @@ def test_generators_are_their_published_configs_and_rehearse_at_them(rehearsing)
     csebench.plan costs with, and the models a rehearsal builds for them (random weights, the real class)."""
     from csebench.architectures import GENERATORS, generator_architecture
     from csebench.objectives.replaced_tokens import load_generator
-    from csebench.rehearsal import generator_for
+    from csebench.rehearsal_mode import generator_for
 
     published = {"distilbert-base-uncased": ("DistilBertForMaskedLM", 6, 768, 12, 3072, 30522, 512, 66_362_880),
                  "distilroberta-base": ("RobertaForMaskedLM", 6, 768, 12, 3072, 50265, 514, None)}

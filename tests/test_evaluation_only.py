@@ -1,4 +1,4 @@
-"""Evaluation-only runs (`train: false`, csebench.evalonly): an untrained backbone saved as the run's model,
+"""Evaluation-only runs (`train: false`, csebench.untrained_run): an untrained backbone saved as the run's model,
 with its own pooler and any projection head, the dev scores of that model, no corpus read, no teacher jobs;
 replaced only with --force and only when complete."""
 
@@ -141,7 +141,7 @@ def test_an_evaluation_only_run_is_replaced_only_with_force_and_only_when_comple
     assert main(argv) == 0
     before = (out / "train.json").read_text()
     assert main(argv) == 2  # finished: not overwritten without --force
-    import csebench.evalonly as ev
+    import csebench.untrained_run as ev
 
     def broken(*a, **k):
         raise OSError("disk full")

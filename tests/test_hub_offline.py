@@ -47,7 +47,7 @@ def put_repo(hub: Path, kind: str, repo: str, files: dict[str, bytes]) -> str:
 def model_files(family: str, sentences: list[str], tmp: Path) -> dict[str, bytes]:
     """A tiny model of the family's class (2 layers, hidden 32) and its offline tokenizer, as a hub repo holds them."""
     from csebench.architectures import ARCHITECTURES
-    from csebench.rehearsal import model_config, train_tokenizer
+    from csebench.rehearsal_mode import model_config, train_tokenizer
     from transformers import BertModel, RobertaModel
 
     arch = ARCHITECTURES["bert-base-uncased" if family == "bert" else "roberta-base"]

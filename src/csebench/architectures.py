@@ -4,7 +4,7 @@ Each entry is what the backbone's own config.json on the Hugging Face hub says (
 bert-large-uncased: Devlin et al. 2019; roberta-base, roberta-large: Liu et al. 2019), and the ids of
 its tokenizer's special tokens. csebench reads them where it cannot read the hub:
 
-  * the rehearsal (csebench.rehearsal): each run's backbone is the real class (BertModel,
+  * the rehearsal (csebench.rehearsal_mode): each run's backbone is the real class (BertModel,
     RobertaModel) built from these facts with random weights, with an offline tokenizer of the
     right kind;
   * the parameter counts of the GPU-hour plan (csebench.plan), checked against these facts and

@@ -317,7 +317,7 @@ def cmd_train(args) -> None:
             raise TrainingError(f"run folder {args.out} holds a finished run (train.json); pass --force to train it "
                                 "again (the finished run stays until the new one has completed) or choose another --out")
         if not cfg.train:  # an evaluation-only run: the backbone itself is the model, no corpus is read
-            from .evalonly import write_untrained_run
+            from .untrained_run import write_untrained_run
 
             summary = write_untrained_run(cfg, args.senteval, args.out, cfg.dev_file)
         else:

@@ -198,7 +198,7 @@ class RunConfig:
     training: TrainingConfig
     objectives: dict[str, dict]
     paths: dict[str, str]
-    train: bool = True  # false: an evaluation-only run, its model the untrained backbone (csebench.evalonly)
+    train: bool = True  # false: an evaluation-only run, its model the untrained backbone (csebench.untrained_run)
     teacher_keys: dict[str, str] = field(default_factory=dict)  # DistillCSE: teacher run name -> its key()
     dev_file: str | None = None  # the file of training.dev_set (data.<source>.sts_pairs), None without one
 
@@ -470,7 +470,7 @@ def _section(params: dict, name: str, key: str, what: str, where: str = "") -> d
 SUITE_KEYS = ["description", "data", "seeds", "training", "runs", "backbones", "methods", "dvc", "transfer", "evaluation",
               "mteb"]
 # evaluate: false = a training-only run (curves, teacher), no embedding/STS/transfer/analysis jobs
-# train: false = an evaluation-only run: its model is the untrained backbone (csebench.evalonly)
+# train: false = an evaluation-only run: its model is the untrained backbone (csebench.untrained_run)
 RUN_KEYS = ["name", "backbone", "method", "label", "training", "objectives", "seeds", "evaluate", "train"]
 METHOD_KEYS = ["label", "compose", "objectives", "training", "by_backbone"]
 

@@ -159,9 +159,9 @@ def load_tokenizer(backbone: BackboneConfig):
     from transformers import AutoTokenizer
 
     name = backbone.tokenizer or ("packaged:minilm" if backbone.model == "random" else backbone.model)
-    from .rehearsal import tokenizer_for
+    from .rehearsal_mode import tokenizer_for
 
-    offline = tokenizer_for(name)  # rehearsing (csebench.rehearsal): a paper backbone's offline stand-in
+    offline = tokenizer_for(name)  # rehearsing (csebench.rehearsal_mode): a paper backbone's offline stand-in
     if offline is not None:
         return offline
     try:
@@ -556,7 +556,7 @@ def build_backbone(backbone: BackboneConfig, tokenizer, seed: int = 0, dropout: 
         model.pooler_weights = {"pooler.dense.weight": torch.randn(h, h, generator=g) * model.config.initializer_range,
                                 "pooler.dense.bias": torch.zeros(h)}
         return model
-    from .rehearsal import backbone_for
+    from .rehearsal_mode import backbone_for
 
     offline = backbone_for(backbone.model, dropout)  # rehearsing: the published architecture, random weights
     if offline is not None:

@@ -231,12 +231,12 @@ def collect(device=None, world_size: int = 1, precision: str | None = None, auto
     out["data_check"] = "published" if data_check_on() else "off"
     if _NOT_PUBLISHED:
         out["data_not_published"] = sorted(_NOT_PUBLISHED)
-    if _REHEARSAL is not None:  # random-weight stand-ins of the paper backbones: not results (csebench.rehearsal)
+    if _REHEARSAL is not None:  # random-weight stand-ins of the paper backbones: not results (csebench.rehearsal_mode)
         out["rehearsal"] = _REHEARSAL.describe()
     return out
 
 
-# set by csebench.rehearsal while a rehearsal is active (that module registers itself here, so that this
+# set by csebench.rehearsal_mode while a rehearsal is active (that module registers itself here, so that this
 # low-level one imports nothing above it)
 _REHEARSAL = None
 

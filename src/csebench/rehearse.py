@@ -3,7 +3,7 @@ before a GPU-hour is spent.
 
 Each distinct run (runs that differ only in their seed or learning rate share one) goes through the
 commands its Snakemake jobs run, in this process, with the paper backbones built as their published
-architectures with random weights (csebench.rehearsal):
+architectures with random weights (csebench.rehearsal_mode):
 
   1. ``csebench train``: 2 steps at a small batch; the first attempt stops right after its checkpoint at
      step 1 (as a killed job would), the second resumes from it (train_timing.json must say so);
@@ -50,7 +50,7 @@ SENTEVAL_TASKS = ("STS", "SICK")  # cut; the transfer tasks are capped by eval-t
 DEV_PAIRS, STS_PAIRS, TRANSFER_TRAIN, TRANSFER_TEST = 16, 4, 64, 16  # 10-fold CV: 10 of each class
 SPLIT_TRAIN, SPLIT_TEST = 16, 8  # the split-classifier tasks alone (Rehearsal.transfer_tasks)
 SPLIT_TASKS = ("SST2", "TREC", "MRPC")  # transfer tasks with their own dev/test splits (no 10-fold CV)
-DEPTH = 2  # make rehearse: layers of each backbone unless its settings need more (csebench.rehearsal.depth_for)
+DEPTH = 2  # make rehearse: layers of each backbone unless its settings need more (csebench.rehearsal_mode.depth_for)
 TEACHER_COMPONENTS = 2
 PROBING_ROWS = {"tr": 48, "va": 16, "te": 16}
 ANALYSIS = {"topk_batch_sizes": [8, 16], "topk_repeats": 2, "topk_pool_size": 64, "logit_batch_size": 16,
@@ -262,7 +262,7 @@ class Rehearsal:
         if k in self.trained and any((self.trained[k] / "model").glob("*.safetensors")):
             return self.trained[k]
         cfg = resolve_run(self.rp, suite, run, seed)
-        from .rehearsal import active, depth_for
+        from .rehearsal_mode import active, depth_for
 
         teachers = []
         for t, ts in wf.teacher_jobs(self.rp, suite, run, seed):
@@ -543,7 +543,7 @@ def rehearse(main, selection: Selection, out: str | Path = "results/rehearsal", 
     from .config import shared_dir
     from .data import read_corpus
     from .io import write_text
-    from .rehearsal import activate
+    from .rehearsal_mode import activate
 
     t0 = time.perf_counter()
     params, suites, groups, listed, total = (selection.params, selection.suites, selection.groups, selection.listed,

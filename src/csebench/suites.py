@@ -73,7 +73,7 @@ def check_snakemake_config(config: dict, configfiles) -> None:
         if isinstance(config.get(key), str) and config[key].lower() in ("true", "false"):
             config[key] = config[key].lower() == "true"
     validate(config, "snakemake-config", "Snakemake config (config/*.yaml, --configfile, --config)")
-    from .analysis.config import check
+    from .analysis.selection import check
 
     check(config)  # `analyses:` and `analysis:`, against the analyses' own declarations
 

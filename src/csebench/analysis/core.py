@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from ..evaluation.sts import PairSet, cosine_rows, evaluate_sts, load_stsb, spearman100
-from . import metrics as M
+from . import measures as M
 
 log = logging.getLogger(__name__)
 

@@ -128,7 +128,7 @@ class AnalysisPipeline:
     """The analyses as the Snakefile's config and params.yaml ask for them (one per Snakefile)."""
 
     def __init__(self, params: dict, config: dict, runs):
-        from .config import selected, settings
+        from .selection import selected, settings
 
         self.params, self.runs = params, runs
         self.results, self.data = paths.results_root(params), paths.data_root(params)

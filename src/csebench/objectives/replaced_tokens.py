@@ -112,7 +112,7 @@ def rtd_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 
 def load_generator(spec: str, tokenizer, seed: int = 0) -> nn.Module:
     """The frozen masked LM: ``random`` (a tiny random BERT MLM of the tokenizer's vocabulary), a generator's
-    published architecture with random weights while rehearsing (csebench.rehearsal), else from_pretrained."""
+    published architecture with random weights while rehearsing (csebench.rehearsal_mode), else from_pretrained."""
     if spec == RANDOM:
         from transformers import BertConfig, BertForMaskedLM
 
@@ -120,7 +120,7 @@ def load_generator(spec: str, tokenizer, seed: int = 0) -> nn.Module:
             torch.manual_seed(seed)
             return BertForMaskedLM(BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2,
                                               num_attention_heads=2, intermediate_size=64, max_position_embeddings=128))
-    from ..rehearsal import generator_for
+    from ..rehearsal_mode import generator_for
 
     offline = generator_for(spec)
     if offline is not None:
