@@ -85,7 +85,7 @@ def test_projection_dim_is_a_validated_training_option():
     TrainingConfig(projection_dim=256, projection_head="linear_tanh").validate("training")
     with pytest.raises(ConfigError, match="projection_dim"):
         TrainingConfig(projection_dim=0).validate("training")
-    with pytest.raises(ConfigError, match=r"training.projection_head: unknown 'tanh' \(valid: linear, linear_tanh\)"):
+    with pytest.raises(ConfigError, match=r"training.projection_head: unknown 'tanh' \(valid: linear, linear_tanh, batchnorm\)"):
         TrainingConfig(projection_head="tanh").validate("training")
 
 

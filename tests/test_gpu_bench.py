@@ -54,7 +54,7 @@ def test_gpu_benchmark_tiny_on_cpu(tmp_path, shared_dir):
     assert report.read_text(encoding="utf-8").count("## GPU (measured)") == 1
 
 
-def test_compile_rows_start_from_a_fresh_dynamo(monkeypatch):
+def test_compile_rows_start_from_a_fresh_dynamo():
     """Every "compile" row of the correctness grid compiles again: without
     torch._dynamo.reset() between rows, the rows past dynamo's recompile limit ran uncompiled."""
     import torch
@@ -62,24 +62,26 @@ def test_compile_rows_start_from_a_fresh_dynamo(monkeypatch):
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import gpu
 
-    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 2)
+    # torch's own patch: a monkeypatch of its config module deletes recompile_limit when undone (torch 2.13),
+    # and every later torch.compile of the worker then fails
+    with torch._dynamo.config.patch(recompile_limit=2):
 
-    class Net(torch.nn.Module):  # each row's trainer: the same forward code under new guards
-        def __init__(self, k: int):
-            super().__init__()
-            self.k = k
+        class Net(torch.nn.Module):  # each row's trainer: the same forward code under new guards
+            def __init__(self, k: int):
+                super().__init__()
+                self.k = k
 
-        def forward(self, x):
-            return x * self.k + 1
+            def forward(self, x):
+                return x * self.k + 1
 
-    def row(k: int, reset: bool) -> int:
-        if reset:
-            gpu.fresh_compile_state()
-        before = gpu.graphs_compiled()
-        torch.compile(Net(k), backend="eager")(torch.ones(3))
-        return gpu.graphs_compiled() - before
+        def row(k: int, reset: bool) -> int:
+            if reset:
+                gpu.fresh_compile_state()
+            before = gpu.graphs_compiled()
+            torch.compile(Net(k), backend="eager")(torch.ones(3))
+            return gpu.graphs_compiled() - before
 
-    assert [row(k, reset=True) for k in range(4)] == [1, 1, 1, 1]
-    gpu.fresh_compile_state()
-    assert [row(k, reset=False) for k in range(4)] == [1, 1, 0, 0]  # what the grid did before
-    gpu.fresh_compile_state()
+        assert [row(k, reset=True) for k in range(4)] == [1, 1, 1, 1]
+        gpu.fresh_compile_state()
+        assert [row(k, reset=False) for k in range(4)] == [1, 1, 0, 0]  # what the grid did before
+        gpu.fresh_compile_state()
