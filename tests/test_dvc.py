@@ -260,7 +260,7 @@ EXP_SUITE = """\
     runs:
       simcse: {backbone: tiny, method: simcse}
 """
-EXP_CONFIG = "suites: [exp]\nprogress: false\nreproduce: none\nanalyses: []\n"
+EXP_CONFIG = "suites: [exp]\nprogress: false\nthreads: 1\nreproduce: none\nanalyses: []\n"
 GIT_ID = {"GIT_AUTHOR_NAME": "test", "GIT_AUTHOR_EMAIL": "test@example.org", "GIT_COMMITTER_NAME": "test",
           "GIT_COMMITTER_EMAIL": "test@example.org"}
 
