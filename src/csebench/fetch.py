@@ -49,22 +49,12 @@ def offline_hint(what: str, fetch: str = "`csebench fetch-backbone --backbone NA
 def fetch_backbone(params: dict, name: str) -> dict:
     """Download what a run of backbone ``name`` reads from the hub (its model and, if another, its
     tokenizer) into the Hugging Face cache; return the note the rule writes: each repo's commit."""
-    from huggingface_hub import snapshot_download
-
     from .config import backbone_config
-    from .provenance import hub_commit
 
     bb = backbone_config(params, name)
     note: dict = {"backbone": name, "model": bb.model, "hub": {}}
     for repo in dict.fromkeys(r for r in (bb.model, bb.tokenizer) if hub_id(r)):
-        try:
-            folder = snapshot_download(repo, allow_patterns=MODEL_FILES)
-        except Exception as exc:  # offline with an empty cache, no network, an unknown repo
-            if offline():
-                raise ConfigError(f"backbones.{name}: {offline_hint(repo)}") from None
-            raise ConfigError(f"backbones.{name}: could not download {repo} from the Hugging Face hub "
-                              f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
-        commit = hub_commit(Path(folder) / "config.json") or Path(folder).name
+        folder, commit = _snapshot(repo, f"backbones.{name}", offline_hint(repo))
         # offline, snapshot_download returns the cached snapshot's folder whatever it holds: a cache with only
         # config.json would pass here and fail in the job on the compute node
         missing = missing_files(Path(folder), model=repo == bb.model, tokenizer=repo == (bb.tokenizer or bb.model))
@@ -72,6 +62,23 @@ def fetch_backbone(params: dict, name: str) -> dict:
             raise ConfigError(incomplete(name, repo, commit, missing))
         note["hub"][f"models/{repo}"] = commit
     return note
+
+
+def _snapshot(repo: str, where: str, hint: str) -> tuple[Path, str]:
+    """The model files of a hub repository downloaded into the cache (or found there): (its folder, its
+    commit); a failure is one line naming ``where``, ``hint`` when downloads are off."""
+    from huggingface_hub import snapshot_download
+
+    from .provenance import hub_commit
+
+    try:
+        folder = Path(snapshot_download(repo, allow_patterns=MODEL_FILES))
+    except Exception as exc:  # offline with an empty cache, no network, an unknown repo
+        if offline():
+            raise ConfigError(f"{where}: {hint}") from None
+        raise ConfigError(f"{where}: could not download {repo} from the Hugging Face hub "
+                          f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
+    return folder, hub_commit(folder / "config.json") or folder.name
 
 
 def note_name(model: str) -> str:
@@ -83,21 +90,11 @@ def fetch_generator(model: str) -> dict:
     """Download a term's second pretrained model (DiffCSE's masked-LM generator: its config and safetensors
     weights; it reads the backbone's tokenizer) into the Hugging Face cache; return the note: its commit.
     ``model`` may be spelt as note_name spells it."""
-    from huggingface_hub import snapshot_download
-
-    from .provenance import hub_commit
-
     repo = model if "/" in model else model.replace("--", "/")
     if not hub_id(repo):
         raise ConfigError(f"generator '{model}' is not a Hugging Face hub id: nothing to fetch")
-    try:
-        folder = snapshot_download(repo, allow_patterns=MODEL_FILES)
-    except Exception as exc:  # offline with an empty cache, no network, an unknown repo
-        if offline():
-            raise ConfigError(f"generator {repo}: {offline_hint(repo, f'`csebench fetch-generator --model {repo} --out data/generators/{note_name(repo)}.json`')}") from None
-        raise ConfigError(f"generator {repo}: could not download it from the Hugging Face hub "
-                          f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
-    commit = hub_commit(Path(folder) / "config.json") or Path(folder).name
+    folder, commit = _snapshot(repo, f"generator {repo}", offline_hint(
+        repo, f"`csebench fetch-generator --model {repo} --out data/generators/{note_name(repo)}.json`"))
     missing = missing_files(Path(folder), model=True, tokenizer=False)
     if missing:
         raise ConfigError(f"generator {repo} (commit {commit[:12]}) lacks {' and '.join(missing)}: csebench loads "
