@@ -480,7 +480,7 @@ def report_section(res: dict) -> str:
         lines.append("")
     old = res.get("superseded") or {}
     if "training" in old and "training" in res["sections"]:
-        o, n = old["training"], res["sections"]["training"]
+        o = old["training"]
         lines.append(f"- Found and fixed: the first call measured ours at {o['ours']['sps']:.0f} sentences/s against "
                      f"sentence-transformers' {o['st']['sps']:.0f} (ratio {o['ratio']:.2f}), ours measured first. The attention "
                      f"kernels build a plan per new padded shape on first sight, so the side that ran first paid for both; "
@@ -527,12 +527,10 @@ def merge(sources: list[str]) -> dict:
                 # a later call that reran some rows: those rows replace the earlier ones, the rest stay
                 key = lambda x: (x["model"], x["precision"], x["terms"])  # noqa: E731
                 earlier = merged["sections"][name]
-                again = {key(x) for x in sec["rows"]}
+                again = {key(y): {**y, "_commit": call["commit"]} for y in sec["rows"]}
                 merged["superseded"].setdefault("correctness_rows", []).extend(
                     {"commit": earlier["_commit"], **x} for x in earlier["rows"] if key(x) in again)
-                rows = [x if key(x) not in again else {**next(y for y in sec["rows"] if key(y) == key(x)), "_commit": call["commit"]}
-                        for x in earlier["rows"]]
-                rows += [{**y, "_commit": call["commit"]} for y in sec["rows"] if key(y) not in {key(x) for x in earlier["rows"]}]
+                rows = [again.pop(key(x), x) for x in earlier["rows"]] + list(again.values())  # then rows new to the grid
                 merged["sections"][name] = {**earlier, "rows": rows, "ok": all(x.get("ok") for x in rows)}
                 continue
             if name in merged["sections"]:

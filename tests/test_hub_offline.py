@@ -100,6 +100,16 @@ for argv in json.loads(sys.argv[1]):
 """
 
 
+
+def _offline_env(tmp: Path, **extra: str) -> dict:
+    """A subprocess's environment offline on the warm cache under ``tmp`` (HF_HOME; no other cache variable
+    of the caller's overrides it), this checkout's src/ importable."""
+    env = {**os.environ, "HF_HOME": str(tmp / "hf"), "HF_HUB_OFFLINE": "1", **extra,
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    env.pop("HF_HUB_CACHE", None)
+    env.pop("HUGGINGFACE_HUB_CACHE", None)
+    return env
+
 def test_a_warm_cache_serves_the_whole_hub_path_offline(warm_cache, tmp_path):
     tmp, commits = warm_cache
     over = tmp_path / "over.yaml"
@@ -127,11 +137,7 @@ def test_a_warm_cache_serves_the_whole_hub_path_offline(warm_cache, tmp_path):
               "--max-train-sentences", "40", "--out", str(runs / "roberta" / "probing.json"), "--no-progress"],
              ["eval-sts", "--model", "FacebookAI/roberta-base", "--pooler", "avg", "--senteval", str(data / "senteval"),
               "--max-sts-pairs", "6", "--out", str(tmp_path / "hub-model-sts.json"), "--no-progress"]]
-    env = {**os.environ, "HF_HOME": str(tmp / "hf"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "CSEBENCH_CACHE": str(tmp / "csebench-cache"), "CSEBENCH_DATA_CHECK": "0",
-           "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
-    env.pop("HF_HUB_CACHE", None)
-    env.pop("HUGGINGFACE_HUB_CACHE", None)
+    env = _offline_env(tmp, TRANSFORMERS_OFFLINE="1", CSEBENCH_CACHE=str(tmp / "csebench-cache"), CSEBENCH_DATA_CHECK="0")
     proc = subprocess.run([sys.executable, "-c", NODE, json.dumps(argv)], env=env, cwd=tmp_path, capture_output=True,
                           text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -175,10 +181,7 @@ def test_fetch_backbone_serves_a_warm_cache_and_a_missing_repo_is_one_line(warm_
     over = tmp_path / "over.yaml"
     over.write_text(yaml.safe_dump({"backbones": {"roberta-org": {"model": "FacebookAI/roberta-base", "pooler": "cls"},
                                                   "absent": {"model": "org/not-in-the-cache"}}}))
-    env = {**os.environ, "HF_HOME": str(tmp / "hf"), "HF_HUB_OFFLINE": "1",
-           "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
-    env.pop("HF_HUB_CACHE", None)
-    env.pop("HUGGINGFACE_HUB_CACHE", None)
+    env = _offline_env(tmp)
     cli = [sys.executable, "-m", "csebench", "fetch-backbone", "--params", str(ROOT / "params.yaml"), "--config", str(over)]
     ok = subprocess.run([*cli, "--backbone", "roberta-org", "--out", str(tmp_path / "roberta-org.json")], env=env,
                         capture_output=True, text=True, timeout=300)
@@ -197,10 +200,7 @@ def test_fetch_generator_serves_a_warm_cache_and_a_missing_repo_is_one_line(warm
     """A term's second model (DiffCSE's generator) is fetched like a backbone: `csebench fetch-generator` (the
     workflow's fetch_generator rule, its note named as csebench.fetch.note_name spells ORG/NAME)."""
     tmp, commits = warm_cache
-    env = {**os.environ, "HF_HOME": str(tmp / "hf"), "HF_HUB_OFFLINE": "1",
-           "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
-    env.pop("HF_HUB_CACHE", None)
-    env.pop("HUGGINGFACE_HUB_CACHE", None)
+    env = _offline_env(tmp)
     cli = [sys.executable, "-m", "csebench", "fetch-generator"]
     ok = subprocess.run([*cli, "--model", "FacebookAI--roberta-base", "--out", str(tmp_path / "g.json")], env=env,
                         capture_output=True, text=True, timeout=300)

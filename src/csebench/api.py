@@ -41,16 +41,12 @@ class TransferResult:
 
 
 def _senteval(senteval: str | os.PathLike | None, params: str = "params.yaml"):
-    from .config import load_params, shared_dir
+    from .config import load_params, shared_senteval
     from .data import senteval_root
-    from .errors import DataError
 
     if senteval is None:
-        loaded = load_params(params) if os.path.isfile(params) else None
-        senteval = os.path.join(shared_dir(loaded), "senteval")
-        if not os.path.isdir(senteval):
-            raise DataError(f"the shared SentEval data are not at {senteval}: pass senteval=..., set $CSEBENCH_SHARED, "
-                            "or run where ../shared is beside the checkout")
+        senteval = shared_senteval(load_params(params) if os.path.isfile(params) else None,
+                                   "no senteval= given and", "pass senteval=...")
     return senteval_root(senteval)
 
 
@@ -68,12 +64,11 @@ def _encoder(model: Any, pooler: str | None, batch_size: int | None, precision: 
             model.pooler = "cls_before_pooler" if pooler == "cls" else pooler
         return encode_with(model, batch_size, precision, False), model.pooler
     if isinstance(model, (str, os.PathLike)):
-        name = str(model)
-        if not os.path.exists(name) and not name.startswith("packaged:") and "/" not in name and os.path.isfile(params):
-            from .config import load_params
+        from .config import load_params, may_name_backbone, named_backbone_model
 
-            backbone = (load_params(params).get("backbones") or {}).get(name)
-            name = backbone["model"] if backbone else name
+        name = str(model)
+        if may_name_backbone(name) and os.path.isfile(params):
+            name = named_backbone_model(load_params(params), name) or name
         from .embeddings import model_encoder
 
         return model_encoder(name, pooler, batch_size, precision), eval_pooler_of(name, pooler)

@@ -67,26 +67,20 @@ def _resolve_inputs(args) -> None:
     """What params.yaml names, for the commands that take a model or SentEval data: ``--model NAME`` with a
     backbone name of params.yaml is that backbone's model (``minilm`` is ``packaged:minilm``), and without
     ``--senteval`` the SentEval data are the shared ones (paths.shared/senteval, $CSEBENCH_SHARED)."""
-    import os.path
+    from .config import load_params, may_name_backbone, named_backbone_model, shared_senteval
 
     model = getattr(args, "model", None)
-    named = (isinstance(model, str) and hasattr(args, "params") and not os.path.exists(model)
-             and not model.startswith("packaged:") and "/" not in model)
+    named = isinstance(model, str) and hasattr(args, "params") and may_name_backbone(model)
     need_data = hasattr(args, "senteval") and args.senteval is None
     if not (named or need_data):
         return
-    from .config import load_params, shared_dir
-
     params = load_params(args.params, args.config)
-    backbone = (params.get("backbones") or {}).get(model) if named else None
+    backbone = named_backbone_model(params, model) if named else None
     if backbone is not None:
-        logging.getLogger("csebench").info("--model %s: the backbone %s of params.yaml, %s", model, model, backbone["model"])
-        args.model = backbone["model"]
+        logging.getLogger("csebench").info("--model %s: the backbone %s of params.yaml, %s", model, model, backbone)
+        args.model = backbone
     if need_data:
-        args.senteval = os.path.join(shared_dir(params), "senteval")
-        if not os.path.isdir(args.senteval):
-            raise DataError(f"no --senteval given and the shared SentEval data are not at {args.senteval}: put the shared "
-                            f"folder beside the checkout (../shared), or set $CSEBENCH_SHARED or paths.shared, or pass --senteval")
+        args.senteval = shared_senteval(params, "no --senteval given and", "pass --senteval")
 
 
 @command("prepare-corpus", "write the (sampled) training corpus", PARAMS, option("--data", required=True, help="data source name in params.yaml"), OUT)
@@ -410,14 +404,15 @@ def cmd_eval_sts(args) -> None:
         from .evaluation.sts import save_pairs
 
         save_pairs(args.pairs_out, res.pop("pairs"))
+    pooler = _encoding_info(args, encode)["pooler"]
     if args.out:
         _write_evaluation(args, res, encode, run_info, t0)
     else:
         from .io import dumps_json
 
         print(dumps_json({"tasks": res["tasks"], "avg": res.get("avg"), "protocol": res.get("protocol"),
-                          "model": args.model, "pooler": _encoding_info(args, encode)["pooler"]}, indent=2))
-    logging.getLogger("csebench").info("STS avg %.2f (pooler %s): %s%s", res.get("avg", float("nan")), _encoding_info(args, encode)["pooler"],
+                          "model": args.model, "pooler": pooler}, indent=2))
+    logging.getLogger("csebench").info("STS avg %.2f (pooler %s): %s%s", res.get("avg", float("nan")), pooler,
                                        ", ".join(f"{k} {v:.2f}" for k, v in res["tasks"].items()),
                                        "".join(f"; {k} {v['spearman']:.2f} (own set)" for k, v in (res.get("extra_sets") or {}).items()))
 

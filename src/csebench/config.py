@@ -305,6 +305,32 @@ def shared_dir(params: dict | None = None) -> str:
     return value
 
 
+def shared_senteval(params: dict | None, missing: str, other: str) -> str:
+    """The shared SentEval folder params.yaml names (paths.shared/senteval, $CSEBENCH_SHARED), for a command or
+    call that was given none; where it is not there, a DataError that begins with ``missing`` and ends with
+    ``other``, the caller's own way to name one."""
+    path = os.path.join(shared_dir(params), "senteval")
+    if not os.path.isdir(path):
+        from .errors import DataError
+
+        raise DataError(f"{missing} the shared SentEval data are not at {path}: put the shared folder beside the "
+                        f"checkout (../shared), or set $CSEBENCH_SHARED or paths.shared, or {other}")
+    return path
+
+
+def may_name_backbone(model: str) -> bool:
+    """Whether a model argument may be a backbone name of params.yaml (``minilm``), not a path that exists,
+    a packaged model or an ORG/NAME hub id: only then are the params read for it (named_backbone_model)."""
+    return not os.path.exists(model) and not model.startswith("packaged:") and "/" not in model
+
+
+def named_backbone_model(params: dict | None, model: str) -> str | None:
+    """The model of params.yaml's backbone called ``model`` (``minilm`` -> ``packaged:minilm``); None where
+    ``model`` names none."""
+    backbone = ((params or {}).get("backbones") or {}).get(model) if may_name_backbone(model) else None
+    return backbone["model"] if backbone else None
+
+
 def experiment_origin(cwd: str | os.PathLike | None = None) -> Path | None:
     """The checkout a DVC experiment was queued from, when this process runs in its temporary copy
     (``<checkout>/.dvc/tmp/exps/<tmp>/``, `dvc exp run --queue` / `--temp`), else None. Paths relative

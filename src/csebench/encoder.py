@@ -747,32 +747,33 @@ def own_pooler(model: str | os.PathLike) -> tuple[str, str] | None:
                       f"({', '.join(POOLERS)}) to say which pooling to evaluate")
 
 
+def resolve_pooler(model: str | os.PathLike, pooler: str | None = None) -> tuple[str, str]:
+    """The pooler an evaluation of ``model`` encodes with, and where it comes from (for the log line):
+    ``pooler`` when given, else the saved model's evaluation pooler, else the pooling the model declares for
+    itself (a sentence-transformers folder or hub model: own_pooler), else cls_before_pooler ("cls" evaluates
+    as cls_before_pooler: the MLP head is for training only). Never None: tables and results record it."""
+    origin = "--pooler"
+    if pooler is None:
+        pooler, origin = read_encoder_meta(resolve_model_path(str(model))).get("eval_pooler"), "the saved run's evaluation pooler"
+    if pooler is None and str(model):
+        own = own_pooler(model)
+        if own:
+            pooler, origin = own[0], f"the model's own, {own[1]}"
+    if pooler is None:
+        pooler, origin = "cls_before_pooler", "the default: the model declares no pooling"
+    if pooler not in POOLERS:
+        raise ConfigError(f"unknown pooler '{pooler}' (valid: {', '.join(POOLERS)})")
+    return ("cls_before_pooler" if pooler == "cls" else pooler), origin
+
+
 def pooler_origin(model: str | os.PathLike, pooler: str | None = None) -> str:
-    """Where an evaluation's pooler comes from, for its log line: the option, the saved run, the model's own
-    configuration, or the default."""
-    if pooler is not None:
-        return "--pooler"
-    if read_encoder_meta(resolve_model_path(str(model))).get("eval_pooler"):
-        return "the saved run's evaluation pooler"
-    own = own_pooler(model) if str(model) else None
-    return f"the model's own, {own[1]}" if own else "the default: the model declares no pooling"
+    """Where an evaluation's pooler comes from (resolve_pooler)."""
+    return resolve_pooler(model, pooler)[1]
 
 
 def eval_pooler_of(model: str | os.PathLike, pooler: str | None = None) -> str:
-    """The pooler an evaluation of ``model`` encodes with, resolved as load_encoder resolves it: ``pooler``
-    when given, else the saved model's evaluation pooler, else the pooling the model declares for itself
-    (a sentence-transformers folder or hub model: own_pooler), else cls_before_pooler ("cls" evaluates as
-    cls_before_pooler: the MLP head is for training only). Never None: tables and results record it."""
-    if pooler is None:
-        pooler = read_encoder_meta(resolve_model_path(str(model))).get("eval_pooler")
-    if pooler is None and str(model):
-        own = own_pooler(model)
-        pooler = own[0] if own else None
-    if pooler is None:
-        pooler = "cls_before_pooler"
-    if pooler not in POOLERS:
-        raise ConfigError(f"unknown pooler '{pooler}' (valid: {', '.join(POOLERS)})")
-    return "cls_before_pooler" if pooler == "cls" else pooler
+    """The pooler an evaluation of ``model`` encodes with (resolve_pooler)."""
+    return resolve_pooler(model, pooler)[0]
 
 
 def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None, what: str = "--model") -> SentenceEncoder:
@@ -789,8 +790,7 @@ def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None, what: 
 
     for name, commit in (meta.get("hub") or {}).items():  # the backbone a saved model was trained from
         record_hub(name, commit)
-    origin = pooler_origin(model_dir, pooler)
-    pooler = eval_pooler_of(model_dir, pooler)
+    pooler, origin = resolve_pooler(model_dir, pooler)
     log.info("%s: pooler %s (%s)", model_dir, pooler, origin)
     from .fetch import hub_id, offline, offline_hint
 

@@ -57,7 +57,7 @@ def fetch_backbone(params: dict, name: str) -> dict:
         folder, commit = _snapshot(repo, f"backbones.{name}", offline_hint(repo))
         # offline, snapshot_download returns the cached snapshot's folder whatever it holds: a cache with only
         # config.json would pass here and fail in the job on the compute node
-        missing = missing_files(Path(folder), model=repo == bb.model, tokenizer=repo == (bb.tokenizer or bb.model))
+        missing = missing_files(folder, model=repo == bb.model, tokenizer=repo == (bb.tokenizer or bb.model))
         if missing:
             raise ConfigError(incomplete(name, repo, commit, missing))
         note["hub"][f"models/{repo}"] = commit
@@ -95,7 +95,7 @@ def fetch_generator(model: str) -> dict:
         raise ConfigError(f"generator '{model}' is not a Hugging Face hub id: nothing to fetch")
     folder, commit = _snapshot(repo, f"generator {repo}", offline_hint(
         repo, f"`csebench fetch-generator --model {repo} --out data/generators/{note_name(repo)}.json`"))
-    missing = missing_files(Path(folder), model=True, tokenizer=False)
+    missing = missing_files(folder, model=True, tokenizer=False)
     if missing:
         raise ConfigError(f"generator {repo} (commit {commit[:12]}) lacks {' and '.join(missing)}: csebench loads "
                           "safetensors weights only; nothing written")

@@ -278,7 +278,7 @@ class Trainer:
         self.loader = BatchLoader(self.tokens, self.encoder.tokenizer.pad_token_id or 0, self._local_batches,
                                   num_workers=self.t.num_workers, pin_memory=self.device.type == "cuda")
         params = [p for p in list(self.encoder.parameters()) + list(self.objective.parameters()) if p.requires_grad]
-        self._clipped = list(self.encoder.parameters()) + [p for p in self.objective.parameters() if p.requires_grad]
+        self._clipped = params  # what the optimizer trains: the encoder's and a term's own trained parameters
         decay = [p for p in params if p.ndim >= 2]
         no_decay = [p for p in params if p.ndim < 2]
         fused = self.device.type in ("cuda", "cpu")  # one fused kernel per step (CPU since torch 2.4)
@@ -301,12 +301,14 @@ class Trainer:
                 self.encoder, device_ids=[self.device.index] if self.device.type == "cuda" else None)
         self.encoder.compiled = bool(self.t.compile)
         self.forward_model = self.model
+        # a compiled step's padded width is a multiple of this (1: each batch as long as its longest row)
+        self.width_multiple = compile_width_multiple(self.t.max_seq_length) if self.t.compile else 1
         if self.t.compile:
-            # static graphs, one per padded width (compiled_width): with dynamic lengths inductor's
-            # kernels ran a step 30x slower than eager on an H200 (BENCHMARKS.md, GPU section)
+            # static graphs, one per padded width: with dynamic lengths inductor's kernels ran a step 30x
+            # slower than eager on an H200 (BENCHMARKS.md, GPU section)
             import torch._dynamo.config as dynamo_config
 
-            need = -(-(self.t.max_seq_length + 64) // compile_width_multiple(self.t.max_seq_length))
+            need = -(-(self.t.max_seq_length + 64) // self.width_multiple)
             if getattr(dynamo_config, "recompile_limit", None) is not None:
                 dynamo_config.recompile_limit = max(dynamo_config.recompile_limit, need)
             self.forward_model = torch.compile(self.model, dynamic=False)
@@ -434,8 +436,7 @@ class Trainer:
         idx_local = torch.as_tensor(local)
         # the views to encode (two dropout views of the sentence unless a term changes them), in one forward pass
         views = self.objective.input_views(ids, mask, idx_local, self.state.step)
-        ids2, mask2, segments = _stack_views(views, self.encoder.tokenizer.pad_token_id or 0,
-                                             compile_width_multiple(self.t.max_seq_length) if self.t.compile else 1)
+        ids2, mask2, segments = _stack_views(views, self.encoder.tokenizer.pad_token_id or 0, self.width_multiple)
         need_all = bool(self.layers)
         hs = _call_hidden(self.forward_model, ids2, mask2, need_all)
         pooled = self.objective.pool(self.encoder, hs, ids2, mask2, segments)
