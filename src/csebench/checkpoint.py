@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .io import dumps_json
+from csebench.io import dumps_json
 
 STATE, TENSORS, MANIFEST = "state.json", "tensors.safetensors", "manifest.json"
 

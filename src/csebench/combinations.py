@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import DataError
-from .evaluation import PRINTED, STS_TASKS as TEST_TASKS
-from .stats import TestResult, paired_bootstrap_sts, paired_ttest
+from csebench.errors import DataError
+from csebench.evaluation import PRINTED, STS_TASKS as TEST_TASKS
+from csebench.stats import TestResult, paired_bootstrap_sts, paired_ttest
 
 COLUMNS = [PRINTED.get(t, t) for t in TEST_TASKS] + ["Avg."]
 
@@ -67,15 +67,15 @@ PAPER_TERMS = ("gaussian_negatives", "instance_smoothing", "layer_negatives", "d
 
 
 def term_order() -> list[str]:
-    from .objectives import TERMS  # here: the package imports torch, which planning a build never needs
+    from csebench.objectives import TERMS  # here: the package imports torch, which planning a build never needs
 
     return [*PAPER_TERMS, *sorted(t for t in TERMS if t not in PAPER_TERMS)]
 
 
 def run_terms(params: dict, suite: str) -> dict[str, tuple[str, ...]]:
     """Each trained, evaluated run of ``suite`` -> its objective terms (teachers and `train: false` runs left out)."""
-    from . import suites as wf
-    from .config import find_run, resolve_run
+    from csebench import suites as wf
+    from csebench.config import find_run, resolve_run
 
     out: dict[str, tuple[str, ...]] = {}
     order = term_order()
@@ -88,7 +88,7 @@ def run_terms(params: dict, suite: str) -> dict[str, tuple[str, ...]]:
 
 def read_scores(path: str | os.PathLike) -> np.ndarray:
     """The 7 STS test tasks and their average from one sts.json (`csebench eval-sts`)."""
-    from .io import read_json
+    from csebench.io import read_json
 
     if not Path(path).is_file():
         raise DataError(f"STS result not found: {path} (evaluate the run first, e.g. snakemake {path})")
@@ -103,7 +103,7 @@ def read_scores(path: str | os.PathLike) -> np.ndarray:
 
 def paired_test(row: CombinationRow, base: CombinationRow, n_boot: int = 1000) -> TestResult:
     """``row`` against ``base`` on Avg.: t-test over common seeds, else a bootstrap of one seed's STS pairs."""
-    from .evaluation.sts import load_pairs
+    from csebench.evaluation.sts import load_pairs
 
     a, b = row.avg_by_seed(), base.avg_by_seed()
     common = sorted(set(a) & set(b))
@@ -123,8 +123,8 @@ def combination_grid(params: dict, suite: str, results: str | os.PathLike | None
     number of terms). ``results``: the results root (default: params' paths.results). ``missing_ok``
     (a report drawn before every run is evaluated): the seeds without an sts.json are left out, and
     no row at all while SimCSE has none (nothing to compare with)."""
-    from . import suites as wf
-    from .config import find_run, method_label
+    from csebench import suites as wf
+    from csebench.config import find_run, method_label
 
     if results is not None:
         params = {**params, "paths": {**(params.get("paths") or {}), "results": str(results)}}

@@ -15,8 +15,8 @@ import sys
 from dataclasses import dataclass
 from typing import Callable
 
-from .argtypes import positive_int
-from .config import EVAL_PRECISIONS
+from csebench.argtypes import positive_int
+from csebench.config import EVAL_PRECISIONS
 
 
 @dataclass(frozen=True)

@@ -25,9 +25,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import ConfigError
-from .paths import check_name
-from .schema import _suggest, check_keys, from_dict, read_yaml
+from csebench.errors import ConfigError
+from csebench.paths import check_name
+from csebench.schema import _suggest, check_keys, from_dict, read_yaml
 
 SHARED_ENV = "CSEBENCH_SHARED"
 POOLERS = ("cls", "cls_before_pooler", "avg", "avg_first_last", "avg_top2")
@@ -208,7 +208,7 @@ class RunConfig:
 
     @property
     def run_dir(self) -> Path:
-        from .paths import run_dir
+        from csebench.paths import run_dir
 
         return Path(run_dir(None, self.suite, self.name, self.seed, self.paths["results"]))
 
@@ -253,7 +253,7 @@ class RunConfig:
         layer = d["objectives"].get("layer_negatives")
         if layer and layer.get("positives") == "dropout":  # added later: the default leaves keys as they were
             layer.pop("positives")
-        from .teacherspec import parse_teachers, teacher_term
+        from csebench.teacherspec import parse_teachers, teacher_term
 
         found = teacher_term(d["objectives"])
         if found and self.teacher_keys:
@@ -311,7 +311,7 @@ def shared_senteval(params: dict | None, missing: str, other: str) -> str:
     ``other``, the caller's own way to name one."""
     path = os.path.join(shared_dir(params), "senteval")
     if not os.path.isdir(path):
-        from .errors import DataError
+        from csebench.errors import DataError
 
         raise DataError(f"{missing} the shared SentEval data are not at {path}: put the shared folder beside the "
                         f"checkout (../shared), or set $CSEBENCH_SHARED or paths.shared, or {other}")
@@ -369,7 +369,7 @@ def load_params(path: str | os.PathLike = "params.yaml", overrides: list[str | o
 def _read_params_file(p: Path) -> dict:
     """One params or override file, checked on its own (before merging loses where a key came from):
     its structure against the JSON Schema every entry point and Snakemake share, then training keys."""
-    from .schema import validate
+    from csebench.schema import validate
 
     data = _read_yaml(p)
     check_keys(str(p), data, TOP_KEYS)
@@ -662,7 +662,7 @@ def method_label(params: dict, name: str) -> str:
 
 
 def resolve_run(params: dict, suite: str, run_name: str, seed: int, _students: tuple[str, ...] = ()) -> RunConfig:
-    from .objectives import validate_objectives  # late import: objectives import torch
+    from csebench.objectives import validate_objectives  # late import: objectives import torch
 
     suite_spec = _section(params, "suites", suite, "suite")
     run = find_run(params, suite, run_name)
@@ -727,7 +727,7 @@ def _teacher_keys(params: dict, suite: str, run_name: str, seed: int, run: dict,
     same run wherever its teachers are, whatever a suite calls them. An evaluation-only run learns from
     nothing. A teacher that is the student at its own seed, or one that learns from its student, would make
     a job wait for itself (Snakemake's CyclicGraphException): refused here, naming the method."""
-    from .teacherspec import parse_teachers, teacher_term
+    from csebench.teacherspec import parse_teachers, teacher_term
 
     found = teacher_term(objectives) if run["train"] else None
     if not found:

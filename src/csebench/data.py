@@ -22,11 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .config import ProbingSourceConfig, SourceConfig
-from .errors import DataError
-from .io import atomic_path, read_utf8, write_text
-from .provenance import SOURCE_FILE, file_sha256, read_source, record_corpus, record_hub, hub_commit, write_source
-from .tokens import TokenizedCorpus
+from csebench.config import ProbingSourceConfig, SourceConfig
+from csebench.errors import DataError
+from csebench.io import atomic_path, read_utf8, write_text
+from csebench.provenance import SOURCE_FILE, file_sha256, read_source, record_corpus, record_hub, hub_commit, write_source
+from csebench.tokens import TokenizedCorpus
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ def hub_download(repo: str, filename: str, cache_dir: str | None = None) -> Path
         record_hub(f"datasets/{repo}/{filename}", hub_commit(path))
         return path
     except Exception as exc:  # network errors, offline mode with an empty cache
-        from .fetch import offline, offline_hint
+        from csebench.fetch import offline, offline_hint
 
         if offline():  # a cluster job: the submitting host prepares the data (prepare_* are localrules)
             raise DataError(offline_hint(f"{filename} of hub dataset {repo}",
@@ -193,7 +193,7 @@ def url_download(url: str, dest: Path, timeout: float = 120) -> Path:
 
 
 def check_probing_dir(root: str | os.PathLike, tasks) -> Path:
-    from .evaluation.probing import PROBING_FILES, resolve_tasks
+    from csebench.evaluation.probing import PROBING_FILES, resolve_tasks
 
     root = Path(root)
     if not root.is_dir():
@@ -213,7 +213,7 @@ def prepare_probing(source: ProbingSourceConfig, out_dir: str | os.PathLike, tas
     (:func:`download_cache_dir`, one folder per URL), where later runs and offline runs find it.
     Every file is parsed once here, so a truncated or wrong download fails now, naming the file.
     """
-    from .evaluation.probing import PROBING_FILES, SSCL_TASKS, load_probing_task, resolve_tasks
+    from csebench.evaluation.probing import PROBING_FILES, SSCL_TASKS, load_probing_task, resolve_tasks
 
     tasks = resolve_tasks(tasks or SSCL_TASKS)
     if source.path:

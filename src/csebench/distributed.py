@@ -8,7 +8,7 @@ import os
 import torch
 import torch.distributed as dist
 
-from .errors import CsebenchError, TrainingError
+from csebench.errors import CsebenchError, TrainingError
 
 
 def is_distributed() -> bool:

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from .errors import ConfigError, DataError
+from csebench.errors import ConfigError, DataError
 
 
 def _within(path: str, root: str) -> bool:
@@ -85,7 +85,7 @@ def _outs(entries, base: Path, where: str) -> list[Path]:
 
 def tracked_outputs(target: str, root: Path) -> list[Path]:
     """The outputs DVC commits for ``target``: a ``.dvc`` file's outs, or a dvc.yaml stage's."""
-    from .schema import read_yaml
+    from csebench.schema import read_yaml
 
     if target.endswith(".dvc"):
         f = Path(target)

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import yaml
 
-from .config import list_suites, load_params
-from . import paths
-from .paths import results_root, times_record
-from .schema import read_yaml
+from csebench.config import list_suites, load_params
+from csebench import paths
+from csebench.paths import results_root, times_record
+from csebench.schema import read_yaml
 
 SNAKEMAKE = "snakemake --cores all --resources gpu=1 --quiet"
 CODE = ["Snakefile", "workflow", "src/csebench"]
@@ -32,8 +32,8 @@ SHARED_PARAMS = ["training", "backbones", "methods"]
 def config_stages(params: dict, cwd: str | Path = ".") -> dict[str, dict]:
     """config/<suite>.yaml files that build just their suite: {suite: {config, suites}} where suites
     are the suite and those its demo-scale paper items read (the demo reads demo-iscse-beta)."""
-    from .results import render
-    from .results.registry import load_registry
+    from csebench.results import render
+    from csebench.results.registry import load_registry
 
     out = {}
     for suite in list_suites(params):
@@ -51,8 +51,8 @@ def config_stages(params: dict, cwd: str | Path = ".") -> dict[str, dict]:
 
 def paper_items(params: dict) -> list[tuple[str, object, list[str]]]:
     """(stage name, item, suites it reads) for every rebuilt paper item at paper scale."""
-    from .results import render
-    from .results.registry import load_registry
+    from csebench.results import render
+    from csebench.results.registry import load_registry
 
     out = []
     for item in load_registry().built("paper"):
@@ -79,7 +79,7 @@ def suite_params(params: dict, suite: str) -> list[str]:
     """The params.yaml keys a suite's runs read: its own section, its data source, the training
     defaults, and the backbones and methods its runs name (so editing one method marks only the
     stages whose runs use it changed)."""
-    from .config import suite_runs
+    from csebench.config import suite_runs
 
     spec = params["suites"][suite]
     backbones, methods = [], []
@@ -91,7 +91,7 @@ def suite_params(params: dict, suite: str) -> list[str]:
 
 
 def build_dvc_yaml(params: dict, cwd: str | Path = ".") -> dict:
-    from .results import render
+    from csebench.results import render
 
     results = results_root(params)
     configs = config_stages(params, cwd)
@@ -163,7 +163,7 @@ def dvc_plots_spec(run_dirs: list[str], suite: str, figures: list[str] | None = 
 
 
 def dvc_plots_spec_for_suite(params: dict, suite: str) -> list[dict]:
-    from . import suites as wf
+    from csebench import suites as wf
 
     jobs = wf.jobs(params, suite)
     return dvc_plots_spec([wf.run_dir(params, suite, run, seed) for run, seed in jobs], suite,
@@ -220,7 +220,7 @@ def main_dvc_yaml(params_path: str, out: str | None, check: bool) -> int:
             print("dvc.yaml is out of date with params.yaml / the registry: run `csebench dvc-yaml`", file=sys.stderr)
             return 1
         return 0
-    from .io import write_text
+    from csebench.io import write_text
 
     if out == "-":
         sys.stdout.write(text)

@@ -33,8 +33,8 @@ from typing import Callable
 import numpy as np
 import torch
 
-from .errors import ConfigError, CsebenchError, DataError
-from .io import atomic_path, dumps_json, load_npz
+from csebench.errors import ConfigError, CsebenchError, DataError
+from csebench.io import atomic_path, dumps_json, load_npz
 
 log = logging.getLogger("csebench.embeddings")
 EncodeFn = Callable[[list[str]], torch.Tensor]
@@ -45,7 +45,7 @@ SKIP = {"training_config.json", "train.json", "sts.json", "transfer.json", "READ
 def model_folder(model: str | os.PathLike) -> Path:
     """The local folder holding a model's weights: a saved model folder, the packaged model's folder,
     or a hub id's snapshot in the local Hugging Face cache (where loading it put it)."""
-    from .encoder import PACKAGED, packaged_model_dir
+    from csebench.encoder import PACKAGED, packaged_model_dir
 
     if str(model) in PACKAGED:
         return packaged_model_dir(str(model))
@@ -63,7 +63,7 @@ def model_folder(model: str | os.PathLike) -> Path:
 
 def model_dim(model: str | os.PathLike) -> int | None:
     """The embedding size a model's files declare (projection size, else hidden size); None if unknown."""
-    from .encoder import read_encoder_meta
+    from csebench.encoder import read_encoder_meta
 
     try:
         folder = model_folder(model)
@@ -106,8 +106,8 @@ def evaluation_sentences(senteval_root: str | os.PathLike, transfer: bool = True
     costs time, never a result), of your own STS sets (``extra_sets``, as evaluation.sts.load_extra_sets
     read them), plus, with ``transfer``, of the transfer tasks as `eval-transfer` would see them (same
     cap, same seed)."""
-    from .evaluation.sts import load_stsb, load_test_tasks
-    from .evaluation.transfer import TASKS, prepared_tasks, task_sentences
+    from csebench.evaluation.sts import load_stsb, load_test_tasks
+    from csebench.evaluation.transfer import TASKS, prepared_tasks, task_sentences
 
     root = Path(senteval_root)
     sets = [*load_test_tasks(root, max_pairs=max_sts_pairs, seed=seed).values(), *(load_stsb(root, s) for s in stsb_whole),
@@ -176,7 +176,7 @@ def table_encode(table: EmbeddingTable | str | os.PathLike, model_dir: str | os.
                             f"{model_dim(model_dir) or '?'}, fingerprint {want}; rerun `csebench embed --model {model_dir}`")
     made_with = table_pooler(table, model_dir)
     if model_dir is not None or pooler is not None:
-        from .encoder import eval_pooler_of
+        from csebench.encoder import eval_pooler_of
 
         want = eval_pooler_of(model_dir if model_dir is not None else "", pooler)  # "": pooler given, nothing read
         if made_with is not None and made_with != want:
@@ -212,19 +212,19 @@ def table_pooler(table: EmbeddingTable, model_dir: str | os.PathLike | None = No
     when `embed` ran without --pooler: the model's own evaluation pooler, that of ``model_dir`` (whose
     fingerprint, csebench_encoder.json included, the caller has matched); None where unknown."""
     if table.meta.get("pooler"):
-        from .encoder import eval_pooler_of
+        from csebench.encoder import eval_pooler_of
 
         return eval_pooler_of("", table.meta["pooler"])  # "cls" evaluates as cls_before_pooler
     if model_dir is None:
         return None
-    from .encoder import eval_pooler_of
+    from csebench.encoder import eval_pooler_of
 
     return eval_pooler_of(model_dir)
 
 
 def load_eval_model(model: str, pooler: str | None = None, what: str = "--model"):
     """A saved model (evaluation pooler, no training head) on the best device."""
-    from .encoder import load_encoder
+    from csebench.encoder import load_encoder
 
     torch.manual_seed(0)
     enc = load_encoder(model, pooler, what)
@@ -248,9 +248,9 @@ def evaluation_encoder(model: str, pooler: str | None = None, batch_size: int | 
                        embeddings: str | os.PathLike | None = None, progress: bool = False) -> EncodeFn:
     """What evaluators and analyses encode with: the ``embeddings`` table when given (the model is
     loaded only for sentences it lacks, at the table's precision), else the model itself."""
-    from .encoder import check_model_source
+    from csebench.encoder import check_model_source
 
-    from .encoder import eval_pooler_of
+    from csebench.encoder import eval_pooler_of
 
     check_model_source(model)  # also with a table: a bad --model must not wait for a missing sentence
     if not embeddings:

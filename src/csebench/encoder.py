@@ -22,12 +22,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from .config import EVAL_PRECISIONS, POOLERS, PROJECTION_HEADS, BackboneConfig
-from . import packed
-from .tokens import TokenizedCorpus
-from .errors import ConfigError, DataError
-from .fetch import looks_like_path
-from .io import atomic_path, dumps_json
+from csebench.config import EVAL_PRECISIONS, POOLERS, PROJECTION_HEADS, BackboneConfig
+from csebench import packed
+from csebench.tokens import TokenizedCorpus
+from csebench.errors import ConfigError, DataError
+from csebench.fetch import looks_like_path
+from csebench.io import atomic_path, dumps_json
 
 log = logging.getLogger(__name__)
 # torch's safe loader warns before it refuses a pickle of another protocol: the refusal is the one line (_unreadable_weights)
@@ -159,7 +159,7 @@ def load_tokenizer(backbone: BackboneConfig):
     from transformers import AutoTokenizer
 
     name = backbone.tokenizer or ("packaged:minilm" if backbone.model == "random" else backbone.model)
-    from .rehearsal_mode import tokenizer_for
+    from csebench.rehearsal_mode import tokenizer_for
 
     offline = tokenizer_for(name)  # rehearsing (csebench.rehearsal_mode): a paper backbone's offline stand-in
     if offline is not None:
@@ -167,12 +167,12 @@ def load_tokenizer(backbone: BackboneConfig):
     try:
         tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(name))
     except (OSError, ValueError) as exc:
-        from .fetch import hub_id, offline as downloads_off, offline_hint
+        from csebench.fetch import hub_id, offline as downloads_off, offline_hint
 
         if downloads_off() and hub_id(name):  # a cluster job: the submitting host fetches backbones
             raise ConfigError(f"cannot load the tokenizer '{name}': {offline_hint(name)}") from None
         raise ConfigError(f"cannot load the tokenizer '{name}': {_one_line(exc)}") from None
-    from .provenance import record_model_revision
+    from csebench.provenance import record_model_revision
 
     record_model_revision(name)  # a hub id: the commit it was read at, in the results' provenance
     return tokenizer
@@ -314,7 +314,7 @@ class SentenceEncoder(nn.Module):
         self.dev_denoise = dev_denoise if prompt else None
         self._prompt_ids = None
         if self.prompt:
-            from .prompts import template_ids
+            from csebench.prompts import template_ids
 
             self._prompt_ids = template_ids(self.tokenizer, self.prompt["prefix"], self.prompt["suffix"], "prompt")
 
@@ -328,7 +328,7 @@ class SentenceEncoder(nn.Module):
         lets DDP / torch.compile wrappers run the backbone while the trainer pools. ``delta`` (with a
         template): (K, H) template-only mask states by sentence length, subtracted (template denoising)."""
         if self._prompt_ids is not None and not hidden_only:
-            from .prompts import wrap
+            from csebench.prompts import wrap
 
             ids, mask, col = wrap(input_ids, attention_mask, *self._prompt_ids, self.tokenizer.mask_token_id,
                                   self.tokenizer.pad_token_id or 0)
@@ -348,7 +348,7 @@ class SentenceEncoder(nn.Module):
         """(lengths, H): the template's mask state alone (``[CLS] prefix suffix [SEP]``), its suffix's position ids
         shifted by k for a k-token sentence, k = 0 .. lengths-1, offset by ``dev_denoise`` (PromptBERT's
         ``sentemb_forward`` at dev: prompt_bert/models.py 290-302, kongds/Prompt-BERT @690ba6e)."""
-        from .prompts import template_only
+        from csebench.prompts import template_only
 
         tok = self.tokenizer
         cls_id = tok.cls_token_id if tok.cls_token_id is not None else tok.bos_token_id
@@ -556,7 +556,7 @@ def build_backbone(backbone: BackboneConfig, tokenizer, seed: int = 0, dropout: 
         model.pooler_weights = {"pooler.dense.weight": torch.randn(h, h, generator=g) * model.config.initializer_range,
                                 "pooler.dense.bias": torch.zeros(h)}
         return model
-    from .rehearsal_mode import backbone_for
+    from csebench.rehearsal_mode import backbone_for
 
     offline = backbone_for(backbone.model, dropout)  # rehearsing: the published architecture, random weights
     if offline is not None:
@@ -570,14 +570,14 @@ def build_backbone(backbone: BackboneConfig, tokenizer, seed: int = 0, dropout: 
         with torch.random.fork_rng(devices=[]):  # a pooler the checkpoint lacks is drawn without moving the caller's RNG
             model = detach_pooler(AutoModel.from_pretrained(path, config=config))
     except OSError as exc:
-        from .fetch import hub_id, offline, offline_hint
+        from csebench.fetch import hub_id, offline, offline_hint
 
         if offline() and hub_id(backbone.model):  # a cluster job: the submitting host fetches backbones
             raise ConfigError(f"cannot load backbone '{backbone.model}': {offline_hint(backbone.model)}") from None
         raise ConfigError(f"cannot load backbone '{backbone.model}': {_one_line(exc)}") from None
     except Exception as exc:  # damaged safetensors, an unsafe pickle: one line naming the file
         raise _unreadable_weights(exc, path) or exc from None
-    from .provenance import record_model_revision
+    from csebench.provenance import record_model_revision
 
     commit = record_model_revision(backbone.model)  # a hub id: the commit it was read at
     model.hub_revisions = {f"models/{backbone.model}": commit} if commit else {}  # SentenceEncoder.save keeps them
@@ -786,13 +786,13 @@ def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None, what: 
     if path.is_dir():
         verify_weights(path)
     meta = read_encoder_meta(path)
-    from .provenance import record_hub, record_model_revision
+    from csebench.provenance import record_hub, record_model_revision
 
     for name, commit in (meta.get("hub") or {}).items():  # the backbone a saved model was trained from
         record_hub(name, commit)
     pooler, origin = resolve_pooler(model_dir, pooler)
     log.info("%s: pooler %s (%s)", model_dir, pooler, origin)
-    from .fetch import hub_id, offline, offline_hint
+    from csebench.fetch import hub_id, offline, offline_hint
 
     # a hub id with downloads off and the cache without it: transformers' advice is to check the internet connection
     missing = (lambda: f"cannot load {model_dir}: {offline_hint(str(model_dir))}") if offline() and hub_id(str(model_dir)) else None

@@ -18,8 +18,8 @@ def envelope(fields: dict, precision: str | None, tables=()) -> dict:
 def for_evaluation(precision: str | None, tables=()) -> dict:
     """The provenance block of an evaluation or analysis result, with the blocks of the embeddings tables
     it was scored from (their device and precision made the vectors) under ``embeddings``."""
-    from .encoder import autocast_name
-    from .provenance import collect
+    from csebench.encoder import autocast_name
+    from csebench.provenance import collect
 
     tables = [t for t in tables if t is not None]
     precision = precision or next((t.meta["precision"] for t in tables if t.meta.get("precision")), "auto")
@@ -32,7 +32,7 @@ def for_evaluation(precision: str | None, tables=()) -> dict:
 
 def write_result(path: str | os.PathLike, scores: dict, fields: dict, precision: str | None, tables=()) -> dict:
     """Write ``scores`` in their envelope (eval-mteb writes its folder itself, with the same envelope)."""
-    from .io import write_json
+    from csebench.io import write_json
 
     out = {**scores, **envelope(fields, precision, tables)}
     write_json(path, out, undefined_ok=True)
@@ -42,7 +42,7 @@ def write_result(path: str | os.PathLike, scores: dict, fields: dict, precision:
 def encoding_info(model: str, pooler: str | None, precision: str | None, embeddings: str | None, encode) -> dict:
     """How an evaluation's vectors were made: the pooler (resolved: the one used), the embeddings table
     and its precision, else the precision the model encoded at."""
-    from .encoder import eval_pooler_of
+    from csebench.encoder import eval_pooler_of
 
     used = getattr(encode, "pooler", None) or eval_pooler_of(model, pooler)
     table = getattr(encode, "table", None)

@@ -14,7 +14,7 @@ import json
 import os
 from pathlib import Path
 
-from .errors import ConfigError
+from csebench.errors import ConfigError
 
 # what from_pretrained reads of a model repo: config, tokenizer and safetensors weights (not the
 # TensorFlow, Flax, ONNX or pickled copies the hub also holds)
@@ -49,7 +49,7 @@ def offline_hint(what: str, fetch: str = "`csebench fetch-backbone --backbone NA
 def fetch_backbone(params: dict, name: str) -> dict:
     """Download what a run of backbone ``name`` reads from the hub (its model and, if another, its
     tokenizer) into the Hugging Face cache; return the note the rule writes: each repo's commit."""
-    from .config import backbone_config
+    from csebench.config import backbone_config
 
     bb = backbone_config(params, name)
     note: dict = {"backbone": name, "model": bb.model, "hub": {}}
@@ -69,7 +69,7 @@ def _snapshot(repo: str, where: str, hint: str) -> tuple[Path, str]:
     commit); a failure is one line naming ``where``, ``hint`` when downloads are off."""
     from huggingface_hub import snapshot_download
 
-    from .provenance import hub_commit
+    from csebench.provenance import hub_commit
 
     try:
         folder = Path(snapshot_download(repo, allow_patterns=MODEL_FILES))

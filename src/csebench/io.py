@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator
 
-from .errors import DataError
+from csebench.errors import DataError
 
 log = logging.getLogger(__name__)
 

@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator
 
-from .errors import ConfigError
+from csebench.errors import ConfigError
 
 
 class LazyRegistry:
@@ -143,7 +143,7 @@ class LazyRegistry:
 
     def unknown(self, name: str) -> str:
         """The end of an error line for a name that is not here: the closest name, else all of them."""
-        from .schema import _suggest
+        from csebench.schema import _suggest
 
         return f"unknown {self.what} '{name}'{_suggest(str(name), self.names())}"
 

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from .tokens import TokenizedCorpus
+from csebench.tokens import TokenizedCorpus
 
 
 def host_tensors(tokens: TokenizedCorpus, indices, pad_id: int, pin: bool) -> tuple[torch.Tensor, torch.Tensor]:

@@ -30,8 +30,8 @@ import json
 import os
 from pathlib import Path
 
-from .errors import DataError
-from .io import dumps_json, write_text
+from csebench.errors import DataError
+from csebench.io import dumps_json, write_text
 
 CARD_FILE = "model_card.md"  # RUN/model_card.md: the model_card rule's output
 README = "README.md"  # RUN/model/README.md: the same card, where the hub and sentence-transformers look
@@ -55,7 +55,7 @@ EMBEDDING = {  # evaluation pooler -> (what the sentence embedding is, how trans
 
 @functools.cache
 def citations() -> dict:
-    from .schema import load_yaml_text
+    from csebench.schema import load_yaml_text
 
     text = importlib.resources.files("csebench").joinpath("resources/citations.yaml").read_text(encoding="utf-8")
     return load_yaml_text(text, "resources/citations.yaml")
@@ -137,7 +137,7 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 def cited_keys(objectives) -> list[str]:
     """The papers a trained run cites, in order: SimCSE's InfoNCE (every method's base loss), then the paper each
     objective term declares (its class's ``citation``, read from the source), each once."""
-    from .objectives import INFONCE_CITATION, term_citation
+    from csebench.objectives import INFONCE_CITATION, term_citation
 
     return list(dict.fromkeys([INFONCE_CITATION, *(term_citation(t) for t in objectives or {})]))
 
@@ -146,7 +146,7 @@ def _papers(r: dict) -> list[dict]:
     if not r["config"].get("train", True):
         return []
     papers = dict(citations()["papers"])
-    from .objectives import TERMS, term_citation
+    from csebench.objectives import TERMS, term_citation
 
     for term in r["config"].get("objectives") or {}:  # a term of another package may carry its own BibTeX
         key = term_citation(term)
@@ -350,7 +350,7 @@ def _usage(r: dict, where: str) -> list[str]:
 
 
 def _provenance(r: dict) -> list[str]:
-    from .provenance import blocks_of, summary_line
+    from csebench.provenance import blocks_of, summary_line
 
     train = summary_line([r["train"].get("provenance")]).replace("Provenance (1 result file): ", "")
     out = ["## Provenance", "", f"- Training (`train.json`): {train}"]

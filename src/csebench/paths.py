@@ -24,7 +24,7 @@ def check_name(where: str, name) -> None:
     """A name that becomes a folder or file name (suite, data source, backbone, method, run, paper item)
     stays one path component: ``../../x`` as a suite wrote a suite's files outside results/."""
     if not (isinstance(name, str) and NAME.fullmatch(name)):
-        from .errors import ConfigError
+        from csebench.errors import ConfigError
 
         raise ConfigError(f"{where} {str(name)!r}: use letters, digits, . _ + - only, starting with a letter or digit "
                           "(it names a folder)")

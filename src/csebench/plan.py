@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .architectures import ARCHITECTURES, generator_architecture
-from .paths import key_dir
+from csebench.architectures import ARCHITECTURES, generator_architecture
+from csebench.paths import key_dir
 
 # parameter counts (total, of which token/position embeddings) of the paper backbones, from their published
 # architecture facts (csebench.architectures; the pooler included, as the hub checkpoints carry it)
@@ -172,7 +172,7 @@ def term_training_flops(objectives: dict, n: float, unknown: list[str] | None = 
     """FLOPs per encoded token (each view's row) the terms' own models add to a training step: the generators'
     forward passes, and DiffCSE's discriminator (a trained copy of the backbone: 6 x its ``n`` non-embedding
     weights). A generator without published facts goes to ``unknown``."""
-    from .objectives import generators
+    from csebench.objectives import generators
 
     flops = 6.0 * n if "replaced_token_detection" in objectives else 0.0
     for g in generators(objectives):
@@ -217,8 +217,8 @@ def _device_script_throughput(res: dict) -> dict | None:
 
 
 def suite_plan(params: dict, suite: str, n_items: int = 0, probing: bool = False) -> SuitePlan:
-    from . import suites as wf
-    from .config import resolve_run
+    from csebench import suites as wf
+    from csebench.config import resolve_run
 
     data = wf.suite_data(params, suite)
     corpus = CORPUS_SENTENCES.get(data, 0)  # CPU suites: no GPU cost
@@ -270,7 +270,7 @@ def suite_plan(params: dict, suite: str, n_items: int = 0, probing: bool = False
 
 
 def plan(params: dict, suites: list[str]) -> list[SuitePlan]:
-    from .results.registry import load_registry
+    from csebench.results.registry import load_registry
 
     reg = load_registry()
     out = []

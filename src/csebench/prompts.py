@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from .errors import ConfigError
+from csebench.errors import ConfigError
 
 
 def template_ids(tokenizer, prefix: str, suffix: str, where: str = "template") -> tuple[list[int], list[int]]:

@@ -24,7 +24,7 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
-from .errors import DataError
+from csebench.errors import DataError
 
 _HASHES: dict[tuple, tuple[str, int]] = {}  # (path, size, mtime_ns) -> (sha256, lines)
 _DATA: dict[str, str] = {}  # files read by this command: name -> sha256
@@ -76,7 +76,7 @@ def record_model_revision(model: str) -> str | None:
 def write_source(path: str | os.PathLike, repo: str, filename: str, downloaded: str | os.PathLike) -> None:
     """Note beside a file prepared from a hub dataset file which commit it came from; results made from the
     prepared file record it (read_source)."""
-    from .io import dumps_json, write_text
+    from csebench.io import dumps_json, write_text
 
     write_text(path, dumps_json({"repo": repo, "file": filename, "revision": hub_commit(downloaded)}) + "\n")
 
@@ -114,7 +114,7 @@ def file_sha256(path: str | os.PathLike) -> str:
 @functools.cache
 def manifest() -> dict[str, dict]:
     """SentEval's published files: downstream-relative path -> {lines, sha256}."""
-    from .schema import load_yaml_text
+    from csebench.schema import load_yaml_text
 
     text = importlib.resources.files("csebench").joinpath("resources/senteval-manifest.yaml").read_text(encoding="utf-8")
     return load_yaml_text(text, "resources/senteval-manifest.yaml")["files"]
@@ -213,7 +213,7 @@ def collect(device=None, world_size: int = 1, precision: str | None = None, auto
     import torch
     import transformers
 
-    from ._version import __version__
+    from csebench._version import __version__
 
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .errors import ConfigError, CsebenchError, DataError
+from csebench.errors import ConfigError, CsebenchError, DataError
 
 IGNORE = [".*", "*/.*"]  # hidden files (an interrupted write's temporaries, .git): never uploaded
 
@@ -26,7 +26,7 @@ def upload_list(model_dir: Path) -> list[str]:
     it. ``model_dir`` itself may be a link only into a run's folder (a suite's view of the run)."""
     from huggingface_hub.utils import filter_repo_objects
 
-    from .encoder import recorded_files
+    from csebench.encoder import recorded_files
 
     train, listed = recorded_files(model_dir)
     if model_dir.is_symlink() and listed is None:
@@ -85,8 +85,8 @@ def check_repo_id(repo_id: str) -> None:
 
 def push(run_dir: str | os.PathLike, repo_id: str, public: bool = False, dry_run: bool = False) -> list[str]:
     """Write the card, then upload RUN/model/ (unless ``dry_run``); returns the files (relative paths)."""
-    from .data import offline
-    from .modelcard import write_card
+    from csebench.data import offline
+    from csebench.modelcard import write_card
 
     check_repo_id(repo_id)
     run = Path(run_dir)

@@ -30,8 +30,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .architectures import Architecture, architecture, generator_architecture
-from .errors import ConfigError
+from csebench.architectures import Architecture, architecture, generator_architecture
+from csebench.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ def activate(folder: str | os.PathLike, corpus: str | os.PathLike, depth: int | 
         raise ConfigError(f"rehearsal: the corpus the offline tokenizers are trained on is missing: {corpus}")
     if depth is not None and depth < 1:
         raise ConfigError(f"rehearsal depth must be >= 1 layer, got {depth}")
-    from . import provenance
+    from csebench import provenance
 
     before = _ACTIVE
     _ACTIVE = Rehearsal(Path(folder), corpus, depth, dict(shape or {}))
@@ -81,7 +81,7 @@ def activate(folder: str | os.PathLike, corpus: str | os.PathLike, depth: int | 
 
 
 def _sentences(corpus: Path) -> list[str]:
-    from .data import read_corpus
+    from csebench.data import read_corpus
 
     return read_corpus(corpus)
 
@@ -124,7 +124,7 @@ def _tokenizer(r: Rehearsal, arch: Architecture):
 
         where = r.folder / f"tokenizer-{arch.family}"
         if not (where / "tokenizer_config.json").is_file():
-            from .io import atomic_path
+            from csebench.io import atomic_path
 
             with atomic_path(where, is_dir=True) as tmp:
                 train_tokenizer(arch.family, _sentences(r.corpus)).save_pretrained(tmp)

@@ -37,9 +37,9 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .architectures import architecture
-from .config import deep_merge, digest, load_params, resolve_run, suite_runs
-from .errors import ConfigError, TrainingError
+from csebench.architectures import architecture
+from csebench.config import deep_merge, digest, load_params, resolve_run, suite_runs
+from csebench.errors import ConfigError, TrainingError
 
 log = logging.getLogger("csebench.rehearse")  # a line per run as it passes or fails (the console shows this logger)
 TRACEBACKS = logging.getLogger("csebench.rehearse.tracebacks")  # a failure's traceback: rehearse.log, not the console
@@ -75,7 +75,7 @@ class Distinct:
 
 def distinct_runs(params: dict, suites: list[str]) -> list[Distinct]:
     """The target's runs (teachers included) grouped by what they compute, seed and learning rate left out."""
-    from . import suites as wf
+    from csebench import suites as wf
 
     groups: dict[str, Distinct] = {}
     for suite in suites:
@@ -95,7 +95,7 @@ def distinct_runs(params: dict, suites: list[str]) -> list[Distinct]:
 
 def _teachers_cut(spec):
     """A student's teacher components cut to TEACHER_COMPONENTS (one seed per teacher run when it names several)."""
-    from .teacherspec import parse_teachers
+    from csebench.teacherspec import parse_teachers
 
     entries = parse_teachers(spec, "objectives.distillation")
     keep = max(1, TEACHER_COMPONENTS // len(entries))
@@ -137,8 +137,8 @@ def rehearsal_params(params: dict, suites: list[str], corpus: Path, probing: Pat
 
 
 def write_corpus(src: Path, out: Path, n: int = CORPUS) -> Path:
-    from .data import read_corpus
-    from .io import write_text
+    from csebench.data import read_corpus
+    from csebench.io import write_text
 
     write_text(out, "\n".join(read_corpus(src)[:n]) + "\n")
     return out
@@ -171,8 +171,8 @@ def write_probing(sentences: list[str], folder: Path, seed: int = 0) -> Path:
     checks the code path, not the scores)."""
     import random
 
-    from .evaluation.probing import PROBING_FILES, SSCL_TASKS
-    from .io import write_text
+    from csebench.evaluation.probing import PROBING_FILES, SSCL_TASKS
+    from csebench.io import write_text
 
     rng = random.Random(seed)
     rows = [s for n, s in zip(range(sum(PROBING_ROWS.values())), sentences)]
@@ -195,7 +195,7 @@ class _Interrupted(Exception):
 def _stop_after_checkpoint(cfg, corpus, senteval, out, cache, teachers) -> int:
     """The first attempt of a run: the real Trainer, stopped right after it wrote its first checkpoint
     (what a job killed there leaves). Returns the step of that checkpoint."""
-    from .trainer import Trainer
+    from csebench.trainer import Trainer
 
     class FirstAttempt(Trainer):
         def save_checkpoint(self):
@@ -217,7 +217,7 @@ def _stop_after_checkpoint(cfg, corpus, senteval, out, cache, teachers) -> int:
 class Rehearsal:
     def __init__(self, main, params: dict, suites: list[str], out: Path, params_file: Path, senteval: str,
                  corpus: Path, probing: Path, depth: int | None = DEPTH):
-        from .suites import eval_name, suite_evaluation
+        from csebench.suites import eval_name, suite_evaluation
 
         self.main = main  # csebench.cli.main: every step is the command a user would type
         self.rp, self.suites, self.out, self.pfile = params, suites, out, params_file
@@ -244,7 +244,7 @@ class Rehearsal:
             raise TrainingError(f"{err.getvalue().strip()} [csebench {' '.join(full)}]")
 
     def key(self, suite: str, run: str) -> str:
-        from .suites import runs_of
+        from csebench.suites import runs_of
 
         return runs_of(self.rp).key(suite, run)
 
@@ -256,13 +256,13 @@ class Rehearsal:
     def train(self, suite: str, run: str, seed: int, resume: bool = False) -> Path:
         """Train (suite, run, seed) once (its teachers and their caches first); ``resume``: stop after the
         first checkpoint and resume, as a killed and rerun job does."""
-        from . import suites as wf
+        from csebench import suites as wf
 
         k = (self.key(suite, run), int(seed))
         if k in self.trained and any((self.trained[k] / "model").glob("*.safetensors")):
             return self.trained[k]
         cfg = resolve_run(self.rp, suite, run, seed)
-        from .rehearsal_mode import active, depth_for
+        from csebench.rehearsal_mode import active, depth_for
 
         teachers = []
         for t, ts in wf.teacher_jobs(self.rp, suite, run, seed):
@@ -297,7 +297,7 @@ class Rehearsal:
                 shutil.rmtree(out / stale, ignore_errors=True)
             step = _stop_after_checkpoint(cfg, str(self.corpus), self.senteval, out, self.cache, teachers)
             self.cli(*argv)
-            from .io import read_json
+            from csebench.io import read_json
 
             timing = read_json(out / "train_timing.json")
             if timing.get("resumed_from_step") != step:
@@ -347,7 +347,7 @@ class Rehearsal:
         return ev
 
     def card(self, suite: str, run: str, seed: int, folder: Path, evaluated: bool) -> None:
-        from .paths import run_dir
+        from csebench.paths import run_dir
 
         view = Path(run_dir(self.rp, suite, run, seed))
         first = ["--first", f"{suite}/{run}"]
@@ -372,9 +372,9 @@ RUN_ANALYSES = ("align_uniform", "cosine_dist", "layers", "token_matrix", "neigh
 def target_extras(params: dict, suites: list[str]) -> tuple[dict, list]:
     """What the target's paper tables and figures read beyond a run's training and evaluation:
     {(suite, run, seed): [analysis or "probing", ...]} and [(suite, "ensemble_sts" | suite analysis, run)]."""
-    from .results import render
-    from .results.registry import load_registry
-    from .paths import results_root
+    from csebench.results import render
+    from csebench.results.registry import load_registry
+    from csebench.paths import results_root
 
     root = results_root(params)
     per_run: dict[tuple[str, str, int], list[str]] = {}
@@ -396,7 +396,7 @@ def target_extras(params: dict, suites: list[str]) -> tuple[dict, list]:
 
 def _config_analysis() -> dict:
     """The default target's analysis settings (config/paper.yaml): which run and teachers the suite analyses use."""
-    from .schema import read_yaml
+    from csebench.schema import read_yaml
 
     p = Path("config/paper.yaml")
     return (read_yaml(p) or {}).get("analysis") or {} if p.is_file() else {}
@@ -407,7 +407,7 @@ class Analyses:
         self.r, self.folder_of = r, folder_of  # folder_of(suite, run, seed) -> the rehearsed folder standing for it
 
     def run(self, suite: str, run: str, seed: int, name: str, folder: Path) -> None:
-        from . import suites as wf
+        from csebench import suites as wf
 
         r, ev = self.r, folder / self.r.ev[suite]
         model, out = folder / "model", ev / "analysis" / f"{name}.json"
@@ -444,7 +444,7 @@ class Analyses:
             raise ConfigError(f"rehearse: no rehearsal of the analysis '{name}'")
 
     def suite(self, suite: str, name: str, run: str | None) -> Path:
-        from . import suites as wf
+        from csebench import suites as wf
 
         r = self.r
         out = r.out / "results" / suite / "analysis"
@@ -510,8 +510,8 @@ def select(params_path: str = "params.yaml", overrides=None, suites: list[str] |
     """The distinct runs of ``suites`` (default: the default target) to rehearse. ``only``: those listed as
     'suite/run' containing this text; ``limit``: the first N of them (the suites' own analyses are then left out).
     A suite params.yaml lacks, or a filter nothing matches, is an error before the rehearsal's folder exists."""
-    from .results.registry import default_suites
-    from .schema import _suggest
+    from csebench.results.registry import default_suites
+    from csebench.schema import _suggest
 
     params = load_params(params_path, overrides)
     known = list(params.get("suites") or {})
@@ -540,10 +540,10 @@ def rehearse(main, selection: Selection, out: str | Path = "results/rehearsal", 
 
     import yaml
 
-    from .config import shared_dir
-    from .data import read_corpus
-    from .io import write_text
-    from .rehearsal_mode import activate
+    from csebench.config import shared_dir
+    from csebench.data import read_corpus
+    from csebench.io import write_text
+    from csebench.rehearsal_mode import activate
 
     t0 = time.perf_counter()
     params, suites, groups, listed, total = (selection.params, selection.suites, selection.groups, selection.listed,
@@ -647,7 +647,7 @@ def _one_line(exc: BaseException) -> str:
 def model_readers(params: dict, suites: list[str], per_run: dict, suite_extras: list) -> set[tuple[str, str]]:
     """(suite, run) of every run whose model a later job reads: teachers (their caches, distill-loss, teacher
     logits), the runs a model-correlation compares, the model of topk-negatives."""
-    from . import suites as wf
+    from csebench import suites as wf
 
     out = set()
     for suite in suites:
@@ -680,7 +680,7 @@ def drop_weights(folder: Path) -> None:
 
 
 def _evaluated(params: dict, suite: str) -> set:
-    from .suites import evaluated_jobs
+    from csebench.suites import evaluated_jobs
 
     return set(evaluated_jobs(params, suite))
 

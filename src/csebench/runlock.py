@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-from .errors import TrainingError
-from .io import dumps_json
+from csebench.errors import TrainingError
+from csebench.io import dumps_json
 
 log = logging.getLogger(__name__)
 LOCK_NAME = ".lock"

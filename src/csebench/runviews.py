@@ -22,8 +22,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .errors import DataError
-from .io import read_json, write_json, write_text
+from csebench.errors import DataError
+from csebench.io import read_json, write_json, write_text
 
 
 def _relabel(data: dict, info: dict, extra: dict) -> dict | None:

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from .errors import ConfigError
+from csebench.errors import ConfigError
 
 TYPE_NAMES = {"object": "a mapping", "array": "a list", "integer": "a whole number", "number": "a number",
               "string": "text", "boolean": "true or false"}

@@ -58,7 +58,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable
 
-from .paths import TIMES_RECORD, tracked_trees
+from csebench.paths import TIMES_RECORD, tracked_trees
 
 _TIME_MAX = 1 << 62  # nanoseconds: year 2116; a larger "time" is no file's and os.utime would overflow on it
 _VIEW_MODEL = re.compile(r"runs/([A-Za-z0-9][A-Za-z0-9_.+-]*)/seed([0-9]+)/model")
@@ -205,7 +205,7 @@ def record_times(results: str | Path) -> list[str]:
     """Write the record of every tracked tree under ``results`` that changed since its record (a tree
     restored by ``restore_times`` is unchanged: its times differ from the record by one offset), or whose
     record is not one csebench wrote (entries ``restore_times`` ignored). Returns the records written."""
-    from .io import dumps_json, write_text
+    from csebench.io import dumps_json, write_text
 
     results = Path(results)
     written = []

@@ -12,12 +12,12 @@ import os
 import sys
 from pathlib import Path
 
-from .config import (EVAL_PRECISIONS, digest, expand_path, find_run, list_suites, load_params, resolve_run,
+from csebench.config import (EVAL_PRECISIONS, digest, expand_path, find_run, list_suites, load_params, resolve_run,
                      sts_pairs_file, suite_runs, suite_seeds)
-from . import paths
-from .paths import key_dir, results_root as results_dir, run_dir
-from .errors import CsebenchError
-from .schema import schema_path
+from csebench import paths
+from csebench.paths import key_dir, results_root as results_dir, run_dir
+from csebench.errors import CsebenchError
+from csebench.schema import schema_path
 
 __all__ = ["load_params", "jobs", "evaluated_jobs", "suite_data", "run_dir", "teacher_jobs",
            "check_snakemake_config", "one_line", "schema_path", "Runs", "runs_of", "run_folder", "same_run_as", "eval_name"]
@@ -36,8 +36,8 @@ def one_line():
 
 def check_suites(params: dict, suites: list[str]) -> None:
     """The Snakemake config's suites are suites of params.yaml (one line naming the unknown one)."""
-    from .errors import ConfigError
-    from .schema import _suggest
+    from csebench.errors import ConfigError
+    from csebench.schema import _suggest
 
     for suite in suites:
         if suite not in list_suites(params):
@@ -50,9 +50,9 @@ def merge_default_config(config: dict, path: str = "config/paper.yaml") -> None:
     ``configfile:`` directive merged it, in place, without the directive's log line that the file "is
     extended by additional config specified via the command line", which every DVC stage's log printed
     and which read like a mistake."""
-    from .config import deep_merge
-    from .errors import ConfigError
-    from .schema import read_yaml
+    from csebench.config import deep_merge
+    from csebench.errors import ConfigError
+    from csebench.schema import read_yaml
 
     if not os.path.isfile(path):
         raise ConfigError(f"{path} not found: run Snakemake from the checkout's top folder")
@@ -64,8 +64,8 @@ def merge_default_config(config: dict, path: str = "config/paper.yaml") -> None:
 def check_snakemake_config(config: dict, configfiles) -> None:
     """The Snakemake config, before anything reads it: each config file again for keys given twice
     (Snakemake's reader keeps the last silently), then the merged config against the schema."""
-    from .schema import read_yaml
-    from .schema import validate
+    from csebench.schema import read_yaml
+    from csebench.schema import validate
 
     for f in configfiles:
         read_yaml(f)
@@ -73,7 +73,7 @@ def check_snakemake_config(config: dict, configfiles) -> None:
         if isinstance(config.get(key), str) and config[key].lower() in ("true", "false"):
             config[key] = config[key].lower() == "true"
     validate(config, "snakemake-config", "Snakemake config (config/*.yaml, --configfile, --config)")
-    from .analysis.selection import check
+    from csebench.analysis.selection import check
 
     check(config)  # `analyses:` and `analysis:`, against the analyses' own declarations
 
@@ -108,7 +108,7 @@ def suite_evaluation(params: dict, suite: str) -> dict:
     each STS task scored on a seeded subset), the transfer training-set cap, and your own STS test
     sets (`sts_pairs: [NAME, ...]` of data.<source>.sts_pairs) as NAME -> the file's path as
     params.yaml writes it (eval_name hashes it; sts_sets expands it)."""
-    from .errors import ConfigError
+    from csebench.errors import ConfigError
 
     spec = params["suites"][suite]
     ev = dict(spec.get("evaluation") or {})
@@ -155,7 +155,7 @@ def suite_mteb_tasks(params: dict, suite: str) -> list[str] | None:
     spec = params["suites"][suite]
     if "mteb" not in spec:
         return None
-    from .evaluation import MTEB_DEFAULT_TASKS
+    from csebench.evaluation import MTEB_DEFAULT_TASKS
 
     return list((spec["mteb"] or {}).get("tasks") or MTEB_DEFAULT_TASKS)
 
@@ -242,7 +242,7 @@ class Runs:
 
     def first(self, key: str, seed: int) -> tuple[str, str]:
         """The (suite, run) that names the run with this key and seed: the first that lists it."""
-        from .errors import ConfigError
+        from csebench.errors import ConfigError
 
         listed = self.listed.get((key, int(seed))) or next((v for (k, _), v in self.listed.items() if k == key), None)
         if not listed:
@@ -269,7 +269,7 @@ class Runs:
 
     def eval_settings(self, name: str) -> dict:
         """The evaluation settings whose eval_name is ``name``."""
-        from .errors import ConfigError
+        from csebench.errors import ConfigError
 
         for suite in list_suites(self.params):
             settings = suite_evaluation(self.params, suite)
@@ -303,7 +303,7 @@ def same_run_as(params: dict, suite: str, run: str, seed: int) -> str | None:
 def teacher_jobs(params: dict, suite: str, run: str, seed: int) -> list[tuple[str, int]]:
     """(run, seed) of the frozen teachers a run distils from (DistillCSE), [] otherwise."""
     cfg = resolve_run(params, suite, run, int(seed))
-    from .teacherspec import teacher_runs, teacher_term
+    from csebench.teacherspec import teacher_runs, teacher_term
 
     found = teacher_term(cfg.objectives)
     if not found or not cfg.train:  # an evaluation-only run distils from nothing
@@ -361,7 +361,7 @@ def restore_times(results: str, runs: "Runs | None" = None, workdir: str = ".") 
     another Snakemake run holds a lock in ``workdir``, whose jobs read and write those trees: then False."""
     import sys
 
-    from .stamps import checked_out, restore_times as restore
+    from csebench.stamps import checked_out, restore_times as restore
 
     if another_build(workdir):
         if pending := checked_out(results):
@@ -387,27 +387,27 @@ def refuse_outside_links(results: str, suites: list[str], workdir: str = ".") ->
     """The folders a build's dvc.yaml stage commits (its suites' folders) and the run store hold no link
     out of the repository (``workdir``, Snakemake's and DVC's folder) other than into ``results`` (a views'
     links, where params.yaml puts results elsewhere): one line naming the first (csebench.dvccommit)."""
-    from .dvccommit import refuse_outside_links as refuse
+    from csebench.dvccommit import refuse_outside_links as refuse
 
     refuse([paths.run_store(results), *(paths.suite_dir(results, s) for s in suites)], workdir, also=results)
 
 
 def record_times(results: str) -> None:
     """The Snakefile's last step: record the build's modification times in every tracked tree that changed."""
-    from .stamps import record_times as record
+    from csebench.stamps import record_times as record
 
     record(results)
 
 
 def start_warm():
     """The local build's warm server (csebench.warm); None where it could not start (jobs then start cold)."""
-    from .warm import start
+    from csebench.warm import start
 
     return start()
 
 
 def stop_warm(started: list) -> None:
-    from .warm import stop
+    from csebench.warm import stop
 
     while started:
         stop(started.pop())
@@ -435,7 +435,7 @@ def find_cli(uses_conda: bool) -> None:
     import shutil
     from pathlib import Path
 
-    from .errors import ConfigError
+    from csebench.errors import ConfigError
 
     if uses_conda or shutil.which("csebench"):
         return
@@ -451,8 +451,8 @@ def find_cli(uses_conda: bool) -> None:
 def trains_from_hub(params: dict, suite: str, run: str) -> bool:
     """The run reads its backbone (model or tokenizer) from the Hugging Face hub: the fetch_backbone job
     downloads it on the submitting host first (csebench.fetch)."""
-    from .config import backbone_config
-    from .fetch import hub_id
+    from csebench.config import backbone_config
+    from csebench.fetch import hub_id
 
     bb = backbone_config(params, find_run(params, suite, run)["backbone"])
     return hub_id(bb.model) or hub_id(bb.tokenizer)
@@ -461,9 +461,9 @@ def trains_from_hub(params: dict, suite: str, run: str) -> bool:
 def hub_generators(params: dict, suite: str, run: str, seed: int) -> list[str]:
     """The hub models a run's terms load besides its backbone (DiffCSE's generator), as data/generators/ note
     names (csebench.fetch.note_name): the fetch_generator job downloads each on the submitting host first."""
-    from .config import resolve_run
-    from .fetch import hub_id, note_name
-    from .objectives import generators
+    from csebench.config import resolve_run
+    from csebench.fetch import hub_id, note_name
+    from csebench.objectives import generators
 
     if not trains(params, suite, run):
         return []

@@ -32,10 +32,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import provenance
-from .data import load_tokenized_corpus, read_corpus, tokenizer_fingerprint
-from .errors import ConfigError, DataError
-from .io import atomic_path, write_json
+from csebench import provenance
+from csebench.data import load_tokenized_corpus, read_corpus, tokenizer_fingerprint
+from csebench.errors import ConfigError, DataError
+from csebench.io import atomic_path, write_json
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ def embed_corpus(encoder, corpus: str | os.PathLike, max_seq_length: int, batch_
                  cache_dir: str | os.PathLike | None = None, device: str | torch.device | None = None) -> np.ndarray:
     """(rows, dim) float32 L2-normalized eval-mode embeddings of the corpus, in corpus order,
     tokenized exactly as training tokenizes it."""
-    from .encoder import default_encode_batch_size
+    from csebench.encoder import default_encode_batch_size
 
     device = torch.device(device) if device is not None else next(encoder.parameters()).device
     batch_size = batch_size or default_encode_batch_size(device)
@@ -93,7 +93,7 @@ def build_teacher_cache(model_dir: str | os.PathLike, corpus: str | os.PathLike,
                         max_seq_length: int | None = None, batch_size: int | None = None,
                         cache_dir: str | os.PathLike | None = None, device: str | None = None) -> dict:
     """Embed ``corpus`` with the saved model in ``model_dir``; write out (.npy) and its .json metadata."""
-    from .encoder import check_max_seq_length, load_encoder
+    from csebench.encoder import check_max_seq_length, load_encoder
 
     model_dir = Path(model_dir)
     if not model_dir.is_dir():
@@ -232,7 +232,7 @@ class TeacherBank:
 
     def logits(self, rows: torch.Tensor, cols: torch.Tensor, device: torch.device | str | None = None) -> torch.Tensor:
         """Teacher cosines averaged over the M components: (len(rows), len(cols)), on ``device``."""
-        from .objectives.base import no_autocast
+        from csebench.objectives.base import no_autocast
 
         a = self.lookup(rows, device)
         b = a if cols is rows else self.lookup(cols, device)

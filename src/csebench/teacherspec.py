@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import ConfigError
-from .schema import check_keys
+from csebench.errors import ConfigError
+from csebench.schema import check_keys
 
 
 def parse_teachers(teachers: Any, where: str) -> list[dict]:

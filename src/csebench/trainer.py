@@ -24,17 +24,17 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import checkpoint, distributed, provenance
-from .config import RunConfig
-from .data import load_tokenized_corpus, senteval_root
-from .encoder import MODEL_FILES, SentenceEncoder, build_encoder, check_max_seq_length, pool, model_files
-from .errors import TrainingError
-from .evaluation.sts import PairSet, cap_pairs, load_sickr, load_stsb, load_sts_pairs, spearman100, sts_pair_similarities
-from .io import atomic_path, dumps_json, remove_path, replace_dir, staged_outputs, write_csv, write_json
-from .loader import BatchLoader
-from .objectives import added_tokens, term_packages
-from .objectives.compose import Objective
-from .objectives.base import StepContext
+from csebench import checkpoint, distributed, provenance
+from csebench.config import RunConfig
+from csebench.data import load_tokenized_corpus, senteval_root
+from csebench.encoder import MODEL_FILES, SentenceEncoder, build_encoder, check_max_seq_length, pool, model_files
+from csebench.errors import TrainingError
+from csebench.evaluation.sts import PairSet, cap_pairs, load_sickr, load_stsb, load_sts_pairs, spearman100, sts_pair_similarities
+from csebench.io import atomic_path, dumps_json, remove_path, replace_dir, staged_outputs, write_csv, write_json
+from csebench.loader import BatchLoader
+from csebench.objectives import added_tokens, term_packages
+from csebench.objectives.compose import Objective
+from csebench.objectives.base import StepContext
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
     natively (AVX512-BF16/AMX: a MiniLM step ~1.8x faster; elsewhere emulated bf16 is slower than fp32).
     GPU: "auto" and "fast" = bf16 where the GPU computes it natively (compute capability 8+), else
     fp16 with loss scaling (V100, T4: emulated bf16 is slower than fp16 there)."""
-    from .encoder import cpu_has_native_bf16, cuda_has_native_bf16  # looked up per call (tests patch them)
+    from csebench.encoder import cpu_has_native_bf16, cuda_has_native_bf16  # looked up per call (tests patch them)
 
     if device.type != "cuda":
         return torch.bfloat16 if precision == "bf16" or (precision == "fast" and cpu_has_native_bf16()) else None

@@ -17,10 +17,10 @@ import os
 import shutil
 from pathlib import Path
 
-from . import provenance
-from .config import RunConfig
-from .encoder import MODEL_FILES, autocast_name, build_encoder, model_files
-from .io import dumps_json, replace_dir, staged_outputs, write_csv, write_json
+from csebench import provenance
+from csebench.config import RunConfig
+from csebench.encoder import MODEL_FILES, autocast_name, build_encoder, model_files
+from csebench.io import dumps_json, replace_dir, staged_outputs, write_csv, write_json
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 def write_untrained_run(cfg: RunConfig, senteval_dir: str | os.PathLike, out_dir: str | os.PathLike,
                         dev_file: str | os.PathLike | None = None) -> dict:
     """Write an evaluation-only run's outputs; train.json last (it marks the run complete)."""
-    from .trainer import DevEvaluator, pick_device, set_seed
+    from csebench.trainer import DevEvaluator, pick_device, set_seed
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -46,7 +46,7 @@ _HEADER = struct.Struct("!I")
 
 
 def _send(sock: socket.socket, message: dict, fds: list[int] | None = None) -> None:
-    from .io import dumps_json
+    from csebench.io import dumps_json
 
     data = dumps_json(message, indent=None).encode()
     payload = _HEADER.pack(len(data)) + data
@@ -198,7 +198,7 @@ def serve(path: str, parent: int, program) -> None:
         except Exception:  # a module that cannot load here is loaded (or fails) in the child
             pass
     try:
-        from .results.plotting import pyplot
+        from csebench.results.plotting import pyplot
 
         pyplot()  # on the Agg backend, as the figures draw
     except Exception:

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import os
 
-from ..commands import NO_VERIFY, PARAMS, add_options, command, option
-from . import ANALYSES
+from csebench.commands import NO_VERIFY, PARAMS, add_options, command, option
+from csebench.analysis import ANALYSES
 
 
 def _build_analyze(parser) -> None:
-    from .base import ENCODING, INPUTS, settings_options
+    from csebench.analysis.base import ENCODING, INPUTS, settings_options
 
     sub = parser.add_subparsers(dest="analysis", required=True, metavar="ANALYSIS", title="analyses")
     for name, a in ANALYSES.items():
@@ -32,9 +32,9 @@ def _build_analyze(parser) -> None:
 @command("analyze", "one of the papers' analyses of a model (JSON; some also PNG or Markdown): analyze NAME --help",
          build=_build_analyze)
 def cmd_analyze(args) -> None:
-    from ..data import read_corpus  # noqa: F401  its checks, and the corpus sha256 in the provenance
-    from ..errors import ConfigError
-    from .base import Context
+    from csebench.data import read_corpus  # noqa: F401  its checks, and the corpus sha256 in the provenance
+    from csebench.errors import ConfigError
+    from csebench.analysis.base import Context
 
     a = ANALYSES.get(args.analysis)
     missing = [f"--{n.replace('_', '-')}" for n in a.needs if not getattr(args, n)]
@@ -71,8 +71,8 @@ def _label_of(path: str, res: dict) -> str:
 
 @command("analyze-figure", "a suite's figure or table from analysis results: analyze-figure NAME --help", build=_build_figure)
 def cmd_analyze_figure(args) -> None:
-    from ..io import read_json
-    from ..provenance import blocks_of, result_json, summary_line
+    from csebench.io import read_json
+    from csebench.provenance import blocks_of, result_json, summary_line
 
     a = ANALYSES.get(args.analysis)
     # the footer: the provenance of every result drawn (an input .md stands for its .json sibling)

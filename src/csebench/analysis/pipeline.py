@@ -15,9 +15,9 @@ from __future__ import annotations
 import os
 import shlex
 
-from .. import paths
-from . import ANALYSES
-from .base import INPUTS, MODEL_INPUTS, Analysis, settings_argv
+from csebench import paths
+from csebench.analysis import ANALYSES
+from csebench.analysis.base import INPUTS, MODEL_INPUTS, Analysis, settings_argv
 
 class Job:
     """One analysis job: its analysis and settings, the wildcards of its rule, and the files and
@@ -45,13 +45,13 @@ class Job:
         return self.pipe.runs.first(self.w.key, int(self.w.seed))
 
     def runs(self, evaluated: bool = False) -> list[tuple[str, int]]:
-        from ..suites import evaluated_jobs, jobs
+        from csebench.suites import evaluated_jobs, jobs
 
         return (evaluated_jobs if evaluated else jobs)(self.params, self.suite)
 
     def evaluation(self, key: str):
         """A setting of the evaluation the job's folder names (or of its suite's)."""
-        from ..suites import suite_evaluation
+        from csebench.suites import suite_evaluation
 
         ev = self.pipe.runs.eval_settings(self.w.ev) if hasattr(self.w, "ev") else suite_evaluation(self.params, self.suite)
         return ev[key]
@@ -80,12 +80,12 @@ class Job:
         self.inputs["embeddings"] = [f"{self.pipe.runs.eval_folder(self.suite, r, s)}/embeddings.npz" for r, s in jobs]
 
     def corpus(self) -> None:
-        from ..suites import suite_data
+        from csebench.suites import suite_data
 
         self.inputs["corpus"] = paths.corpus_file(self.pipe.data, suite_data(self.params, self.suite))
 
     def senteval(self) -> None:
-        from ..suites import suite_data
+        from csebench.suites import suite_data
 
         self.inputs["senteval"] = paths.senteval_pointer(self.pipe.data, suite_data(self.params, self.suite))
 
@@ -128,7 +128,7 @@ class AnalysisPipeline:
     """The analyses as the Snakefile's config and params.yaml ask for them (one per Snakefile)."""
 
     def __init__(self, params: dict, config: dict, runs):
-        from .selection import selected, settings
+        from csebench.analysis.selection import selected, settings
 
         self.params, self.runs = params, runs
         self.results, self.data = paths.results_root(params), paths.data_root(params)
@@ -210,7 +210,7 @@ class AnalysisPipeline:
 
     def combine_inputs(self, a: Analysis):
         """wildcards -> {results: every evaluated run's result, sts: their sts.json (when it colours them)}."""
-        from ..suites import evaluated_jobs
+        from csebench.suites import evaluated_jobs
 
         def files(w):
             jobs = evaluated_jobs(self.params, w.suite)

@@ -7,10 +7,10 @@ from typing import Sequence
 
 import numpy as np
 
-from ..io import save_png, write_csv, write_text
-from ..results.plotting import pyplot
-from ..results.tables import Table, fmt
-from .core import GROUP_LABELS
+from csebench.io import save_png, write_csv, write_text
+from csebench.results.plotting import pyplot
+from csebench.results.tables import Table, fmt
+from csebench.analysis.core import GROUP_LABELS
 
 
 def plot_align_uniform(points: Sequence[dict], out: str | os.PathLike, title: str = "", footer: str = "") -> None:

@@ -10,8 +10,8 @@ loads (csebench.suites.check_snakemake_config) and read by the pipeline (csebenc
 
 from __future__ import annotations
 
-from ..errors import ConfigError
-from . import ANALYSES
+from csebench.errors import ConfigError
+from csebench.analysis import ANALYSES
 
 WHERE = "Snakemake config (config/*.yaml, --configfile, --config)"
 

@@ -18,12 +18,12 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError
-from ..lazy import LazyRegistry, dist_name
-from ..schema import from_dict
+from csebench.errors import ConfigError
+from csebench.lazy import LazyRegistry, dist_name
+from csebench.schema import from_dict
 
 if TYPE_CHECKING:
-    from .base import ObjectiveTerm
+    from csebench.objectives.base import ObjectiveTerm
 
 # term key (its one spelling: params.yaml's, the logs') -> its ObjectiveTerm class: every class of this
 # package that declares ``key = "<term>"`` (read from the source, imported on use, so one broken term cannot
@@ -49,7 +49,7 @@ def term_citation(key: str) -> str:
 def term_class(key: str) -> type[ObjectiveTerm]:
     cls = TERMS.get(key)  # its ``key``, written once (in its class), names it in teacher banks' messages and files
     if key not in TERMS.builtin_names():  # another package's: an ObjectiveTerm, or the loop cannot call it
-        from .base import ObjectiveTerm
+        from csebench.objectives.base import ObjectiveTerm
 
         if not (isinstance(cls, type) and issubclass(cls, ObjectiveTerm)):
             ep = TERMS.plugins()[key]

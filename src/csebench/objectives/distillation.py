@@ -47,11 +47,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..errors import ConfigError
-from ..schema import _suggest, check_keys
-from .. import distributed
-from ..teacherspec import parse_teachers, teacher_runs  # noqa: F401  (re-exported: the term's settings)
-from .base import ObjectiveTerm, StepContext, cosine_matrix
+from csebench.errors import ConfigError
+from csebench.schema import _suggest, check_keys
+from csebench import distributed
+from csebench.teacherspec import parse_teachers, teacher_runs  # noqa: F401  (re-exported: the term's settings)
+from csebench.objectives.base import ObjectiveTerm, StepContext, cosine_matrix
 
 log = logging.getLogger(__name__)
 
@@ -254,7 +254,7 @@ def open_teacher_bank(key: str, teachers, seed: int, run_config=None, corpus_siz
     """The frozen teachers' cached corpus embeddings (csebench.teachers.TeacherBank) for the term
     ``objectives.<key>`` (DistillCSE's teachers, DCLR's complementary model, RankCSE's teachers),
     checked against the runs its ``teachers`` setting names."""
-    from ..teachers import TeacherBank
+    from csebench.teachers import TeacherBank
 
     if not teacher_cache:
         expected = teacher_runs({"teachers": teachers}, seed)

@@ -43,9 +43,9 @@ from typing import Any, ClassVar
 
 import torch
 
-from ..errors import ConfigError
-from ..prompts import template_ids, template_only, wrap
-from .base import ObjectiveTerm
+from csebench.errors import ConfigError
+from csebench.prompts import template_ids, template_only, wrap
+from csebench.objectives.base import ObjectiveTerm
 
 # the released unsupervised templates (run.sh, unsup-bert / unsup-roberta): (prefix, suffix) of templates 1 and 2
 TEMPLATES = {

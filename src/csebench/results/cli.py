@@ -7,21 +7,21 @@ import logging
 import sys
 from pathlib import Path
 
-from ..argtypes import positive_int
-from ..commands import Command, command, option
+from csebench.argtypes import positive_int
+from csebench.commands import Command, command, option
 
 log = logging.getLogger("csebench")
 
 
 def _params(args) -> dict:
-    from ..config import load_params
+    from csebench.config import load_params
 
     return load_params(args.params, args.config)
 
 
 def cmd_render(args) -> None:
-    from ..io import staged_outputs
-    from .render import render_item
+    from csebench.io import staged_outputs
+    from csebench.results.render import render_item
 
     params = _params(args)
     for item in args.item:
@@ -32,8 +32,8 @@ def cmd_render(args) -> None:
 
 
 def cmd_docs(args) -> None:
-    from ..io import write_text
-    from .pages import reproduction_md
+    from csebench.io import write_text
+    from csebench.results.pages import reproduction_md
 
     text = reproduction_md()
     if args.check:
@@ -47,16 +47,16 @@ def cmd_docs(args) -> None:
 
 
 def cmd_front_page(args) -> None:
-    from ..io import write_text
-    from .pages import front_page
+    from csebench.io import write_text
+    from csebench.results.pages import front_page
 
     write_text(args.out, front_page(args.results, _params(args), out_path=args.out))
     log.info("wrote %s", args.out)
 
 
 def cmd_list(args) -> None:
-    from .registry import load_registry
-    from .render import item_outputs
+    from csebench.results.registry import load_registry
+    from csebench.results.render import item_outputs
 
     for it in load_registry().items:
         if args.suite and args.suite not in it.suites:
@@ -66,8 +66,8 @@ def cmd_list(args) -> None:
 
 
 def _build(parser) -> None:
-    from ..commands import PARAMS, add_commands
-    from .context import SCALES
+    from csebench.commands import PARAMS, add_commands
+    from csebench.results.context import SCALES
 
     results = option("--results", default="results", help="results root (default: results)")
     add_commands(parser.add_subparsers(dest="results_command", required=True, metavar="COMMAND", title="commands"), [

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import os
 
-from ..io import save_png
-from .runs import read_curve
+from csebench.io import save_png
+from csebench.results.runs import read_curve
 
 
 def pyplot():

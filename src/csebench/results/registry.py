@@ -39,9 +39,9 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from ..errors import ConfigError
-from ..paths import check_name
-from ..schema import load_yaml_text
+from csebench.errors import ConfigError
+from csebench.paths import check_name
+from csebench.schema import load_yaml_text
 
 STATUSES = ("rebuilt", "not-applicable", "not-rebuilt")
 KINDS = ("table", "figure")

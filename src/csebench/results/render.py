@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..lazy import LazyRegistry
-from ..paths import items_root as output_root, results_root, suite_dir
-from .context import SCALES, Context, Renderer
-from .registry import MTEB, SUITE, Item, load_registry
+from csebench.lazy import LazyRegistry
+from csebench.paths import items_root as output_root, results_root, suite_dir
+from csebench.results.context import SCALES, Context, Renderer
+from csebench.results.registry import MTEB, SUITE, Item, load_registry
 
 # A renderer named N is the RENDERER of the module renderers/N.py (grid, suite, retrieved_sentences):
 # adding a kind of table or figure is that one file (docs/results.md); another installed package adds one

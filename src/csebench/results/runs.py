@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..evaluation import PRINTED, STS_TASKS, TRANSFER_TASKS
-from ..paths import run_dir
+from csebench.evaluation import PRINTED, STS_TASKS, TRANSFER_TASKS
+from csebench.paths import run_dir
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ def run_path(params: dict | None, results: str, ref: RunRef, seed: int) -> str:
 
 @lru_cache(maxsize=4096)
 def _json(path: str, stamp: tuple[int, int]):
-    from ..io import read_json
+    from csebench.io import read_json
 
     return read_json(path)
 
@@ -126,7 +126,7 @@ class RunResult:
 
     @classmethod
     def from_disk(cls, path: str | os.PathLike, kind: str) -> RunResult | None:
-        from ..provenance import blocks_of
+        from csebench.provenance import blocks_of
 
         path = Path(path)
         res = read_json_cached(path)

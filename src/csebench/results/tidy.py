@@ -7,9 +7,9 @@ result file. Curves stay `dvc plots` (dvc.yaml's plots:).
 
 from __future__ import annotations
 
-from ..suites import evaluated_jobs, jobs
-from .metrics import value
-from .runs import RunRef, mean_std
+from csebench.suites import evaluated_jobs, jobs
+from csebench.results.metrics import value
+from csebench.results.runs import RunRef, mean_std
 
 # name in metrics.json -> csebench.results.metrics name; a run without a file simply lacks the key
 METRICS = {"stsb_dev": "stsb_dev", "sts_avg": "sts:Avg", "transfer_avg": "transfer:Avg"}

@@ -11,15 +11,15 @@ import math
 
 import numpy as np
 
-from ...combinations import COLUMNS, CombinationRow, combination_grid, pairwise_gains, run_terms
-from ...io import save_png, write_csv, write_text
-from ...provenance import mixed_note
-from ...stats import TestResult
-from ...suites import evaluated_jobs
-from ..context import Context, Renderer
-from ..plotting import placeholder, pyplot
-from ..runs import RunRef, run_path
-from ..tables import DASH, Table, csv_number, fmt, fmt_p, latex_escape, ours_text
+from csebench.combinations import COLUMNS, CombinationRow, combination_grid, pairwise_gains, run_terms
+from csebench.io import save_png, write_csv, write_text
+from csebench.provenance import mixed_note
+from csebench.stats import TestResult
+from csebench.suites import evaluated_jobs
+from csebench.results.context import Context, Renderer
+from csebench.results.plotting import placeholder, pyplot
+from csebench.results.runs import RunRef, run_path
+from csebench.results.tables import DASH, Table, csv_number, fmt, fmt_p, latex_escape, ours_text
 
 STUDY = "A study of csebench's own beyond the papers (no paper prints these numbers): no published values."
 

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ...io import atomic_path, save_png, write_csv, write_text
-from ...paths import analysis_file, suite_dir
-from ..context import Context, Renderer
-from ..plotting import legend_or_empty, placeholder, plot_curve, pyplot
-from ..runs import RunRef, dig, mean_std, read_json_cached, run_path
-from ..tables import Table, csv_number, delta, fmt, rel
+from csebench.io import atomic_path, save_png, write_csv, write_text
+from csebench.paths import analysis_file, suite_dir
+from csebench.results.context import Context, Renderer
+from csebench.results.plotting import legend_or_empty, placeholder, plot_curve, pyplot
+from csebench.results.runs import RunRef, dig, mean_std, read_json_cached, run_path
+from csebench.results.tables import Table, csv_number, delta, fmt, rel
 
 
 def _header(ctx: Context) -> list[str]:
@@ -277,7 +277,7 @@ def model_analysis_inputs(ctx: Context) -> list[str]:
 def render_model_analysis(ctx: Context) -> list:
     """A per-model analysis of several runs in one figure, drawn by csebench.analysis.plots (the same
     functions as `csebench analyze-figure`), with the plotted summary numbers beside it."""
-    from ...analysis import plots
+    from csebench.analysis import plots
 
     name = ctx.item.layout["analysis"]
     models = {label: read_json_cached(f) for label, _, f in _model_analysis_files(ctx)}

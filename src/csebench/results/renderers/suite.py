@@ -16,16 +16,16 @@ from pathlib import Path
 
 import numpy as np
 
-from ...io import save_png, write_csv, write_text
-from ...provenance import mixed_note, summary_line
-from ...stats import TestResult, paired_bootstrap_sts, paired_ttest
-from ..pages import suite_readme
-from ..plotting import plot_curve, pyplot
-from ..published import Published, for_run
-from ..context import Context, Renderer
-from ..plotting import placeholder
-from ..runs import KINDS, RunRef, RunResult, mean_std, run_path, same_run_text, seed_of_folder
-from ..tables import DASH, Table, csv_number, delta, fmt, fmt_p, latex_escape, ours_text
+from csebench.io import save_png, write_csv, write_text
+from csebench.provenance import mixed_note, summary_line
+from csebench.stats import TestResult, paired_bootstrap_sts, paired_ttest
+from csebench.results.pages import suite_readme
+from csebench.results.plotting import plot_curve, pyplot
+from csebench.results.published import Published, for_run
+from csebench.results.context import Context, Renderer
+from csebench.results.plotting import placeholder
+from csebench.results.runs import KINDS, RunRef, RunResult, mean_std, run_path, same_run_text, seed_of_folder
+from csebench.results.tables import DASH, Table, csv_number, delta, fmt, fmt_p, latex_escape, ours_text
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +35,8 @@ BASELINE_METHOD = "simcse"
 def records(ctx: Context, kind: str) -> list[RunResult]:
     """The ``kind`` result of every evaluated run and seed of the suite that exists, its identity
     (suite, run, seed) from params.yaml, method and backbone from run_info (else params.yaml)."""
-    from ...config import find_run
-    from ...suites import evaluated_jobs
+    from csebench.config import find_run
+    from csebench.suites import evaluated_jobs
 
     suite, out = _suite(ctx), []
     for run, seed in evaluated_jobs(ctx.params, suite):
@@ -141,7 +141,7 @@ def add_significance(rows: list[Row], kind: str = "sts", n_boot: int = 1000) -> 
 
 
 def _bootstrap(row: Row, base: Row, n_boot: int) -> TestResult:
-    from ...evaluation.sts import TEST_TASKS, load_pairs
+    from csebench.evaluation.sts import TEST_TASKS, load_pairs
 
     common = sorted(set(row.seeds) & set(base.seeds))
     ra = next((r for r in row.records if common and r.info["seed"] == common[0]), row.records[0])
@@ -382,7 +382,7 @@ def glance_rows(rows: list[Row]) -> list[list[str]]:
 
 def suite_inputs(ctx: Context) -> list[str]:
     """sts.json, sts_pairs.npz and transfer.json of every evaluated run and seed, the curves of all."""
-    from ...suites import evaluated_jobs, jobs
+    from csebench.suites import evaluated_jobs, jobs
 
     suite = _suite(ctx)
     evaluated = [run_path(ctx.params, ctx.results, RunRef(suite, r), s) for r, s in evaluated_jobs(ctx.params, suite)]
