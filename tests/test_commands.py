@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from csebench.cli import build_parser
-from csebench.commands import COMMANDS
+from csebench.core.commands import COMMANDS
 from runhelpers import SHARED
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "csebench"

@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from csebench.errors import ConfigError
+from csebench.core.errors import ConfigError
 from csebench.objectives import validate_objectives
 from csebench.objectives.compose import Objective
 from csebench.objectives.base import StepContext
@@ -145,7 +145,7 @@ def test_bad_settings_are_one_line_errors(bad):
 
 
 def test_a_run_holds_one_teacher_term():
-    from csebench.teacherspec import teacher_term
+    from csebench.study.teacherspec import teacher_term
 
     with pytest.raises(ConfigError, match="a run may hold one of them"):
         teacher_term({"distillation": {"teachers": "simcse"}, "ranking_distillation": {"teachers": "simcse"}})

@@ -1,4 +1,4 @@
-"""csebench.warm: a local build's jobs run in children of one warm Python; what a job sees (arguments,
+"""csebench.workflow.warm: a local build's jobs run in children of one warm Python; what a job sees (arguments,
 folder, environment, streams, exit code, signals) is what it would see cold, and anything amiss falls
 back to a cold start."""
 
@@ -16,7 +16,7 @@ from runhelpers import BIN, ROOT, ci_training, train_argv, write_config
 
 @pytest.fixture()
 def server(monkeypatch):
-    from csebench import warm
+    from csebench.workflow import warm
 
     proc = warm.start()
     assert proc is not None and os.environ.get(warm.ENV)

@@ -41,8 +41,8 @@ class TransferResult:
 
 
 def _senteval(senteval: str | os.PathLike | None, params: str = "params.yaml"):
-    from csebench.config import load_params, shared_senteval
-    from csebench.data import senteval_root
+    from csebench.study.params import load_params, shared_senteval
+    from csebench.training.data import senteval_root
 
     if senteval is None:
         senteval = shared_senteval(load_params(params) if os.path.isfile(params) else None,
@@ -56,25 +56,25 @@ def _encoder(model: Any, pooler: str | None, batch_size: int | None, precision: 
     import numpy as np
     import torch
 
-    from csebench.embeddings import encode_with
-    from csebench.encoder import SentenceEncoder, eval_pooler_of
+    from csebench.evaluation.embeddings import encode_with
+    from csebench.model.encoder import SentenceEncoder, eval_pooler_of
 
     if isinstance(model, SentenceEncoder):
         if pooler is not None:
             model.pooler = "cls_before_pooler" if pooler == "cls" else pooler
         return encode_with(model, batch_size, precision, False), model.pooler
     if isinstance(model, (str, os.PathLike)):
-        from csebench.config import load_params, may_name_backbone, named_backbone_model
+        from csebench.study.params import load_params, may_name_backbone, named_backbone_model
 
         name = str(model)
         if may_name_backbone(name) and os.path.isfile(params):
             name = named_backbone_model(load_params(params), name) or name
-        from csebench.embeddings import model_encoder
+        from csebench.evaluation.embeddings import model_encoder
 
         return model_encoder(name, pooler, batch_size, precision), eval_pooler_of(name, pooler)
     encode = getattr(model, "encode", model)
     if not callable(encode):
-        from csebench.errors import ConfigError
+        from csebench.core.errors import ConfigError
 
         raise ConfigError(f"model: a name or path, a csebench encoder, an object with encode(), or a function; got {type(model).__name__}")
 
@@ -89,7 +89,7 @@ def evaluate_sts(model: Any, senteval: str | os.PathLike | None = None, pooler: 
                  batch_size: int | None = None, precision: str = "fp32", max_pairs: int | None = None,
                  params: str = "params.yaml") -> STSResult:
     """The 7 STS tasks as the papers score them. ``pooler`` None: the saved run's, else the model's own
-    declared pooling, else cls_before_pooler (csebench.encoder.eval_pooler_of). ``max_pairs``: a seeded
+    declared pooling, else cls_before_pooler (csebench.model.encoder.eval_pooler_of). ``max_pairs``: a seeded
     subset of each task (a quick look; the result says protocol "capped")."""
     from csebench.evaluation.sts import evaluate_sts as run
 

@@ -1,5 +1,5 @@
 """csebench's command line: the thin layer the Snakemake rules (and users) call. Each command is declared
-beside its handler (csebench.commands.command), with the shared option groups; `csebench --help` lists
+beside its handler (csebench.core.commands.command), with the shared option groups; `csebench --help` lists
 them all, `csebench COMMAND --help` one command's options.
 """
 
@@ -15,11 +15,12 @@ import sys
 import threading
 import time
 
-from csebench.commands import (BATCH_SIZE, COMMANDS, EVAL_ENCODING, EVALUATED_RUN, MODEL, NO_PROGRESS, NO_VERIFY, OUT, PARAMS,
-                       KEY, POOLER, RUN, SENTEVAL, add_commands, command, option, positive_int)
-from csebench.config import EVAL_PRECISIONS
-from csebench.errors import ConfigError, CsebenchError, DataError, TrainingError
-from csebench.startup import CommandClock
+from csebench.core.commands import (BATCH_SIZE, COMMANDS, EVAL_ENCODING, EVALUATED_RUN, MODEL, NO_PROGRESS,
+    NO_VERIFY, OUT, PARAMS, KEY, POOLER, RUN, SENTEVAL, add_commands, command, option, positive_int)
+from csebench.core.choices import EVAL_PRECISIONS
+from csebench.core.errors import ConfigError, CsebenchError, DataError, TrainingError
+from csebench.core.startup import CommandClock
+from csebench.study.jobs import suite_jobs
 
 
 def classifier_options(cap: str) -> tuple:
@@ -58,7 +59,7 @@ def _setup_logging(verbose: bool) -> None:
 
 
 def _params(args):
-    from csebench.config import load_params
+    from csebench.study.params import load_params
 
     return load_params(args.params, args.config)
 
@@ -67,7 +68,7 @@ def _resolve_inputs(args) -> None:
     """What params.yaml names, for the commands that take a model or SentEval data: ``--model NAME`` with a
     backbone name of params.yaml is that backbone's model (``minilm`` is ``packaged:minilm``), and without
     ``--senteval`` the SentEval data are the shared ones (paths.shared/senteval, $CSEBENCH_SHARED)."""
-    from csebench.config import load_params, may_name_backbone, named_backbone_model, shared_senteval
+    from csebench.study.params import load_params, may_name_backbone, named_backbone_model, shared_senteval
 
     model = getattr(args, "model", None)
     named = isinstance(model, str) and hasattr(args, "params") and may_name_backbone(model)
@@ -85,8 +86,8 @@ def _resolve_inputs(args) -> None:
 
 @command("prepare-corpus", "write the (sampled) training corpus", PARAMS, option("--data", required=True, help="data source name in params.yaml"), OUT)
 def cmd_prepare_corpus(args) -> None:
-    from csebench.config import data_config
-    from csebench.data import prepare_corpus
+    from csebench.study.resolve import data_config
+    from csebench.training.data import prepare_corpus
 
     prepare_corpus(data_config(_params(args), args.data).corpus, args.out)
 
@@ -96,8 +97,8 @@ def cmd_prepare_corpus(args) -> None:
          option("--backbone", required=True, help="backbone name in params.yaml"),
          OUT.but(help="the note of what was fetched and its hub commits, e.g. data/backbones/NAME.json"))
 def cmd_fetch_backbone(args) -> None:
-    from csebench.fetch import fetch_backbone
-    from csebench.io import write_json
+    from csebench.study.fetch import fetch_backbone
+    from csebench.core.io import write_json
 
     write_json(args.out, fetch_backbone(_params(args), args.backbone))
 
@@ -107,8 +108,8 @@ def cmd_fetch_backbone(args) -> None:
          option("--model", required=True, help="its hub id (ORG/NAME may be written ORG--NAME)"),
          OUT.but(help="the note of what was fetched and its hub commit, e.g. data/generators/NAME.json"))
 def cmd_fetch_generator(args) -> None:
-    from csebench.fetch import fetch_generator
-    from csebench.io import write_json
+    from csebench.study.fetch import fetch_generator
+    from csebench.core.io import write_json
 
     write_json(args.out, fetch_generator(args.model))
 
@@ -116,8 +117,8 @@ def cmd_fetch_generator(args) -> None:
 @command("prepare-senteval", "locate or download the SentEval data", PARAMS, option("--data", required=True, help="data source name in params.yaml"),
          OUT.but(help="folder for the pointer file ROOT (and the extracted tarball)"))
 def cmd_prepare_senteval(args) -> None:
-    from csebench.config import data_config
-    from csebench.data import prepare_senteval
+    from csebench.study.resolve import data_config
+    from csebench.training.data import prepare_senteval
 
     prepare_senteval(data_config(_params(args), args.data).senteval, args.out)
 
@@ -127,8 +128,8 @@ def cmd_prepare_senteval(args) -> None:
          OUT.but(help="folder for the pointer file ROOT"),
          option("--tasks", nargs="+", default=None, help="probing tasks (default: SentLen TreeDepth CoordInv)"))
 def cmd_prepare_probing(args) -> None:
-    from csebench.config import probing_source
-    from csebench.data import prepare_probing
+    from csebench.study.resolve import probing_source
+    from csebench.training.data import prepare_probing
 
     prepare_probing(probing_source(_params(args), args.data), args.out, args.tasks)
 
@@ -139,7 +140,7 @@ def _name_run(args, params: dict) -> None:
     if getattr(args, "key", None):
         if args.suite or args.run:
             raise ConfigError("give either --key or --suite and --run, not both")
-        from csebench.suites import runs_of
+        from csebench.study.jobs import runs_of
 
         args.suite, args.run = runs_of(params).first(args.key, args.seed)
     elif not (args.suite and args.run):
@@ -148,8 +149,8 @@ def _name_run(args, params: dict) -> None:
 
 @command("show-config", "print a run's resolved configuration, key and fingerprint", PARAMS, RUN)
 def cmd_show_config(args) -> None:
-    from csebench.config import resolve_run
-    from csebench.io import dumps_json
+    from csebench.study.resolve import resolve_run
+    from csebench.core.io import dumps_json
 
     params = _params(args)
     _name_run(args, params)
@@ -159,11 +160,11 @@ def cmd_show_config(args) -> None:
 @command("runs", "each suite's runs, the folder each is trained in, and which are shared", PARAMS,
          option("--suites", nargs="+", help="default: every suite of params.yaml"))
 def cmd_runs(args) -> None:
-    from csebench.suites import jobs, runs_of
+    from csebench.study.jobs import runs_of
 
     params = _params(args)
     runs = runs_of(params)
-    listed = [(suite, run, seed) for suite in args.suites or list((params.get("suites") or {})) for run, seed in jobs(params, suite)]
+    listed = [(suite, run, seed) for suite in args.suites or list((params.get("suites") or {})) for run, seed in suite_jobs(params, suite)]
     for suite, run, seed in listed:
         same = runs.same_run_as(suite, run, seed)
         print(f"{suite + '/' + run + ' seed ' + str(seed):<60} {runs.folder(suite, run, seed)}" + (f"  same run as {same}" if same else ""))
@@ -174,12 +175,13 @@ def cmd_runs(args) -> None:
 def _refuse_view(out: str, params: dict, suite: str, run: str, seed: int) -> None:
     """A suite's folder of a run is a view (links and relabelled copies, docs/runs.md): training there
     would leave the run's own folder, which every suite listing the run reads, behind."""
-    from csebench.suites import run_dir, run_folder
+    from csebench.core.paths import run_dir
+    from csebench.study.jobs import run_folder
 
     view = os.path.join(out, "train.json")
     folder = None
     if os.path.islink(os.path.join(out, "model")) and os.path.isfile(view):
-        from csebench.io import read_json
+        from csebench.core.io import read_json
 
         folder = read_json(view).get("run_folder")  # a view's relabelled train.json names the run's folder
     if folder is None and os.path.normpath(out) == os.path.normpath(run_dir(params, suite, run, seed)):  # not made yet
@@ -215,7 +217,7 @@ def _setting_value(text: str, where: str):
             return number(text)
         except ValueError:
             pass
-    from csebench.schema import load_yaml_text
+    from csebench.core.schema import load_yaml_text
 
     return load_yaml_text(text, where)
 
@@ -224,8 +226,8 @@ def _one_line_run(args, params: dict) -> None:
     """``train --backbone B --method M --corpus FILE [--set KEY=VALUE ...]``: the run a suite of params.yaml
     would list with that backbone, method, corpus and settings, as suite ``cli`` of this process, so that
     its key (and folder, results/runs/KEY/seedN) is the one the pipeline gives that run."""
-    from csebench.config import digest
-    from csebench.paths import check_name
+    from csebench.study.params import digest
+    from csebench.core.paths import check_name
 
     if args.suite or args.run or args.key:
         raise ConfigError("give either --backbone and --method (a run of your own) or --suite/--run/--key (a run of params.yaml)")
@@ -279,12 +281,12 @@ def _one_line_run(args, params: dict) -> None:
                 help="train again into a folder holding a finished run (it is replaced only when the new run completes)"),
          NO_VERIFY)
 def cmd_train(args) -> None:
-    from csebench import distributed
-    from csebench.config import resolve_run
-    from csebench.io import dumps_json
-    from csebench.runlock import run_lock
+    from csebench.core import distributed
+    from csebench.study.resolve import resolve_run
+    from csebench.core.io import dumps_json
+    from csebench.workflow.runlock import run_lock
 
-    from csebench.fetch import offline
+    from csebench.study.fetch import offline
 
     params = _params(args)
     if args.backbone or args.method:
@@ -298,7 +300,7 @@ def cmd_train(args) -> None:
     if args.out is None:
         if args.suite != "cli":
             raise ConfigError("train: --out is required with --suite/--run or --key (the pipeline passes the run's folder)")
-        from csebench.paths import key_dir, results_root
+        from csebench.core.paths import key_dir, results_root
 
         args.out = key_dir(results_root(params), cfg.key(), args.seed)
         logging.getLogger("csebench").info("run %s, key %s: %s", args.run, cfg.key(), args.out)
@@ -311,14 +313,14 @@ def cmd_train(args) -> None:
             raise TrainingError(f"run folder {args.out} holds a finished run (train.json); pass --force to train it "
                                 "again (the finished run stays until the new one has completed) or choose another --out")
         if not cfg.train:  # an evaluation-only run: the backbone itself is the model, no corpus is read
-            from csebench.untrained_run import write_untrained_run
+            from csebench.training.untrained_run import write_untrained_run
 
             summary = write_untrained_run(cfg, args.senteval, args.out, cfg.dev_file)
         else:
             if not args.corpus:
                 raise ConfigError(f"train: --corpus is required for run {args.suite}/{args.run} "
                                   "(only runs with train: false read none)")
-            from csebench.trainer import Trainer
+            from csebench.training.trainer import Trainer
 
             distributed.init_from_env()
             try:
@@ -333,7 +335,7 @@ def cmd_train(args) -> None:
 
 def _eval_encode_fn(args):
     """The saved model's (or its embeddings table's) encode function for an evaluator."""
-    from csebench.embeddings import evaluation_encoder
+    from csebench.evaluation.embeddings import evaluation_encoder
 
     return evaluation_encoder(args.model, args.pooler, args.batch_size, args.precision, args.embeddings,
                               progress=not args.no_progress)
@@ -353,12 +355,12 @@ def _eval_encode_fn(args):
                      "split; a sentence the table lacks is encoded when an analysis asks for it)"),
          STS_CAP, NO_PROGRESS, NO_VERIFY)
 def cmd_embed(args) -> None:
-    from csebench.data import senteval_root
-    from csebench.embeddings import evaluation_sentences, model_encoder, model_fingerprint, write_embeddings
-    from csebench.encoder import eval_pooler_of
+    from csebench.training.data import senteval_root
+    from csebench.evaluation.embeddings import evaluation_sentences, model_encoder, model_fingerprint, write_embeddings
+    from csebench.model.encoder import eval_pooler_of
     from csebench.evaluation.sts import load_extra_sets
-    from csebench.encoder import autocast_name
-    from csebench.provenance import collect
+    from csebench.model.encoder import autocast_name
+    from csebench.core.provenance import collect
 
     t0 = time.perf_counter()
     extra = load_extra_sets(args.sts_pairs, args.max_sts_pairs, args.senteval_seed)
@@ -390,7 +392,7 @@ def cmd_embed(args) -> None:
          STS_CAP, option("--senteval-seed", type=int, default=1111, help="seed of the --max-sts-pairs subsets (default: 1111)"),
          EVALUATED_RUN)
 def cmd_eval_sts(args) -> None:
-    from csebench.data import senteval_root
+    from csebench.training.data import senteval_root
     from csebench.evaluation.sts import evaluate_sts, load_extra_sets
 
     run_info = _run_info(args)  # first: a mistake in --config or --suite stops before minutes of encoding
@@ -408,7 +410,7 @@ def cmd_eval_sts(args) -> None:
     if args.out:
         _write_evaluation(args, res, encode, run_info, t0)
     else:
-        from csebench.io import dumps_json
+        from csebench.core.io import dumps_json
 
         print(dumps_json({"tasks": res["tasks"], "avg": res.get("avg"), "protocol": res.get("protocol"),
                           "model": args.model, "pooler": pooler}, indent=2))
@@ -425,12 +427,12 @@ def cmd_eval_sts(args) -> None:
                      "load and encode nothing"),
          classifier_options("subsample each classifier training set to N items"))
 def cmd_eval_transfer(args) -> None:
-    from csebench.data import senteval_root
-    from csebench.encoder import eval_pooler_of
+    from csebench.training.data import senteval_root
+    from csebench.model.encoder import eval_pooler_of
     from csebench.evaluation.transfer import TASKS, evaluate_transfer, load_transfer_task
 
     if args.no_transfer:
-        from csebench.envelope import write_result
+        from csebench.evaluation.envelope import write_result
 
         run_info = _run_info(args)
         write_result(args.out, {"tasks": {}, "protocol": "off",
@@ -459,7 +461,7 @@ def cmd_eval_transfer(args) -> None:
                      "(default: SSCL Table 4's SentLen TreeDepth CoordInv)"),
          classifier_options("subsample each train split to N sentences"))
 def cmd_eval_probing(args) -> None:
-    from csebench.data import probing_root
+    from csebench.training.data import probing_root
     from csebench.evaluation.probing import SSCL_TASKS, evaluate_probing, load_probing_task, resolve_tasks
 
     root = probing_root(args.probing)
@@ -482,8 +484,8 @@ def _classifier_eval(args, evaluate, root, data: dict) -> dict:
 
 
 def _write_evaluation(args, res: dict, encode, run_info: dict, t0: float) -> None:
-    """An eval-* result in its envelope (csebench.envelope): timing, how the vectors were made, the run."""
-    from csebench.envelope import write_result
+    """An eval-* result in its envelope (csebench.evaluation.envelope): timing, how the vectors were made, the run."""
+    from csebench.evaluation.envelope import write_result
 
     write_result(args.out, res, {"eval_seconds": round(time.perf_counter() - t0, 2), "encoding": _encoding_info(args, encode),
                                  "run_info": run_info}, args.precision, [getattr(encode, "table", None)])
@@ -506,7 +508,7 @@ def _refuse_undefined(what: str, res: dict, args) -> None:
 
 
 def _encoding_info(args, encode) -> dict:
-    from csebench.envelope import encoding_info
+    from csebench.evaluation.envelope import encoding_info
 
     return encoding_info(args.model, args.pooler, args.precision, args.embeddings, encode)
 
@@ -517,7 +519,7 @@ def _run_info(args) -> dict:
         _name_run(args, params)
     if not (args.suite and args.run):
         return {"name": os.path.basename(os.path.normpath(args.model)), "method": "external", "backbone": args.model}
-    from csebench.config import resolve_run, run_info
+    from csebench.study.resolve import resolve_run, run_info
 
     resolve_run(params, args.suite, args.run, args.seed)  # the whole run checked, as training checks it
     return run_info(params, args.suite, args.run, args.seed)
@@ -533,9 +535,9 @@ def _run_info(args) -> dict:
                 help="fetch the tasks' datasets into the Hugging Face datasets cache (needs network) and stop"),
          EVALUATED_RUN, build=lambda parser: parser.set_defaults(embeddings=None))  # MTEB's sentences are in no SentEval table
 def cmd_eval_mteb(args) -> None:
-    from csebench.embeddings import model_dim, model_fingerprint
+    from csebench.evaluation.embeddings import model_dim, model_fingerprint
     from csebench.evaluation.mteb_eval import DEFAULT_TASKS, PROTOCOL, evaluate_mteb, load_task_data, resolve_tasks
-    from csebench.envelope import envelope
+    from csebench.evaluation.envelope import envelope
 
     tasks = resolve_tasks(args.tasks or DEFAULT_TASKS)
     if args.no_progress:  # datasets' bars while MTEB's data loads
@@ -572,7 +574,7 @@ def cmd_eval_mteb(args) -> None:
                 help="training max length (default: the teacher run's own, from its training_config.json)"),
          BATCH_SIZE, option("--cache-dir", default=None, help="tokenized-corpus cache folder (e.g. data/cache)"), NO_VERIFY)
 def cmd_teacher_cache(args) -> None:
-    from csebench.teachers import build_teacher_cache
+    from csebench.training.teachers import build_teacher_cache
 
     build_teacher_cache(args.model, args.corpus, args.out, max_seq_length=args.max_seq_length,
                         batch_size=args.batch_size, cache_dir=args.cache_dir)
@@ -581,7 +583,7 @@ def cmd_teacher_cache(args) -> None:
 @command("plan", "suites, jobs, training runs and GPU-hours before anything runs", PARAMS,
          option("--suites", nargs="+", default=None, help="default: every suite of the default target"))
 def cmd_plan(args) -> None:
-    from csebench.plan import plan, render_plan
+    from csebench.results.plan import plan, render_plan
     from csebench.results.registry import default_suites
 
     params = _params(args)
@@ -611,7 +613,7 @@ def _depth(text: str) -> int | None:
 def cmd_rehearse(args) -> None:
     from pathlib import Path
 
-    from csebench.rehearse import rehearse, report, select
+    from csebench.workflow.rehearse import rehearse, report, select
 
     # the settings (a suite named ../x, an unknown suite) are checked before --out is made: nothing written yet
     selection = select(args.params, args.config, args.suites, limit=args.limit, only=args.only)
@@ -619,7 +621,7 @@ def cmd_rehearse(args) -> None:
     out.mkdir(parents=True, exist_ok=True)
     root = logging.getLogger()
     quiet = logging.Filter()  # the console shows the rehearsal's lines and errors; every command's log goes to the file
-    quiet.filter = lambda rec: rec.name == "csebench.rehearse" or rec.levelno >= logging.ERROR
+    quiet.filter = lambda rec: rec.name == "csebench.workflow.rehearse" or rec.levelno >= logging.ERROR
     for h in root.handlers:
         h.addFilter(quiet)
     fh = logging.FileHandler(out / "rehearse.log", mode="w", encoding="utf-8")
@@ -644,13 +646,13 @@ def cmd_rehearse(args) -> None:
          option("--first", help="SUITE/RUN: the first suite and run of params.yaml listing this run (default: worked out)"),
          option("names", nargs="+", help="entries of --from to show in --out"))
 def cmd_view_run(args) -> None:
-    from csebench.config import run_info
-    from csebench.runviews import write_view
+    from csebench.study.resolve import run_info
+    from csebench.workflow.runviews import write_view
 
     params = _params(args)
     first = args.first
     if first is None:  # by hand: resolve every run of params.yaml (Snakemake passes --first)
-        from csebench.suites import runs_of
+        from csebench.study.jobs import runs_of
 
         runs = runs_of(params)
         first = "/".join(runs.first(runs.key(args.suite, args.run), args.seed))
@@ -659,7 +661,7 @@ def cmd_view_run(args) -> None:
 
 @command("model-card", "write a run's model card: RUN/model_card.md and RUN/model/README.md", FINISHED_RUN)
 def cmd_model_card(args) -> None:
-    from csebench.modelcard import write_card
+    from csebench.sharing.modelcard import write_card
 
     path = write_card(args.run)
     logging.getLogger("csebench").info("model card: %s (and %s)", path, os.path.join(args.run, "model_card.md"))
@@ -670,7 +672,7 @@ def cmd_model_card(args) -> None:
          option("--public", action="store_true", help="create the repo public (default: private)"),
          option("--dry-run", action="store_true", help="write the card and list the files that would be uploaded; no network access"))
 def cmd_push(args) -> None:
-    from csebench.push import push
+    from csebench.sharing.push import push
 
     files = push(args.run, args.repo_id, public=args.public, dry_run=args.dry_run)
     folder = os.path.join(args.run, "model")
@@ -686,7 +688,7 @@ def cmd_push(args) -> None:
          option("--suite", required=True), option("--results", default="results", help="results folder (default: results)"),
          OUT.but(help="output file, RESULTS/SUITE/metrics.json"))
 def cmd_suite_metrics(args) -> None:
-    from csebench.io import write_json
+    from csebench.core.io import write_json
     from csebench.results.tidy import suite_metrics
 
     write_json(args.out, suite_metrics(_params(args), args.suite, args.results))
@@ -696,7 +698,7 @@ def cmd_suite_metrics(args) -> None:
          option("--out", default="dvc.yaml", help="output file, '-' for stdout"),
          option("--check", action="store_true", help="exit 1 if the file is out of date"))
 def cmd_dvc_yaml(args) -> None:
-    from csebench.dvcgen import main_dvc_yaml
+    from csebench.workflow.dvcgen import main_dvc_yaml
 
     rc = main_dvc_yaml(args.params, args.out, args.check)
     if rc:
@@ -708,7 +710,7 @@ def cmd_dvc_yaml(args) -> None:
          option("targets", nargs="*", default=["runs.dvc"], metavar="TARGET",
                 help=".dvc files or dvc.yaml stages (default: runs.dvc, the run store)"))
 def cmd_dvc_commit(args) -> None:
-    from csebench.dvccommit import dvc_commit
+    from csebench.workflow.dvccommit import dvc_commit
 
     rc = dvc_commit(args.targets)
     if rc:
@@ -716,7 +718,7 @@ def cmd_dvc_commit(args) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """Every command declared with csebench.commands.command: this module's, the analyses' and the results'."""
+    """Every command declared with csebench.core.commands.command: this module's, the analyses' and the results'."""
     from csebench.analysis import cli as _analysis_cli  # noqa: F401  declares analyze and analyze-figure
     from csebench.results import cli as _results_cli  # noqa: F401  declares results
 
@@ -763,7 +765,7 @@ def _on_interrupt(signum, frame) -> None:
         # raised inside an import, KeyboardInterrupt can land in C++ code that cannot pass it on (torch's
         # pybind11 bindings: `terminate called ...`, exit 134 and an 85-line dump): end here instead, the
         # temporaries of unfinished outputs removed (the run lock's file stays: the next train takes it over)
-        from csebench.io import open_temporaries, remove_path
+        from csebench.core.io import open_temporaries, remove_path
 
         for tmp in open_temporaries():
             remove_path(tmp)
@@ -780,7 +782,7 @@ FOLDER_OUT = ("train", "prepare-senteval", "prepare-probing", "eval-mteb", "view
 def _check_outputs(args) -> None:
     """Every output folder takes a file, before any work (a read-only results folder was found only after
     eval-sts had computed everything). Commands that only check (--check) write nothing."""
-    from csebench.io import check_writable
+    from csebench.core.io import check_writable
 
     if getattr(args, "check", False) or args.command in ("dvc-yaml", "show-config", "runs", "plan"):
         return
@@ -798,8 +800,8 @@ def main(argv: list[str] | None = None) -> int:
     """The program (argv None) or an in-process call. Ctrl-C prints one line and gives 130 while the
     command is unfinished, imports and argument parsing included; once it has finished, a Ctrl-C
     interrupts nothing: the program ignores it until it exits, an in-process caller gets its handler back."""
-    if argv is None:  # a job of a local build: run in its warm server where there is one (csebench.warm)
-        from csebench.warm import forward
+    if argv is None:  # a job of a local build: run in its warm server where there is one (csebench.workflow.warm)
+        from csebench.workflow.warm import forward
 
         rc = forward(sys.argv[1:])
         if rc is not None:
@@ -817,11 +819,11 @@ def main(argv: list[str] | None = None) -> int:
         _COMMAND[0] = outer or command
         _setup_logging(args.verbose)
         _check_outputs(args)
-        from csebench.provenance import reset
+        from csebench.core.provenance import reset
 
         reset()  # a result's provenance names the data files read by its own command
         if hasattr(args, "no_verify"):  # the commands that load a model
-            from csebench.encoder import VERIFY_WEIGHTS
+            from csebench.model.encoder import VERIFY_WEIGHTS
 
             VERIFY_WEIGHTS[0] = not args.no_verify
         if args.threads:
@@ -838,7 +840,7 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())  # no second error as Python flushes stdout at exit
         return 0
     except Exception as exc:  # a full disk, a read-only or forbidden folder found while writing: one line
-        from csebench.io import os_error_of
+        from csebench.core.io import os_error_of
 
         failed = os_error_of(exc)  # an OSError, or safetensors' error that carries one
         if failed is None or failed.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM):

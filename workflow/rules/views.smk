@@ -8,7 +8,7 @@
 
 import os
 
-from csebench import paths
+from csebench.core import paths
 
 localrules: view_trained, view_evaluated, view_probing, view_analysis
 

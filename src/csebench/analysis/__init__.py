@@ -15,7 +15,7 @@ cli (`csebench analyze`), pipeline (the Snakemake rules).
     distill.ensemble_encode     DistillCSE Table 5  mean of members' normalized embeddings (STS)
 """
 
-from csebench.lazy import LazyRegistry
+from csebench.core.lazy import LazyRegistry
 
 # name -> its base.Analysis: the ANALYSIS of analyses/NAME.py, then those other installed packages add through
 # the entry-point group csebench.analyses (name -> "module:ANALYSIS", the Analysis of a module named NAME)

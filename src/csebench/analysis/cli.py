@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from csebench.commands import NO_VERIFY, PARAMS, add_options, command, option
+from csebench.core.commands import NO_VERIFY, PARAMS, add_options, command, option
 from csebench.analysis import ANALYSES
 
 
@@ -32,8 +32,8 @@ def _build_analyze(parser) -> None:
 @command("analyze", "one of the papers' analyses of a model (JSON; some also PNG or Markdown): analyze NAME --help",
          build=_build_analyze)
 def cmd_analyze(args) -> None:
-    from csebench.data import read_corpus  # noqa: F401  its checks, and the corpus sha256 in the provenance
-    from csebench.errors import ConfigError
+    from csebench.core.corpus import read_corpus  # noqa: F401  its checks, and the corpus sha256 in the provenance
+    from csebench.core.errors import ConfigError
     from csebench.analysis.base import Context
 
     a = ANALYSES.get(args.analysis)
@@ -71,8 +71,8 @@ def _label_of(path: str, res: dict) -> str:
 
 @command("analyze-figure", "a suite's figure or table from analysis results: analyze-figure NAME --help", build=_build_figure)
 def cmd_analyze_figure(args) -> None:
-    from csebench.io import read_json
-    from csebench.provenance import blocks_of, result_json, summary_line
+    from csebench.core.io import read_json
+    from csebench.core.provenance import blocks_of, result_json, summary_line
 
     a = ANALYSES.get(args.analysis)
     # the footer: the provenance of every result drawn (an input .md stands for its .json sibling)

@@ -17,11 +17,11 @@ import torch
 
 from csebench.evaluation.sts import PairSet, cosine_rows, evaluate_sts, load_stsb, spearman100
 from csebench.analysis import measures as M
+from csebench.results.analysis_plots import GROUP_LABELS
 
 log = logging.getLogger(__name__)
 
 EncodeFn = Callable[[list[str]], torch.Tensor]
-GROUP_LABELS = ["0-1", "1-2", "2-3", "3-4", "4-5"]
 
 
 def _pair_embeddings(encode: EncodeFn, ps: PairSet) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -72,7 +72,7 @@ def layer_similarities(enc, sentences: Sequence[str], batch_size: int | None = N
     Sentence representations of layer l use the encoder's own pooler applied to layer l (CLS of that
     layer for cls poolers, masked mean for avg). TokSim counts the sentence's tokens (special tokens
     [CLS]/[SEP] excluded unless ``exclude_special`` is False). Layers are 1..L (0 = embeddings left out)."""
-    from csebench.encoder import pool
+    from csebench.model.encoder import pool
 
     uniq = sorted(set(sentences))
     tok = enc.tokenizer
@@ -87,7 +87,7 @@ def layer_similarities(enc, sentences: Sequence[str], batch_size: int | None = N
     was_training = enc.training
     enc.eval()
     device = next(enc.parameters()).device
-    from csebench.encoder import default_encode_batch_size
+    from csebench.model.encoder import default_encode_batch_size
 
     batch_size = batch_size or default_encode_batch_size(device)
     try:

@@ -5,7 +5,7 @@ file and its test.
   - the config: `analyses:` (which a suite builds: those ``listed``) and `analysis: {NAME: {...}}` (their
     settings: each analysis's Settings, defaults filled in), checked when the Snakefile loads;
   - a rule per analysis with a ``pipeline``, analysis_NAME: its inputs (``pipeline(job)``, a Job), its
-    outputs (csebench.paths, by what it reads), its command line (its inputs, settings and outputs);
+    outputs (csebench.core.paths, by what it reads), its command line (its inputs, settings and outputs);
   - a rule per suite-level figure or table (``combine``), analysis_NAME_suite;
   - the targets of a suite (`rule all`, the links of its README).
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import shlex
 
-from csebench import paths
+from csebench.core import paths
 from csebench.analysis import ANALYSES
 from csebench.analysis.base import INPUTS, MODEL_INPUTS, Analysis, settings_argv
 
@@ -45,13 +45,13 @@ class Job:
         return self.pipe.runs.first(self.w.key, int(self.w.seed))
 
     def runs(self, evaluated: bool = False) -> list[tuple[str, int]]:
-        from csebench.suites import evaluated_jobs, jobs
+        from csebench.study.jobs import evaluated_jobs, suite_jobs as jobs
 
         return (evaluated_jobs if evaluated else jobs)(self.params, self.suite)
 
     def evaluation(self, key: str):
         """A setting of the evaluation the job's folder names (or of its suite's)."""
-        from csebench.suites import suite_evaluation
+        from csebench.study.jobs import suite_evaluation
 
         ev = self.pipe.runs.eval_settings(self.w.ev) if hasattr(self.w, "ev") else suite_evaluation(self.params, self.suite)
         return ev[key]
@@ -80,12 +80,12 @@ class Job:
         self.inputs["embeddings"] = [f"{self.pipe.runs.eval_folder(self.suite, r, s)}/embeddings.npz" for r, s in jobs]
 
     def corpus(self) -> None:
-        from csebench.suites import suite_data
+        from csebench.study.jobs import suite_data
 
         self.inputs["corpus"] = paths.corpus_file(self.pipe.data, suite_data(self.params, self.suite))
 
     def senteval(self) -> None:
-        from csebench.suites import suite_data
+        from csebench.study.jobs import suite_data
 
         self.inputs["senteval"] = paths.senteval_pointer(self.pipe.data, suite_data(self.params, self.suite))
 
@@ -210,7 +210,7 @@ class AnalysisPipeline:
 
     def combine_inputs(self, a: Analysis):
         """wildcards -> {results: every evaluated run's result, sts: their sts.json (when it colours them)}."""
-        from csebench.suites import evaluated_jobs
+        from csebench.study.jobs import evaluated_jobs
 
         def files(w):
             jobs = evaluated_jobs(self.params, w.suite)

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from csebench.errors import DataError
-from csebench.provenance import record_data
+from csebench.core.errors import DataError
+from csebench.core.provenance import record_data
 from csebench.evaluation import transfer as T
 
 log = logging.getLogger(__name__)

@@ -24,9 +24,9 @@ import numpy as np
 import torch
 from scipy.stats import spearmanr
 
-from csebench.errors import ConfigError, DataError
-from csebench.io import read_utf8
-from csebench.provenance import record_data
+from csebench.core.errors import ConfigError, DataError
+from csebench.core.io import read_utf8
+from csebench.core.provenance import record_data
 from csebench.evaluation import STS_TASKS
 
 log = logging.getLogger(__name__)
@@ -378,7 +378,7 @@ def evaluate_sts(encode: EncodeFn, root: str | os.PathLike, tasks: list[str] | N
 
 def save_pairs(path: str | os.PathLike, pairs: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
     """Atomically write per-pair predictions as ``<task>.sim`` / ``<task>.gold`` arrays in one .npz."""
-    from csebench.io import atomic_path
+    from csebench.core.io import atomic_path
 
     arrays = {}
     for task, (sim, gold) in pairs.items():
@@ -389,7 +389,7 @@ def save_pairs(path: str | os.PathLike, pairs: dict[str, tuple[np.ndarray, np.nd
 
 
 def load_pairs(path: str | os.PathLike) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    from csebench.io import load_npz
+    from csebench.core.io import load_npz
 
     what, remedy = "an STS pairs file (`eval-sts --pairs-out`)", "delete it and rerun `csebench eval-sts --pairs-out`"
     z = load_npz(path, what, remedy)

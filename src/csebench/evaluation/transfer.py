@@ -61,8 +61,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from csebench.errors import ConfigError, DataError
-from csebench.provenance import record_data
+from csebench.core.errors import ConfigError, DataError
+from csebench.core.provenance import record_data
 from csebench.evaluation import TRANSFER_TASKS
 
 log = logging.getLogger(__name__)

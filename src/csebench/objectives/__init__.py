@@ -18,9 +18,9 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from csebench.errors import ConfigError
-from csebench.lazy import LazyRegistry, dist_name
-from csebench.schema import from_dict
+from csebench.core.errors import ConfigError
+from csebench.core.lazy import LazyRegistry, dist_name
+from csebench.core.schema import from_dict
 
 if TYPE_CHECKING:
     from csebench.objectives.base import ObjectiveTerm
@@ -98,8 +98,8 @@ def added_tokens(objectives: dict[str, dict], tokenizer, max_seq_length: int) ->
 
 def generators(objectives: dict | None) -> list[str]:
     """The second pretrained models the terms load besides the backbone (DiffCSE's masked-LM ``generator``), as
-    the terms' settings name them: fetched like a backbone (csebench.fetch), costed by csebench.plan and built at
-    their published architecture by a rehearsal (csebench.architectures.GENERATORS). Torch-free."""
+    the terms' settings name them: fetched like a backbone (csebench.study.fetch), costed by csebench.results.plan and built at
+    their published architecture by a rehearsal (csebench.model.architectures.GENERATORS). Torch-free."""
     out = []
     for settings in (objectives or {}).values():
         gen = settings.get("generator") if isinstance(settings, dict) else None

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from csebench.errors import ConfigError
-from csebench.schema import from_dict
+from csebench.core.errors import ConfigError
+from csebench.core.schema import from_dict
 from csebench.objectives import term_class
 from csebench.objectives.base import StepContext
 from csebench.objectives.contrastive import info_nce

@@ -44,8 +44,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from csebench.errors import ConfigError
-from csebench.teacherspec import parse_teachers
+from csebench.core.errors import ConfigError
+from csebench.study.teacherspec import parse_teachers
 from csebench.objectives.base import ObjectiveTerm, StepContext, cosine_matrix
 from csebench.objectives.contrastive import contrastive_logits
 

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from csebench.errors import ConfigError
+from csebench.core.errors import ConfigError
 from csebench.objectives.base import ObjectiveTerm, StepContext, cosine_matrix
 
 

@@ -47,7 +47,7 @@ from typing import ClassVar
 
 import torch
 
-from csebench.errors import ConfigError
+from csebench.core.errors import ConfigError
 from csebench.objectives.base import ObjectiveTerm, StepContext, cosine_matrix
 from csebench.objectives.contrastive import info_nce
 

@@ -24,7 +24,7 @@ from typing import ClassVar
 
 import torch
 
-from csebench.errors import ConfigError
+from csebench.core.errors import ConfigError
 from csebench.objectives.base import ObjectiveTerm, StepContext, cosine_matrix
 
 VARIANTS = ("released", "own")

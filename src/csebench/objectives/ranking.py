@@ -40,8 +40,8 @@ from typing import Any, ClassVar
 import torch
 import torch.nn.functional as F
 
-from csebench.errors import ConfigError
-from csebench.teacherspec import parse_teachers
+from csebench.core.errors import ConfigError
+from csebench.study.teacherspec import parse_teachers
 from csebench.objectives.base import ObjectiveTerm, StepContext, cosine_matrix
 
 LOSSES = ("listnet", "listmle")

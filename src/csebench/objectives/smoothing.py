@@ -42,7 +42,7 @@ from typing import ClassVar
 import torch
 import torch.nn.functional as F
 
-from csebench.errors import ConfigError
+from csebench.core.errors import ConfigError
 from csebench.objectives.base import ObjectiveTerm, StepContext, cosine_matrix
 
 RETRIEVALS = ("knn", "kmeans")

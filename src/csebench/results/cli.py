@@ -7,20 +7,20 @@ import logging
 import sys
 from pathlib import Path
 
-from csebench.argtypes import positive_int
-from csebench.commands import Command, command, option
+from csebench.core.argtypes import positive_int
+from csebench.core.commands import Command, command, option
 
 log = logging.getLogger("csebench")
 
 
 def _params(args) -> dict:
-    from csebench.config import load_params
+    from csebench.study.params import load_params
 
     return load_params(args.params, args.config)
 
 
 def cmd_render(args) -> None:
-    from csebench.io import staged_outputs
+    from csebench.core.io import staged_outputs
     from csebench.results.render import render_item
 
     params = _params(args)
@@ -32,7 +32,7 @@ def cmd_render(args) -> None:
 
 
 def cmd_docs(args) -> None:
-    from csebench.io import write_text
+    from csebench.core.io import write_text
     from csebench.results.pages import reproduction_md
 
     text = reproduction_md()
@@ -47,7 +47,7 @@ def cmd_docs(args) -> None:
 
 
 def cmd_front_page(args) -> None:
-    from csebench.io import write_text
+    from csebench.core.io import write_text
     from csebench.results.pages import front_page
 
     write_text(args.out, front_page(args.results, _params(args), out_path=args.out))
@@ -66,7 +66,7 @@ def cmd_list(args) -> None:
 
 
 def _build(parser) -> None:
-    from csebench.commands import PARAMS, add_commands
+    from csebench.core.commands import PARAMS, add_commands
     from csebench.results.context import SCALES
 
     results = option("--results", default="results", help="results root (default: results)")

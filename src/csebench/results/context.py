@@ -13,7 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Callable
 
-from csebench.errors import ConfigError
+from csebench.core.errors import ConfigError
 from csebench.results import metrics as M
 from csebench.results.registry import Item, load_registry
 from csebench.results.runs import RunRef, parse_run, read_json_cached, same_run_text
@@ -71,7 +71,7 @@ class Context:
         return name if self.scale == "paper" else ((self.item.demo or {}).get("suites") or {}).get(name, name)
 
     def has_run(self, ref: RunRef) -> bool:
-        from csebench.config import find_run
+        from csebench.study.resolve import find_run
 
         try:
             find_run(self.params, ref.suite, ref.run)
@@ -116,7 +116,7 @@ class Context:
     @cached_property
     def provenance(self) -> str:
         """The footer line of the item: the provenance of every result file it reads that exists."""
-        from csebench.provenance import blocks_of, result_json, summary_line
+        from csebench.core.provenance import blocks_of, result_json, summary_line
 
         inputs = self.renderer.inputs(self) if self.renderer else []
         files = dict.fromkeys(j for f in inputs if (j := result_json(f)) is not None)

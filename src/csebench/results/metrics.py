@@ -14,8 +14,8 @@ Metric names (Spearman and accuracies x 100, as the papers print them):
 
 from __future__ import annotations
 
-from csebench.errors import ConfigError
-from csebench.paths import analysis_file
+from csebench.core.errors import ConfigError
+from csebench.core.paths import analysis_file
 from csebench.results.runs import RunRef, RunResult, dig, number, read_json_cached, run_path
 
 DEV_KEYS = {"stsb_dev": "stsb_dev_best", "sickr_dev": "sickr_dev", "avg_sts_dev": "avg_sts_dev"}  # train.json keys
@@ -64,7 +64,7 @@ def value(metric: str, results: str, ref: RunRef, seed: int, params: dict | None
 
 
 def config_value(path: str, params: dict | None, ref: RunRef, seed: int):
-    from csebench.config import resolve_run
+    from csebench.study.resolve import resolve_run
 
     if params is None:
         raise ConfigError(f"metric config:{path} needs params.yaml")
@@ -80,6 +80,6 @@ def config_value(path: str, params: dict | None, ref: RunRef, seed: int):
 
 
 def seeds_of(params: dict, ref: RunRef) -> list[int]:
-    from csebench.config import suite_seeds
+    from csebench.study.resolve import suite_seeds
 
     return suite_seeds(params, ref.suite, ref.run)

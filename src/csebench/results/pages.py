@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from csebench.io import write_text
+from csebench.core.io import write_text
 from csebench.results.registry import Item, Registry, load_registry
 from csebench.results.render import item_outputs
 from csebench.results.tables import Table, rel
@@ -93,7 +93,7 @@ def front_page(results: str = "results", params: dict | None = None, reg: Regist
                out_path: str | Path | None = None) -> str:
     """The front page: built items linked (paper and demo scale), the others with their suites' cost
     given what is built: a run whose outputs are on disk (whichever suite built it) is not counted again."""
-    from csebench.plan import GPU_PEAKS, built_units, distinct, suite_plan
+    from csebench.results.plan import GPU_PEAKS, built_units, distinct, suite_plan
 
     reg = reg or load_registry()
     base = Path(out_path).parent if out_path else Path(results)

@@ -39,9 +39,9 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from csebench.errors import ConfigError
-from csebench.paths import check_name
-from csebench.schema import load_yaml_text
+from csebench.core.errors import ConfigError
+from csebench.core.paths import check_name
+from csebench.core.schema import load_yaml_text
 
 STATUSES = ("rebuilt", "not-applicable", "not-rebuilt")
 KINDS = ("table", "figure")

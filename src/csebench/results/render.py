@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from csebench.lazy import LazyRegistry
-from csebench.paths import items_root as output_root, results_root, suite_dir
+from csebench.core.lazy import LazyRegistry
+from csebench.core.paths import items_root as output_root, results_root, suite_dir
 from csebench.results.context import SCALES, Context, Renderer
 from csebench.results.registry import MTEB, SUITE, Item, load_registry
 

@@ -13,9 +13,9 @@ def run(ctx) -> dict:
 
 
 def draw(results: dict, out: str, args, footer: str) -> None:
-    from csebench.errors import ConfigError
-    from csebench.io import read_json
-    from csebench.analysis.plots import plot_align_uniform
+    from csebench.core.errors import ConfigError
+    from csebench.core.io import read_json
+    from csebench.results.analysis_plots import plot_align_uniform
 
     sts = args.sts or []
     if sts and len(sts) != len(results):

@@ -30,7 +30,7 @@ def run(ctx) -> dict:
 
 
 def draw(results: dict, out: str, args, footer: str) -> None:
-    from csebench.io import write_csv, write_text
+    from csebench.core.io import write_csv, write_text
     from csebench.results.tables import Table, fmt
 
     rows = [[label, res["n_sentences"], res["mean_cosine"], res["mean_cosine_to_centroid"]] for label, res in results.items()]

@@ -13,7 +13,7 @@ def run(ctx) -> dict:
 
 
 def draw(results: dict, out: str, args, footer: str) -> None:
-    from csebench.analysis.plots import plot_cosine_dist
+    from csebench.results.analysis_plots import plot_cosine_dist
 
     plot_cosine_dist(results, out, title=args.title, footer=footer)
 

@@ -45,7 +45,7 @@ def run(ctx) -> dict:
 
 
 def pipeline(job) -> None:
-    from csebench.suites import teacher_jobs
+    from csebench.study.jobs import teacher_jobs
 
     suite, run = job.first_listed()
     teachers = teacher_jobs(job.params, suite, run, int(job.seed))  # a student's teachers are part of the run

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from csebench.commands import option
+from csebench.core.commands import option
 from csebench.analysis.base import Analysis, Combine, Settings, setting
 
 
@@ -17,7 +17,7 @@ class EmbedDimSettings(Settings):
 
 
 def run(ctx) -> dict:
-    from csebench.encoder import read_encoder_meta
+    from csebench.model.encoder import read_encoder_meta
     from csebench.analysis.core import projected_sts
 
     s = ctx.settings
@@ -28,7 +28,7 @@ def run(ctx) -> dict:
 
 
 def draw(results: dict, out: str, args, footer: str) -> None:
-    from csebench.analysis.plots import embed_dim_table
+    from csebench.results.analysis_plots import embed_dim_table
 
     embed_dim_table(results, out, args.csv, footer=footer)
 

@@ -8,7 +8,7 @@ import os
 import time
 from dataclasses import dataclass
 
-from csebench.commands import option
+from csebench.core.commands import option
 from csebench.analysis.base import Analysis, Settings, setting
 
 
@@ -26,8 +26,8 @@ def _backbone_of(model_dir) -> str | None:
 
 
 def run(ctx) -> dict:
-    from csebench.embeddings import EmbeddingTable, model_encoder, table_encode
-    from csebench.errors import DataError
+    from csebench.evaluation.embeddings import EmbeddingTable, model_encoder, table_encode
+    from csebench.core.errors import DataError
     from csebench.evaluation.sts import evaluate_sts, save_pairs
     from csebench.analysis import distill
 

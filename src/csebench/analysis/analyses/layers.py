@@ -24,7 +24,7 @@ def run(ctx) -> dict:
 
 
 def draw(results: dict, out: str, args, footer: str) -> None:
-    from csebench.analysis.plots import plot_layers
+    from csebench.results.analysis_plots import plot_layers
 
     plot_layers(results, out, title=args.title, footer=footer)
 

@@ -22,7 +22,7 @@ def run(ctx) -> dict:
 
     res = retrieve_neighbours(ctx.encode(), ctx.corpus(), queries=ctx.settings.query, **ctx.options("query"))
     if ctx.markdown:
-        from csebench.io import write_text
+        from csebench.core.io import write_text
 
         write_text(ctx.markdown, neighbours_markdown(res, f"Retrieved neighbours ({ctx.label or ctx.model})") + f"\n{ctx.footer()}\n")
     return res
@@ -30,7 +30,7 @@ def run(ctx) -> dict:
 
 def draw(tables: dict, out: str, args, footer: str) -> None:
     """The per-model Markdown tables, one after the other."""
-    from csebench.io import write_text
+    from csebench.core.io import write_text
 
     parts = ["# Retrieved neighbours (IS-CSE Table 9 case study)", ""] + [text.strip() + "\n" for text in tables.values()]
     write_text(out, "\n".join(parts + [footer, ""]))

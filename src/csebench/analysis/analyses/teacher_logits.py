@@ -33,7 +33,7 @@ def run(ctx) -> dict:
                               n_batches=s.n_batches, temperature=s.temperature, seed=s.seed)
     res["teachers_paths"] = list(ctx.teacher)
     if ctx.figure:
-        from csebench.analysis.plots import plot_teacher_logits
+        from csebench.results.analysis_plots import plot_teacher_logits
 
         plot_teacher_logits(res, ctx.figure, title=f"Teacher logits ({len(ctx.teacher)} teacher(s)), batch size "
                                                    f"{s.logit_batch_size}", footer=ctx.footer())
@@ -41,7 +41,7 @@ def run(ctx) -> dict:
 
 
 def pipeline(job) -> None:
-    from csebench.suites import teacher_jobs
+    from csebench.study.jobs import teacher_jobs
 
     runs = job.runs()
     names = [r for r, _ in runs]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from csebench.commands import option
-from csebench.errors import ConfigError
+from csebench.core.commands import option
+from csebench.core.errors import ConfigError
 from csebench.analysis.base import Analysis, Settings, model_label, setting, unique_labels
 
 
@@ -29,7 +29,7 @@ def run(ctx) -> dict:
                          exclude_special=not s.include_special)
     res["paths"] = dict(zip(labels, models))
     if ctx.figure:
-        from csebench.analysis.plots import plot_token_matrices
+        from csebench.results.analysis_plots import plot_token_matrices
 
         plot_token_matrices(res, ctx.figure, title=ctx.title, footer=ctx.footer())
     return res

@@ -25,7 +25,7 @@ def run(ctx) -> dict:
 
     res = topk_negatives(ctx.encode(), ctx.corpus(), **ctx.options())
     if ctx.figure:
-        from csebench.analysis.plots import plot_topk_negatives
+        from csebench.results.analysis_plots import plot_topk_negatives
 
         plot_topk_negatives(res, ctx.figure, model_label=ctx.label or os.path.basename(os.path.normpath(ctx.model)),
                             footer=ctx.footer())

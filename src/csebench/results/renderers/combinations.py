@@ -2,7 +2,7 @@
 item, no published values). Its table: one row per combination, the 7 STS tasks and Avg. (mean ± std
 over seeds), the gain over SimCSE and over the better of the combination's single terms, each with
 its paired test. Its figure: the term x term matrix of gains over SimCSE. The numbers are
-csebench.combinations' (combination_grid, pairwise_gains); this module only writes them.
+csebench.results.combinations' (combination_grid, pairwise_gains); this module only writes them.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import math
 
 import numpy as np
 
-from csebench.combinations import COLUMNS, CombinationRow, combination_grid, pairwise_gains, run_terms
-from csebench.io import save_png, write_csv, write_text
-from csebench.provenance import mixed_note
-from csebench.stats import TestResult
-from csebench.suites import evaluated_jobs
+from csebench.results.combinations import COLUMNS, CombinationRow, combination_grid, pairwise_gains, run_terms
+from csebench.core.io import save_png, write_csv, write_text
+from csebench.core.provenance import mixed_note
+from csebench.core.stats import TestResult
+from csebench.study.jobs import evaluated_jobs
 from csebench.results.context import Context, Renderer
 from csebench.results.plotting import placeholder, pyplot
 from csebench.results.runs import RunRef, run_path

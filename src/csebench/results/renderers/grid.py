@@ -19,8 +19,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from csebench.io import write_csv, write_text
-from csebench.provenance import mixed_note
+from csebench.core.io import write_csv, write_text
+from csebench.core.provenance import mixed_note
 from csebench.results.context import Context, Renderer
 from csebench.results.published import row_values
 from csebench.results.registry import SOURCE_KINDS, cell_metric, cell_run, load_registry

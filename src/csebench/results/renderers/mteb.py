@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from csebench.evaluation.mteb_eval import PROTOCOL, SUMMARY, mteb_rows
-from csebench.io import write_csv, write_text
-from csebench.provenance import mixed_note
-from csebench.suites import evaluated_jobs
+from csebench.core.io import write_csv, write_text
+from csebench.core.provenance import mixed_note
+from csebench.study.jobs import evaluated_jobs
 from csebench.results.context import Context, Renderer
 from csebench.results.runs import RunRef, mean_std, run_path
 from csebench.results.tables import Table, csv_number, latex_escape, ours_text

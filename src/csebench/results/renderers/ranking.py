@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from csebench.errors import ConfigError
-from csebench.io import save_png, write_csv, write_text
+from csebench.core.errors import ConfigError
+from csebench.core.io import save_png, write_csv, write_text
 from csebench.results.context import Context, Renderer
 from csebench.results.plotting import placeholder, pyplot
 from csebench.results.registry import load_registry

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from csebench.io import write_csv, write_text
+from csebench.core.io import write_csv, write_text
 from csebench.results.context import Context, Renderer
 
 

@@ -1,6 +1,6 @@
 """The report of one suite: for every (backbone, run) its mean ± std over the seeds present, the
 published rows bound to it beside it with Δ = ours − published, and a paired test against SimCSE on
-the same backbone (csebench.stats): a per-seed paired t-test when both have >= 2 common seeds,
+the same backbone (csebench.core.stats): a per-seed paired t-test when both have >= 2 common seeds,
 otherwise (STS only) a paired bootstrap over sentence pairs from the per-pair similarities written
 by ``eval-sts --pairs-out``. Written as STS and transfer tables (Markdown, CSV, LaTeX), the training
 curves, the STS average figure and the suite's README.
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from csebench.io import save_png, write_csv, write_text
-from csebench.provenance import mixed_note, summary_line
-from csebench.stats import TestResult, paired_bootstrap_sts, paired_ttest
+from csebench.core.io import save_png, write_csv, write_text
+from csebench.core.provenance import mixed_note, summary_line
+from csebench.core.stats import TestResult, paired_bootstrap_sts, paired_ttest
 from csebench.results.pages import suite_readme
 from csebench.results.plotting import plot_curve, pyplot
 from csebench.results.published import Published, for_run
@@ -26,6 +26,7 @@ from csebench.results.context import Context, Renderer
 from csebench.results.plotting import placeholder
 from csebench.results.runs import KINDS, RunRef, RunResult, mean_std, run_path, same_run_text, seed_of_folder
 from csebench.results.tables import DASH, Table, csv_number, delta, fmt, fmt_p, latex_escape, ours_text
+from csebench.study.jobs import suite_jobs
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +36,8 @@ BASELINE_METHOD = "simcse"
 def records(ctx: Context, kind: str) -> list[RunResult]:
     """The ``kind`` result of every evaluated run and seed of the suite that exists, its identity
     (suite, run, seed) from params.yaml, method and backbone from run_info (else params.yaml)."""
-    from csebench.config import find_run
-    from csebench.suites import evaluated_jobs
+    from csebench.study.resolve import find_run
+    from csebench.study.jobs import evaluated_jobs
 
     suite, out = _suite(ctx), []
     for run, seed in evaluated_jobs(ctx.params, suite):
@@ -382,11 +383,11 @@ def glance_rows(rows: list[Row]) -> list[list[str]]:
 
 def suite_inputs(ctx: Context) -> list[str]:
     """sts.json, sts_pairs.npz and transfer.json of every evaluated run and seed, the curves of all."""
-    from csebench.suites import evaluated_jobs, jobs
+    from csebench.study.jobs import evaluated_jobs
 
     suite = _suite(ctx)
     evaluated = [run_path(ctx.params, ctx.results, RunRef(suite, r), s) for r, s in evaluated_jobs(ctx.params, suite)]
-    every = [run_path(ctx.params, ctx.results, RunRef(suite, r), s) for r, s in jobs(ctx.params, suite)]
+    every = [run_path(ctx.params, ctx.results, RunRef(suite, r), s) for r, s in suite_jobs(ctx.params, suite)]
     return [f"{d}/{name}" for name, dirs in (("sts.json", evaluated), ("sts_pairs.npz", evaluated), ("transfer.json", evaluated),
                                              ("train_curve.csv", every), ("dev_curve.csv", every)) for d in dirs]
 
