@@ -26,7 +26,7 @@ PROXY = {"MR": ("all",), "CR": ("all",), "SUBJ": ("all",), "MRPC": ("train", "te
 def histogram(senteval: str | Path) -> dict:
     from transformers import AutoTokenizer
 
-    from csebench.training.data import senteval_root
+    from csebench.evaluation.locate import senteval_root
     from csebench.model.encoder import packaged_model_dir
     from csebench.evaluation.transfer import load_transfer_task
 

@@ -56,7 +56,7 @@ def corpus_path() -> Path:
 
 
 def senteval_dir() -> Path:
-    from csebench.training.data import senteval_root
+    from csebench.evaluation.locate import senteval_root
 
     return senteval_root(_shared() / "senteval")
 
@@ -264,7 +264,7 @@ def worker_eval_batch(a) -> dict:
 
     import torch
 
-    from csebench.training.data import senteval_root
+    from csebench.evaluation.locate import senteval_root
     from csebench.evaluation.embeddings import evaluation_sentences
     from csebench.model.encoder import cpu_has_native_bf16, load_encoder, packaged_model_dir
 

@@ -62,7 +62,7 @@ def senteval_scores(src: str, data: str, model_dir: str, sts: list[str], transfe
 
 
 def csebench_scores(data: str, model_dir: str, sts: list[str], transfer: list[str]) -> tuple[dict, dict]:
-    from csebench.training.data import senteval_root
+    from csebench.evaluation.locate import senteval_root
     from csebench.model.encoder import load_encoder
     from csebench.evaluation.sts import evaluate_sts
     from csebench.evaluation.transfer import evaluate_transfer

@@ -58,7 +58,7 @@ def test_a_model_pools_as_it_declares_unless_told_otherwise(tmp_path, tiny_encod
 
 def test_evaluate_sts_takes_an_encoder_a_function_or_an_encode_object(small, tiny_encoder):
     import csebench
-    from csebench.training.data import senteval_root
+    from csebench.evaluation.locate import senteval_root
     from csebench.evaluation.sts import evaluate_sts
 
     enc = tiny_encoder("avg")
@@ -162,7 +162,7 @@ def test_a_run_of_one_s_own_is_checked_before_it_trains(capsys, tmp_path):
     corpus = tmp_path / "c.txt"
     corpus.write_text("a sentence\nanother one\n")
     base = ["train", "--backbone", "tiny", "--corpus", str(corpus)]
-    from csebench.cli import _setting_value
+    from csebench.training.cli import _setting_value
 
     assert [_setting_value(v, "x") for v in ("1e-4", "64", "true", "avg", "[1, 2]")] == [1e-4, 64, True, "avg", [1, 2]]
     assert_fails(capsys, base + ["--method", "nope"], "unknown method 'nope'")

@@ -77,7 +77,7 @@ def test_missing_or_corrupt_table_is_a_clear_error(tmp_path):
 
 
 def test_evaluation_sentences_cover_sts_and_capped_transfer(shared_dir):
-    from csebench.training.data import senteval_root
+    from csebench.evaluation.locate import senteval_root
     from csebench.evaluation.sts import TEST_TASKS, load_task
     from csebench.evaluation.transfer import prepared_tasks, task_sentences
 
@@ -93,7 +93,7 @@ def test_evaluation_sentences_cover_sts_and_capped_transfer(shared_dir):
 def test_evaluation_sentences_follow_the_sts_pair_cap(shared_dir):
     """The table holds what a capped eval-sts scores (same subsets) and STS-B test whole (the analyses'
     split), and STS-B dev whole when asked for."""
-    from csebench.training.data import senteval_root
+    from csebench.evaluation.locate import senteval_root
     from csebench.evaluation.sts import load_stsb, load_test_tasks
 
     root = senteval_root(shared_dir / "senteval")

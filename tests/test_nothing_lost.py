@@ -96,7 +96,7 @@ def test_a_failure_while_replacing_leaves_the_finished_run(inputs, capsys, monke
 
 
 def _hold_lock(run: Path) -> subprocess.Popen:
-    code = ("import sys, time\nfrom csebench.workflow.runlock import run_lock\n"
+    code = ("import sys, time\nfrom csebench.training.runlock import run_lock\n"
             "with run_lock(sys.argv[1]):\n    print('locked', flush=True)\n    time.sleep(120)\n")
     proc = subprocess.Popen([sys.executable, "-c", code, str(run)], cwd=ROOT, env=env(), stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "locked"
@@ -117,7 +117,7 @@ def test_second_process_on_a_run_folder_exits_2_naming_the_owner_then_a_stale_lo
     lock = json.loads((out / ".lock").read_text())
     assert lock["pid"] == owner.pid and lock["host"] == socket.gethostname()
     cfg = write_config(inputs / "a.yaml", ci_training(**TRAINING))
-    with caplog.at_level(logging.WARNING, logger="csebench.workflow.runlock"):
+    with caplog.at_level(logging.WARNING, logger="csebench.training.runlock"):
         rc, err = run_cli(capsys, train_argv(inputs, out, cfg))
     assert rc == 0, err
     assert f"taking over the stale lock of pid {owner.pid} on host {socket.gethostname()}" in caplog.text
@@ -126,7 +126,7 @@ def test_second_process_on_a_run_folder_exits_2_naming_the_owner_then_a_stale_lo
 
 def test_lock_in_the_same_process_and_released_after_an_error(tmp_path):
     from csebench.core.errors import TrainingError
-    from csebench.workflow.runlock import run_lock
+    from csebench.training.runlock import run_lock
 
     with run_lock(tmp_path / "run"):
         with pytest.raises(TrainingError, match=f"in use by pid {os.getpid()}"):
@@ -487,12 +487,12 @@ def test_an_interrupt_during_an_import_is_one_line_and_never_raised_inside_it(tm
         f"    open({str(marker)!r}, 'w').close()\n"
         "    raise\n")
     script = (f"import sys; sys.path.insert(0, {str(tmp_path)!r})\n"
-              "from csebench import cli, io\n"
+              "from csebench import cli\nfrom csebench.core import io\nfrom csebench.study import cli as study_cli\n"
               "def cmd(args):\n"
               f"    with io.atomic_path({str(tmp_path / 'out.txt')!r}) as tmp:\n"
               "        tmp.write_text('half')\n"
               "        import slow_import\n"
-              "cli.cmd_runs = cmd\n"
+              "study_cli.cmd_runs = cmd\n"
               "sys.exit(cli.main(['runs']))\n")
     proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env(), capture_output=True, text=True, timeout=60)
     assert (proc.returncode, proc.stderr) == (130, "csebench runs: interrupted\n")

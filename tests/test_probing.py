@@ -144,7 +144,7 @@ def _params_with(tmp_path, project_root, probing: dict):
 
 def test_prepare_probing_local_folder(tmp_path, project_root):
     from csebench.cli import main
-    from csebench.training.data import probing_root
+    from csebench.evaluation.locate import probing_root
 
     src = make_probing(tmp_path / "SentEval" / "data" / "probing")
     out = tmp_path / "prepared"

@@ -128,7 +128,7 @@ def test_pair_cap_keeps_a_seeded_stratified_subset_in_order():
 
 
 def test_capped_evaluation_is_marked_and_scores_only_the_subset(shared_dir):
-    from csebench.training.data import senteval_root
+    from csebench.evaluation.locate import senteval_root
     from csebench.evaluation.sts import TEST_TASKS, load_test_tasks
 
     root = senteval_root(shared_dir / "senteval")
@@ -153,7 +153,7 @@ def test_embed_dim_analysis_scores_the_capped_subsets_the_embeddings_table_holds
     """The demo caps STS pairs: SSCL Table 5's projection analysis must read the same subsets, not
     encode the 17k sentences the run's embeddings table left out."""
     from csebench.analysis.core import projected_sts
-    from csebench.training.data import senteval_root
+    from csebench.evaluation.locate import senteval_root
     from csebench.evaluation.embeddings import evaluation_sentences
 
     root = senteval_root(shared_dir / "senteval")

@@ -42,7 +42,7 @@ class TransferResult:
 
 def _senteval(senteval: str | os.PathLike | None, params: str = "params.yaml"):
     from csebench.study.params import load_params, shared_senteval
-    from csebench.training.data import senteval_root
+    from csebench.evaluation.locate import senteval_root
 
     if senteval is None:
         senteval = shared_senteval(load_params(params) if os.path.isfile(params) else None,

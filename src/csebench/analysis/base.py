@@ -229,7 +229,7 @@ class Context:
 
     @property
     def senteval_root(self) -> str:
-        from csebench.training.data import senteval_root
+        from csebench.evaluation.locate import senteval_root
 
         return senteval_root(self.args.senteval)
 

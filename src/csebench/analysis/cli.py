@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import os
 
-from csebench.core.commands import NO_VERIFY, PARAMS, add_options, command, option
+from csebench.core.commands import NO_VERIFY, PARAMS, Commands, add_options, option
 from csebench.analysis import ANALYSES
+
+COMMANDS = Commands()
 
 
 def _build_analyze(parser) -> None:
@@ -29,7 +31,7 @@ def _build_analyze(parser) -> None:
         sp.set_defaults(**{i: opt.kwargs.get("default") for i, opt in INPUTS.items() if i not in a.inputs()})
 
 
-@command("analyze", "one of the papers' analyses of a model (JSON; some also PNG or Markdown): analyze NAME --help",
+@COMMANDS.command("analyze", "one of the papers' analyses of a model (JSON; some also PNG or Markdown): analyze NAME --help",
          build=_build_analyze)
 def cmd_analyze(args) -> None:
     from csebench.core.corpus import read_corpus  # noqa: F401  its checks, and the corpus sha256 in the provenance
@@ -69,7 +71,7 @@ def _label_of(path: str, res: dict) -> str:
     return "/".join(parts[-3:-1]) if len(parts) >= 3 else os.path.basename(path)
 
 
-@command("analyze-figure", "a suite's figure or table from analysis results: analyze-figure NAME --help", build=_build_figure)
+@COMMANDS.command("analyze-figure", "a suite's figure or table from analysis results: analyze-figure NAME --help", build=_build_figure)
 def cmd_analyze_figure(args) -> None:
     from csebench.core.io import read_json
     from csebench.core.provenance import blocks_of, result_json, summary_line

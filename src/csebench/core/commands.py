@@ -1,10 +1,11 @@
 """How a csebench command is declared: beside its handler, with its options.
 
-    @command("eval-sts", "STS12-16, STS-B, SICK-R (Spearman x100)", PARAMS, EVAL_ENCODING, MODEL, ...)
+    @COMMANDS.command("eval-sts", "STS12-16, STS-B, SICK-R (Spearman x100)", PARAMS, EVAL_ENCODING, MODEL, ...)
     def cmd_eval_sts(args): ...
 
-``command`` records the handler in COMMANDS, in the order the modules declare them; csebench.cli
-builds the parser from that list, so `csebench --help` lists every command with its one-line summary.
+A package's ``cli`` module holds its commands (``COMMANDS = Commands()``, its handlers decorated with
+``@COMMANDS.command``); csebench.cli builds the parser from every package's, so `csebench --help` lists every
+command with its one-line summary, and adding a command is its handler (and its test), beside its package.
 An option is declared once (``option``) and shared by the commands that take it, in groups (tuples).
 A command with commands of its own (`results render`, `analyze NAME`) gives ``build(parser)``.
 """
@@ -59,17 +60,24 @@ class Command:
     func: Callable | None
     options: tuple
     build: Callable | None = None  # build(parser): commands of its own
+    out_folder: bool = False  # its --out names a folder (checked writable as one before any work)
+    writes: bool = True  # False: it only reads and prints (nothing to check before it runs)
+    also_writes: Callable | None = None  # args -> [(path, is a folder)]: other outputs checked before any work
 
 
-COMMANDS: list[Command] = []
+class Commands(list):
+    """A package's commands, in the order its module declares them: each package with commands has a ``cli``
+    module whose ``COMMANDS = Commands()`` holds them (csebench.cli builds the parser from every package's)."""
 
-
-def command(name: str, summary: str, *options, build: Callable | None = None):
-    """Declare the decorated function as the handler of `csebench NAME`, taking ``options``."""
-    def register(func):
-        COMMANDS[:] = [c for c in COMMANDS if c.name != name] + [Command(name, summary, func, options, build)]
-        return func
-    return register
+    def command(self, name: str, summary: str, *options, build: Callable | None = None, out_folder: bool = False,
+                writes: bool = True, also_writes: Callable | None = None):
+        """Declare the decorated function as the handler of `csebench NAME`, taking ``options``."""
+        def register(func):
+            if any(c.name == name for c in self):
+                raise ValueError(f"command {name} declared twice")
+            self.append(Command(name, summary, func, options, build, out_folder, writes, also_writes))
+            return func
+        return register
 
 
 def add_commands(sub, commands: list[Command]) -> None:

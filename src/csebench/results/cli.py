@@ -8,22 +8,26 @@ import sys
 from pathlib import Path
 
 from csebench.core.argtypes import positive_int
-from csebench.core.commands import Command, command, option
+from csebench.core.commands import OUT, PARAMS, Command, Commands, option
+from csebench.study.cli import params_of
 
 log = logging.getLogger("csebench")
+COMMANDS = Commands()
 
 
-def _params(args) -> dict:
-    from csebench.study.params import load_params
+def _results_folder(args) -> list[tuple[str, bool]]:
+    """`results render` without --out-dir writes into the results folder itself."""
+    if getattr(args, "out_dir", None) is None and getattr(args, "results", None):
+        return [(args.results, True)]
+    return []
 
-    return load_params(args.params, args.config)
 
 
 def cmd_render(args) -> None:
     from csebench.core.io import staged_outputs
     from csebench.results.render import render_item
 
-    params = _params(args)
+    params = params_of(args)
     for item in args.item:
         with staged_outputs():  # an item's files appear together, or (error, Ctrl-C) not at all
             written = render_item(item, params, args.results, args.scale, args.out_dir, links=args.link, n_boot=args.n_boot)
@@ -50,7 +54,7 @@ def cmd_front_page(args) -> None:
     from csebench.core.io import write_text
     from csebench.results.pages import front_page
 
-    write_text(args.out, front_page(args.results, _params(args), out_path=args.out))
+    write_text(args.out, front_page(args.results, params_of(args), out_path=args.out))
     log.info("wrote %s", args.out)
 
 
@@ -90,4 +94,25 @@ def _build(parser) -> None:
     ])
 
 
-command("results", "tables, figures and pages: paper items, suite reports, the front page", build=_build)(None)
+COMMANDS.command("results", "tables, figures and pages: paper items, suite reports, the front page", build=_build,
+                 also_writes=_results_folder)(None)
+
+
+@COMMANDS.command("plan", "suites, jobs, training runs and GPU-hours before anything runs", PARAMS,
+         option("--suites", nargs="+", default=None, help="default: every suite of the default target"), writes=False)
+def cmd_plan(args) -> None:
+    from csebench.results.plan import plan, render_plan
+    from csebench.results.registry import default_suites
+
+    params = params_of(args)
+    print(render_plan(plan(params, args.suites or default_suites(params))))
+
+
+@COMMANDS.command("suite-metrics", "a suite's tidy metrics.json (run -> seed -> metric): DVC's metrics", PARAMS,
+         option("--suite", required=True), option("--results", default="results", help="results folder (default: results)"),
+         OUT.but(help="output file, RESULTS/SUITE/metrics.json"))
+def cmd_suite_metrics(args) -> None:
+    from csebench.core.io import write_json
+    from csebench.results.tidy import suite_metrics
+
+    write_json(args.out, suite_metrics(params_of(args), args.suite, args.results))

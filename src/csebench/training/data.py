@@ -24,7 +24,7 @@ import numpy as np
 from csebench.study.params import ProbingSourceConfig, SourceConfig
 from csebench.core.errors import DataError
 from csebench.core.io import atomic_path, write_text
-from csebench.core.provenance import (SOURCE_FILE, file_sha256, read_source, record_hub, hub_commit,
+from csebench.core.provenance import (SOURCE_FILE, file_sha256, record_hub, hub_commit,
     write_source)
 from csebench.model.tokens import TokenizedCorpus, tokenizer_fingerprint
 from csebench.core.corpus import read_corpus
@@ -115,18 +115,6 @@ def prepare_senteval(source: SourceConfig, out_dir: str | os.PathLike) -> Path:
     return root
 
 
-def senteval_root(pointer_or_dir: str | os.PathLike) -> Path:
-    """Accept a prepared pointer folder (with ROOT) or a SentEval folder directly."""
-    p = Path(pointer_or_dir)
-    if (p / "ROOT").is_file():
-        read_source(p / SOURCE_FILE)  # extracted from the hub's senteval.tar: at which commit
-        return Path((p / "ROOT").read_text(encoding="utf-8").strip())
-    if (p / "downstream").is_dir():
-        return p / "downstream"
-    if not p.is_dir():
-        raise DataError(f"SentEval data folder not found: {p}")
-    return p
-
 
 # ----------------------------------------------------------------------------- probing tasks
 
@@ -200,17 +188,6 @@ def prepare_probing(source: ProbingSourceConfig, out_dir: str | os.PathLike, tas
     log.info("probing data for %s: %s", ", ".join(tasks), root)
     return root
 
-
-def probing_root(pointer_or_dir: str | os.PathLike) -> Path:
-    """Accept a prepared pointer folder (with ROOT), a folder of probing files or a SentEval checkout."""
-    p = Path(pointer_or_dir)
-    if (p / "ROOT").is_file():
-        return Path((p / "ROOT").read_text(encoding="utf-8").strip())
-    if (p / "data" / "probing").is_dir():
-        return p / "data" / "probing"
-    if not p.is_dir():
-        raise DataError(f"probing data folder not found: {p}")
-    return p
 
 
 # ----------------------------------------------------------------------------- tokenized corpus

@@ -27,7 +27,8 @@ import torch
 from csebench.training import checkpoint
 from csebench.core import distributed, provenance
 from csebench.study.resolve import RunConfig
-from csebench.training.data import load_tokenized_corpus, senteval_root
+from csebench.training.data import load_tokenized_corpus
+from csebench.evaluation.locate import senteval_root
 from csebench.model.encoder import MODEL_FILES, SentenceEncoder, build_encoder, check_max_seq_length, pool, model_files
 from csebench.core.errors import TrainingError
 from csebench.evaluation.sts import PairSet, cap_pairs, load_sickr, load_stsb, load_sts_pairs, spearman100, sts_pair_similarities
