@@ -38,10 +38,12 @@ IN_CHILD = [False]  # this process is a server's child: its commands run here, n
 PRELOAD = ("torch", "numpy", "transformers.modeling_utils", "transformers.models.bert.modeling_bert",
            "transformers.models.roberta.modeling_roberta", "transformers.models.auto.tokenization_auto",
            "transformers.tokenization_utils_tokenizers", "safetensors.torch", "jsonschema", "sklearn.model_selection",
-           "sklearn.metrics", "csebench.cli", "csebench.study.jobs",
-           "csebench.model.encoder", "csebench.training.trainer", "csebench.training.teachers", "csebench.evaluation.embeddings", "csebench.evaluation.sts",
-           "csebench.evaluation.transfer", "csebench.analysis.core", "csebench.analysis.pipeline", "csebench.results.render",
-           "csebench.results.registry", "csebench.sharing.modelcard", "csebench.workflow.runviews", "csebench.evaluation.envelope", "csebench.core.stats")
+           "sklearn.metrics", "csebench.cli", *(f"csebench.{p}.cli" for p in ("study", "training", "evaluation", "analysis",
+                                                                             "results", "sharing", "workflow")),
+           "csebench.study.jobs", "csebench.model.encoder", "csebench.training.trainer", "csebench.training.teachers",
+           "csebench.evaluation.embeddings", "csebench.evaluation.sts", "csebench.evaluation.transfer",
+           "csebench.evaluation.envelope", "csebench.analysis.core", "csebench.analysis.pipeline", "csebench.results.render",
+           "csebench.results.registry", "csebench.sharing.modelcard", "csebench.workflow.runviews", "csebench.core.stats")
 _HEADER = struct.Struct("!I")
 
 
