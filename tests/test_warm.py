@@ -117,7 +117,7 @@ def test_a_job_that_disappears_takes_its_child_with_it(server, tmp_path):
 
 
 def test_the_server_ends_with_the_process_that_started_it(tmp_path):
-    code = ("import os, time; from csebench import warm; p = warm.start(); "
+    code = ("import os, time; from csebench.workflow import warm; p = warm.start(); "
             "print(p.pid, flush=True); os._exit(0)")  # the starter vanishes without stopping it
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     pid = int(out.stdout.split()[0])
