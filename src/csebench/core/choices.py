@@ -1,17 +1,6 @@
-"""params.yaml: the single source of hyperparameters, read by the CLI, Snakemake and DVC.
-
-Layout (see params.yaml for the annotated file):
-
-    paths:     where shared inputs, prepared data and results live
-    data:      named corpus + evaluation-data sources
-    backbones: named encoders (HF id, packaged model or random tiny config) and pooler
-    training:  defaults of every training hyperparameter (the SimCSE defaults)
-    methods:   named objective compositions (SimCSE, GS-InfoNCE, IS-CSE, SSCL, DistillCSE, ...)
-    suites:    named sets of runs; each run = backbone x method (+ overrides) x seeds
-
-A run's configuration merges, later wins: training defaults < backbone.training <
-method.training < suite.training < run.training; objective settings merge the same way.
-Unknown keys anywhere are rejected with the closest valid key suggested.
+"""The closed sets of values that params.yaml and the command-line options take (poolers, precisions,
+projection heads, the dev metric) and the default MTEB tasks: one place, read by the study, the model,
+the evaluation and the commands alike.
 """
 
 from __future__ import annotations

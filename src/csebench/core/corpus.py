@@ -1,10 +1,7 @@
-"""Training corpus and evaluation-data preparation.
-
-A corpus is a UTF-8 text file, one sentence per line ("\n"; a "\r" before it is dropped); blank
-lines are dropped, a line of control characters only (a binary file, a wrong encoding) is an error. Full scale
-downloads wiki1m_for_simcse.txt and senteval.tar from the hub dataset
-princeton-nlp/datasets-for-simcse (cached and resumable by huggingface_hub); the demo reads
-the shared copies (``paths.shared`` in params.yaml or $CSEBENCH_SHARED).
+"""Reading a training corpus: a UTF-8 text file, one sentence per line ("\n"; a "\r" before it is
+dropped); blank lines are dropped, a line of control characters only (a binary file, a wrong encoding) is
+an error, as are an empty file and a missing one. Preparing a corpus (sampling, downloads):
+csebench.training.data.
 """
 
 from __future__ import annotations

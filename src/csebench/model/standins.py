@@ -1,4 +1,5 @@
-"""Rehearsal mode: the paper backbones as their real architecture classes with random weights, offline.
+"""Stand-ins for the paper backbones in a rehearsal: their real architecture classes with random weights,
+offline (the rehearsal itself: csebench.workflow.rehearse).
 
 No pretrained BERT or RoBERTa can be read without the hub. While a rehearsal is active (``activate``;
 ``csebench rehearse`` and its tests turn it on, in their own process only), a backbone whose model is

@@ -1,4 +1,5 @@
-"""Frozen-teacher corpus embeddings for DistillCSE (objectives/distillation.py).
+"""Frozen-teacher corpus embeddings for DistillCSE (objectives/distillation.py): their format and the
+bank that reads them in training (TeacherBank); csebench.training.teachers computes and writes them.
 
 A frozen teacher is deterministic (eval mode: no dropout), so its embeddings of the training
 corpus are computed once and reused by every student distilling from it:

@@ -1,8 +1,8 @@
 """The suites of params.yaml as jobs: what the Snakemake rules, the DVC stage generator, plan and the
-reports ask of them. Each suite's (run, seed) jobs and the teacher jobs they need; its evaluation
-settings and the folder name they give (eval_name); every run by identity (Runs: a run listed by
-several suites is one run, trained once in its own folder); and the Snakefile's own steps: the check
-of its config, the one-line errors, the build's modification times. Where each file lives: csebench.core.paths.
+reports ask of them. Each suite's (run, seed) jobs (suite_jobs) and the teacher jobs they need; its evaluation
+settings and the folder name they give (eval_name); every run by identity (Runs: a run listed by several
+suites is one run, trained once in its own folder). Where each file lives: csebench.core.paths; the
+Snakefile's own steps: csebench.workflow.steps.
 """
 
 from __future__ import annotations

@@ -12,6 +12,9 @@ Layout (see params.yaml for the annotated file):
 A run's configuration merges, later wins: training defaults < backbone.training <
 method.training < suite.training < run.training; objective settings merge the same way.
 Unknown keys anywhere are rejected with the closest valid key suggested.
+
+This module loads and checks the file (load_params) and reads its parts (backbone and data-source
+settings, shared paths); csebench.study.resolve turns a run of a suite into its RunConfig.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """DistillCSE's ``teachers`` setting: which runs (and seeds) of the suite a student distils from.
 
-A leaf module (errors and schema only): config.py reads it to key a student by its teachers, the
+A leaf module (errors and schema only): csebench.study.resolve reads it to key a student by its teachers, the
 workflow to plan teacher jobs, and the distillation term to check its cache, without importing torch.
 """
 

@@ -1,8 +1,7 @@
-"""The suites of params.yaml as jobs: what the Snakemake rules, the DVC stage generator, plan and the
-reports ask of them. Each suite's (run, seed) jobs and the teacher jobs they need; its evaluation
-settings and the folder name they give (eval_name); every run by identity (Runs: a run listed by
-several suites is one run, trained once in its own folder); and the Snakefile's own steps: the check
-of its config, the one-line errors, the build's modification times. Where each file lives: csebench.core.paths.
+"""The Snakefile's own steps: the default config merged and checked, csebench found on the jobs' PATH,
+the one-line errors (one_line, a locked build), the build's modification times kept and restored, the warm
+workers started and stopped, the hub downloads a job may make. What the suites ask of (jobs, runs,
+evaluation settings): csebench.study.jobs.
 """
 
 from __future__ import annotations
