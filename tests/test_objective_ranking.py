@@ -14,7 +14,8 @@ from csebench.core.errors import ConfigError
 from csebench.objectives import validate_objectives
 from csebench.objectives.compose import Objective
 from csebench.objectives.base import StepContext
-from csebench.objectives.ranking import RankingDistillation, RankingSettings, js_consistency, listmle, listnet, released_consistency
+from csebench.objectives.ranking import (RankingDistillation, RankingSettings, js_consistency, listmle, listnet,
+                                         released_consistency)
 from runhelpers import FakeBank
 
 

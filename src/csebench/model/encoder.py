@@ -828,7 +828,7 @@ def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
     natively (AVX512-BF16/AMX: a MiniLM step ~1.8x faster; elsewhere emulated bf16 is slower than fp32).
     GPU: "auto" and "fast" = bf16 where the GPU computes it natively (compute capability 8+), else
     fp16 with loss scaling (V100, T4: emulated bf16 is slower than fp16 there)."""
-    from csebench.model.encoder import cpu_has_native_bf16, cuda_has_native_bf16  # looked up per call (tests patch them)
+    from csebench.model.encoder import (cpu_has_native_bf16, cuda_has_native_bf16)  # looked up per call (tests patch them)
 
     if device.type != "cuda":
         return torch.bfloat16 if precision == "bf16" or (precision == "fast" and cpu_has_native_bf16()) else None

@@ -370,7 +370,8 @@ def _read_yaml(p: Path) -> dict:
     return data
 
 
-def _section(params: dict, name: str, key: str, what: str, where: str = "") -> dict:
+def named_entry(params: dict, name: str, key: str, what: str, where: str = "") -> dict:
+    """Entry ``key`` of the section ``name`` (a backbone, a method, a suite), or an error naming the closest one."""
     table = params.get(name) or {}
     if key not in table:
         prefix = f"{where}: " if where else ""

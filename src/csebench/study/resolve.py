@@ -14,7 +14,9 @@ from csebench.core.lazy import LazyRegistry
 from csebench.core.errors import ConfigError
 from csebench.core.paths import check_name
 from csebench.core.schema import _suggest, check_keys, from_dict
-from csebench.study.params import BackboneConfig, DataConfig, METHOD_KEYS, ProbingSourceConfig, RUN_KEYS, SENTEVAL_PROBING_URL, SUITE_KEYS, SourceConfig, TrainingConfig, _section, deep_merge, digest, expand_path, shared_dir
+from csebench.study.params import (BackboneConfig, DataConfig, METHOD_KEYS, ProbingSourceConfig, RUN_KEYS,
+                                   SENTEVAL_PROBING_URL, SUITE_KEYS, SourceConfig, TrainingConfig, named_entry,
+                                   deep_merge, digest, expand_path, shared_dir)
 
 # A run's objectives are checked (and their defaults filled in) by the terms' own settings classes, which live
 # in csebench.objectives, a layer above the study: the check is loaded by name on first use, as the terms
@@ -136,7 +138,7 @@ class RunConfig:
 def suite_runs(params: dict, suite: str) -> list[dict]:
     """The suite's run entries, each with name/backbone/method. ``runs`` lists them, or the
     suite gives ``backbones`` x ``methods`` and every pair becomes a run named backbone-method."""
-    spec = _section(params, "suites", suite, "suite")
+    spec = named_entry(params, "suites", suite, "suite")
     check_keys(f"suites.{suite}", spec, SUITE_KEYS)
     if suite == "runs":
         raise ConfigError("suites.runs: the name 'runs' is taken by the runs' own folders (results/runs/); rename the suite")
@@ -164,7 +166,7 @@ def suite_runs(params: dict, suite: str) -> list[dict]:
 
 
 def suite_seeds(params: dict, suite: str, run_name: str | None = None) -> list[int]:
-    spec = _section(params, "suites", suite, "suite")
+    spec = named_entry(params, "suites", suite, "suite")
     seeds = spec.get("seeds") or [42]
     if run_name is not None:
         run = find_run(params, suite, run_name)
@@ -183,7 +185,7 @@ DATA_KEYS = ["corpus", "senteval", "probing", "sts_pairs"]
 
 
 def data_config(params: dict, data_name: str) -> DataConfig:
-    spec = _section(params, "data", data_name, "data source")
+    spec = named_entry(params, "data", data_name, "data source")
     check_keys(f"data.{data_name}", spec, DATA_KEYS)
     corpus = from_dict(SourceConfig, spec.get("corpus"), f"data.{data_name}.corpus")
     senteval = from_dict(SourceConfig, spec.get("senteval"), f"data.{data_name}.senteval")
@@ -194,7 +196,7 @@ def data_config(params: dict, data_name: str) -> DataConfig:
 
 def probing_source(params: dict, data_name: str) -> ProbingSourceConfig:
     """``data.<name>.probing`` (kept out of DataConfig, so run fingerprints do not depend on it)."""
-    spec = _section(params, "data", data_name, "data source")
+    spec = named_entry(params, "data", data_name, "data source")
     check_keys(f"data.{data_name}", spec, DATA_KEYS)
     if not spec.get("probing"):
         raise ConfigError(f"data.{data_name} has no 'probing' source: add probing: {{url: {SENTEVAL_PROBING_URL}}} "
@@ -211,7 +213,7 @@ def sts_pairs_file(params: dict, data_name: str, name: str, where: str, expand: 
     has that file's path in its key, not the set's name (RunConfig.identity); a suite that scores them
     has the files in its evaluation folder's name (suites.eval_name). ``where`` names the key that asked;
     expand=False: the path as params.yaml writes it ({shared} unexpanded)."""
-    sets = _section(params, "data", data_name, "data source").get("sts_pairs") or {}
+    sets = named_entry(params, "data", data_name, "data source").get("sts_pairs") or {}
     if name not in sets:
         hint = _suggest(str(name), list(sets)) if sets else f" (it has none: add data.{data_name}.sts_pairs: {{{name}: {{path: FILE}}}})"
         raise ConfigError(f"{where}: data source '{data_name}' has no STS set '{name}' in data.{data_name}.sts_pairs{hint}")
@@ -223,7 +225,7 @@ def sts_pairs_file(params: dict, data_name: str, name: str, where: str, expand: 
 
 
 def backbone_config(params: dict, name: str) -> BackboneConfig:
-    return from_dict(BackboneConfig, _section(params, "backbones", name, "backbone"), f"backbones.{name}")
+    return from_dict(BackboneConfig, named_entry(params, "backbones", name, "backbone"), f"backbones.{name}")
 
 
 def method_settings(params: dict, name: str, backbone: str, chain: tuple[str, ...] = ()) -> tuple[dict, dict, dict]:
@@ -237,7 +239,7 @@ def method_settings(params: dict, name: str, backbone: str, chain: tuple[str, ..
     differently when its value is not the default the others train with (params.yaml ``training`` and the
     backbone's): ``compose: [sscl_bert, gs_infonce]`` would otherwise train GS-InfoNCE with SSCL-BERT's
     dropout 0 (no dropout positives)."""
-    method = _section(params, "methods", name, "method", f"methods.{chain[-1]}.compose" if chain else "")
+    method = named_entry(params, "methods", name, "method", f"methods.{chain[-1]}.compose" if chain else "")
     check_keys(f"methods.{name}", method, METHOD_KEYS)
     if name in chain:
         raise ConfigError(f"methods.{name}.compose: the method composes itself ({' -> '.join(chain + (name,))})")
@@ -286,7 +288,7 @@ def method_settings(params: dict, name: str, backbone: str, chain: tuple[str, ..
 
 def method_label(params: dict, name: str) -> str:
     """A method's label; a composed method without one is its parts' labels joined by " + "."""
-    method = _section(params, "methods", name, "method")
+    method = named_entry(params, "methods", name, "method")
     if method.get("label"):
         return method["label"]
     parts = method.get("compose") or []
@@ -294,12 +296,12 @@ def method_label(params: dict, name: str) -> str:
 
 
 def resolve_run(params: dict, suite: str, run_name: str, seed: int, _students: tuple[str, ...] = ()) -> RunConfig:
-    suite_spec = _section(params, "suites", suite, "suite")
+    suite_spec = named_entry(params, "suites", suite, "suite")
     run = find_run(params, suite, run_name)
     where = f"suites.{suite}, run '{run_name}'"
-    _section(params, "backbones", run["backbone"], "backbone", f"{where}.backbone")
+    named_entry(params, "backbones", run["backbone"], "backbone", f"{where}.backbone")
     backbone = backbone_config(params, run["backbone"])
-    _section(params, "methods", run["method"], "method", f"{where}.method")
+    named_entry(params, "methods", run["method"], "method", f"{where}.method")
     method_training, method_objectives, clashes = method_settings(params, run["method"], run["backbone"])
 
     train_dict = deep_merge(params.get("training") or {}, backbone.training)
@@ -344,8 +346,8 @@ def run_info(params: dict, suite: str, run_name: str, seed: int) -> dict:
     """How a result names its run (``run_info`` of sts.json, transfer.json, probing.json), read from
     params.yaml without resolving the run (fast: a suite's view of a shared run is relabelled with it)."""
     run = find_run(params, suite, run_name)
-    _section(params, "methods", run["method"], "method", f"suites.{suite}, run '{run_name}'.method")
-    backbone = _section(params, "backbones", run["backbone"], "backbone", f"suites.{suite}, run '{run_name}'.backbone")
+    named_entry(params, "methods", run["method"], "method", f"suites.{suite}, run '{run_name}'.method")
+    backbone = named_entry(params, "backbones", run["backbone"], "backbone", f"suites.{suite}, run '{run_name}'.backbone")
     return {"suite": suite, "name": run_name, "seed": int(seed), "method": run["method"],
             "method_label": _method_label(params, run), "backbone": run["backbone"],
             "backbone_label": backbone.get("label") or run["backbone"]}

@@ -31,7 +31,8 @@ from csebench.training.data import load_tokenized_corpus
 from csebench.evaluation.locate import senteval_root
 from csebench.model.encoder import MODEL_FILES, SentenceEncoder, build_encoder, check_max_seq_length, pool, model_files
 from csebench.core.errors import TrainingError
-from csebench.evaluation.sts import PairSet, cap_pairs, load_sickr, load_stsb, load_sts_pairs, spearman100, sts_pair_similarities
+from csebench.evaluation.sts import (PairSet, cap_pairs, load_sickr, load_stsb, load_sts_pairs, spearman100,
+                                     sts_pair_similarities)
 from csebench.core.io import atomic_path, dumps_json, remove_path, replace_dir, staged_outputs, write_csv, write_json
 from csebench.training.loader import BatchLoader
 from csebench.objectives import added_tokens, term_packages
