@@ -169,10 +169,10 @@ def test_show_config_checks_the_override(inputs, capsys, text, message):
 
 @pytest.mark.parametrize("text,message", TYPOS)
 def test_eval_sts_checks_the_override_before_encoding(inputs, capsys, monkeypatch, tiny_encoder, text, message):
-    import csebench.cli as cli_mod
+    import csebench.evaluation.cli as evaluation_cli
 
     tiny_encoder().save(inputs / "model")
-    monkeypatch.setattr(cli_mod, "_eval_encode_fn", lambda args: pytest.fail("encoding started"))
+    monkeypatch.setattr(evaluation_cli, "_eval_encode_fn", lambda args: pytest.fail("encoding started"))
     cfg = _override(inputs, text)
     out = inputs / "sts.json"
     assert_fails(capsys, ["eval-sts", "--params", str(PARAMS), "--config", str(cfg), "--model", str(inputs / "model"),
