@@ -32,7 +32,7 @@ def _build_analyze(parser) -> None:
 
 
 @COMMANDS.command("analyze", "one of the papers' analyses of a model (JSON; some also PNG or Markdown): analyze NAME --help",
-         build=_build_analyze)
+                  build=_build_analyze)
 def cmd_analyze(args) -> None:
     from csebench.core.corpus import read_corpus  # noqa: F401  its checks, and the corpus sha256 in the provenance
     from csebench.core.errors import ConfigError

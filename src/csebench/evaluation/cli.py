@@ -43,18 +43,18 @@ def _eval_encode_fn(args):
 
 
 @COMMANDS.command("embed", "encode every evaluation sentence of a model once (STS, transfer, analyses)", PARAMS, MODEL,
-         SENTEVAL, OUT.but(help="embeddings table (.npz)"), POOLER, BATCH_SIZE,
-         option("--precision", default="fp32", choices=EVAL_PRECISIONS,
+                  SENTEVAL, OUT.but(help="embeddings table (.npz)"), POOLER, BATCH_SIZE,
+                  option("--precision", default="fp32", choices=EVAL_PRECISIONS,
                 help="fp32 (default: SentEval's numbers), bf16, auto (bf16 on bf16 GPUs), fast (bf16 where native: bf16 "
                      "GPUs, AVX512-BF16/AMX CPUs)"),
-         option("--no-transfer", action="store_true", help="STS sentences only"),
-         option("--max-train-sentences", type=int, default=None, help="the transfer cap eval-transfer will use"),
-         option("--max-test-sentences", type=int, default=None, help="the held-out split cap eval-transfer will use"),
-         option("--senteval-seed", type=int, default=1111, help="the transfer (and STS cap) seed eval-transfer/eval-sts will use"),
-         option("--stsb-whole", nargs="*", choices=("dev", "test"), default=["test"],
+                  option("--no-transfer", action="store_true", help="STS sentences only"),
+                  option("--max-train-sentences", type=int, default=None, help="the transfer cap eval-transfer will use"),
+                  option("--max-test-sentences", type=int, default=None, help="the held-out split cap eval-transfer will use"),
+                  option("--senteval-seed", type=int, default=1111, help="the transfer (and STS cap) seed eval-transfer/eval-sts will use"),
+                  option("--stsb-whole", nargs="*", choices=("dev", "test"), default=["test"],
                 help="STS-B splits encoded in full for the analyses of STS-B sentences (default: test, their default "
                      "split; a sentence the table lacks is encoded when an analysis asks for it)"),
-         STS_CAP, NO_PROGRESS, NO_VERIFY)
+                  STS_CAP, NO_PROGRESS, NO_VERIFY)
 def cmd_embed(args) -> None:
     from csebench.evaluation.locate import senteval_root
     from csebench.evaluation.embeddings import evaluation_sentences, model_encoder, model_fingerprint, write_embeddings
@@ -87,11 +87,11 @@ def cmd_embed(args) -> None:
 
 
 @COMMANDS.command("eval-sts", "STS12-16, STS-B, SICK-R (Spearman x100)", PARAMS, EVAL_ENCODING, MODEL, SENTEVAL,
-         OUT.but(required=False, default=None, help="result JSON (default: printed to standard output)"),
-         option("--pairs-out", default=None, help="also write per-pair cosine and gold scores (.npz) for the paired bootstrap "
+                  OUT.but(required=False, default=None, help="result JSON (default: printed to standard output)"),
+                  option("--pairs-out", default=None, help="also write per-pair cosine and gold scores (.npz) for the paired bootstrap "
                                                   "of the suite tables (`results render --item suite/SUITE`)"),
-         STS_CAP, option("--senteval-seed", type=int, default=1111, help="seed of the --max-sts-pairs subsets (default: 1111)"),
-         EVALUATED_RUN)
+                  STS_CAP, option("--senteval-seed", type=int, default=1111, help="seed of the --max-sts-pairs subsets (default: 1111)"),
+                  EVALUATED_RUN)
 def cmd_eval_sts(args) -> None:
     from csebench.evaluation.locate import senteval_root
     from csebench.evaluation.sts import evaluate_sts, load_extra_sets
@@ -121,12 +121,12 @@ def cmd_eval_sts(args) -> None:
 
 
 @COMMANDS.command("eval-transfer", "SentEval transfer tasks MR CR SUBJ MPQA SST2 TREC MRPC (accuracy x100)", PARAMS,
-         EVAL_ENCODING, MODEL, SENTEVAL, OUT,
-         option("--tasks", nargs="+", default=None, help="subset of MR CR SUBJ MPQA SST2 TREC MRPC (default: all)"),
-         option("--no-transfer", action="store_true",
+                  EVAL_ENCODING, MODEL, SENTEVAL, OUT,
+                  option("--tasks", nargs="+", default=None, help="subset of MR CR SUBJ MPQA SST2 TREC MRPC (default: all)"),
+                  option("--no-transfer", action="store_true",
                 help="the suite switched the transfer tasks off (transfer: false): write a result that says so, "
                      "load and encode nothing"),
-         classifier_options("subsample each classifier training set to N items"))
+                  classifier_options("subsample each classifier training set to N items"))
 def cmd_eval_transfer(args) -> None:
     from csebench.evaluation.locate import senteval_root
     from csebench.model.encoder import eval_pooler_of
@@ -155,12 +155,12 @@ def cmd_eval_transfer(args) -> None:
 
 
 @COMMANDS.command("eval-probing", "SentEval probing tasks, e.g. SentLen TreeDepth CoordInv (accuracy x100)", PARAMS,
-         EVAL_ENCODING, MODEL,
-         option("--probing", required=True, help="folder of SentEval's probing files, or the prepared pointer folder"), OUT,
-         option("--tasks", nargs="+", default=None,
+                  EVAL_ENCODING, MODEL,
+                  option("--probing", required=True, help="folder of SentEval's probing files, or the prepared pointer folder"), OUT,
+                  option("--tasks", nargs="+", default=None,
                 help="SentLen WC TreeDepth TopConst BShift Tense SubjNum ObjNum SOMO CoordInv, or SentEval's names "
                      "(default: SSCL Table 4's SentLen TreeDepth CoordInv)"),
-         classifier_options("subsample each train split to N sentences"))
+                  classifier_options("subsample each train split to N sentences"))
 def cmd_eval_probing(args) -> None:
     from csebench.evaluation.locate import probing_root
     from csebench.evaluation.probing import SSCL_TASKS, evaluate_probing, load_probing_task, resolve_tasks
@@ -227,14 +227,14 @@ def _run_info(args) -> dict:
 
 
 @COMMANDS.command("eval-mteb", "MTEB tasks with the mteb package (MTEB protocol; pip install -e '.[mteb]')", PARAMS,
-         EVAL_ENCODING, MODEL.but(required=False, default=None),
-         option("--out", default=None, help="folder for MTEB's result files (<Task>.json), model_meta.json and mteb.json"),
-         option("--tasks", nargs="+", default=None,
+                  EVAL_ENCODING, MODEL.but(required=False, default=None),
+                  option("--out", default=None, help="folder for MTEB's result files (<Task>.json), model_meta.json and mteb.json"),
+                  option("--tasks", nargs="+", default=None,
                 help="MTEB task names (default: the STS tasks of MTEB(eng, v2) and STS16, Banking77Classification, "
                      "AmazonCounterfactualClassification, ArguAna, SciFact)"),
-         option("--download-only", action="store_true",
+                  option("--download-only", action="store_true",
                 help="fetch the tasks' datasets into the Hugging Face datasets cache (needs network) and stop"),
-         EVALUATED_RUN, build=lambda parser: parser.set_defaults(embeddings=None), out_folder=True)  # MTEB's sentences are in no SentEval table
+                  EVALUATED_RUN, build=lambda parser: parser.set_defaults(embeddings=None), out_folder=True)  # MTEB's sentences are in no SentEval table
 def cmd_eval_mteb(args) -> None:
     from csebench.evaluation.embeddings import model_dim, model_fingerprint
     from csebench.evaluation.mteb_eval import DEFAULT_TASKS, PROTOCOL, evaluate_mteb, load_task_data, resolve_tasks

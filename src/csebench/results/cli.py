@@ -99,7 +99,7 @@ COMMANDS.command("results", "tables, figures and pages: paper items, suite repor
 
 
 @COMMANDS.command("plan", "suites, jobs, training runs and GPU-hours before anything runs", PARAMS,
-         option("--suites", nargs="+", default=None, help="default: every suite of the default target"), writes=False)
+                  option("--suites", nargs="+", default=None, help="default: every suite of the default target"), writes=False)
 def cmd_plan(args) -> None:
     from csebench.results.plan import plan, render_plan
     from csebench.results.registry import default_suites
@@ -109,8 +109,8 @@ def cmd_plan(args) -> None:
 
 
 @COMMANDS.command("suite-metrics", "a suite's tidy metrics.json (run -> seed -> metric): DVC's metrics", PARAMS,
-         option("--suite", required=True), option("--results", default="results", help="results folder (default: results)"),
-         OUT.but(help="output file, RESULTS/SUITE/metrics.json"))
+                  option("--suite", required=True), option("--results", default="results", help="results folder (default: results)"),
+                  OUT.but(help="output file, RESULTS/SUITE/metrics.json"))
 def cmd_suite_metrics(args) -> None:
     from csebench.core.io import write_json
     from csebench.results.tidy import suite_metrics

@@ -28,9 +28,9 @@ def cmd_model_card(args) -> None:
 
 
 @COMMANDS.command("push", "upload a run's model/ folder with its model card to the Hugging Face hub", FINISHED_RUN,
-         option("--repo-id", required=True, help="hub model repo, ORG/NAME (created if missing)"),
-         option("--public", action="store_true", help="create the repo public (default: private)"),
-         option("--dry-run", action="store_true", help="write the card and list the files that would be uploaded; no network access"), also_writes=run_model_folder)
+                  option("--repo-id", required=True, help="hub model repo, ORG/NAME (created if missing)"),
+                  option("--public", action="store_true", help="create the repo public (default: private)"),
+                  option("--dry-run", action="store_true", help="write the card and list the files that would be uploaded; no network access"), also_writes=run_model_folder)
 def cmd_push(args) -> None:
     from csebench.sharing.push import push
 

@@ -40,9 +40,9 @@ def resolve_inputs(args) -> None:
 
 
 @COMMANDS.command("fetch-backbone", "download a backbone's model and tokenizer into the Hugging Face cache (the submitting "
-         "host's step before cluster jobs: docs/cluster.md)", PARAMS,
-         option("--backbone", required=True, help="backbone name in params.yaml"),
-         OUT.but(help="the note of what was fetched and its hub commits, e.g. data/backbones/NAME.json"))
+                  "host's step before cluster jobs: docs/cluster.md)", PARAMS,
+                  option("--backbone", required=True, help="backbone name in params.yaml"),
+                  OUT.but(help="the note of what was fetched and its hub commits, e.g. data/backbones/NAME.json"))
 def cmd_fetch_backbone(args) -> None:
     from csebench.study.fetch import fetch_backbone
     from csebench.core.io import write_json
@@ -51,9 +51,9 @@ def cmd_fetch_backbone(args) -> None:
 
 
 @COMMANDS.command("fetch-generator", "download a term's second pretrained model (DiffCSE's masked-LM generator) into the "
-         "Hugging Face cache (the submitting host's step before cluster jobs: docs/cluster.md)",
-         option("--model", required=True, help="its hub id (ORG/NAME may be written ORG--NAME)"),
-         OUT.but(help="the note of what was fetched and its hub commit, e.g. data/generators/NAME.json"))
+                  "Hugging Face cache (the submitting host's step before cluster jobs: docs/cluster.md)",
+                  option("--model", required=True, help="its hub id (ORG/NAME may be written ORG--NAME)"),
+                  OUT.but(help="the note of what was fetched and its hub commit, e.g. data/generators/NAME.json"))
 def cmd_fetch_generator(args) -> None:
     from csebench.study.fetch import fetch_generator
     from csebench.core.io import write_json
@@ -85,7 +85,7 @@ def cmd_show_config(args) -> None:
 
 
 @COMMANDS.command("runs", "each suite's runs, the folder each is trained in, and which are shared", PARAMS,
-         option("--suites", nargs="+", help="default: every suite of params.yaml"), writes=False)
+                  option("--suites", nargs="+", help="default: every suite of params.yaml"), writes=False)
 def cmd_runs(args) -> None:
     from csebench.study.jobs import runs_of
 

@@ -25,7 +25,7 @@ def cmd_prepare_corpus(args) -> None:
 
 
 @COMMANDS.command("prepare-senteval", "locate or download the SentEval data", PARAMS, option("--data", required=True, help="data source name in params.yaml"),
-         OUT.but(help="folder for the pointer file ROOT (and the extracted tarball)"), out_folder=True)
+                  OUT.but(help="folder for the pointer file ROOT (and the extracted tarball)"), out_folder=True)
 def cmd_prepare_senteval(args) -> None:
     from csebench.study.resolve import data_config
     from csebench.training.data import prepare_senteval
@@ -34,9 +34,9 @@ def cmd_prepare_senteval(args) -> None:
 
 
 @COMMANDS.command("prepare-probing", "locate or download SentEval's probing-task files", PARAMS,
-         option("--data", required=True, help="data source name in params.yaml (its 'probing' entry)"),
-         OUT.but(help="folder for the pointer file ROOT"),
-         option("--tasks", nargs="+", default=None, help="probing tasks (default: SentLen TreeDepth CoordInv)"), out_folder=True)
+                  option("--data", required=True, help="data source name in params.yaml (its 'probing' entry)"),
+                  OUT.but(help="folder for the pointer file ROOT"),
+                  option("--tasks", nargs="+", default=None, help="probing tasks (default: SentLen TreeDepth CoordInv)"), out_folder=True)
 def cmd_prepare_probing(args) -> None:
     from csebench.study.resolve import probing_source
     from csebench.training.data import prepare_probing
@@ -135,23 +135,23 @@ def _one_line_run(args, params: dict) -> None:
 
 
 @COMMANDS.command("train", "train one run; resumes from its checkpoint if present", PARAMS,
-         option("--suite"), option("--run", "--run-name", dest="run", help="run name within the suite"),
-         option("--seed", type=int, default=None, help="the run's seed (required with --suite/--run; default 42 with --backbone)"),
-         KEY,
-         option("--backbone", help="a run of your own: a backbone name of params.yaml, a model folder or a hub id"),
-         option("--method", help="a run of your own: a method of params.yaml (simcse, iscse, ...)"),
-         option("--set", action="append", default=[], metavar="KEY=VALUE",
+                  option("--suite"), option("--run", "--run-name", dest="run", help="run name within the suite"),
+                  option("--seed", type=int, default=None, help="the run's seed (required with --suite/--run; default 42 with --backbone)"),
+                  KEY,
+                  option("--backbone", help="a run of your own: a backbone name of params.yaml, a model folder or a hub id"),
+                  option("--method", help="a run of your own: a method of params.yaml (simcse, iscse, ...)"),
+                  option("--set", action="append", default=[], metavar="KEY=VALUE",
                 help="a run of your own: a setting, training.KEY=VALUE or objectives.TERM.KEY=VALUE (repeatable)"),
-         option("--pooler", default=None, help="a run of your own on a folder or hub id: its pooler (default cls)"),
-         option("--corpus", default=None, help="training corpus (required unless the run has train: false)"), SENTEVAL,
-         OUT.but(required=False, default=None,
+                  option("--pooler", default=None, help="a run of your own on a folder or hub id: its pooler (default cls)"),
+                  option("--corpus", default=None, help="training corpus (required unless the run has train: false)"), SENTEVAL,
+                  OUT.but(required=False, default=None,
                  help="run folder: model/, train.json, curves (default with --backbone: results/runs/KEY/seedN, where "
                       "the pipeline keeps that run)"),
-         option("--cache-dir", default="data/cache", help="tokenized-corpus cache (default: data/cache)"),
-         option("--teacher-cache", action="append", default=[], help="cached teacher embeddings (DistillCSE)"), NO_PROGRESS,
-         option("--force", action="store_true",
+                  option("--cache-dir", default="data/cache", help="tokenized-corpus cache (default: data/cache)"),
+                  option("--teacher-cache", action="append", default=[], help="cached teacher embeddings (DistillCSE)"), NO_PROGRESS,
+                  option("--force", action="store_true",
                 help="train again into a folder holding a finished run (it is replaced only when the new run completes)"),
-         NO_VERIFY, out_folder=True)
+                  NO_VERIFY, out_folder=True)
 def cmd_train(args) -> None:
     from csebench.core import distributed
     from csebench.study.resolve import resolve_run
@@ -206,12 +206,12 @@ def cmd_train(args) -> None:
 
 
 @COMMANDS.command("teacher-cache", "DistillCSE: a frozen teacher's normalized corpus embeddings", PARAMS,
-         MODEL.but(help="the teacher's saved model folder (RUN_DIR/model)"),
-         option("--corpus", required=True, help="the students' training corpus (data/X/corpus.txt)"),
-         OUT.but(help="embeddings .npy (metadata goes beside it as .json)"),
-         option("--max-seq-length", type=positive_int, default=None,
+                  MODEL.but(help="the teacher's saved model folder (RUN_DIR/model)"),
+                  option("--corpus", required=True, help="the students' training corpus (data/X/corpus.txt)"),
+                  OUT.but(help="embeddings .npy (metadata goes beside it as .json)"),
+                  option("--max-seq-length", type=positive_int, default=None,
                 help="training max length (default: the teacher run's own, from its training_config.json)"),
-         BATCH_SIZE, option("--cache-dir", default=None, help="tokenized-corpus cache folder (e.g. data/cache)"), NO_VERIFY)
+                  BATCH_SIZE, option("--cache-dir", default=None, help="tokenized-corpus cache folder (e.g. data/cache)"), NO_VERIFY)
 def cmd_teacher_cache(args) -> None:
     from csebench.training.teachers import build_teacher_cache
 

@@ -24,15 +24,15 @@ def _depth(text: str) -> int | None:
 
 
 @COMMANDS.command("rehearse", "every distinct run of the default target through the real code, offline: random-weight "
-         "BERT/RoBERTa of the published shapes, 2 steps (README, Rehearsal)", PARAMS,
-         option("--suites", nargs="+", default=None, help="default: every suite of the default target"),
-         option("--out", default="results/rehearsal", help="the rehearsal's folder (default: results/rehearsal)"),
-         option("--only", default=None, help="only the distinct runs listed as SUITE/RUN containing this text"),
-         option("--limit", type=positive_int, default=None, help="only the first N distinct runs"),
-         option("--stop", action="store_true", help="stop at the first failure (default: rehearse every run, list failures)"),
-         option("--depth", type=_depth, default=2, help="layers of each backbone (default 2, or as many as a run's "
+                  "BERT/RoBERTa of the published shapes, 2 steps (README, Rehearsal)", PARAMS,
+                  option("--suites", nargs="+", default=None, help="default: every suite of the default target"),
+                  option("--out", default="results/rehearsal", help="the rehearsal's folder (default: results/rehearsal)"),
+                  option("--only", default=None, help="only the distinct runs listed as SUITE/RUN containing this text"),
+                  option("--limit", type=positive_int, default=None, help="only the first N distinct runs"),
+                  option("--stop", action="store_true", help="stop at the first failure (default: rehearse every run, list failures)"),
+                  option("--depth", type=_depth, default=2, help="layers of each backbone (default 2, or as many as a run's "
                 "settings use); 'published': 12 or 24, as the papers' models"),
-         option("--keep-models", action="store_true", help="keep every rehearsed model's weights (default: delete "
+                  option("--keep-models", action="store_true", help="keep every rehearsed model's weights (default: delete "
                 "them once nothing reads them, several GB otherwise)"))
 def cmd_rehearse(args) -> None:
     from pathlib import Path
@@ -64,11 +64,11 @@ def cmd_rehearse(args) -> None:
 
 
 @COMMANDS.command("view-run", "a suite's view of a shared run: relabelled JSON results, links to the rest", PARAMS,
-         option("--suite", required=True), option("--run", required=True), option("--seed", type=int, required=True),
-         option("--from", dest="source", required=True, help="the run's folder (or its evaluation/analysis folder)"),
-         OUT.but(help="the suite's folder, e.g. results/SUITE/runs/RUN/seedN"),
-         option("--first", help="SUITE/RUN: the first suite and run of params.yaml listing this run (default: worked out)"),
-         option("names", nargs="+", help="entries of --from to show in --out"), out_folder=True)
+                  option("--suite", required=True), option("--run", required=True), option("--seed", type=int, required=True),
+                  option("--from", dest="source", required=True, help="the run's folder (or its evaluation/analysis folder)"),
+                  OUT.but(help="the suite's folder, e.g. results/SUITE/runs/RUN/seedN"),
+                  option("--first", help="SUITE/RUN: the first suite and run of params.yaml listing this run (default: worked out)"),
+                  option("names", nargs="+", help="entries of --from to show in --out"), out_folder=True)
 def cmd_view_run(args) -> None:
     from csebench.study.resolve import run_info
     from csebench.workflow.runviews import write_view
@@ -84,8 +84,8 @@ def cmd_view_run(args) -> None:
 
 
 @COMMANDS.command("dvc-yaml", "generate dvc.yaml: a stage per suite and per paper item (docs/dvc.md)", PARAMS,
-         option("--out", default="dvc.yaml", help="output file, '-' for stdout"),
-         option("--check", action="store_true", help="exit 1 if the file is out of date"), writes=False)
+                  option("--out", default="dvc.yaml", help="output file, '-' for stdout"),
+                  option("--check", action="store_true", help="exit 1 if the file is out of date"), writes=False)
 def cmd_dvc_yaml(args) -> None:
     from csebench.workflow.dvcgen import main_dvc_yaml
 
@@ -95,8 +95,8 @@ def cmd_dvc_yaml(args) -> None:
 
 
 @COMMANDS.command("dvc-commit", "dvc commit --force, after refusing any link out of the repository in what it records (the "
-         "run store: docs/dvc.md)",
-         option("targets", nargs="*", default=["runs.dvc"], metavar="TARGET",
+                  "run store: docs/dvc.md)",
+                  option("targets", nargs="*", default=["runs.dvc"], metavar="TARGET",
                 help=".dvc files or dvc.yaml stages (default: runs.dvc, the run store)"))
 def cmd_dvc_commit(args) -> None:
     from csebench.workflow.dvccommit import dvc_commit
