@@ -9,12 +9,12 @@
 
 import sys
 
-from csebench.core.paths import key_dir, run_dir
+from csebench.core.paths import key_dir
 from csebench.core.schema import schema_path
 from csebench.study.jobs import (Runs, all_runs_with_teachers, check_suites, dev_set_file, evaluated_jobs, sts_sets,
                                  suite_data, suite_evaluation, suite_jobs, suite_mteb_tasks, teacher_cache, teacher_jobs,
                                  trains)
-from csebench.study.params import load_params
+from csebench.study.params import load_params, run_dir
 from csebench.study.resolve import find_run
 from csebench.workflow.steps import (check_snakemake_config, find_cli, hub_generators, lock_error_in_one_line,
                                      merge_default_config, offline_if_submitted, one_line, params_args, record_times,

@@ -273,7 +273,7 @@ def test_suite_item_reads_every_run_of_the_suite():
     item = REG.item("suite/demo")
     files = input_files(item, PARAMS)
     from csebench.study.jobs import evaluated_jobs, suite_jobs
-    from csebench.core.paths import run_dir
+    from csebench.study.params import run_dir
 
     evaluated, every = evaluated_jobs(PARAMS, "demo"), suite_jobs(PARAMS, "demo")
     for name, jobs in (("sts.json", evaluated), ("sts_pairs.npz", evaluated), ("transfer.json", evaluated),

@@ -41,11 +41,12 @@ class TransferResult:
 
 
 def _senteval(senteval: str | os.PathLike | None, params: str = "params.yaml"):
-    from csebench.study.params import load_params, shared_senteval
+    from csebench.study.params import shared_senteval
+    from csebench.study.typed import Params
     from csebench.evaluation.locate import senteval_root
 
     if senteval is None:
-        senteval = shared_senteval(load_params(params) if os.path.isfile(params) else None,
+        senteval = shared_senteval(Params.load(params) if os.path.isfile(params) else None,
                                    "no senteval= given and", "pass senteval=...")
     return senteval_root(senteval)
 
@@ -64,11 +65,12 @@ def _encoder(model: Any, pooler: str | None, batch_size: int | None, precision: 
             model.pooler = "cls_before_pooler" if pooler == "cls" else pooler
         return encode_with(model, batch_size, precision, False), model.pooler
     if isinstance(model, (str, os.PathLike)):
-        from csebench.study.params import load_params, may_name_backbone, named_backbone_model
+        from csebench.study.params import may_name_backbone, named_backbone_model
+        from csebench.study.typed import Params
 
         name = str(model)
         if may_name_backbone(name) and os.path.isfile(params):
-            name = named_backbone_model(load_params(params), name) or name
+            name = named_backbone_model(Params.load(params), name) or name
         from csebench.evaluation.embeddings import model_encoder
 
         return model_encoder(name, pooler, batch_size, precision), eval_pooler_of(name, pooler)

@@ -16,8 +16,10 @@ import os
 import shlex
 
 from csebench.core import paths
+from csebench.study.params import data_root, results_root, run_dir
 from csebench.analysis import ANALYSES
 from csebench.analysis.base import INPUTS, MODEL_INPUTS, Analysis, settings_argv
+from csebench.study.typed import Params
 
 class Job:
     """One analysis job: its analysis and settings, the wildcards of its rule, and the files and
@@ -63,7 +65,7 @@ class Job:
 
     def view_models(self, jobs: list[tuple[str, int]], name: str = "model") -> None:
         """Runs of the job's suite, as the suite sees them (their views)."""
-        files = [f"{paths.run_dir(self.params, self.suite, r, s)}/train.json" for r, s in jobs]
+        files = [f"{run_dir(self.params, self.suite, r, s)}/train.json" for r, s in jobs]
         self.inputs[name] = files[0] if name == "model" else files
 
     def run_models(self, jobs: list[tuple[str, int]], name: str) -> None:
@@ -127,11 +129,11 @@ def _flag(analysis: Analysis, name: str) -> str:
 class AnalysisPipeline:
     """The analyses as the Snakefile's config and params.yaml ask for them (one per Snakefile)."""
 
-    def __init__(self, params: dict, config: dict, runs):
+    def __init__(self, params: Params, config: dict, runs):
         from csebench.analysis.selection import selected, settings
 
         self.params, self.runs = params, runs
-        self.results, self.data = paths.results_root(params), paths.data_root(params)
+        self.results, self.data = results_root(params), data_root(params)
         self.selected, self.settings = selected(config), settings(config)
 
     # ---- the rules
@@ -216,7 +218,7 @@ class AnalysisPipeline:
             jobs = evaluated_jobs(self.params, w.suite)
             out = {"results": [paths.analysis_file(self.results, w.suite, a.name, r, s, a.combine.reads) for r, s in jobs]}
             if a.combine.sts:
-                out["sts"] = [f"{paths.run_dir(self.params, w.suite, r, s)}/sts.json" for r, s in jobs]
+                out["sts"] = [f"{run_dir(self.params, w.suite, r, s)}/sts.json" for r, s in jobs]
             return out
         return files
 

@@ -30,12 +30,6 @@ def check_name(where: str, name) -> None:
                           "(it names a folder)")
 
 
-def results_root(params: dict | None) -> str:
-    return ((params or {}).get("paths") or {}).get("results", "results")
-
-
-def data_root(params: dict | None) -> str:
-    return ((params or {}).get("paths") or {}).get("data", "data")
 
 
 # ----------------------------------------------------------------------------- prepared data
@@ -76,10 +70,6 @@ def teacher_cache(run_folder: str) -> str:
     """A teacher run's cached corpus embeddings (DistillCSE), in its own folder."""
     return f"{run_folder}/teacher/embeddings.npy"
 
-
-def run_dir(params: dict | None, suite: str, run: str, seed: int, results: str | None = None) -> str:
-    """``{results}/{suite}/runs/{run}/seed{seed}``; ``results`` defaults to params' paths.results."""
-    return f"{results or results_root(params)}/{suite}/runs/{run}/seed{seed}"
 
 
 # ----------------------------------------------------------------------------- a suite's folder

@@ -31,6 +31,7 @@ import numpy as np
 
 from csebench.core.errors import ConfigError, DataError
 from csebench.core.choices import MTEB_DEFAULT_TASKS, MTEB_STS_TASKS
+from csebench.study.typed import Params
 
 log = logging.getLogger(__name__)
 
@@ -169,20 +170,19 @@ def read_task_result(path: str | os.PathLike) -> float:
     return 100 * float(np.mean(scores))
 
 
-def mteb_rows(params: dict, suite: str, results: str | os.PathLike | None = None, missing_ok: bool = False) -> list[dict]:
+def mteb_rows(params: Params, suite: str, results: str | os.PathLike | None = None, missing_ok: bool = False) -> list[dict]:
     """One row per (run, seed, task) of a suite's MTEB results: run, label, seed, task, type, metric
     and score (the task's main score x100), for the per-suite "MTEB protocol" table. Reads the
     result files only (no mteb install needed); ``results``: the results root (default paths.results);
     ``missing_ok``: a run and seed not yet evaluated on MTEB is left out instead of refused."""
     from csebench.study.jobs import evaluated_jobs, suite_mteb_tasks
-    from csebench.core.paths import run_dir
+    from csebench.study.params import run_dir
     from csebench.study.resolve import find_run, method_label
     from csebench.core.io import read_json
 
     if suite_mteb_tasks(params, suite) is None:
         raise ConfigError(f"suites.{suite} has no mteb: section (add mteb: {{tasks: [...]}} to evaluate it on MTEB)")
-    if results is not None:
-        params = {**params, "paths": {**(params.get("paths") or {}), "results": str(results)}}
+    params = Params.of(params).with_results(results)
     rows = []
     for run, seed in evaluated_jobs(params, suite):
         folder = Path(run_dir(params, suite, run, seed)) / "mteb"

@@ -24,6 +24,7 @@ import numpy as np
 from csebench.core.errors import DataError
 from csebench.evaluation import PRINTED, STS_TASKS as TEST_TASKS
 from csebench.core.stats import TestResult, paired_bootstrap_sts, paired_ttest
+from csebench.study.typed import Params
 
 COLUMNS = [PRINTED.get(t, t) for t in TEST_TASKS] + ["Avg."]
 
@@ -72,7 +73,7 @@ def term_order() -> list[str]:
     return [*PAPER_TERMS, *sorted(t for t in TERMS if t not in PAPER_TERMS)]
 
 
-def run_terms(params: dict, suite: str) -> dict[str, tuple[str, ...]]:
+def run_terms(params: Params, suite: str) -> dict[str, tuple[str, ...]]:
     """Each trained, evaluated run of ``suite`` -> its objective terms (teachers and `train: false` runs left out)."""
     from csebench.study.jobs import evaluated_jobs
     from csebench.study.resolve import find_run, resolve_run
@@ -117,18 +118,17 @@ def paired_test(row: CombinationRow, base: CombinationRow, n_boot: int = 1000) -
     return res
 
 
-def combination_grid(params: dict, suite: str, results: str | os.PathLike | None = None,
+def combination_grid(params: Params, suite: str, results: str | os.PathLike | None = None,
                      n_boot: int = 1000, missing_ok: bool = False) -> list[CombinationRow]:
     """Every trained, evaluated run of ``suite`` with its scores, gains and tests (SimCSE first, then by
     number of terms). ``results``: the results root (default: params' paths.results). ``missing_ok``
     (a report drawn before every run is evaluated): the seeds without an sts.json are left out, and
     no row at all while SimCSE has none (nothing to compare with)."""
     from csebench.study.jobs import evaluated_jobs
-    from csebench.core.paths import run_dir
+    from csebench.study.params import run_dir
     from csebench.study.resolve import find_run, method_label
 
-    if results is not None:
-        params = {**params, "paths": {**(params.get("paths") or {}), "results": str(results)}}
+    params = Params.of(params).with_results(results)
     rows = []
     for run, terms in run_terms(params, suite).items():
         seeds = [s for r, s in evaluated_jobs(params, suite) if r == run]

@@ -17,6 +17,7 @@ from csebench.core.errors import ConfigError
 from csebench.results import metrics as M
 from csebench.results.registry import Item, load_registry
 from csebench.results.runs import RunRef, parse_run, read_json_cached, same_run_text
+from csebench.study.typed import Params
 
 SCALES = ("paper", "demo")
 
@@ -32,7 +33,7 @@ class Renderer:
 @dataclass
 class Context:
     item: Item
-    params: dict
+    params: Params
     results: str = "results"
     scale: str = "paper"
     out_dir: Path = Path("results/papers")

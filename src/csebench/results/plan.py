@@ -24,6 +24,7 @@ import numpy as np
 
 from csebench.model.architectures import ARCHITECTURES, generator_architecture
 from csebench.core.paths import key_dir
+from csebench.study.typed import Params
 
 # parameter counts (total, of which token/position embeddings) of the paper backbones, from their published
 # architecture facts (csebench.model.architectures; the pooler included, as the hub checkpoints carry it)
@@ -216,7 +217,7 @@ def _device_script_throughput(res: dict) -> dict | None:
             "large_mfu": large.get("mfu") or LARGE_BATCH_MFU}
 
 
-def suite_plan(params: dict, suite: str, n_items: int = 0, probing: bool = False) -> SuitePlan:
+def suite_plan(params: Params, suite: str, n_items: int = 0, probing: bool = False) -> SuitePlan:
     from csebench.study.jobs import (all_runs_with_teachers, eval_name, evaluated_jobs, suite_jobs, suite_data,
         suite_evaluation, suite_mteb_tasks, teacher_jobs, trains)
     from csebench.study.resolve import resolve_run
@@ -270,7 +271,7 @@ def suite_plan(params: dict, suite: str, n_items: int = 0, probing: bool = False
                      sorted(set(unknown)), units, trained, len(evaluation_only), own)
 
 
-def plan(params: dict, suites: list[str]) -> list[SuitePlan]:
+def plan(params: Params, suites: list[str]) -> list[SuitePlan]:
     from csebench.results.registry import load_registry
 
     reg = load_registry()
@@ -324,7 +325,7 @@ def render_plan(plans: list[SuitePlan], root: str | Path = ".") -> str:
     return "\n".join(lines)
 
 
-def print_plan(params: dict, suites: list[str]) -> None:
+def print_plan(params: Params, suites: list[str]) -> None:
     """The plan on stderr, as a build that runs jobs starts (the Snakefile's onstart)."""
     import sys
 

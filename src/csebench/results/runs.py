@@ -1,7 +1,7 @@
 """The result files of a run, read once: one RunResult per evaluation file (sts.json, transfer.json,
 probing.json), the run path, training curves, and the mean ± std over seeds that every table prints.
 
-A run is named ``suite/run`` (RunRef); its files live in ``csebench.core.paths.run_dir`` (the one run path,
+A run is named ``suite/run`` (RunRef); its files live in ``csebench.study.params.run_dir`` (the one run path,
 shared with the Snakemake rules).
 """
 
@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from csebench.evaluation import PRINTED, STS_TASKS, TRANSFER_TASKS
-from csebench.core.paths import run_dir
+from csebench.study.params import run_dir
+from csebench.study.typed import Params
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ def parse_run(ref: str, default_suite: str) -> RunRef:
     return RunRef(default_suite, ref)
 
 
-def run_path(params: dict | None, results: str, ref: RunRef, seed: int) -> str:
+def run_path(params: Params | None, results: str, ref: RunRef, seed: int) -> str:
     return run_dir(params, ref.suite, ref.run, seed, results)
 
 

@@ -11,12 +11,13 @@ from csebench.study.jobs import evaluated_jobs
 from csebench.results.metrics import value
 from csebench.results.runs import RunRef, mean_std
 from csebench.study.jobs import suite_jobs
+from csebench.study.typed import Params
 
 # name in metrics.json -> csebench.results.metrics name; a run without a file simply lacks the key
 METRICS = {"stsb_dev": "stsb_dev", "sts_avg": "sts:Avg", "transfer_avg": "transfer:Avg"}
 
 
-def suite_metrics(params: dict, suite: str, results: str = "results") -> dict:
+def suite_metrics(params: Params, suite: str, results: str = "results") -> dict:
     evaluated = set(evaluated_jobs(params, suite))
     out: dict[str, dict] = {}
     for run, seed in suite_jobs(params, suite):

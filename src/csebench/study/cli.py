@@ -9,28 +9,28 @@ import logging
 from csebench.core.commands import (Commands, OUT, PARAMS, RUN, option)
 from csebench.core.errors import ConfigError
 from csebench.study.jobs import suite_jobs
+from csebench.study.typed import Params
 
 COMMANDS = Commands()
 
 
-def params_of(args):
-    from csebench.study.params import load_params
-
-    return load_params(args.params, args.config)
+def params_of(args) -> Params:
+    """params.yaml (--params) with its --config overrides, loaded and checked once."""
+    return Params.load(args.params, args.config)
 
 
 def resolve_inputs(args) -> None:
     """What params.yaml names, for the commands that take a model or SentEval data: ``--model NAME`` with a
     backbone name of params.yaml is that backbone's model (``minilm`` is ``packaged:minilm``), and without
     ``--senteval`` the SentEval data are the shared ones (paths.shared/senteval, $CSEBENCH_SHARED)."""
-    from csebench.study.params import load_params, may_name_backbone, named_backbone_model, shared_senteval
+    from csebench.study.params import may_name_backbone, named_backbone_model, shared_senteval
 
     model = getattr(args, "model", None)
     named = isinstance(model, str) and hasattr(args, "params") and may_name_backbone(model)
     need_data = hasattr(args, "senteval") and args.senteval is None
     if not (named or need_data):
         return
-    params = load_params(args.params, args.config)
+    params = params_of(args)
     backbone = named_backbone_model(params, model) if named else None
     if backbone is not None:
         logging.getLogger("csebench").info("--model %s: the backbone %s of params.yaml, %s", model, model, backbone)

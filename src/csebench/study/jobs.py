@@ -12,7 +12,8 @@ from csebench.core.choices import EVAL_PRECISIONS
 from csebench.study.params import digest, expand_path, list_suites
 from csebench.study.resolve import find_run, resolve_run, sts_pairs_file, suite_runs, suite_seeds
 from csebench.core import paths
-from csebench.core.paths import key_dir, results_root as results_dir
+from csebench.core.paths import key_dir
+from csebench.study.params import results_root as results_dir
 from csebench.core.errors import CsebenchError
 
 
@@ -232,7 +233,7 @@ class Runs:
 
 def runs_of(params: dict) -> Runs:
     """The Runs of these params, kept while their content is unchanged (tests edit params in place)."""
-    content = digest(params, 64)
+    content = digest(dict(params), 64)  # a Params (csebench.study.typed) is a mapping: its content
     if content not in _RUNS:
         _RUNS.clear()  # one params file at a time in practice
         _RUNS[content] = Runs(params)
@@ -301,3 +302,24 @@ def correlation_groups(params: dict, suite: str, run: str, seed: int) -> dict[st
         if theirs and {t for t, _ in theirs} == {teacher_run} and not own_seeds & {ts for _, ts in theirs}:
             students.append((name, s))
     return {"self_teacher": own, "other_teachers": others, "other_students": students}
+
+
+def _methods_of(params: dict, name: str) -> list[str]:
+    """A method and the methods it composes (their settings are read when it resolves)."""
+    out = [name]
+    for part in (params.get("methods") or {}).get(name, {}).get("compose") or []:
+        out += [m for m in _methods_of(params, part) if m not in out]
+    return out
+
+
+def suite_params(params: dict, suite: str) -> list[str]:
+    """The params.yaml keys a suite's runs read: its own section, its data source, the training
+    defaults, and the backbones and methods its runs name (so editing one method marks only the
+    stages whose runs use it changed)."""
+    spec = params["suites"][suite]
+    backbones, methods = [], []
+    for run in suite_runs(params, suite):
+        backbones.append(run["backbone"])
+        methods += _methods_of(params, run["method"])
+    return [f"suites.{suite}", f"data.{spec['data']}", "training",
+            *sorted(f"backbones.{b}" for b in set(backbones)), *sorted(f"methods.{m}" for m in set(methods))]

@@ -389,3 +389,18 @@ METHOD_KEYS = ["label", "compose", "objectives", "training", "by_backbone"]
 
 def list_suites(params: dict) -> list[str]:
     return list((params.get("suites") or {}).keys())
+
+
+# where the params put prepared data and results (csebench.core.paths: the layout inside them)
+
+def results_root(params: dict | None) -> str:
+    return ((params or {}).get("paths") or {}).get("results", "results")
+
+
+def data_root(params: dict | None) -> str:
+    return ((params or {}).get("paths") or {}).get("data", "data")
+
+
+def run_dir(params: dict | None, suite: str, run: str, seed: int, results: str | None = None) -> str:
+    """``{results}/{suite}/runs/{run}/seed{seed}``; ``results`` defaults to params' paths.results."""
+    return f"{results or results_root(params)}/{suite}/runs/{run}/seed{seed}"

@@ -58,7 +58,7 @@ class RunConfig:
 
     @property
     def run_dir(self) -> Path:
-        from csebench.core.paths import run_dir
+        from csebench.study.params import run_dir
 
         return Path(run_dir(None, self.suite, self.name, self.seed, self.paths["results"]))
 

@@ -12,6 +12,7 @@ from csebench.core.commands import (BATCH_SIZE, Commands, MODEL, NO_PROGRESS,
     NO_VERIFY, OUT, PARAMS, KEY, SENTEVAL, option, positive_int)
 from csebench.core.errors import ConfigError, TrainingError
 from csebench.study.cli import name_run, params_of
+from csebench.study.typed import Params
 
 COMMANDS = Commands()
 
@@ -44,10 +45,10 @@ def cmd_prepare_probing(args) -> None:
     prepare_probing(probing_source(params_of(args), args.data), args.out, args.tasks)
 
 
-def _refuse_view(out: str, params: dict, suite: str, run: str, seed: int) -> None:
+def _refuse_view(out: str, params: Params, suite: str, run: str, seed: int) -> None:
     """A suite's folder of a run is a view (links and relabelled copies, docs/runs.md): training there
     would leave the run's own folder, which every suite listing the run reads, behind."""
-    from csebench.core.paths import run_dir
+    from csebench.study.params import run_dir
     from csebench.study.jobs import run_folder
 
     view = os.path.join(out, "train.json")
@@ -94,44 +95,27 @@ def _setting_value(text: str, where: str):
     return load_yaml_text(text, where)
 
 
-def _one_line_run(args, params: dict) -> None:
+def _one_line_run(args, params: Params) -> Params:
     """``train --backbone B --method M --corpus FILE [--set KEY=VALUE ...]``: the run a suite of params.yaml
-    would list with that backbone, method, corpus and settings, as suite ``cli`` of this process, so that
-    its key (and folder, results/runs/KEY/seedN) is the one the pipeline gives that run."""
-    from csebench.study.params import digest
-    from csebench.core.paths import check_name
-
+    would list with that backbone, method, corpus and settings, as suite ``cli`` of the params returned, so
+    that its key (and folder, results/runs/KEY/seedN) is the one the pipeline gives that run."""
     if args.suite or args.run or args.key:
         raise ConfigError("give either --backbone and --method (a run of your own) or --suite/--run/--key (a run of params.yaml)")
     if not (args.backbone and args.method and args.corpus):
         raise ConfigError("a run of your own needs --backbone, --method and --corpus")
-    backbones, data = params.setdefault("backbones", {}), params.setdefault("data", {})
-    backbone = args.backbone
-    if backbone not in backbones:  # a folder or a hub id: a backbone of its own, pooled as --pooler says (cls: SimCSE's)
-        name = "model-" + digest([backbone, args.pooler or "cls"], 8)
-        backbones[name] = {"model": backbone, "pooler": args.pooler or "cls"}
-        backbone = name
-    elif args.pooler:
-        raise ConfigError(f"--pooler is for a backbone given as a folder or hub id; {backbone} of params.yaml pools with "
-                          f"{backbones[backbone].get('pooler')} (set it in params.yaml or a --config file)")
-    if args.method not in (params.get("methods") or {}):
-        raise ConfigError(f"unknown method '{args.method}' (params.yaml methods: {', '.join(params.get('methods') or {})})")
-    run: dict = {"backbone": backbone, "method": args.method}
+    settings: dict = {}
     for item in args.set:
         key, sep, value = item.partition("=")
         parts = key.split(".")
         if not sep or parts[0] not in ("training", "objectives") or len(parts) < 2 or not all(parts):
             raise ConfigError(f"--set {item}: expected training.KEY=VALUE or objectives.TERM.KEY=VALUE")
-        node = run
+        node = settings
         for part in parts[:-1]:
             node = node.setdefault(part, {})
         node[parts[-1]] = _setting_value(value, f"--set {item}")
-    source = "corpus-" + digest(args.corpus, 8)
-    data[source] = {"corpus": {"path": args.corpus}, "senteval": {"path": "{shared}/senteval"}}
-    name = f"{args.backbone if args.backbone == backbone else 'model'}-{args.method}"
-    check_name("run", name)
-    params.setdefault("suites", {})["cli"] = {"data": source, "seeds": [args.seed], "runs": [{"name": name, **run}]}
-    args.suite, args.run = "cli", name
+    params, args.suite, args.run = params.with_run_of_your_own(args.backbone, args.method, args.corpus, settings,
+                                                               args.pooler, args.seed)
+    return params
 
 
 @COMMANDS.command("train", "train one run; resumes from its checkpoint if present", PARAMS,
@@ -163,7 +147,7 @@ def cmd_train(args) -> None:
     params = params_of(args)
     if args.backbone or args.method:
         args.seed = 42 if args.seed is None else args.seed
-        _one_line_run(args, params)
+        params = _one_line_run(args, params)
     else:
         if args.seed is None:
             raise ConfigError("train: --seed is required with --suite/--run or --key")
@@ -172,7 +156,8 @@ def cmd_train(args) -> None:
     if args.out is None:
         if args.suite != "cli":
             raise ConfigError("train: --out is required with --suite/--run or --key (the pipeline passes the run's folder)")
-        from csebench.core.paths import key_dir, results_root
+        from csebench.core.paths import key_dir
+        from csebench.study.params import results_root
 
         args.out = key_dir(results_root(params), cfg.key(), args.seed)
         logging.getLogger("csebench").info("run %s, key %s: %s", args.run, cfg.key(), args.out)

@@ -17,10 +17,13 @@ from pathlib import Path
 
 import yaml
 
-from csebench.study.params import list_suites, load_params
+from csebench.study.jobs import suite_params
+from csebench.study.params import list_suites
 from csebench.core import paths
-from csebench.core.paths import results_root, times_record
+from csebench.core.paths import times_record
+from csebench.study.params import results_root
 from csebench.core.schema import read_yaml
+from csebench.study.typed import Params
 
 SNAKEMAKE = "snakemake --cores all --resources gpu=1 --quiet"
 CODE = ["Snakefile", "workflow", "src/csebench"]
@@ -29,7 +32,7 @@ CODE = ["Snakefile", "workflow", "src/csebench"]
 SHARED_PARAMS = ["training", "backbones", "methods"]
 
 
-def config_stages(params: dict, cwd: str | Path = ".") -> dict[str, dict]:
+def config_stages(params: Params, cwd: str | Path = ".") -> dict[str, dict]:
     """config/<suite>.yaml files that build just their suite: {suite: {config, suites}} where suites
     are the suite and those its demo-scale paper items read (the demo reads demo-iscse-beta)."""
     from csebench.results import render
@@ -49,7 +52,7 @@ def config_stages(params: dict, cwd: str | Path = ".") -> dict[str, dict]:
     return out
 
 
-def paper_items(params: dict) -> list[tuple[str, object, list[str]]]:
+def paper_items(params: Params) -> list[tuple[str, object, list[str]]]:
     """(stage name, item, suites it reads) for every rebuilt paper item at paper scale."""
     from csebench.results import render
     from csebench.results.registry import load_registry
@@ -67,30 +70,9 @@ def group_record(path: str) -> str:
     return times_record(p.parent, p.name.split(".")[0]).as_posix()
 
 
-def _methods_of(params: dict, name: str) -> list[str]:
-    """A method and the methods it composes (their settings are read when it resolves)."""
-    out = [name]
-    for part in (params.get("methods") or {}).get(name, {}).get("compose") or []:
-        out += [m for m in _methods_of(params, part) if m not in out]
-    return out
 
 
-def suite_params(params: dict, suite: str) -> list[str]:
-    """The params.yaml keys a suite's runs read: its own section, its data source, the training
-    defaults, and the backbones and methods its runs name (so editing one method marks only the
-    stages whose runs use it changed)."""
-    from csebench.study.resolve import suite_runs
-
-    spec = params["suites"][suite]
-    backbones, methods = [], []
-    for run in suite_runs(params, suite):
-        backbones.append(run["backbone"])
-        methods += _methods_of(params, run["method"])
-    return [f"suites.{suite}", f"data.{spec['data']}", "training",
-            *sorted(f"backbones.{b}" for b in set(backbones)), *sorted(f"methods.{m}" for m in set(methods))]
-
-
-def build_dvc_yaml(params: dict, cwd: str | Path = ".") -> dict:
+def build_dvc_yaml(params: Params, cwd: str | Path = ".") -> dict:
     from csebench.results import render
 
     results = results_root(params)
@@ -162,9 +144,9 @@ def dvc_plots_spec(run_dirs: list[str], suite: str, figures: list[str] | None = 
     return spec + [{f: {}} for f in figures or []]
 
 
-def dvc_plots_spec_for_suite(params: dict, suite: str) -> list[dict]:
+def dvc_plots_spec_for_suite(params: Params, suite: str) -> list[dict]:
     from csebench.study.jobs import suite_jobs, trains
-    from csebench.core.paths import run_dir
+    from csebench.study.params import run_dir
 
     jobs = suite_jobs(params, suite)
     return dvc_plots_spec([run_dir(params, suite, run, seed) for run, seed in jobs], suite,
@@ -189,7 +171,7 @@ HEADER = """\
 """
 
 
-def render(params: dict, cwd: str | Path = ".") -> str:
+def render(params: Params, cwd: str | Path = ".") -> str:
     spec = build_dvc_yaml(params, cwd)
     parts = [HEADER]
     for key in ("stages", "metrics", "plots"):  # a blank line between stages: one screen each
@@ -213,7 +195,7 @@ outs:
 
 
 def main_dvc_yaml(params_path: str, out: str | None, check: bool) -> int:
-    params = load_params(params_path)
+    params = Params.load(params_path)
     text = render(params)
     target = Path(out or "dvc.yaml")
     if check:

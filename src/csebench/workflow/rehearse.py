@@ -38,9 +38,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from csebench.model.architectures import architecture
-from csebench.study.params import deep_merge, digest, load_params
+from csebench.study.params import deep_merge, digest
 from csebench.study.resolve import resolve_run, suite_runs
 from csebench.core.errors import ConfigError, TrainingError
+from csebench.study.typed import Params
 
 log = logging.getLogger("csebench.workflow.rehearse")  # a line per run as it passes or fails (the console shows this logger)
 TRACEBACKS = logging.getLogger("csebench.workflow.rehearse.tracebacks")  # a failure's traceback: rehearse.log, not the console
@@ -74,7 +75,7 @@ class Distinct:
         return self.listings[0]
 
 
-def distinct_runs(params: dict, suites: list[str]) -> list[Distinct]:
+def distinct_runs(params: Params, suites: list[str]) -> list[Distinct]:
     """The target's runs (teachers included) grouped by what they compute, seed and learning rate left out."""
     from csebench.study.jobs import all_runs_with_teachers, evaluated_jobs
 
@@ -103,18 +104,18 @@ def _teachers_cut(spec):
     return [{"run": e["run"], "seeds": list(e["seeds"])[:keep]} for e in entries]
 
 
-def rehearsal_params(params: dict, suites: list[str], corpus: Path, probing: Path, senteval: Path, out: Path) -> dict:
+def rehearsal_params(params: Params, suites: list[str], corpus: Path, probing: Path, senteval: Path, out: Path) -> dict:
     """params.yaml for the rehearsal: the target's suites only, each run with the rehearsal's sizes as its
     own (last-merged) training settings, every data source on the rehearsal's files, capped evaluation."""
-    rp = copy.deepcopy(params)
-    rp["paths"] = {**(params.get("paths") or {}), "data": str(out / "data"), "results": str(out / "results")}
-    sources = {rp["suites"][s]["data"] for s in suites}
+    rp = params.raw_copy()  # the file's mapping, changed into the rehearsal's params.yaml
+    rp["paths"] = {**(rp.get("paths") or {}), "data": str(out / "data"), "results": str(out / "results")}
+    sources = {params.suites[s].data for s in suites}
     for name in sources:
         rp["data"][name] = {"corpus": {"path": str(corpus)}, "senteval": {"path": str(senteval)},
                             "probing": {"path": str(probing)}}
     rp["suites"] = {}
     for suite in suites:
-        spec = {k: v for k, v in params["suites"][suite].items() if k not in ("backbones", "methods", "runs")}
+        spec = {k: copy.deepcopy(v) for k, v in params.suites[suite].spec.items() if k not in ("backbones", "methods", "runs")}
         runs = []
         for run in suite_runs(params, suite):
             cfg = resolve_run(params, suite, run["name"], 0)
@@ -216,7 +217,7 @@ def _stop_after_checkpoint(cfg, corpus, senteval, out, cache, teachers) -> int:
 
 
 class Rehearsal:
-    def __init__(self, main, params: dict, suites: list[str], out: Path, params_file: Path, senteval: str,
+    def __init__(self, main, params: Params, suites: list[str], out: Path, params_file: Path, senteval: str,
                  corpus: Path, probing: Path, depth: int | None = DEPTH):
         from csebench.study.jobs import eval_name, suite_evaluation
 
@@ -348,7 +349,7 @@ class Rehearsal:
         return ev
 
     def card(self, suite: str, run: str, seed: int, folder: Path, evaluated: bool) -> None:
-        from csebench.core.paths import run_dir
+        from csebench.study.params import run_dir
 
         view = Path(run_dir(self.rp, suite, run, seed))
         first = ["--first", f"{suite}/{run}"]
@@ -370,12 +371,12 @@ RUN_ANALYSES = ("align_uniform", "cosine_dist", "layers", "token_matrix", "neigh
                 "model_correlation", "probing")
 
 
-def target_extras(params: dict, suites: list[str]) -> tuple[dict, list]:
+def target_extras(params: Params, suites: list[str]) -> tuple[dict, list]:
     """What the target's paper tables and figures read beyond a run's training and evaluation:
     {(suite, run, seed): [analysis or "probing", ...]} and [(suite, "ensemble_sts" | suite analysis, run)]."""
     from csebench.results import render
     from csebench.results.registry import load_registry
-    from csebench.core.paths import results_root
+    from csebench.study.params import results_root
 
     root = results_root(params)
     per_run: dict[tuple[str, str, int], list[str]] = {}
@@ -500,7 +501,7 @@ class Outcome:
 @dataclass
 class Selection:
     """What a rehearsal will run, worked out before anything is written (its folder, its log)."""
-    params: dict
+    params: Params
     suites: list[str]
     groups: list[Distinct]  # the distinct runs selected
     listed: int  # listings of suite, run and seed of the whole target
@@ -515,8 +516,8 @@ def select(params_path: str = "params.yaml", overrides=None, suites: list[str] |
     from csebench.results.registry import default_suites
     from csebench.core.schema import _suggest
 
-    params = load_params(params_path, overrides)
-    known = list(params.get("suites") or {})
+    params = Params.load(params_path, overrides)
+    known = list(params.suites)
     suites = suites or default_suites(params)
     for s in suites:
         if s not in known:
@@ -559,7 +560,7 @@ def rehearse(main, selection: Selection, out: str | Path = "results/rehearsal", 
     pfile = out / "params.yaml"
     write_text(pfile, yaml.safe_dump(rehearsal_params(params, suites, corpus, probing, senteval, out), sort_keys=False,
                                      width=200))
-    rp = load_params(pfile)  # as every command reads it
+    rp = Params.load(pfile)  # as every command reads it
     check = os.environ.get("CSEBENCH_DATA_CHECK")
     os.environ["CSEBENCH_DATA_CHECK"] = "0"  # the cut SentEval files (write_senteval)
     try:
@@ -646,7 +647,7 @@ def _one_line(exc: BaseException) -> str:
     return f"{exc.__class__.__name__}: {first[:300]}{'...' if len(first) > 300 else ''}"
 
 
-def model_readers(params: dict, suites: list[str], per_run: dict, suite_extras: list) -> set[tuple[str, str]]:
+def model_readers(params: Params, suites: list[str], per_run: dict, suite_extras: list) -> set[tuple[str, str]]:
     """(suite, run) of every run whose model a later job reads: teachers (their caches, distill-loss, teacher
     logits), the runs a model-correlation compares, the model of topk-negatives."""
     from csebench.study.jobs import all_runs_with_teachers, correlation_groups, suite_jobs, teacher_jobs
@@ -681,7 +682,7 @@ def drop_weights(folder: Path) -> None:
         f.unlink()
 
 
-def _evaluated(params: dict, suite: str) -> set:
+def _evaluated(params: Params, suite: str) -> set:
     from csebench.study.jobs import evaluated_jobs
 
     return set(evaluated_jobs(params, suite))

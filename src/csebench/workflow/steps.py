@@ -15,6 +15,7 @@ from csebench.study.resolve import find_run
 from csebench.core import paths
 from csebench.core.errors import CsebenchError
 from csebench.study.jobs import Runs, trains
+from csebench.study.typed import Params
 
 _LOCKING: list = [None]
 
@@ -157,7 +158,7 @@ def find_cli(uses_conda: bool) -> None:
                       "`make setup` creates it), or install the package (`pip install -e .`)")
 
 
-def trains_from_hub(params: dict, suite: str, run: str) -> bool:
+def trains_from_hub(params: Params, suite: str, run: str) -> bool:
     """The run reads its backbone (model or tokenizer) from the Hugging Face hub: the fetch_backbone job
     downloads it on the submitting host first (csebench.study.fetch)."""
     from csebench.study.resolve import backbone_config
@@ -167,7 +168,7 @@ def trains_from_hub(params: dict, suite: str, run: str) -> bool:
     return hub_id(bb.model) or hub_id(bb.tokenizer)
 
 
-def hub_generators(params: dict, suite: str, run: str, seed: int) -> list[str]:
+def hub_generators(params: Params, suite: str, run: str, seed: int) -> list[str]:
     """The hub models a run's terms load besides its backbone (DiffCSE's generator), as data/generators/ note
     names (csebench.study.fetch.note_name): the fetch_generator job downloads each on the submitting host first."""
     from csebench.study.resolve import resolve_run

@@ -27,7 +27,7 @@ STUDY = "A study of csebench's own beyond the papers (no paper prints these numb
 def inputs(ctx: Context) -> list[str]:
     """sts.json (and sts_pairs.npz, for the one-seed bootstrap) of every evaluated, trained run."""
     suite = ctx.suite()
-    if suite not in (ctx.params.get("suites") or {}):
+    if suite not in ctx.params.suites:
         return []
     runs = run_terms(ctx.params, suite)
     return [f"{run_path(ctx.params, ctx.results, RunRef(suite, r), s)}/{name}"
@@ -37,7 +37,7 @@ def inputs(ctx: Context) -> list[str]:
 def _grid(ctx: Context) -> tuple[list[CombinationRow], list[str]]:
     """(the rows evaluated so far, the runs not yet evaluated)."""
     suite = ctx.suite()
-    if suite not in (ctx.params.get("suites") or {}):
+    if suite not in ctx.params.suites:
         return [], []
     rows = combination_grid(ctx.params, suite, ctx.results, ctx.n_boot, missing_ok=True)
     done = {r.run for r in rows}

@@ -410,7 +410,7 @@ def render_suite(ctx: Context) -> list[Path]:
     figs += [f for f in links if f.suffix == ".png" and f not in figs]
     tables = {kind: (KINDS[kind], [out / "tables" / f"{kind}.{e}" for e in ("md", "csv", "tex")]) for kind in rows}
     suite_readme(out / "README.md", suite, tables, figs, glance_rows(rows["sts"]), footer,
-                 (ctx.params["suites"][suite] or {}).get("description", ""), [f for f in links if f.suffix == ".md"])
+                 ctx.params.suite(suite).description, [f for f in links if f.suffix == ".md"])
     return [*(f for _, files in tables.values() for f in files), curves, summary, out / "README.md"]
 
 
