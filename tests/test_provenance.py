@@ -125,7 +125,8 @@ def test_train_refuses_a_truncated_published_file(tmp_path, capsys, published_ch
 
 def test_git_commit_and_dirty_flag_of_this_checkout_or_null(tmp_path):
     pkg = ROOT / "src" / "csebench"
-    info = P.package_git_info(pkg)
+    info = P.git_info()  # what every result records: this checkout's, found from the module's own place
+    assert info == P.package_git_info(pkg)
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     if head.returncode:
         pytest.skip("not a git checkout")

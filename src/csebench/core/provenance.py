@@ -167,7 +167,7 @@ def record_corpus(path: str | os.PathLike) -> str:
 def git_info() -> dict | None:
     """Commit and dirty flag of the csebench source checkout; None when csebench is not run from one
     (an installed package, or a tree that git finds only as part of another repository)."""
-    return package_git_info(Path(__file__).resolve().parent)
+    return package_git_info(Path(__file__).resolve().parents[1])  # src/csebench (this file is in its core/)
 
 
 @functools.cache
