@@ -2,73 +2,82 @@
 #   snakemake --cores all --resources gpu=1                       # every table and figure of the papers (GPU + hub)
 #   snakemake --cores all --configfile config/demo.yaml           # offline CPU demo
 #   snakemake -n --config 'suites=[ablation-iscse-k]'             # any suite
-# Rules only call the csebench CLI; the logic lives in the package (csebench.suites, csebench.results).
+# Rules only call the csebench CLI; the logic lives in the package (csebench.study.jobs, csebench.results).
 # A run listed by several suites is trained and evaluated once, in results/runs/<key>/seed<N>; each suite's
 # results/<suite>/runs/<run>/seed<N> is a view of it (docs/runs.md).
 # `suites: all` (config/paper.yaml) = SimCSE's main suite and every suite the reproduction registry reads.
 
 import sys
 
-from csebench import suites as wf
-from csebench.paths import key_dir
+from csebench.core.paths import key_dir
+from csebench.core.schema import schema_path
+from csebench.study.jobs import (Runs, all_runs_with_teachers, check_suites, dev_set_file, evaluated_jobs, sts_sets,
+                                 suite_data, suite_evaluation, suite_jobs, suite_mteb_tasks, teacher_cache, teacher_jobs,
+                                 trains)
+from csebench.study.params import load_params, run_dir
+from csebench.study.resolve import find_run
+from csebench.workflow.steps import (check_snakemake_config, find_cli, hub_generators, lock_error_in_one_line,
+                                     merge_default_config, offline_if_submitted, one_line, params_args, record_times,
+                                     refuse_locked_build, refuse_outside_links, restore_times, start_warm, stop_warm,
+                                     trains_from_hub)
 from csebench.results.registry import default_suites
 
-wf.merge_default_config(config, "config/paper.yaml")  # the papers' build, under --configfile and --config
+merge_default_config(config, "config/paper.yaml")  # the papers' build, under --configfile and --config
 
 include: "workflow/rules/common.smk"  # first: checks the config against its schema
 
-with wf.one_line():  # a mistake in params.yaml or an override: its one line, without Snakemake's stack lines
-    PARAMS = wf.load_params(config.get("params", "params.yaml"), config.get("params_overrides", []))
+with one_line():  # a mistake in params.yaml or an override: its one line, without Snakemake's stack lines
+    PARAMS = load_params(config.get("params", "params.yaml"), config.get("params_overrides", []))
     SUITES = config["suites"] if isinstance(config["suites"], list) else [config["suites"]]
     if SUITES == ["all"]:
         SUITES = default_suites(PARAMS)
-    wf.check_suites(PARAMS, SUITES)
+    check_suites(PARAMS, SUITES)
     DEPLOYED = any(getattr(m, "name", str(m)).lower() in ("conda", "apptainer")
                    for m in (workflow.deployment_settings.deployment_method or ()))  # the rules' own software
-    wf.find_cli(uses_conda=DEPLOYED)
-PARAMS_ARGS = wf.params_args(config)  # every rule's command reads the params the DAG was planned with
+    find_cli(uses_conda=DEPLOYED)
+PARAMS_ARGS = params_args(config)  # every rule's command reads the params the DAG was planned with
 RESULTS = PARAMS.get("paths", {}).get("results", "results")
 DATA = PARAMS.get("paths", {}).get("data", "data")
 PROGRESS = "" if config.get("progress", True) else "--no-progress"
 # Every run of params.yaml by identity (docs/runs.md): a run listed by several suites is trained,
 # embedded and evaluated once, in its own folder; the suites' folders are views of it (views.smk).
-with wf.one_line():
-    RUNS = wf.Runs(PARAMS)
+with one_line():
+    RUNS = Runs(PARAMS)
     if workflow.is_main_process:  # (a cluster job's Snakemake plans its one job: the build checked them all)
         RUNS.check()  # every run resolved before planning: a setting no run can train with is its one line
 
-wf.offline_if_submitted(workflow.is_main_process)  # a cluster job downloads nothing (csebench.fetch)
+offline_if_submitted(workflow.is_main_process)  # a cluster job downloads nothing (csebench.study.fetch)
 if workflow.is_main_process:  # another build holding the lock: one line (rule all checks before planning)
-    wf.lock_error_in_one_line(workflow)
+    lock_error_in_one_line(workflow)
 
 if workflow.is_main_process:
-    with wf.one_line():  # a planted link out of the repository: refused before a dvc.yaml stage commits it (docs/dvc.md)
-        wf.refuse_outside_links(RESULTS, SUITES)
-    if wf.restore_times(RESULTS, RUNS):  # results a DVC checkout or a copy wrote anew count as built (docs/dvc.md)
-        wf.record_times(RESULTS)  # (neither while another Snakemake run holds a lock here: it builds these trees)
+    with one_line():  # a planted link out of the repository: refused before a dvc.yaml stage commits it (docs/dvc.md)
+        refuse_outside_links(RESULTS, SUITES)
+    if restore_times(RESULTS, RUNS):  # results a DVC checkout or a copy wrote anew count as built (docs/dvc.md)
+        record_times(RESULTS)  # (neither while another Snakemake run holds a lock here: it builds these trees)
 
-WARM = []  # a local build's warm server (csebench.warm): its jobs fork from one Python with torch imported
+WARM = []  # a local build's warm server (csebench.workflow.warm): its jobs fork from one Python with torch imported
 
 onsuccess:
-    wf.stop_warm(WARM)
-    with wf.one_line():
-        wf.refuse_outside_links(RESULTS, SUITES)
-    wf.record_times(RESULTS)
+    stop_warm(WARM)
+    with one_line():
+        refuse_outside_links(RESULTS, SUITES)
+    record_times(RESULTS)
 
 onerror:  # what did finish is recorded too
-    wf.stop_warm(WARM)
-    wf.record_times(RESULTS)
+    stop_warm(WARM)
+    record_times(RESULTS)
 
 RUN = key_dir(RESULTS, "{key}", "{seed}")  # a run's folder: training, its teacher cache
-EVAL = f"{RUN}/{{ev}}"  # the run evaluated under one suite's evaluation settings (csebench.suites.eval_name)
+EVAL = f"{RUN}/{{ev}}"  # the run evaluated under one suite's evaluation settings (csebench.study.jobs.eval_name)
 
 onstart:  # what this build will cost, when it runs jobs (not for -n, --lint, --touch, ...)
     if config.get("plan", True) and not workflow.touch:
-        from csebench.plan import print_plan
+        from csebench.results.plan import print_plan
 
         print_plan(PARAMS, SUITES)
     if config.get("warm_start", True) and workflow.local_exec and not workflow.touch and not DEPLOYED:
-        WARM.append(wf.start_warm())
+        WARM.append(start_warm())
 
 include: "workflow/rules/inputs.smk"  # the rules' input functions and targets
 include: "workflow/rules/data.smk"
@@ -101,5 +110,5 @@ rule all:
     input:
         ALL,
         # no file: the first step of planning, once Snakemake's settings are known; another build making these
-        # targets stops this one now, in one line, not after the whole DAG is planned (csebench.suites)
-        lambda w: wf.refuse_locked_build(workflow, ALL),
+        # targets stops this one now, in one line, not after the whole DAG is planned (csebench.study.jobs)
+        lambda w: refuse_locked_build(workflow, ALL),

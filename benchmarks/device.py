@@ -3,7 +3,7 @@
 On a machine with its own python3 (torch, transformers, sentence-transformers preinstalled), no network and
 nothing installed: the checkout's src/ on PYTHONPATH, the git-ignored benchmarks/device-bundle/ beside it
 (tokenizers, a corpus sample, the STS files: benchmarks/device_bundle.py writes it). Models are the real
-classes (BertModel, RobertaModel) of the published shapes (csebench.architectures) with random weights.
+classes (BertModel, RobertaModel) of the published shapes (csebench.model.architectures) with random weights.
 
 Sections, in priority order, within --budget seconds (a section that cannot start in time is skipped, a grid
 stops where the budget ends); gpu_results.json and gpu.md are rewritten in --out after EACH section, so a
@@ -62,7 +62,8 @@ class Run:
     def cfg(self, model: str, batch: int, steps: int, precision: str, objectives: dict | None = None,
             checkpoint_steps: int = 10**6, compile_: bool = False, dropout: float | None = None):
         """A RunConfig of the backbone ``model`` (a paper hub id, built by the rehearsal) without params.yaml."""
-        from csebench.config import BackboneConfig, DataConfig, RunConfig, SourceConfig, TrainingConfig
+        from csebench.study.params import BackboneConfig, DataConfig, SourceConfig, TrainingConfig
+        from csebench.study.resolve import RunConfig
         from csebench.objectives import validate_objectives
 
         t = TrainingConfig(batch_size=batch, max_steps=steps, eval_steps=steps, log_steps=1, checkpoint_steps=checkpoint_steps,
@@ -75,7 +76,7 @@ class Run:
                          paths={"data": str(self.tmp), "results": str(self.tmp)})
 
     def trainer(self, cfg, out, teacher=None):
-        from csebench.trainer import Trainer
+        from csebench.training.trainer import Trainer
 
         return Trainer(cfg, self.corpus, self.senteval, out, cache_dir=self.tmp / "cache", show_progress=False,
                        teacher_cache=[teacher] if teacher and "distillation" in cfg.objectives else None)
@@ -104,14 +105,14 @@ def versions() -> dict:
 
 def teacher_cache(r: Run, model: str) -> str:
     """A frozen teacher's corpus cache (DistillCSE), from the untrained backbone (csebench teacher-cache's code)."""
-    from csebench.config import BackboneConfig
-    from csebench.encoder import build_encoder
-    from csebench.teachers import embed_corpus, save_teacher_cache
+    from csebench.study.params import BackboneConfig
+    from csebench.model.encoder import build_encoder
+    from csebench.training.teachers import embed_corpus, save_teacher_cache
 
     out = r.tmp / f"teacher-{model}.npy"
     if not out.is_file():
-        from csebench.data import tokenizer_fingerprint
-        from csebench.teachers import corpus_sha256
+        from csebench.model.tokens import tokenizer_fingerprint
+        from csebench.training.teachers import corpus_sha256
 
         enc = build_encoder(BackboneConfig(model=MODELS[model], pooler="cls")).to(r.device)
         emb = embed_corpus(enc, r.corpus, MAX_LEN, device=r.device)
@@ -127,8 +128,8 @@ def teacher_cache(r: Run, model: str) -> str:
 
 
 def section_correctness(r: Run) -> dict:
-    from csebench.io import read_json
-    from csebench.rehearse import _stop_after_checkpoint
+    from csebench.core.io import read_json
+    from csebench.workflow.rehearse import _stop_after_checkpoint
 
     batch, steps = (8, 2) if r.a.tiny else (64, 4)
     cuda = r.device == "cuda"
@@ -194,7 +195,7 @@ def padded_tokens(tr, batches) -> int:
 
 
 def time_ours(r: Run, model: str, batch: int, precision: str, steps: int, warmup: int, compile_: bool = False) -> dict:
-    from csebench.trainer import data_order
+    from csebench.training.trainer import data_order
 
     tr = r.trainer(r.cfg(model, batch, warmup + steps + 1, precision, compile_=compile_), r.tmp / f"t-{model}-{batch}")
     nonemb = sum(p.numel() for n, p in tr.encoder.backbone.named_parameters() if "embeddings" not in n)
@@ -223,8 +224,8 @@ def time_st(r: Run, model_dir: str, batch: int, amp: str, steps: int, warmup: in
     import torch
     from sentence_transformers import SentenceTransformer, losses, models
 
-    from csebench.data import read_corpus
-    from csebench.trainer import data_order
+    from csebench.core.corpus import read_corpus
+    from csebench.training.trainer import data_order
 
     sentences = read_corpus(r.corpus)
     word = models.Transformer(model_dir, max_seq_length=MAX_LEN)
@@ -303,7 +304,7 @@ def section_eval(r: Run) -> dict:
     from sentence_transformers import SentenceTransformer, models
     from sentence_transformers.evaluation import EmbeddingSimilarityEvaluator
 
-    from csebench.encoder import load_encoder
+    from csebench.model.encoder import load_encoder
     from csebench.evaluation.sts import evaluate_sts, load_task
 
     model_dir = r.tmp / "weights-bert-base"
@@ -469,7 +470,7 @@ def report_section(res: dict) -> str:
     measured each, what an earlier call measured before a fix, and the cost model's assumption beside
     the measured utilisation."""
     sys.path.insert(0, str(HERE.parent / "src"))
-    from csebench import plan
+    from csebench.results import plan
 
     lines = [render(res).split("\n", 2)[2].strip(), ""]
     calls = res.get("calls") or []
@@ -575,7 +576,7 @@ def main(argv=None) -> dict:
         ap.error(f"{a.bundle} is missing: run `python benchmarks/device_bundle.py` where ../shared is, and carry it (docs/gpu.md)")
     import torch
 
-    from csebench.rehearsal_mode import activate
+    from csebench.model.standins import activate
 
     if not torch.cuda.is_available() and not a.tiny:
         ap.error("no CUDA device: use --tiny for the CPU rehearsal")

@@ -4,7 +4,7 @@ checkout on a GPU machine without network (docs/gpu.md).
     python benchmarks/device_bundle.py            # from the packaged MiniLM and ../shared
 
   tokenizer-bert/     the packaged MiniLM's tokenizer files only (bert-base-uncased's uncased WordPiece vocabulary)
-  tokenizer-roberta/  byte-level BPE trained on the demo corpus (csebench.rehearsal_mode: <s> 0, <pad> 1, </s> 2, <unk> 3)
+  tokenizer-roberta/  byte-level BPE trained on the demo corpus (csebench.model.standins: <s> 0, <pad> 1, </s> 2, <unk> 3)
   corpus.txt          20,000 demo sentences
   senteval/downstream/STS, SICK   the 7 STS tasks (SentEval's files)
   wheels/             pure-Python wheels of anything the machine lacks (imported from the zip, never installed):
@@ -26,9 +26,9 @@ CORPUS_LINES = 20_000
 
 def main(argv=None) -> Path:
     sys.path.insert(0, str(ROOT / "src"))
-    from csebench.config import shared_dir
-    from csebench.encoder import packaged_model_dir
-    from csebench.rehearsal_mode import train_tokenizer
+    from csebench.study.params import shared_dir
+    from csebench.model.encoder import packaged_model_dir
+    from csebench.model.standins import train_tokenizer
 
     shared = Path(shared_dir()) if Path(shared_dir()).is_absolute() else (ROOT / shared_dir()).resolve()
     out = Path(argv[0]) if argv else BUNDLE

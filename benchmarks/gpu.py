@@ -105,7 +105,7 @@ class Ctx:
     def trainer(self, cfg, out: str | Path):
         import torch
 
-        from csebench import trainer as T
+        from csebench.training import trainer as T
 
         keep = T.pick_device
         if self.device == "cpu":  # the CPU side of the device-vs-CPU comparison
@@ -131,7 +131,7 @@ def advance(tr, n: int, like_run: bool = False) -> list[float]:
     """n optimizer steps of Trainer.run's loop (no dev evaluation); the losses read back. Every
     step's loss by default (the correctness checks compare them); with ``like_run`` only where
     Trainer.run reads them (log steps, ...), so a timing sees the loop's host waits and no more."""
-    from csebench.trainer import data_order
+    from csebench.training.trainer import data_order
 
     losses = []
     while n > 0:
@@ -290,7 +290,7 @@ def padded_tokens(tr, batches) -> list[int]:
 
 
 def train_ours(c: Ctx, shape: dict, batch: int, precision: str) -> dict:
-    from csebench.trainer import data_order
+    from csebench.training.trainer import data_order
 
     a = c.a
     with tempfile.TemporaryDirectory() as tmp:
@@ -328,8 +328,8 @@ def train_st(c: Ctx, model_dir: str, batch: int, bf16: bool) -> dict:
                                        SentenceTransformerTrainingArguments, losses, models)
     from transformers import TrainerCallback
 
-    from csebench.data import read_corpus
-    from csebench.trainer import data_order
+    from csebench.core.corpus import read_corpus
+    from csebench.training.trainer import data_order
 
     a = c.a
     n = a.warmup + a.steps
@@ -395,8 +395,8 @@ def section_training(c: Ctx) -> dict:
 def section_eval(c: Ctx) -> dict:
     import torch
 
-    from csebench.config import BackboneConfig
-    from csebench.encoder import build_encoder
+    from csebench.study.params import BackboneConfig
+    from csebench.model.encoder import build_encoder
     from csebench.evaluation.sts import PairSet, evaluate_sts
 
     a = c.a

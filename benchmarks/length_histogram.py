@@ -26,8 +26,8 @@ PROXY = {"MR": ("all",), "CR": ("all",), "SUBJ": ("all",), "MRPC": ("train", "te
 def histogram(senteval: str | Path) -> dict:
     from transformers import AutoTokenizer
 
-    from csebench.data import senteval_root
-    from csebench.encoder import packaged_model_dir
+    from csebench.evaluation.locate import senteval_root
+    from csebench.model.encoder import packaged_model_dir
     from csebench.evaluation.transfer import load_transfer_task
 
     root = senteval_root(senteval)
@@ -49,7 +49,7 @@ def histogram(senteval: str | Path) -> dict:
 
 
 def main(argv=None) -> None:
-    from csebench.io import write_json
+    from csebench.core.io import write_json
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--senteval", default=str(ROOT.parent / "shared" / "senteval"))

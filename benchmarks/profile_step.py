@@ -55,7 +55,7 @@ def summarize(prof, steps: int, wall: float) -> list[str]:
 def profile_ours(steps: int, warmup: int) -> list[str]:
     from torch.profiler import ProfilerActivity, profile
 
-    from csebench.trainer import Trainer
+    from csebench.training.trainer import Trainer
 
     cfg = bench._bench_config(42, steps + warmup)
     with tempfile.TemporaryDirectory() as tmp:
@@ -81,8 +81,8 @@ def profile_st(steps: int, warmup: int) -> list[str]:
     from torch.profiler import ProfilerActivity, profile
     from transformers import TrainerCallback
 
-    from csebench.data import read_corpus
-    from csebench.encoder import packaged_model_dir
+    from csebench.core.corpus import read_corpus
+    from csebench.model.encoder import packaged_model_dir
 
     sentences = read_corpus(bench.corpus_path())
     batches = bench.bench_batches(len(sentences), steps + warmup, 42)

@@ -46,7 +46,7 @@ def peak_rss_mb() -> float:
 
 
 def _shared() -> Path:
-    from csebench.config import load_params, shared_dir
+    from csebench.study.params import load_params, shared_dir
 
     return (ROOT / shared_dir(load_params(ROOT / "params.yaml"))).resolve()
 
@@ -56,7 +56,7 @@ def corpus_path() -> Path:
 
 
 def senteval_dir() -> Path:
-    from csebench.data import senteval_root
+    from csebench.evaluation.locate import senteval_root
 
     return senteval_root(_shared() / "senteval")
 
@@ -64,13 +64,14 @@ def senteval_dir() -> Path:
 def _bench_config(seed: int, steps: int, objectives: dict | None = None, precision: str = "auto",
                   compile_: bool = False):
     """The demo suite's SimCSE run on the packaged MiniLM, with the benchmark's batch/length/steps."""
-    from csebench.config import load_params, resolve_run
+    from csebench.study.params import load_params
+    from csebench.study.resolve import resolve_run
     from csebench.objectives import validate_objectives
 
     params = load_params(ROOT / "params.yaml")
     cfg = resolve_run(params, "demo", "simcse", seed)
     if BACKBONE["name"] != cfg.backbone_name:
-        from csebench.config import backbone_config
+        from csebench.study.resolve import backbone_config
 
         cfg.backbone, cfg.backbone_name = backbone_config(params, BACKBONE["name"]), BACKBONE["name"]
     t = cfg.training
@@ -84,7 +85,7 @@ def _bench_config(seed: int, steps: int, objectives: dict | None = None, precisi
 
 
 def bench_batches(n_sentences: int, steps: int, seed: int):
-    from csebench.trainer import data_order
+    from csebench.training.trainer import data_order
 
     return data_order(n_sentences, BATCH, seed, 0)[:steps]
 
@@ -95,7 +96,7 @@ def bench_batches(n_sentences: int, steps: int, seed: int):
 def worker_train_ours(a) -> dict:
     import torch
 
-    from csebench.trainer import Trainer
+    from csebench.training.trainer import Trainer
 
     cfg = _bench_config(a.seed, a.steps + a.warmup, precision=a.precision)
     with tempfile.TemporaryDirectory() as tmp:
@@ -138,8 +139,8 @@ def worker_train_st(a) -> dict:
     from sentence_transformers.evaluation import EmbeddingSimilarityEvaluator
     from transformers import TrainerCallback
 
-    from csebench.data import read_corpus
-    from csebench.encoder import packaged_model_dir
+    from csebench.core.corpus import read_corpus
+    from csebench.model.encoder import packaged_model_dir
     from csebench.evaluation.sts import load_stsb
 
     sentences = read_corpus(corpus_path())
@@ -209,7 +210,7 @@ def _eval_amp(a):
 def worker_eval_ours(a) -> dict:
     import torch
 
-    from csebench.encoder import load_encoder, packaged_model_dir
+    from csebench.model.encoder import load_encoder, packaged_model_dir
     from csebench.evaluation.sts import evaluate_sts
 
     sets = _sts_pairsets()
@@ -230,7 +231,7 @@ def worker_eval_st(a) -> dict:
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.evaluation import EmbeddingSimilarityEvaluator
 
-    from csebench.encoder import packaged_model_dir
+    from csebench.model.encoder import packaged_model_dir
 
     sets = _sts_pairsets()
     model = SentenceTransformer(str(packaged_model_dir()), device="cpu")
@@ -263,9 +264,9 @@ def worker_eval_batch(a) -> dict:
 
     import torch
 
-    from csebench.data import senteval_root
-    from csebench.embeddings import evaluation_sentences
-    from csebench.encoder import cpu_has_native_bf16, load_encoder, packaged_model_dir
+    from csebench.evaluation.locate import senteval_root
+    from csebench.evaluation.embeddings import evaluation_sentences
+    from csebench.model.encoder import cpu_has_native_bf16, load_encoder, packaged_model_dir
 
     torch.set_num_threads(1)
     sents = evaluation_sentences(senteval_root(senteval_dir()), transfer=True, max_train_sentences=500, max_sts_pairs=500)
@@ -365,7 +366,7 @@ BACKBONE = {"name": "minilm"}  # --backbone tiny: a smoke test of the code paths
 
 
 def method_terms(label: str) -> dict:
-    from csebench.config import load_params
+    from csebench.study.params import load_params
 
     key, default = METHOD_TERMS[label]
     spec = (load_params(ROOT / "params.yaml").get("methods") or {}).get(key)
@@ -397,7 +398,7 @@ def section_methods(o, cache_dir: str) -> dict:
     stepped round-robin on the same batches, so load changes hit every method alike."""
     import torch
 
-    from csebench.trainer import Trainer
+    from csebench.training.trainer import Trainer
 
     print("[3] per-step time of each method relative to SimCSE", flush=True)
     methods = {"SimCSE": {}}
@@ -454,7 +455,7 @@ N_TEACHERS = 16
 
 def method_corpus(cache_dir: str, n: int = 4096) -> Path:
     """The first n sentences of the demo corpus (enough for the timed steps; keeps 16 teacher caches small)."""
-    from csebench.data import read_corpus
+    from csebench.core.corpus import read_corpus
 
     out = Path(cache_dir) / f"methods-corpus-{n}.txt"
     if not out.is_file():
@@ -465,16 +466,18 @@ def method_corpus(cache_dir: str, n: int = 4096) -> Path:
 def distill_setups(corpus: Path, cache_dir: str):
     """DistillCSE (Group-P, p = 0.1) with 1 and with 16 teacher components, each teacher a cached
     embedding artefact as the pipeline builds it. The timing does not depend on the teachers'
-    values, so the caches hold random unit vectors (csebench.teachers format). Returns a note
+    values, so the caches hold random unit vectors (csebench.training.teachers format). Returns a note
     (str) when the distillation term or the teacher-cache module is missing."""
     if not _term_available("distillation"):
         return "DistillCSE: skipped, objective term distillation not in this checkout"
     import numpy as np
 
     try:
-        from csebench.data import read_corpus, tokenizer_fingerprint
-        from csebench.encoder import load_tokenizer
-        from csebench.teachers import FORMAT, corpus_sha256, save_teacher_cache
+        from csebench.core.corpus import read_corpus
+        from csebench.model.tokens import tokenizer_fingerprint
+        from csebench.model.encoder import load_tokenizer
+        from csebench.model.teacher_cache import FORMAT
+        from csebench.training.teachers import corpus_sha256, save_teacher_cache
     except Exception as exc:  # noqa: BLE001
         return f"DistillCSE: skipped, teacher cache module unavailable ({exc.__class__.__name__}: {exc})"
     cfg = _bench_config(42, 1)
@@ -598,10 +601,10 @@ def section_profile(o=None) -> dict:
 # ----------------------------------------------------------------------------- GPU estimate
 
 def section_gpu() -> dict:
-    """The GPU cost of the wiki1m suites by `csebench plan`'s model (csebench.plan: padded training
+    """The GPU cost of the wiki1m suites by `csebench plan`'s model (csebench.results.plan: padded training
     tokens, assumed MFUs until benchmarks/gpu.py measures them), on an A100 and an H100."""
-    from csebench import plan as P
-    from csebench.config import load_params
+    from csebench.results import plan as P
+    from csebench.study.params import load_params
     from csebench.results.registry import default_suites
 
     params = load_params(ROOT / "params.yaml")
@@ -867,7 +870,7 @@ def write_report(path: Path, info: dict, cmd: str, res: dict, started: float) ->
                                                                      if g["mfu"].get("measured_on") else ", utilisation assumed)\n"))
         when("gpu")
         m, peaks = g["mfu"], g["peaks"]
-        w(f"The cost model of `csebench plan` (`csebench.plan`). FLOPs = 6 x non-embedding parameters x training "
+        w(f"The cost model of `csebench plan` (`csebench.results.plan`). FLOPs = 6 x non-embedding parameters x training "
           f"tokens (forward + backward; attention at length 32 and the embedding lookups are negligible), both "
           f"dropout views counted, one epoch of wiki1m (1e6 sentences; a run's max_steps where it sets one; an "
           f"evaluation-only run, train: false, trains nothing), plus STS-B dev every eval_steps, the "

@@ -23,7 +23,6 @@ import platform
 import sys
 import time
 
-import numpy as np
 import torch
 
 STS_TOL = 0.01
@@ -63,8 +62,8 @@ def senteval_scores(src: str, data: str, model_dir: str, sts: list[str], transfe
 
 
 def csebench_scores(data: str, model_dir: str, sts: list[str], transfer: list[str]) -> tuple[dict, dict]:
-    from csebench.data import senteval_root
-    from csebench.encoder import load_encoder
+    from csebench.evaluation.locate import senteval_root
+    from csebench.model.encoder import load_encoder
     from csebench.evaluation.sts import evaluate_sts
     from csebench.evaluation.transfer import evaluate_transfer
 
@@ -130,7 +129,7 @@ def main(argv=None) -> int:
         p.error(f"--data {args.data}: no downstream/ folder there")
     if args.threads:
         torch.set_num_threads(args.threads)
-    from csebench.encoder import resolve_model_path
+    from csebench.model.encoder import resolve_model_path
 
     model_dir = resolve_model_path(args.model)
     part = {"sts": args.sts, "transfer": args.transfer, "info": info}

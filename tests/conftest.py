@@ -35,7 +35,7 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session", autouse=True)
 def _synthetic_senteval_allowed():
     """Most tests read small SentEval-layout files they write themselves (a few STS-B dev pairs, a
-    20-sentence MR): the check against SentEval's published files (csebench.provenance) is off for
+    20-sentence MR): the check against SentEval's published files (csebench.core.provenance) is off for
     them, from the session's start (module-scoped fixtures train with such files too).
     tests/test_provenance.py turns it on, and so does the ci suite's end-to-end run."""
     with pytest.MonkeyPatch.context() as mp:
@@ -57,8 +57,8 @@ def shared_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def tokenizer():
-    from csebench.config import BackboneConfig
-    from csebench.encoder import load_tokenizer
+    from csebench.study.params import BackboneConfig
+    from csebench.model.encoder import load_tokenizer
 
     return load_tokenizer(BackboneConfig(model="random"))
 
@@ -66,8 +66,8 @@ def tokenizer():
 @pytest.fixture()
 def tiny_encoder(tokenizer):
     """A tiny random BERT encoder (2 layers, hidden 32) with the MiniLM tokenizer."""
-    from csebench.config import BackboneConfig
-    from csebench.encoder import SentenceEncoder, build_backbone
+    from csebench.study.params import BackboneConfig
+    from csebench.model.encoder import SentenceEncoder, build_backbone
 
     def make(pooler: str = "cls", seed: int = 0):
         cfg = BackboneConfig(model="random", pooler=pooler)

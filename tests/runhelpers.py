@@ -189,7 +189,7 @@ def copy_run(run: Path, dst: Path) -> Path:
 
 def fail_writing_train_json(monkeypatch) -> None:
     """The trainer's last output, train.json, fails as on a full disk (monkeypatch.undo() restores it)."""
-    import csebench.trainer as trainer_mod
+    import csebench.training.trainer as trainer_mod
 
     real = trainer_mod.write_json
 
@@ -299,15 +299,16 @@ def train_tiny(tmp: Path, objectives: dict, steps: int = 3, batch_size: int = 8,
     the first 96 shared corpus sentences; ``teacher``: a frozen random encoder's cached embeddings are
     the teacher of any term that reads teachers (``teachers: {run: simcse, seeds: [2]}``).
     Returns (train.json's summary, the trainer)."""
-    from csebench.config import BackboneConfig, load_params, resolve_run
-    from csebench.encoder import build_encoder
-    from csebench.trainer import Trainer
+    from csebench.study.params import BackboneConfig, load_params
+    from csebench.study.resolve import resolve_run
+    from csebench.model.encoder import build_encoder
+    from csebench.training.trainer import Trainer
 
     write_corpus(tmp / "corpus.txt")
     write_mini_senteval(tmp / "se")
     caches = []
     if teacher:
-        from csebench.teachers import build_teacher_cache
+        from csebench.training.teachers import build_teacher_cache
 
         build_encoder(BackboneConfig(model="random", pooler="cls"), seed=7).save(tmp / "teacher")
         build_teacher_cache(tmp / "teacher", tmp / "corpus.txt", tmp / "teacher.npy", max_seq_length=32)

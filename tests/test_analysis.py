@@ -196,14 +196,14 @@ def test_neighbours_and_topk_with_a_fake_encoder():
 
 
 def test_figures_are_written(tmp_path):
-    from csebench.analysis import plots
+    from csebench.results import analysis_plots
 
-    plots.plot_align_uniform([{"label": "a", "alignment": 0.2, "uniformity": -2.0, "sts_avg": 70.0},
+    analysis_plots.plot_align_uniform([{"label": "a", "alignment": 0.2, "uniformity": -2.0, "sts_avg": 70.0},
                               {"label": "b", "alignment": 0.3, "uniformity": -2.5, "sts_avg": None}], tmp_path / "au.png")
     rng = np.random.default_rng(0)
     groups = {g: {"cosines": list(rng.uniform(0, 1, 20))} for g in ["0-1", "1-2", "2-3", "3-4", "4-5"]}
-    plots.plot_cosine_dist({"m1": {"groups": groups}, "m2": {"groups": groups}}, tmp_path / "cd.png")
-    plots.plot_layers({"m": {"inter_layer": {"1-2": 0.9, "2-3": 0.95}, "toksim": {"1": 0.3, "2": 0.5, "3": 0.6}}}, tmp_path / "ly.png")
+    analysis_plots.plot_cosine_dist({"m1": {"groups": groups}, "m2": {"groups": groups}}, tmp_path / "cd.png")
+    analysis_plots.plot_layers({"m": {"inter_layer": {"1-2": 0.9, "2-3": 0.95}, "toksim": {"1": 0.3, "2": 0.5, "3": 0.6}}}, tmp_path / "ly.png")
     for name in ("au", "cd", "ly"):
         data = (tmp_path / f"{name}.png").read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
@@ -251,7 +251,7 @@ def test_teacher_logit_stats_identical_teachers_have_zero_variance():
 
 
 def test_scatter_labels_of_coinciding_points_do_not_overlap():
-    from csebench.analysis.plots import label_slots
+    from csebench.results.analysis_plots import label_slots
 
     xs = np.array([0.130, 0.1301, 0.131, 0.09])
     ys = np.array([-2.30, -2.301, -2.36, -1.70])

@@ -31,7 +31,7 @@ def _stsb(root, pairs):
 
 
 def test_the_command_and_the_suite_table(tmp_path, tiny_encoder, monkeypatch, capsys):
-    from csebench.embeddings import model_fingerprint, write_embeddings
+    from csebench.evaluation.embeddings import model_fingerprint, write_embeddings
 
     enc = tiny_encoder("avg")
     enc.save(tmp_path / "runs" / "simcse" / "seed1" / "model")
@@ -66,8 +66,8 @@ def test_the_command_and_the_suite_table(tmp_path, tiny_encoder, monkeypatch, ca
 def test_the_pipeline_and_the_config_know_it():
     from csebench.analysis.selection import selected, settings
     from csebench.analysis.pipeline import AnalysisPipeline
-    from csebench.config import load_params
-    from csebench.suites import Runs
+    from csebench.study.params import load_params
+    from csebench.study.jobs import Runs
     from runhelpers import PARAMS
 
     assert "anisotropy" in [a.name for a in AnalysisPipeline.combined()]

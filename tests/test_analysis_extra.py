@@ -121,7 +121,7 @@ def _run(argv):
 
 
 def test_distill_loss_cli_on_tiny_models(tmp_path, tiny_encoder):
-    from csebench.data import tokenize_corpus
+    from csebench.training.data import tokenize_corpus
 
     student, t1, t2 = tiny_encoder("cls", seed=0), tiny_encoder("avg", seed=1), tiny_encoder("cls", seed=2)
     paths = [_save(e, tmp_path / n) for e, n in ((student, "student"), (t1, "t1"), (t2, "t2"))]
@@ -203,7 +203,7 @@ def test_ensemble_encode_of_one_model_and_of_scaled_copies(tmp_path):
 
 
 def test_ensemble_sts_cli_writes_an_sts_json(tmp_path, shared_dir):
-    from csebench.embeddings import EmbeddingTable, evaluation_sentences, table_encode, write_embeddings
+    from csebench.evaluation.embeddings import EmbeddingTable, evaluation_sentences, table_encode, write_embeddings
     from csebench.evaluation.sts import evaluate_sts
 
     root = shared_dir / "senteval" / "downstream"
@@ -229,7 +229,7 @@ def test_ensemble_sts_cli_writes_an_sts_json(tmp_path, shared_dir):
 
 
 def test_model_correlation_cli_with_and_without_tables(tmp_path, tiny_encoder):
-    from csebench.embeddings import model_fingerprint, write_embeddings
+    from csebench.evaluation.embeddings import model_fingerprint, write_embeddings
 
     encs = [tiny_encoder("avg", seed=s) for s in range(3)]
     paths = [_save(e, tmp_path / "runs" / n / "seed1" / "model") for e, n in zip(encs, ("student", "teacher", "other"))]

@@ -8,8 +8,8 @@ import torch
 
 
 def test_projection_head_sets_output_dim_and_survives_save_load(tmp_path, tokenizer):
-    from csebench.config import BackboneConfig
-    from csebench.encoder import build_backbone, load_encoder, SentenceEncoder
+    from csebench.study.params import BackboneConfig
+    from csebench.model.encoder import build_backbone, load_encoder, SentenceEncoder
 
     for pooler in ("cls", "avg"):
         torch.manual_seed(0)
@@ -29,8 +29,8 @@ def test_projection_head_sets_output_dim_and_survives_save_load(tmp_path, tokeni
 def test_projection_head_is_linear_by_default_and_tanh_when_asked(tmp_path, tokenizer, kind, squash):
     """The head applied at evaluation is dense(pooled) (paper) or tanh(dense(pooled)) (released code),
     and a saved model reloads with the same head."""
-    from csebench.config import BackboneConfig
-    from csebench.encoder import SentenceEncoder, build_backbone, load_encoder, pool
+    from csebench.study.params import BackboneConfig
+    from csebench.model.encoder import SentenceEncoder, build_backbone, load_encoder, pool
 
     torch.manual_seed(0)
     kwargs = {} if kind == "linear" else {"projection_head": kind}
@@ -56,8 +56,8 @@ def test_projection_head_is_linear_by_default_and_tanh_when_asked(tmp_path, toke
 def test_models_saved_before_the_head_choice_reload_with_tanh(tmp_path, tokenizer):
     import json
 
-    from csebench.config import BackboneConfig
-    from csebench.encoder import ENCODER_META, SentenceEncoder, build_backbone, load_encoder
+    from csebench.study.params import BackboneConfig
+    from csebench.model.encoder import ENCODER_META, SentenceEncoder, build_backbone, load_encoder
 
     enc = SentenceEncoder(build_backbone(BackboneConfig(model="random", pooler="avg"), tokenizer), tokenizer, "avg",
                           projection_dim=8, projection_head="linear_tanh")
@@ -69,16 +69,16 @@ def test_models_saved_before_the_head_choice_reload_with_tanh(tmp_path, tokenize
 
 
 def test_without_projection_nothing_changes(tokenizer):
-    from csebench.config import BackboneConfig
-    from csebench.encoder import build_backbone, SentenceEncoder
+    from csebench.study.params import BackboneConfig
+    from csebench.model.encoder import build_backbone, SentenceEncoder
 
     enc = SentenceEncoder(build_backbone(BackboneConfig(model="random", pooler="avg"), tokenizer), tokenizer, "avg")
     assert enc.head is None and enc.out_dim == 32 and enc.encode(["hello there"]).shape == (1, 32)
 
 
 def test_projection_dim_is_a_validated_training_option():
-    from csebench.config import TrainingConfig
-    from csebench.errors import ConfigError
+    from csebench.study.params import TrainingConfig
+    from csebench.core.errors import ConfigError
 
     TrainingConfig(projection_dim=256).validate("training")
     assert TrainingConfig().projection_head == "linear"  # the paper's head is the default
@@ -90,7 +90,8 @@ def test_projection_dim_is_a_validated_training_option():
 
 
 def test_projection_head_enters_the_fingerprint_only_with_a_projection():
-    from csebench.config import load_params, resolve_run
+    from csebench.study.params import load_params
+    from csebench.study.resolve import resolve_run
     from runhelpers import PARAMS
 
     params = load_params(PARAMS)

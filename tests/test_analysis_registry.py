@@ -87,7 +87,7 @@ def test_the_command_line_form_of_settings_round_trips_changed_values():
 
 def test_the_config_check_is_the_registry():
     from csebench.analysis.selection import selected, settings
-    from csebench.errors import ConfigError
+    from csebench.core.errors import ConfigError
 
     listed = [n for n in NAMES if ANALYSES.get(n).listed]
     assert selected({"analyses": listed}) == listed
@@ -115,8 +115,8 @@ def test_the_snakemake_rules_are_the_registry(project_root):
 
 def test_a_suites_targets_follow_its_readme_order():
     from csebench.analysis.pipeline import AnalysisPipeline
-    from csebench.config import load_params
-    from csebench.suites import Runs
+    from csebench.study.params import load_params
+    from csebench.study.jobs import Runs
     from runhelpers import PARAMS
 
     params = load_params(PARAMS)

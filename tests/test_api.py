@@ -34,8 +34,8 @@ def _st_folder(path: Path, tiny_encoder, **modes) -> Path:
 
 
 def test_a_model_pools_as_it_declares_unless_told_otherwise(tmp_path, tiny_encoder):
-    from csebench.encoder import eval_pooler_of, load_encoder, own_pooler, pooler_origin
-    from csebench.errors import ConfigError
+    from csebench.model.encoder import eval_pooler_of, load_encoder, own_pooler, pooler_origin
+    from csebench.core.errors import ConfigError
 
     mean = _st_folder(tmp_path / "mean", tiny_encoder, pooling_mode_mean_tokens=True)
     cls = _st_folder(tmp_path / "cls", tiny_encoder, pooling_mode_cls_token=True)
@@ -58,7 +58,7 @@ def test_a_model_pools_as_it_declares_unless_told_otherwise(tmp_path, tiny_encod
 
 def test_evaluate_sts_takes_an_encoder_a_function_or_an_encode_object(small, tiny_encoder):
     import csebench
-    from csebench.data import senteval_root
+    from csebench.evaluation.locate import senteval_root
     from csebench.evaluation.sts import evaluate_sts
 
     enc = tiny_encoder("avg")
@@ -105,10 +105,10 @@ def test_eval_sts_takes_a_backbone_name_finds_the_shared_data_and_says_the_poole
 
 
 def test_training_says_when_it_pools_otherwise_than_the_model_declares(caplog):
-    from csebench.config import BackboneConfig
-    from csebench.encoder import build_encoder
+    from csebench.study.params import BackboneConfig
+    from csebench.model.encoder import build_encoder
 
-    caplog.set_level(logging.INFO, logger="csebench.encoder")
+    caplog.set_level(logging.INFO, logger="csebench.model.encoder")
     build_encoder(BackboneConfig(model="packaged:minilm", pooler="cls"))
     lines = [r.getMessage() for r in caplog.records if "declares its own pooling" in r.getMessage()]
     assert len(lines) == 1 and "own pooling avg (1_Pooling/config.json); this run pools with cls" in lines[0]
@@ -137,7 +137,8 @@ def test_the_readme_s_one_line_training_trains_the_run_the_pipeline_would(tmp_pa
 
     import yaml
 
-    from csebench.config import load_params, resolve_run
+    from csebench.study.params import load_params
+    from csebench.study.resolve import resolve_run
     from runhelpers import readme_block, readme_checkout, user_env
 
     cmd = next(c for c in readme_block("## Your model, your corpus") if c.startswith("csebench train "))
@@ -161,7 +162,7 @@ def test_a_run_of_one_s_own_is_checked_before_it_trains(capsys, tmp_path):
     corpus = tmp_path / "c.txt"
     corpus.write_text("a sentence\nanother one\n")
     base = ["train", "--backbone", "tiny", "--corpus", str(corpus)]
-    from csebench.cli import _setting_value
+    from csebench.training.cli import _setting_value
 
     assert [_setting_value(v, "x") for v in ("1e-4", "64", "true", "avg", "[1, 2]")] == [1e-4, 64, True, "avg", [1, 2]]
     assert_fails(capsys, base + ["--method", "nope"], "unknown method 'nope'")

@@ -1,4 +1,4 @@
-"""The paper backbones' architecture facts, the rehearsal's offline tokenizers and models (csebench.rehearsal_mode),
+"""The paper backbones' architecture facts, the rehearsal's offline tokenizers and models (csebench.model.standins),
 every run of the default target resolved and built, and one run of each architecture class (BERT-base,
 BERT-large, RoBERTa-base, RoBERTa-large) at its real shape through the real Trainer."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from csebench.architectures import ARCHITECTURES, architecture
-from csebench.rehearsal_mode import activate, build_model, depth_for, train_tokenizer
+from csebench.model.architectures import ARCHITECTURES, architecture
+from csebench.model.standins import activate, build_model, depth_for, train_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 SENTENCE = "A man is playing a guitar on the stage."
@@ -34,9 +34,9 @@ def rehearsing(tmp_path_factory, corpus):
 
 
 def test_facts_are_the_published_configs_and_plan_counts():
-    """The facts as the hub's config.json files state them, the parameter counts csebench.plan costs with,
+    """The facts as the hub's config.json files state them, the parameter counts csebench.results.plan costs with,
     and the models built from them (on the meta device: no memory, no time)."""
-    from csebench.plan import BACKBONE_PARAMS
+    from csebench.results.plan import BACKBONE_PARAMS
 
     published = {"bert-base-uncased": (12, 768, 12, 3072, 30522, 512, 2, 1e-12, 109_482_240),
                  "bert-large-uncased": (24, 1024, 16, 4096, 30522, 512, 2, 1e-12, 335_141_888),
@@ -85,8 +85,8 @@ def test_offline_tokenizers_are_of_the_right_kind(corpus, tmp_path):
 
 
 def test_rehearsal_backbones_and_depth(rehearsing):
-    from csebench.config import BackboneConfig
-    from csebench.encoder import build_encoder, load_tokenizer
+    from csebench.study.params import BackboneConfig
+    from csebench.model.encoder import build_encoder, load_tokenizer
 
     tok = load_tokenizer(BackboneConfig(model="roberta-base"))
     assert tok.__class__.__name__ == "RobertaTokenizer" and tok.pad_token_id == 1
@@ -108,7 +108,7 @@ def test_rehearsal_backbones_and_depth(rehearsing):
 def _cfg(**training):
     from types import SimpleNamespace
 
-    from csebench.config import BackboneConfig, TrainingConfig
+    from csebench.study.params import BackboneConfig, TrainingConfig
 
     return SimpleNamespace(backbone=BackboneConfig(model="bert-base-uncased"), training=TrainingConfig(**training),
                            objectives={})
@@ -118,7 +118,7 @@ def test_weights_stay_where_a_reader_shares_the_rehearsed_folder():
     """The first full `make rehearse` dropped paper/bert-base-simcse's weights after its evaluation, though
     paper-distillcse's model-correlation read them: its teacher run is another run of the target (another key)
     whose key under the rehearsal's sizes is the same, so both are one folder."""
-    from csebench.rehearse import weights_read_later
+    from csebench.workflow.rehearse import weights_read_later
 
     rehearsal_key = {"bert-base-simcse": "K1", "teacher-seeded": "K1", "other": "K2"}.get
     key = lambda suite, run: rehearsal_key(run)  # noqa: E731
@@ -144,19 +144,20 @@ def test_depth_for_keeps_the_layers_a_run_uses():
 @pytest.mark.slow(seconds=45)
 def test_every_run_of_the_default_target_resolves_and_builds(rehearsing):
     """Every run of the default target resolves, and its model and objective terms build: the real class at the
-    published width, at the depth its settings need (csebench.rehearsal_mode.depth_for); models alike in every
+    published width, at the depth its settings need (csebench.model.standins.depth_for); models alike in every
     setting that shapes them are built once."""
-    from csebench import suites as wf
-    from csebench.config import load_params, resolve_run
-    from csebench.encoder import build_encoder
+    from csebench.study.jobs import all_runs_with_teachers, runs_of
+    from csebench.study.params import load_params
+    from csebench.study.resolve import resolve_run
+    from csebench.model.encoder import build_encoder
     from csebench.objectives.compose import Objective
-    from csebench.rehearse import distinct_runs
+    from csebench.workflow.rehearse import distinct_runs
     from csebench.results.registry import default_suites
 
     params = load_params(ROOT / "params.yaml")
     suites = default_suites(params)
     groups = distinct_runs(params, suites)  # resolves every run of every suite (all seeds)
-    keys = {wf.runs_of(params).key(s, r) for s in suites for r, _ in wf.all_runs_with_teachers(params, s)}
+    keys = {runs_of(params).key(s, r) for s in suites for r, _ in all_runs_with_teachers(params, s)}
     assert len(groups) == len(keys) > 100  # no two runs of the target differ only in their learning rate today
     from csebench.objectives import term_class
 
@@ -199,7 +200,7 @@ CLASS_RUNS = {"bert-base": "bert-base-uncased", "bert-large": "bert-large-uncase
 
 @pytest.fixture(scope="module")
 def small_senteval(tmp_path_factory, shared_dir):
-    from csebench.rehearse import write_senteval
+    from csebench.workflow.rehearse import write_senteval
 
     return write_senteval(shared_dir / "senteval", tmp_path_factory.mktemp("senteval"), lines=12) / "downstream"
 
@@ -213,11 +214,12 @@ def test_one_run_of_each_class_at_its_real_shape(backbone, rehearsing, small_sen
     at 2 layers); then the saved folder reloads, pads and positions as its class does."""
     import gc
 
-    from csebench.config import load_params, resolve_run
-    from csebench.encoder import load_encoder
-    from csebench.io import read_json
-    from csebench.rehearse import _stop_after_checkpoint
-    from csebench.trainer import Trainer
+    from csebench.study.params import load_params
+    from csebench.study.resolve import resolve_run
+    from csebench.model.encoder import load_encoder
+    from csebench.core.io import read_json
+    from csebench.workflow.rehearse import _stop_after_checkpoint
+    from csebench.training.trainer import Trainer
 
     monkeypatch.setenv("CSEBENCH_DATA_CHECK", "0")
     over = tmp_path / "over.yaml"
@@ -285,11 +287,11 @@ def test_rehearse_refuses_an_unknown_suite_before_writing_anything(tmp_path, cap
 
 
 def test_generators_are_their_published_configs_and_rehearse_at_them(rehearsing):
-    """DiffCSE's masked-LM generators (csebench.architectures.GENERATORS): the hub config.json facts, the counts
-    csebench.plan costs with, and the models a rehearsal builds for them (random weights, the real class)."""
-    from csebench.architectures import GENERATORS, generator_architecture
+    """DiffCSE's masked-LM generators (csebench.model.architectures.GENERATORS): the hub config.json facts, the counts
+    csebench.results.plan costs with, and the models a rehearsal builds for them (random weights, the real class)."""
+    from csebench.model.architectures import GENERATORS, generator_architecture
     from csebench.objectives.replaced_tokens import load_generator
-    from csebench.rehearsal_mode import generator_for
+    from csebench.model.standins import generator_for
 
     published = {"distilbert-base-uncased": ("DistilBertForMaskedLM", 6, 768, 12, 3072, 30522, 512, 66_362_880),
                  "distilroberta-base": ("RobertaForMaskedLM", 6, 768, 12, 3072, 50265, 514, None)}

@@ -1,5 +1,5 @@
 """benchmarks/build_profile.py: job-seconds per rule, start-up share and idle cores from a Snakemake log;
-the csebench clock line it reads (csebench.startup)."""
+the csebench clock line it reads (csebench.core.startup)."""
 
 import subprocess
 import sys
@@ -77,7 +77,7 @@ def test_the_import_clock_counts_outermost_imports_only():
     import importlib
     import time
 
-    from csebench.startup import ImportClock
+    from csebench.core.startup import ImportClock
 
     clock = ImportClock().install()
     try:

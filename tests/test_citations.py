@@ -9,10 +9,11 @@ import textwrap
 
 import pytest
 
-from csebench.config import load_params, method_settings
-from csebench.errors import ConfigError, DataError
-from csebench.lazy import LazyRegistry
-from csebench.modelcard import _citation, _papers, cited_keys, citations
+from csebench.study.params import load_params
+from csebench.study.resolve import method_settings
+from csebench.core.errors import ConfigError, DataError
+from csebench.core.lazy import LazyRegistry
+from csebench.sharing.modelcard import _citation, _papers, cited_keys, citations
 from csebench.objectives import INFONCE_CITATION, TERMS, term_citation
 from runhelpers import PARAMS
 
@@ -104,7 +105,7 @@ def test_the_zoo_methods_cite_their_own_papers_not_only_simcse():
 
 
 def test_a_cited_paper_missing_from_the_bibtex_file_is_one_clear_error(monkeypatch):
-    import csebench.modelcard as mc
+    import csebench.sharing.modelcard as mc
 
     monkeypatch.setattr(mc, "citations", lambda: {"papers": {"simcse": citations()["papers"]["simcse"]}})
     with pytest.raises(DataError, match="resources/citations.yaml has no paper gs-infonce"):

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from csebench.config import ConfigError, load_params, method_label, method_settings, resolve_run
+from csebench.core.errors import ConfigError
+from csebench.study.params import load_params
+from csebench.study.resolve import method_label, method_settings, resolve_run
 from csebench.objectives import validate_objectives
 from csebench.objectives.compose import Objective
 from csebench.objectives.base import StepContext
@@ -241,7 +243,7 @@ def test_bad_compositions_are_one_clear_line(tmp_path, methods, message):
 
 
 def test_plan_counts_the_combinations_suite(tmp_path):
-    from csebench.plan import plan, render_plan
+    from csebench.results.plan import plan, render_plan
 
     (p,) = plan(load_params(PARAMS), ["combinations"])
     assert p.training_runs == 12 * 3 + 16 and p.teacher_caches == 16
@@ -257,7 +259,7 @@ def test_plan_counts_the_combinations_suite(tmp_path):
 def write_sts(results, suite, run, seed, scores):
     """An sts.json of the 7 tasks (eval-sts's keys) under results/SUITE/runs/RUN/seedN."""
     from csebench.evaluation.sts import TEST_TASKS
-    from csebench.io import write_json
+    from csebench.core.io import write_json
 
     path = results / suite / "runs" / run / f"seed{seed}" / "sts.json"
     write_json(path, {"tasks": dict(zip(TEST_TASKS, scores)), "avg": float(np.mean(scores))})
@@ -267,7 +269,7 @@ def write_sts(results, suite, run, seed, scores):
 def test_grid_gains_tests_and_the_better_single_term(tmp_path):
     from scipy import stats
 
-    from csebench.combinations import COLUMNS, combination_grid, pairwise_gains
+    from csebench.results.combinations import COLUMNS, combination_grid, pairwise_gains
 
     params = load_params(PARAMS)
     rng = np.random.default_rng(0)
@@ -310,7 +312,7 @@ def test_grid_gains_tests_and_the_better_single_term(tmp_path):
 
 
 def test_grid_of_one_seed_uses_the_bootstrap_where_pairs_exist(tmp_path):
-    from csebench.combinations import combination_grid, pairwise_gains
+    from csebench.results.combinations import combination_grid, pairwise_gains
     from csebench.evaluation.sts import TEST_TASKS, save_pairs
 
     params = load_params(PARAMS)
@@ -330,8 +332,8 @@ def test_grid_of_one_seed_uses_the_bootstrap_where_pairs_exist(tmp_path):
 
 
 def test_grid_names_a_missing_result_and_a_missing_baseline(tmp_path):
-    from csebench.combinations import combination_grid
-    from csebench.errors import DataError
+    from csebench.results.combinations import combination_grid
+    from csebench.core.errors import DataError
 
     params = load_params(PARAMS)
     with pytest.raises(DataError, match=r"STS result not found: .*/demo-combinations/runs/simcse/seed42/sts\.json"):
@@ -356,11 +358,11 @@ def _write_grid(results, seeds=(42, 43, 44)):
 
 
 def test_the_combinations_item_renders_the_grid_as_a_table_and_a_matrix(tmp_path):
-    """The combinations study: a registry item of its own (not a paper's), drawn from csebench.combinations'
+    """The combinations study: a registry item of its own (not a paper's), drawn from csebench.results.combinations'
     numbers: one row per combination with the gains and their tests, and the pairwise-gain matrix."""
     import csv
 
-    from csebench.combinations import combination_grid, pairwise_gains
+    from csebench.results.combinations import combination_grid, pairwise_gains
     from csebench.results.registry import load_registry
     from csebench.results.render import render_item
 
@@ -417,7 +419,7 @@ def test_the_combinations_items_from_tiny_model_runs(tmp_path, shared_dir):
     """The demo-scale table and figure from tiny random-BERT runs of demo-combinations (4 steps each, STS
     capped at 200 pairs a task): four of its six runs trained and evaluated, drawn, the other two named."""
     from csebench import cli
-    from csebench.combinations import combination_grid
+    from csebench.results.combinations import combination_grid
     from csebench.results.render import render_item
     from runhelpers import write_corpus, write_mini_senteval
 

@@ -1,5 +1,5 @@
-"""The command line: each command declared beside its handler, options declared once,
-`csebench --help` lists every command with its one-line summary."""
+"""The command line: each command declared beside its handler, in its package's cli module, options declared
+once; `csebench --help` lists every command with its one-line summary; csebench.cli only builds the parser."""
 
 from __future__ import annotations
 
@@ -8,15 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from csebench.cli import build_parser
-from csebench.commands import COMMANDS
+from csebench.cli import build_parser, declared_commands
 from runhelpers import SHARED
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "csebench"
 
 
 def test_help_lists_every_command_with_its_summary(capsys):
-    build_parser()
+    COMMANDS = declared_commands()
     names = [c.name for c in COMMANDS]
     assert len(names) == len(set(names)) >= 21
     text = "".join(build_parser().format_help().split())  # argparse wraps lines (and at hyphens)
@@ -28,13 +27,55 @@ def test_help_lists_every_command_with_its_summary(capsys):
         assert sub.format_help()
 
 
+def handlers(parser) -> set[tuple[str, str]]:
+    """(module, function) of every handler the parser reaches, subcommands (`results render`) included."""
+    out = set()
+    for action in parser._actions:
+        if not isinstance(getattr(action, "choices", None), dict):
+            continue
+        for sub in action.choices:
+            sp = action.choices[sub]
+            func = sp._defaults.get("func")
+            if func is not None:
+                out.add((func.__module__, func.__name__))
+            out |= handlers(sp)
+    return out
+
+
 def test_every_handler_is_a_declared_command():
-    """Each cmd_* function of csebench.cli and csebench.analysis.cli is the handler of a declared command."""
-    build_parser()
-    handlers = {c.func.__name__ for c in COMMANDS if c.func}
-    for module in ("cli.py", "analysis/cli.py"):
-        defined = set(re.findall(r"^def (cmd_\w+)\(", (SRC / module).read_text(), re.M))
-        assert defined and defined <= handlers, defined - handlers
+    """Each cmd_* function of a package's cli module is the handler of a command of the parser."""
+    modules = sorted(SRC.glob("*/cli.py"))
+    assert {m.parent.name for m in modules} >= {"study", "training", "evaluation", "analysis", "results", "sharing", "workflow"}
+    reached = handlers(build_parser())
+    for path in modules:
+        module = f"csebench.{path.parent.name}.cli"
+        defined = {(module, f) for f in re.findall(r"^def (cmd_\w+)\(", path.read_text(), re.M)}
+        assert defined and defined <= reached, defined - reached
+
+
+def test_the_cli_module_only_builds_the_parser_and_runs_a_command():
+    """No handler, no list of commands or of their outputs in csebench/cli.py: each command declares what it
+    writes (Command.out_folder, writes, also_writes) beside its handler."""
+    text = (SRC / "cli.py").read_text()
+    assert not re.findall(r"^def cmd_|^@\w*command|COMMANDS\s*=|FOLDER_OUT|args\.command in|args\.command ==", text, re.M)
+    names = [c.name for c in declared_commands()]
+    for name in names:
+        assert f'"{name}"' not in text, f"csebench/cli.py names the command {name}"
+
+
+def test_a_package_that_declares_a_command_is_found_without_a_list(tmp_path, monkeypatch):
+    """A new package with a cli module holding COMMANDS: its command is in the parser, nothing else edited."""
+    import csebench
+    from csebench import cli
+
+    pkg = tmp_path / "csebench" / "extra"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "cli.py").write_text("from csebench.core.commands import Commands\nCOMMANDS = Commands()\n\n\n"
+                                "@COMMANDS.command('say-hello', 'print hello')\ndef cmd_say_hello(args):\n    print('hello')\n")
+    monkeypatch.setattr(csebench, "__path__", [*csebench.__path__, str(tmp_path / "csebench")])
+    assert "say-hello" in [c.name for c in cli.declared_commands()]
+    assert cli.main(["say-hello"]) == 0
 
 
 def test_shared_options_are_declared_once():

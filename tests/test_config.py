@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from csebench.config import load_params
-from csebench.errors import ConfigError
+from csebench.study.params import load_params
+from csebench.core.errors import ConfigError
 from runhelpers import PARAMS, SHARED, assert_fails, assert_train_fails, ci_training, needs_pipeline, train_argv
 
 P = load_params(PARAMS)
@@ -146,7 +146,7 @@ def test_duplicate_key_in_override_and_anchors_still_work(inputs, capsys):
                           "--seed", "1"], f"{cfg}:5: duplicate key 'seeds' (first at line 4)")
     merged = _override(inputs, "base: &b {max_steps: 2}\nsuites:\n  ci:\n    training:\n      <<: *b\n      max_steps: 3\n",
                        "anchors.yaml")
-    from csebench.config import read_yaml
+    from csebench.core.schema import read_yaml
 
     assert read_yaml(merged)["suites"]["ci"]["training"] == {"max_steps": 3}  # a merge key may be overridden
 
@@ -169,10 +169,10 @@ def test_show_config_checks_the_override(inputs, capsys, text, message):
 
 @pytest.mark.parametrize("text,message", TYPOS)
 def test_eval_sts_checks_the_override_before_encoding(inputs, capsys, monkeypatch, tiny_encoder, text, message):
-    import csebench.cli as cli_mod
+    import csebench.evaluation.cli as evaluation_cli
 
     tiny_encoder().save(inputs / "model")
-    monkeypatch.setattr(cli_mod, "_eval_encode_fn", lambda args: pytest.fail("encoding started"))
+    monkeypatch.setattr(evaluation_cli, "_eval_encode_fn", lambda args: pytest.fail("encoding started"))
     cfg = _override(inputs, text)
     out = inputs / "sts.json"
     assert_fails(capsys, ["eval-sts", "--params", str(PARAMS), "--config", str(cfg), "--model", str(inputs / "model"),
@@ -211,7 +211,7 @@ def test_malformed_sections_are_one_line_naming_the_key(inputs, text, message):
 def test_runs_keyed_by_name_and_seed_ranges_are_the_lists_they_stand_for(inputs):
     """params.yaml's short forms (so `dvc exp run -S` rewrites one line, docs/dvc.md) read as the
     long ones: same runs, same keys; an override's runs still replace the suite's whole list."""
-    from csebench.config import resolve_run
+    from csebench.study.resolve import resolve_run
 
     long = _override(inputs, "suites:\n  ci:\n    seeds: [1, 2, 3]\n    runs:\n"
                              "    - {name: s, backbone: tiny, method: simcse, seeds: [4, 5]}\n"
@@ -243,7 +243,7 @@ def test_runs_keyed_by_name_and_seed_ranges_are_the_lists_they_stand_for(inputs)
     ({"suites": ["ci"], "sutes": ["ci"]}, "unknown key 'sutes' (did you mean 'suites'?)"),
 ])
 def test_snakemake_config_schema(config, message):
-    from csebench.suites import check_snakemake_config
+    from csebench.workflow.steps import check_snakemake_config
 
     with pytest.raises(ConfigError, match="^Snakemake config .*: " + message.replace("[", r"\[").replace("]", r"\]")
                        .replace("(", r"\(").replace(")", r"\)").replace("?", r"\?")):
@@ -251,7 +251,7 @@ def test_snakemake_config_schema(config, message):
 
 
 def test_snakemake_config_text_booleans_and_files_given_twice(tmp_path):
-    from csebench.suites import check_snakemake_config
+    from csebench.workflow.steps import check_snakemake_config
 
     config = {"suites": ["ci"], "plan": "false", "progress": "True"}  # as `--config plan=false` gives it
     check_snakemake_config(config, [])
@@ -270,17 +270,17 @@ def test_every_yaml_read_goes_through_the_duplicate_key_loader(project_root):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                     isinstance(node.func.value, ast.Name) and node.func.value.id == "yaml" and "load" in node.func.attr:
                 reads.append(f"{path.relative_to(project_root)}:{node.lineno}")
-    assert reads == ["src/csebench/schema.py:" + str(_line_of(project_root, "return yaml.load(text, Loader=UniqueKeyLoader)"))]
+    assert reads == ["src/csebench/core/schema.py:" + str(_line_of(project_root, "return yaml.load(text, Loader=UniqueKeyLoader)"))]
 
 
 def _line_of(root: Path, text: str) -> int:
-    lines = (root / "src/csebench/schema.py").read_text(encoding="utf-8").splitlines()
+    lines = (root / "src/csebench/core/schema.py").read_text(encoding="utf-8").splitlines()
     return next(i for i, line in enumerate(lines, 1) if text in line)
 
 
 def test_every_shipped_config_passes_the_schemas(project_root):
-    from csebench.config import read_yaml
-    from csebench.suites import check_snakemake_config
+    from csebench.core.schema import read_yaml
+    from csebench.workflow.steps import check_snakemake_config
 
     load_params(project_root / "params.yaml")
     paper = read_yaml(project_root / "config" / "paper.yaml")
@@ -401,13 +401,13 @@ def test_a_nan_default_that_every_suite_overrides_is_refused(tmp_path, capsys):
 
 @pytest.mark.parametrize("cap,ok", [(500, True), (1, False), ("500", False), (True, False)])
 def test_sts_pair_cap_setting(cap, ok):
-    from csebench import suites as wf
+    from csebench.study.jobs import suite_evaluation
 
     params = copy.deepcopy(P)
     params["suites"]["demo"]["evaluation"] = {"max_sts_pairs": cap}
     if ok:
-        assert wf.suite_evaluation(params, "demo")["max_sts_pairs"] == cap
+        assert suite_evaluation(params, "demo")["max_sts_pairs"] == cap
     else:
         with pytest.raises(ConfigError, match="max_sts_pairs: give a whole number"):
-            wf.suite_evaluation(params, "demo")
-    assert wf.suite_evaluation(P, "paper")["max_sts_pairs"] is None  # paper scale: every pair
+            suite_evaluation(params, "demo")
+    assert suite_evaluation(P, "paper")["max_sts_pairs"] is None  # paper scale: every pair

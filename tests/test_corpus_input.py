@@ -42,7 +42,7 @@ def test_missing_corpus(inputs, capsys):
 
 
 def test_overlong_line_is_truncated_not_an_error(inputs, capsys, tokenizer):
-    from csebench.data import load_tokenized_corpus
+    from csebench.training.data import load_tokenized_corpus
 
     corpus = inputs / "long.txt"
     long_line = " ".join(["word"] * 20000)

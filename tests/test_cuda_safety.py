@@ -27,7 +27,8 @@ def test_cosine_matrix_is_float32_under_autocast():
 
 
 def test_teacher_logits_are_float32_under_autocast(tmp_path):
-    from csebench.teachers import FORMAT, TeacherBank, save_teacher_cache
+    from csebench.model.teacher_cache import FORMAT, TeacherBank
+    from csebench.training.teachers import save_teacher_cache
 
     rng = np.random.default_rng(0)
     emb = rng.standard_normal((10, 16)).astype(np.float32)
@@ -89,8 +90,9 @@ def test_instance_smoothing_host_counters_follow_load_state_dict():
 
 
 def test_objective_runs_outside_the_trainers_autocast(tmp_path, shared_dir):
-    from csebench.config import load_params, resolve_run
-    from csebench.trainer import Trainer, data_order
+    from csebench.study.params import load_params
+    from csebench.study.resolve import resolve_run
+    from csebench.training.trainer import Trainer, data_order
 
     write_corpus(tmp_path / "corpus.txt")
     write_mini_senteval(tmp_path / "se")
@@ -117,7 +119,7 @@ def test_objective_runs_outside_the_trainers_autocast(tmp_path, shared_dir):
 
 @pytest.mark.parametrize("precision,expected", [("fp32", None), ("bf16", torch.bfloat16), ("fp16", None)])
 def test_cpu_autocast_dtype(precision, expected):
-    from csebench.trainer import autocast_dtype
+    from csebench.model.encoder import autocast_dtype
 
     # fp16 autocast (and so a GradScaler) exists only on CUDA; CPU falls back to fp32
     assert autocast_dtype(precision, torch.device("cpu")) == expected
@@ -125,8 +127,8 @@ def test_cpu_autocast_dtype(precision, expected):
 
 @pytest.mark.parametrize("native", [True, False])
 def test_fast_training_precision_is_bf16_only_on_native_bf16_cpus(monkeypatch, native):
-    from csebench import encoder
-    from csebench.trainer import autocast_dtype
+    from csebench.model import encoder
+    from csebench.model.encoder import autocast_dtype
 
     monkeypatch.setattr(encoder, "cpu_has_native_bf16", lambda: native)
     assert autocast_dtype("fast", torch.device("cpu")) == (torch.bfloat16 if native else None)
@@ -134,7 +136,7 @@ def test_fast_training_precision_is_bf16_only_on_native_bf16_cpus(monkeypatch, n
 
 
 def test_cpu_bf16_override_forces_the_fp32_fallback(monkeypatch):
-    from csebench.encoder import cpu_has_native_bf16, eval_autocast_dtype
+    from csebench.model.encoder import cpu_has_native_bf16, eval_autocast_dtype
 
     monkeypatch.setenv("CSEBENCH_CPU_BF16", "0")
     assert cpu_has_native_bf16() is False
@@ -155,8 +157,8 @@ def _fake_gpu(monkeypatch, capability: tuple[int, int]) -> None:
 def test_gpu_auto_precision_uses_bf16_only_where_it_is_native(monkeypatch, capability, expected):
     """V100 (7.0) / T4 (7.5) emulate bf16 slowly: "auto"/"fast" train in fp16 with a GradScaler there
     (before the fix: bf16, since is_bf16_supported() counts emulation); A100/H100 train in bf16."""
-    from csebench.encoder import eval_autocast_dtype
-    from csebench.trainer import autocast_dtype
+    from csebench.model.encoder import eval_autocast_dtype
+    from csebench.model.encoder import autocast_dtype
 
     _fake_gpu(monkeypatch, capability)
     gpu = torch.device("cuda", 0)
@@ -228,10 +230,11 @@ def test_training_step_reads_nothing_back_between_log_steps(tmp_path, shared_dir
     corpus indices stay on the host (before: sent to the device, read back by the teacher lookup)
     and the loss is not read (before: float(loss) and .tolist() of its parts every step). Only the
     backbone is stubbed: transformers' SDPA mask check reads the attention mask back itself."""
-    from csebench import trainer as T
-    from csebench.config import BackboneConfig, load_params, resolve_run
-    from csebench.encoder import build_encoder
-    from csebench.teachers import build_teacher_cache
+    from csebench.training import trainer as T
+    from csebench.study.params import BackboneConfig, load_params
+    from csebench.study.resolve import resolve_run
+    from csebench.model.encoder import build_encoder
+    from csebench.training.teachers import build_teacher_cache
 
     write_corpus(tmp_path / "corpus.txt")
     write_mini_senteval(tmp_path / "se")

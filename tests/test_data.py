@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 
-from csebench.config import SourceConfig
-from csebench.data import (check_senteval_dir, load_tokenized_corpus, prepare_corpus, read_corpus,
-                           tokenize_corpus)
-from csebench.errors import DataError
+from csebench.study.params import SourceConfig
+from csebench.training.data import check_senteval_dir, load_tokenized_corpus, prepare_corpus, tokenize_corpus
+from csebench.core.corpus import read_corpus
+from csebench.core.errors import DataError
 
 
 def test_read_corpus_drops_blank_lines_and_strips(tmp_path):
@@ -76,7 +76,7 @@ def test_shared_senteval_is_complete(shared_dir):
 
 
 def test_corpus_is_split_at_newlines_only(tmp_path):
-    from csebench.data import read_corpus
+    from csebench.core.corpus import read_corpus
 
     corpus = tmp_path / "c.txt"
     corpus.write_bytes("one\u2028still one\r\ntwo\x85 too\x0cand this\r\n\r\nthree\n".encode("utf-8"))
@@ -87,8 +87,8 @@ def test_corpus_is_split_at_newlines_only(tmp_path):
                                         ("\ufeff\u2060", "U+2060, U+FEFF")])
 def test_a_line_of_invisible_characters_is_refused(tmp_path, capsys, line, chars):
     """Lines of U+200B or U+202E only trained as sentences."""
-    from csebench.data import read_corpus
-    from csebench.errors import DataError
+    from csebench.core.corpus import read_corpus
+    from csebench.core.errors import DataError
 
     corpus = tmp_path / "c.txt"
     corpus.write_text(f"a sentence .\n{line}\nanother one .\n", encoding="utf-8")

@@ -69,9 +69,10 @@ def fixed_width(tokens, width: int) -> None:
 def run_steps(tmp: Path, objectives: dict, steps: int, naive_gather: bool = False) -> dict:
     """Build the ci trainer (tiny BERT, dropout 0) and run forward + backward on the first
     global batches; record loss, logs, gradients and the objective's state after each step."""
-    from csebench import distributed
-    from csebench.config import load_params, resolve_run
-    from csebench.trainer import Trainer, data_order
+    from csebench.core import distributed
+    from csebench.study.params import load_params
+    from csebench.study.resolve import resolve_run
+    from csebench.training.trainer import Trainer, data_order
 
     params = load_params(PARAMS)
     params["suites"]["ci"]["training"] = {"batch_size": BATCH, "dropout": 0.0, "max_steps": 10, "learning_rate": 1e-4}
@@ -140,9 +141,9 @@ def inputs(tmp_path_factory):
     write_corpus(tmp / "corpus.txt", n=64)
     write_mini_senteval(tmp / "se", pairs=16)
     # a DistillCSE teacher: another tiny random encoder, its corpus embeddings cached
-    from csebench.config import BackboneConfig
-    from csebench.encoder import build_encoder
-    from csebench.teachers import build_teacher_cache
+    from csebench.study.params import BackboneConfig
+    from csebench.model.encoder import build_encoder
+    from csebench.training.teachers import build_teacher_cache
 
     build_encoder(BackboneConfig(model="random", pooler="cls", random_config={"initializer_range": 0.3}),
                   seed=7).save(tmp / "teacher")

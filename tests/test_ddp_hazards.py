@@ -34,7 +34,7 @@ def _outcome(fn) -> str:
 def bf16_gather_grad(rank: int) -> torch.Tensor:
     """Each rank gathers its one bf16 row; rank r's loss sends 1 to column r of every row and SMALL
     elsewhere, so each gradient element is the sum 1 + SMALL + SMALL over the ranks."""
-    from csebench import distributed
+    from csebench.core import distributed
 
     x = torch.zeros(1, WORLD, dtype=torch.bfloat16, requires_grad=True)
     out, _ = distributed.gather_with_grad(x)
@@ -45,9 +45,10 @@ def bf16_gather_grad(rank: int) -> torch.Tensor:
 
 
 def trainer_failures(rank: int, tmp: Path) -> dict[str, str]:
-    from csebench.config import load_params, resolve_run
-    from csebench.errors import DataError
-    from csebench.trainer import Trainer
+    from csebench.study.params import load_params
+    from csebench.study.resolve import resolve_run
+    from csebench.core.errors import DataError
+    from csebench.training.trainer import Trainer
 
     params = load_params(PARAMS)
     params["suites"]["ci"]["training"] = {"batch_size": 6, "max_steps": 2}
@@ -73,8 +74,8 @@ def trainer_failures(rank: int, tmp: Path) -> dict[str, str]:
 def _worker(rank: int, port: int, tmp: str) -> None:
     import torch.distributed as dist
 
-    from csebench import distributed
-    from csebench.errors import DataError
+    from csebench.core import distributed
+    from csebench.core.errors import DataError
 
     torch.set_num_threads(1)
     os.environ.update(HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")

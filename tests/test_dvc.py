@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from csebench.config import list_suites, load_params
-from csebench.dvcgen import group_record, paper_items
+from csebench.study.params import list_suites, load_params
+from csebench.workflow.dvcgen import group_record, paper_items
 from csebench.results import render
 from runhelpers import BIN, ROOT, needs_pipeline, readme_block, readme_checkout, user_env
 ENV = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PATH=f"{BIN}:{os.environ['PATH']}")
@@ -26,7 +26,7 @@ def _outs(stage: dict) -> list[str]:
 
 
 def test_every_suite_and_paper_item_has_one_stage():
-    from csebench.dvcgen import suite_params
+    from csebench.workflow.dvcgen import suite_params
 
     params = load_params(ROOT / "params.yaml")
     spec = _dvc()
@@ -39,7 +39,7 @@ def test_every_suite_and_paper_item_has_one_stage():
     assert len(items) >= 40
     for name, item, read in items:
         stage = stages[name]
-        # the item's files, and the record of their build times (csebench.stamps)
+        # the item's files, and the record of their build times (csebench.workflow.stamps)
         assert _outs(stage) == [*render.item_outputs(item, "results", "paper"), group_record(_outs(stage)[0])]
         assert stage["cmd"].endswith(f"-- {_outs(stage)[0]}")
         # no folder as a dep (`dvc repro --dry` on a fresh clone, treeverse/dvc#9818): the params of the
@@ -54,7 +54,7 @@ def test_every_suite_and_paper_item_has_one_stage():
 
 def test_a_stage_lists_the_params_its_runs_read():
     """Editing one method marks only the stages whose runs use it (or compose it) changed."""
-    from csebench.dvcgen import suite_params
+    from csebench.workflow.dvcgen import suite_params
 
     params = load_params(ROOT / "params.yaml")
     stages = _dvc()["stages"]
@@ -211,35 +211,35 @@ def test_dvc_commit_refuses_a_link_out_of_the_repository(tmp_path, capsys, monke
 def test_a_stage_stops_before_dvc_commits_a_link_out_of_the_repository(tmp_path):
     """`dvc repro` commits a stage's outputs after its command, Snakemake, ends: the Snakefile's first step
     (and its onsuccess) refuses a link out of the repository in the suites it builds and in the run store."""
-    from csebench import suites as wf
-    from csebench.errors import DataError
+    from csebench.workflow.steps import refuse_outside_links
+    from csebench.core.errors import DataError
 
     proj, store, secret = _tracked_project(tmp_path)
     results = str(proj / "results")
-    wf.refuse_outside_links(results, ["ci"], workdir=str(proj))  # the views' links stay inside: fine
+    refuse_outside_links(results, ["ci"], workdir=str(proj))  # the views' links stay inside: fine
     (proj / "results/ci/runs/simcse/seed1/notes").symlink_to(secret)
     with pytest.raises(DataError, match=f"^{proj}/results/ci/runs/simcse/seed1/notes is a symbolic link to {secret}, "
                                         f"outside the repository {proj}: "):
-        wf.refuse_outside_links(results, ["ci"], workdir=str(proj))
-    wf.refuse_outside_links(results, ["other"], workdir=str(proj))  # a suite this build does not commit
+        refuse_outside_links(results, ["ci"], workdir=str(proj))
+    refuse_outside_links(results, ["other"], workdir=str(proj))  # a suite this build does not commit
     (proj / "results/ci/runs/simcse/seed1/notes").unlink()
     (store / "link").symlink_to("/etc/hostname")
     with pytest.raises(DataError, match="seed1/link is a symbolic link to /etc/hostname, outside the repository"):
-        wf.refuse_outside_links(results, [], workdir=str(proj))
+        refuse_outside_links(results, [], workdir=str(proj))
     (store / "link").unlink()
     elsewhere = tmp_path / "scratch" / "results"  # paths.results outside the project: the views link into it
     elsewhere.parent.mkdir()
     (proj / "results").rename(elsewhere)
-    wf.refuse_outside_links(str(elsewhere), ["ci"], workdir=str(proj))
+    refuse_outside_links(str(elsewhere), ["ci"], workdir=str(proj))
     (elsewhere / "ci/leak").symlink_to(secret)
     with pytest.raises(DataError, match="ci/leak is a symbolic link to"):
-        wf.refuse_outside_links(str(elsewhere), ["ci"], workdir=str(proj))
+        refuse_outside_links(str(elsewhere), ["ci"], workdir=str(proj))
 
 
 # ----------------------------------------------------------------------------- experiments, sweeps, remotes
 
 # A suite of one tiny run (2 steps, STS capped, transfer capped), and a config of its own so that it is
-# a stage like ci (csebench.dvcgen.config_stages): the README's commands for ci, with ci read as exp,
+# a stage like ci (csebench.workflow.dvcgen.config_stages): the README's commands for ci, with ci read as exp,
 # run as typed. Its stage builds in ~30 s on 2 cores; the ci suite takes minutes.
 EXP_SUITE = """\
   exp:

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from csebench.embeddings import (EmbeddingTable, evaluation_sentences, model_fingerprint, table_encode,
-                                 write_embeddings)
-from csebench.errors import DataError
+from csebench.evaluation.embeddings import (EmbeddingTable, evaluation_sentences, model_fingerprint, table_encode,
+    write_embeddings)
+from csebench.core.errors import DataError
 from runhelpers import STS_FAST, assert_fails, run_cli
 from test_probing import make_probing
 
@@ -46,7 +46,7 @@ def test_table_serves_rows_in_request_order_and_encodes_only_misses(tmp_path):
 
 def test_digests_ending_in_nul_bytes_are_found(tmp_path):
     # 1 in 256 sentences has a sha1 ending in 0x00; byte-string arrays would strip it and lose them
-    from csebench.embeddings import sentence_key
+    from csebench.evaluation.embeddings import sentence_key
 
     sents = [f"sentence {i}" for i in range(3000)]
     nul = [s for s in sents if sentence_key(s).endswith(b"\0")]
@@ -77,7 +77,7 @@ def test_missing_or_corrupt_table_is_a_clear_error(tmp_path):
 
 
 def test_evaluation_sentences_cover_sts_and_capped_transfer(shared_dir):
-    from csebench.data import senteval_root
+    from csebench.evaluation.locate import senteval_root
     from csebench.evaluation.sts import TEST_TASKS, load_task
     from csebench.evaluation.transfer import prepared_tasks, task_sentences
 
@@ -93,7 +93,7 @@ def test_evaluation_sentences_cover_sts_and_capped_transfer(shared_dir):
 def test_evaluation_sentences_follow_the_sts_pair_cap(shared_dir):
     """The table holds what a capped eval-sts scores (same subsets) and STS-B test whole (the analyses'
     split), and STS-B dev whole when asked for."""
-    from csebench.data import senteval_root
+    from csebench.evaluation.locate import senteval_root
     from csebench.evaluation.sts import load_stsb, load_test_tasks
 
     root = senteval_root(shared_dir / "senteval")
@@ -147,8 +147,8 @@ def test_evaluators_from_the_table_match_direct_encoding(tiny_encoder, tmp_path,
 
 
 def test_bf16_evaluation_is_close_to_fp32(tiny_encoder):
-    from csebench.encoder import eval_autocast_dtype
-    from csebench.errors import ConfigError
+    from csebench.model.encoder import eval_autocast_dtype
+    from csebench.core.errors import ConfigError
 
     enc = tiny_encoder("avg")
     sents = ["a b c d e f", "x", "hello there world", "the cat sat on the mat"]
@@ -167,7 +167,7 @@ def test_bf16_evaluation_is_close_to_fp32(tiny_encoder):
 @pytest.fixture()
 def fake_encoders(monkeypatch):
     """`embed` without the encoding time: 384-d vectors for packaged:minilm, 32-d for anything else."""
-    from csebench import embeddings
+    from csebench.evaluation import embeddings
 
     def model_encoder(model, *args, **kwargs):
         dim = 384 if model == "packaged:minilm" else 32
@@ -230,7 +230,7 @@ def test_a_table_without_fingerprint_is_refused(tmp_path, capsys, shared_dir, ti
 def test_hub_model_fingerprint_is_that_of_its_cached_snapshot(tmp_path, monkeypatch):
     import huggingface_hub.constants
 
-    from csebench.errors import ConfigError
+    from csebench.core.errors import ConfigError
 
     repo = tmp_path / "hub" / "models--org--tiny"
     snap = repo / "snapshots" / "abc123"
@@ -312,7 +312,7 @@ def test_pooler_is_recorded_and_checked_against_the_table(tmp_path, capsys, tiny
         assert_fails(capsys, [*argv, "--model", str(model), "--embeddings", str(tmp_path / "avg.npz"), "--out", str(out)],
                      "holds vectors pooled with avg, this evaluation uses cls_before_pooler", outputs=[out.parent])
     # a table of an older csebench (pooler: null) was made with the model's own pooler
-    from csebench.embeddings import EmbeddingTable, write_embeddings
+    from csebench.evaluation.embeddings import EmbeddingTable, write_embeddings
 
     old = EmbeddingTable(tmp_path / "cls.npz")
     write_embeddings(tmp_path / "old.npz", [""] * 0, np.zeros((0, 32), np.float32), {**old.meta, "pooler": None})

@@ -1,6 +1,6 @@
 import torch
 
-from csebench.encoder import load_encoder, masked_mean, pool
+from csebench.model.encoder import load_encoder, masked_mean, pool
 
 
 def _hidden(n_layers=3, b=2, t=4, d=5, seed=0):
@@ -70,7 +70,7 @@ def test_save_and_load_roundtrip_and_sentence_transformers(tiny_encoder, tmp_pat
 
 
 def test_default_encode_batch_size_is_smaller_on_cpu(tiny_encoder):
-    from csebench.encoder import CPU_ENCODE_BATCH, GPU_ENCODE_BATCH, default_encode_batch_size
+    from csebench.model.encoder import CPU_ENCODE_BATCH, GPU_ENCODE_BATCH, default_encode_batch_size
 
     assert default_encode_batch_size("cpu") == CPU_ENCODE_BATCH == 64
     assert default_encode_batch_size(torch.device("cuda", 0)) == GPU_ENCODE_BATCH == 128
@@ -83,7 +83,7 @@ def test_default_encode_batch_size_is_smaller_on_cpu(tiny_encoder):
 def test_position_limit_of_roberta_like_models():
     from types import SimpleNamespace
 
-    from csebench.encoder import max_positions
+    from csebench.model.encoder import max_positions
 
     assert max_positions(SimpleNamespace(max_position_embeddings=514, model_type="roberta")) == 512
     assert max_positions(SimpleNamespace(max_position_embeddings=512, model_type="bert")) == 512

@@ -1,4 +1,4 @@
-"""Evaluation-only runs (`train: false`, csebench.untrained_run): an untrained backbone saved as the run's model,
+"""Evaluation-only runs (`train: false`, csebench.training.untrained_run): an untrained backbone saved as the run's model,
 with its own pooler and any projection head, the dev scores of that model, no corpus read, no teacher jobs;
 replaced only with --force and only when complete."""
 
@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from csebench.config import load_params, resolve_run
+from csebench.study.params import load_params
+from csebench.study.resolve import resolve_run
 from runhelpers import PARAMS, write_config, write_mini_senteval
 
 P = load_params(PARAMS)
@@ -23,9 +24,9 @@ def test_an_evaluation_only_run_saves_the_untrained_backbone(tmp_path):
     import torch
 
     from csebench.cli import main
-    from csebench.encoder import build_encoder, load_encoder
+    from csebench.model.encoder import build_encoder, load_encoder
     from csebench.results.runs import read_curve
-    from csebench.trainer import DevEvaluator
+    from csebench.training.trainer import DevEvaluator
 
     write_mini_senteval(tmp_path / "se", pairs=24)
     out = tmp_path / "run"
@@ -55,7 +56,7 @@ def test_an_evaluation_only_cls_run_saves_the_backbones_own_pooler(tmp_path):
     from safetensors.torch import load_file
 
     from csebench.cli import main
-    from csebench.encoder import build_encoder
+    from csebench.model.encoder import build_encoder
 
     write_mini_senteval(tmp_path / "se", pairs=16)
     out = tmp_path / "run"
@@ -81,7 +82,7 @@ def test_an_evaluation_only_run_keeps_its_projection_head(tmp_path):
     import copy
 
     from csebench.cli import main
-    from csebench.encoder import load_encoder
+    from csebench.model.encoder import load_encoder
 
     params = copy.deepcopy(P)
     params["suites"]["ci"]["runs"].append({"name": "backbone-8", "backbone": "tiny", "method": "backbone", "train": False,
@@ -99,10 +100,10 @@ def test_an_evaluation_only_run_keeps_its_projection_head(tmp_path):
 def test_train_flag_fingerprint_teachers_plan_and_bad_values(tmp_path, capsys):
     import copy
 
-    from csebench import suites as wf
+    from csebench.study.jobs import suite_jobs, teacher_jobs, trains
     from csebench.cli import main
-    from csebench.errors import ConfigError
-    from csebench.plan import suite_plan
+    from csebench.core.errors import ConfigError
+    from csebench.results.plan import suite_plan
 
     params = copy.deepcopy(P)
     runs = params["suites"]["ci"]["runs"]
@@ -112,12 +113,12 @@ def test_train_flag_fingerprint_teachers_plan_and_bad_values(tmp_path, capsys):
     # an untrained DistillCSE run distils from nothing: no teacher jobs, no corpus
     runs.append({"name": "frozen", "backbone": "tiny", "method": "distillcse", "train": False,
                  "objectives": {"distillation": {"teachers": {"run": "simcse", "seeds": [1]}}}})
-    assert wf.teacher_jobs(params, "ci", "frozen", 1) == [] and not wf.trains(params, "ci", "frozen")
-    assert wf.teacher_jobs(params, "ci", "distillcse", 1)
+    assert teacher_jobs(params, "ci", "frozen", 1) == [] and not trains(params, "ci", "frozen")
+    assert teacher_jobs(params, "ci", "distillcse", 1)
     assert suite_plan(params, "ci").training_runs == suite_plan(P, "ci").training_runs
     runs[-1]["train"] = "no"
     with pytest.raises(ConfigError, match=r"suites.ci.runs\[3\].train: give true or false, got 'no'"):
-        wf.jobs(params, "ci")
+        suite_jobs(params, "ci")
     over = write_config(tmp_path / "over.yaml", {"suites": {"ci": {"runs": [
         {"name": "backbone", "backbone": "tiny", "method": "backbone", "train": "no"}]}}})
     assert main(["show-config", "--params", str(PARAMS), "--config", str(over), "--suite", "ci", "--run", "backbone",
@@ -141,7 +142,7 @@ def test_an_evaluation_only_run_is_replaced_only_with_force_and_only_when_comple
     assert main(argv) == 0
     before = (out / "train.json").read_text()
     assert main(argv) == 2  # finished: not overwritten without --force
-    import csebench.untrained_run as ev
+    import csebench.training.untrained_run as ev
 
     def broken(*a, **k):
         raise OSError("disk full")

@@ -46,8 +46,8 @@ def put_repo(hub: Path, kind: str, repo: str, files: dict[str, bytes]) -> str:
 
 def model_files(family: str, sentences: list[str], tmp: Path) -> dict[str, bytes]:
     """A tiny model of the family's class (2 layers, hidden 32) and its offline tokenizer, as a hub repo holds them."""
-    from csebench.architectures import ARCHITECTURES
-    from csebench.rehearsal_mode import model_config, train_tokenizer
+    from csebench.model.architectures import ARCHITECTURES
+    from csebench.model.standins import model_config, train_tokenizer
     from transformers import BertModel, RobertaModel
 
     arch = ARCHITECTURES["bert-base-uncased" if family == "bert" else "roberta-base"]
@@ -62,7 +62,7 @@ def model_files(family: str, sentences: list[str], tmp: Path) -> dict[str, bytes
 
 def senteval_tar(shared: Path, tmp: Path) -> bytes:
     """senteval.tar as SimCSE publishes it (SentEval/data/downstream/...), its STS and SICK files cut short."""
-    from csebench.rehearse import write_senteval
+    from csebench.workflow.rehearse import write_senteval
 
     src = write_senteval(shared / "senteval", tmp / "cut", lines=10) / "downstream"
     buf = io.BytesIO()
@@ -83,7 +83,7 @@ def warm_cache(tmp_path_factory, shared_dir):
         "bert-base-uncased": put_repo(hub, "models", "bert-base-uncased", model_files("bert", sentences, tmp)),
         "FacebookAI/roberta-base": put_repo(hub, "models", "FacebookAI/roberta-base", model_files("roberta", sentences, tmp)),
     }
-    from csebench.rehearse import write_probing
+    from csebench.workflow.rehearse import write_probing
 
     probing = tmp / "csebench-cache" / "probing" / hashlib.sha256(PROBING_URL.encode()).hexdigest()[:12]
     write_probing(sentences, probing)  # url_download's cache of SentEval's probing files
@@ -175,7 +175,7 @@ def test_an_empty_cache_fails_in_one_line(tmp_path):
 
 
 def test_fetch_backbone_serves_a_warm_cache_and_a_missing_repo_is_one_line(warm_cache, tmp_path):
-    """The submitting host's step (csebench.fetch, docs/cluster.md): `csebench fetch-backbone` writes the note of
+    """The submitting host's step (csebench.study.fetch, docs/cluster.md): `csebench fetch-backbone` writes the note of
     what it fetched with each repo's commit; offline with the repo not in the cache, one line naming the step."""
     tmp, commits = warm_cache
     over = tmp_path / "over.yaml"
@@ -198,7 +198,7 @@ def test_fetch_backbone_serves_a_warm_cache_and_a_missing_repo_is_one_line(warm_
 
 def test_fetch_generator_serves_a_warm_cache_and_a_missing_repo_is_one_line(warm_cache, tmp_path):
     """A term's second model (DiffCSE's generator) is fetched like a backbone: `csebench fetch-generator` (the
-    workflow's fetch_generator rule, its note named as csebench.fetch.note_name spells ORG/NAME)."""
+    workflow's fetch_generator rule, its note named as csebench.study.fetch.note_name spells ORG/NAME)."""
     tmp, commits = warm_cache
     env = _offline_env(tmp)
     cli = [sys.executable, "-m", "csebench", "fetch-generator"]
@@ -217,9 +217,9 @@ def test_fetch_generator_serves_a_warm_cache_and_a_missing_repo_is_one_line(warm
 
 def test_a_job_that_finds_its_backbone_missing_offline_names_the_fetch_step(tmp_path, monkeypatch):
     """A cluster job (HF_HUB_OFFLINE=1) whose hub backbone is not in the cache: one line naming the fetch."""
-    from csebench.config import BackboneConfig
-    from csebench.encoder import build_backbone
-    from csebench.errors import ConfigError
+    from csebench.study.params import BackboneConfig
+    from csebench.model.encoder import build_backbone
+    from csebench.core.errors import ConfigError
 
     monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-hf"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

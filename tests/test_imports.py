@@ -117,3 +117,74 @@ def test_every_renderer_name_loads(name):
     from csebench.results.render import get
 
     assert isinstance(get(name), Renderer)
+
+
+ARCHITECTURE = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
+
+
+def layer_table() -> list[tuple[str, list[str]]]:
+    """docs/architecture.md's layers, top to bottom: (layer, its modules and packages under src/csebench)."""
+    rows = []
+    for line in ARCHITECTURE.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and len(cells) == 3 and cells[1].startswith("`"):
+            rows.append((cells[0], [m.strip("` /") for m in cells[1].split(",")]))
+    return rows
+
+
+def layer_of(table: list[tuple[str, list[str]]]) -> dict[str, int]:
+    """Every module of src/csebench -> its layer's depth (0 = top), from the packages and modules the table names."""
+    where = {}
+    for depth, (_, members) in enumerate(table):
+        for m in members:
+            where["csebench" if m == "__init__" else f"csebench.{m}"] = depth
+    out = {}
+    for name in modules(SRC):
+        parts = name.split(".")
+        for k in range(len(parts), 0, -1):
+            if ".".join(parts[:k]) in where and (k > 1 or name == "csebench"):
+                out[name] = where[".".join(parts[:k])]
+                break
+    return out
+
+
+def test_the_layer_table_places_every_module():
+    table = layer_table()
+    assert [layer for layer, _ in table][:1] == ["entry"] and table[-1][0] == "core", table
+    placed = layer_of(table)
+    unplaced = sorted(set(modules(SRC)) - set(placed))
+    assert not unplaced, (f"modules of src/csebench that docs/architecture.md's layer table does not place: {unplaced}; "
+                          "put the module in a package of the table (or name it in the table's row)")
+    top_level = {n for n, (path, package) in modules(SRC).items() if n.count(".") == 1 and not package}
+    assert len(top_level) <= 5, f"top-level modules beside the packages: {sorted(top_level)}"
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    depth = layer_of(layer_table())
+    names = [layer for layer, _ in layer_table()]
+    upward = [f"{m} ({names[depth[m]]}) imports {t} ({names[depth[t]]})"
+              for m, edges in sorted(import_graph(SRC).items()) for t in sorted(edges) if depth[t] < depth[m]]
+    assert not upward, "imports that run up the layers of docs/architecture.md:\n" + "\n".join(upward)
+
+
+def test_the_layer_check_sees_an_upward_import_inside_a_function(tmp_path, monkeypatch):
+    pkg = tmp_path / "csebench"
+    for sub in ("core", "study"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "core" / "io.py").write_text("def f():\n    from csebench.study import params\n")
+    (pkg / "study" / "params.py").write_text("from csebench.core import io\n")
+    (pkg / "stray.py").write_text("")
+    doc = tmp_path / "architecture.md"
+    doc.write_text("| Layer | Modules | What |\n|---|---|---|\n| entry | `__init__` | x |\n| study | `study/` | x |\n"
+                   "| core | `core/` | x |\n")
+    import sys
+
+    mod = sys.modules[__name__]
+    monkeypatch.setattr(mod, "SRC", tmp_path)
+    monkeypatch.setattr(mod, "ARCHITECTURE", doc)
+    with pytest.raises(AssertionError, match=r"csebench.core.io \(core\) imports csebench.study.params \(study\)"):
+        test_no_module_imports_a_layer_above_its_own()
+    with pytest.raises(AssertionError, match=r"does not place: \['csebench.stray'\]"):
+        test_the_layer_table_places_every_module()

@@ -63,8 +63,8 @@ def test_train_backbone_folder_that_is_not_a_model(inputs, capsys):
 
 
 def test_model_check_cases(tmp_path, tiny_encoder):
-    from csebench.encoder import check_model_source
-    from csebench.errors import ConfigError
+    from csebench.model.encoder import check_model_source
+    from csebench.core.errors import ConfigError
 
     (tmp_path / "cfg-only").mkdir()
     (tmp_path / "cfg-only" / "config.json").write_text("{}")
@@ -86,7 +86,7 @@ def test_model_check_cases(tmp_path, tiny_encoder):
 def test_damaged_weights_are_refused_naming_the_file(trained, tmp_path, capsys, small):
     """Bits flipped in model.safetensors moved STS13 from 43.40 to 43.42 with exit 0; NaN weights gave an
     all-null sts.json and `STS avg nan`, exit 0."""
-    from csebench.encoder import model_files
+    from csebench.model.encoder import model_files
 
     recorded = json.loads((trained / "train.json").read_text())["model_files"]
     assert recorded == model_files(trained / "model") and {"model.safetensors", "mlp_head.safetensors", "config.json",

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from csebench.config import BackboneConfig
-from csebench.encoder import build_encoder
+from csebench.study.params import BackboneConfig
+from csebench.model.encoder import build_encoder
 from runhelpers import assert_fails, copy_run, needs_pipeline
 
 SENTS = ["a sentence", "another longer sentence here"]
@@ -59,7 +59,7 @@ def test_saved_model_loads_without_missing_or_unexpected_weights(tmp_path, backb
 
 
 def test_the_kept_pooler_changes_neither_the_encoder_state_nor_the_rng(tokenizer):
-    from csebench.encoder import build_backbone
+    from csebench.model.encoder import build_backbone
 
     torch.manual_seed(3)
     before = torch.get_rng_state()
@@ -131,7 +131,7 @@ def test_card_cites_each_term_and_reads_mteb_results(runs, tmp_path):
     import json
     import shutil
 
-    from csebench.modelcard import render_card
+    from csebench.sharing.modelcard import render_card
 
     run = tmp_path / "run"
     shutil.copytree(runs["simcse"], run)
@@ -225,8 +225,8 @@ def test_push_creates_a_private_repo_and_uploads_the_model_folder(runs, monkeypa
 def test_snakemake_makes_the_cards_and_a_second_run_plans_nothing(tmp_path, small_shared):
     """The model_card rule writes model/README.md after the train rule's model/ output is done: nothing reruns.
     One card per run, in its own folder; the suite's view shows it through its model/ link."""
-    from csebench.config import load_params
-    from csebench.suites import run_folder
+    from csebench.study.params import load_params
+    from csebench.study.jobs import run_folder
     from runhelpers import BIN, copy_project
 
     proj = copy_project(tmp_path / "proj")
@@ -258,7 +258,7 @@ def test_the_card_leaves_the_weights_fingerprint_alone(runs, tmp_path):
     a card written after `csebench embed` must not make the table look like another model's."""
     import shutil
 
-    from csebench.embeddings import model_fingerprint
+    from csebench.evaluation.embeddings import model_fingerprint
 
     model = tmp_path / "model"
     shutil.copytree(runs["simcse"] / "model", model)
@@ -271,8 +271,8 @@ def test_the_card_leaves_the_weights_fingerprint_alone(runs, tmp_path):
 def test_card_waits_for_the_mteb_results_where_the_suite_asks_for_them(tmp_path):
     """A suite with `mteb:` (mteb.smk): the run's model_card job reads the suite's VIEW/mteb/ after eval_mteb
     has written it."""
-    from csebench.config import load_params
-    from csebench.suites import run_folder
+    from csebench.study.params import load_params
+    from csebench.study.jobs import run_folder
     from runhelpers import PARAMS
     from runhelpers import BIN
 
@@ -296,7 +296,7 @@ def test_one_card_per_run_from_a_view_or_the_runs_own_folder(runs, tmp_path, cap
     import shutil
 
     from csebench.cli import main
-    from csebench.runviews import write_view
+    from csebench.workflow.runviews import write_view
 
     run = tmp_path / "results" / "runs" / "0123456789abcdef" / "seed1"
     run.mkdir(parents=True)
@@ -331,8 +331,8 @@ def test_one_card_per_run_from_a_view_or_the_runs_own_folder(runs, tmp_path, cap
 def test_a_runs_card_comes_from_the_first_suite_that_evaluates_it(tmp_path):
     """Runs.card_source: the first suite of params.yaml listing the run and evaluating it (its results
     in the card); a run no suite evaluates, from the first that lists it."""
-    from csebench.config import load_params
-    from csebench.suites import Runs
+    from csebench.study.params import load_params
+    from csebench.study.jobs import Runs
     from runhelpers import PARAMS, write_config
 
     simcse = {"name": "simcse", "backbone": "minilm", "method": "simcse"}
@@ -354,8 +354,8 @@ def test_the_demo_carries_a_card_for_every_model_and_evaluates_nothing_more_for_
     (demo-iscse-beta's runs are trained only: IS-CSE Table 7 reads their train.json)."""
     import re
 
-    from csebench import suites as wf
-    from csebench.config import load_params
+    from csebench.study.jobs import Runs, evaluated_jobs
+    from csebench.study.params import load_params
     from runhelpers import PARAMS
     from runhelpers import BIN
 
@@ -366,8 +366,8 @@ def test_the_demo_carries_a_card_for_every_model_and_evaluates_nothing_more_for_
     assert proc.returncode == 0, out[-3000:]
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", out, re.M))
     params = load_params(PARAMS)
-    runs = wf.Runs(params)
-    evaluated = {runs.key(s, r) for s in ("demo", "demo-combinations", "demo-zoo") for r, _ in wf.evaluated_jobs(params, s)}
+    runs = Runs(params)
+    evaluated = {runs.key(s, r) for s in ("demo", "demo-combinations", "demo-zoo") for r, _ in evaluated_jobs(params, s)}
     assert int(counts["model_card"]) == int(counts["train"]) and int(counts["embed"]) == len(evaluated)
 
 

@@ -13,7 +13,8 @@ import pytest
 from scipy import stats
 
 from csebench.cli import main
-from csebench.config import ConfigError, load_params
+from csebench.core.errors import ConfigError
+from csebench.study.params import load_params
 from runhelpers import PARAMS, ROOT, SHARED, write_config
 
 WORDS = "cat dog bird fish tree river stone cloud bread lamp".split()
@@ -69,7 +70,7 @@ def mteb_run(tmp_path_factory, shared_dir):
     needs_mteb()
     import datasets
 
-    from csebench.encoder import packaged_model_dir
+    from csebench.model.encoder import packaged_model_dir
     from csebench.evaluation import mteb_eval
 
     tmp = tmp_path_factory.mktemp("mteb")
@@ -89,7 +90,7 @@ def test_eval_mteb_writes_mteb_result_files_from_the_real_loop(mteb_run):
     needs_mteb()
     from mteb import TaskResult
 
-    from csebench.embeddings import model_encoder, model_fingerprint
+    from csebench.evaluation.embeddings import model_encoder, model_fingerprint
     from csebench.evaluation.mteb_eval import read_task_result
 
     out = mteb_run["out"]
@@ -139,7 +140,7 @@ def test_mteb_rows_of_a_suite(mteb_run, tmp_path):
 def write_mteb_results(results, suite, run, seed, scores):
     """What `csebench eval-mteb` leaves in a run's mteb/ folder, for ``scores`` {task: (type, metric, score x100)}:
     each task's result file (MTEB's TaskResult layout: main scores per split) and the mteb.json summary."""
-    from csebench.io import write_json
+    from csebench.core.io import write_json
 
     out = results / suite / "runs" / run / f"seed{seed}" / "mteb"
     for task, (_, _, score) in scores.items():
@@ -237,7 +238,7 @@ def test_default_tasks_are_mtebs_english_sts_and_a_small_classification_and_retr
 
 def test_suite_mteb_section_is_opt_in_and_checked(tmp_path):
     from csebench.evaluation.mteb_eval import DEFAULT_TASKS
-    from csebench.suites import suite_mteb_tasks
+    from csebench.study.jobs import suite_mteb_tasks
 
     params = load_params(PARAMS)
     assert all(suite_mteb_tasks(params, s) is None for s in params["suites"])  # no suite runs MTEB unless asked
@@ -252,12 +253,12 @@ def test_suite_mteb_section_is_opt_in_and_checked(tmp_path):
 
 
 def test_an_mteb_suite_adds_one_eval_mteb_job_per_evaluated_run(tmp_path):
-    from csebench import suites as wf
-    from csebench.plan import suite_plan
+    from csebench.study.jobs import evaluated_jobs
+    from csebench.results.plan import suite_plan
 
     config = write_config(tmp_path / "over.yaml", {"suites": {"ci": {"mteb": {"tasks": ["STS12", "SciFact"]}}}})
     params = load_params(PARAMS, [config])
-    evaluated = len(wf.evaluated_jobs(params, "ci"))
+    evaluated = len(evaluated_jobs(params, "ci"))
     assert suite_plan(params, "ci").jobs == suite_plan(load_params(PARAMS), "ci").jobs + evaluated + 1  # + the MTEB table
     proc = subprocess.run([str(Path(sys.executable).parent / "snakemake"), "-n", "-p", "--forceall", "--config", "suites=[ci]", "reproduce=none", "plan=false",
                            f"params_overrides=[{config}]"], cwd=ROOT, capture_output=True, text=True, timeout=600,

@@ -40,7 +40,7 @@ def test_a_pickled_checkpoint_is_never_loaded(tmp_path, capsys, caplog):
     out, marker = tmp_path / "run", tmp_path / "pwned"
     _write_evil_pickle(out / "checkpoint" / "trainer.pt", marker)  # an older csebench's checkpoint, or a planted one
     cfg = write_config(tmp_path / "a.yaml", ci_training(max_steps=2, eval_steps=2, batch_size=8, eval_batch_size=64))
-    with caplog.at_level(logging.WARNING, logger="csebench.trainer"):
+    with caplog.at_level(logging.WARNING, logger="csebench.training.trainer"):
         rc, err = run_cli(capsys, train_argv(tmp_path, out, cfg))
     assert rc == 0, err
     assert not marker.exists()
@@ -51,8 +51,8 @@ def test_a_pickled_checkpoint_is_never_loaded(tmp_path, capsys, caplog):
 
 def _model_with_head(tmp_path: Path) -> Path:
     """A saved run's model whose training head is kept at evaluation (SSCL's projection runs)."""
-    from csebench.config import BackboneConfig
-    from csebench.encoder import build_encoder
+    from csebench.study.params import BackboneConfig
+    from csebench.model.encoder import build_encoder
 
     enc = build_encoder(BackboneConfig(model="random", pooler="cls"), projection_dim=16)
     enc.save(tmp_path / "model")
@@ -62,7 +62,7 @@ def _model_with_head(tmp_path: Path) -> Path:
 def test_head_weights_are_safetensors_and_load_back(tmp_path):
     import torch
 
-    from csebench.encoder import load_encoder
+    from csebench.model.encoder import load_encoder
 
     model = _model_with_head(tmp_path)
     assert (model / "mlp_head.safetensors").is_file() and not (model / "mlp_head.pt").exists()
@@ -85,8 +85,8 @@ def test_a_pickled_mlp_head_is_refused(tmp_path, capsys):
 
 def test_the_distillation_analysis_refuses_a_pickled_head_too(tmp_path, tiny_encoder):
     from csebench.analysis.distill import attach_training_head
-    from csebench.encoder import load_encoder
-    from csebench.errors import ConfigError
+    from csebench.model.encoder import load_encoder
+    from csebench.core.errors import ConfigError
 
     tiny_encoder().save(tmp_path / "model")  # cls pooler: the head is saved, not used at evaluation
     model = tmp_path / "model"

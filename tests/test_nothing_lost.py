@@ -96,7 +96,7 @@ def test_a_failure_while_replacing_leaves_the_finished_run(inputs, capsys, monke
 
 
 def _hold_lock(run: Path) -> subprocess.Popen:
-    code = ("import sys, time\nfrom csebench.runlock import run_lock\n"
+    code = ("import sys, time\nfrom csebench.training.runlock import run_lock\n"
             "with run_lock(sys.argv[1]):\n    print('locked', flush=True)\n    time.sleep(120)\n")
     proc = subprocess.Popen([sys.executable, "-c", code, str(run)], cwd=ROOT, env=env(), stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "locked"
@@ -117,7 +117,7 @@ def test_second_process_on_a_run_folder_exits_2_naming_the_owner_then_a_stale_lo
     lock = json.loads((out / ".lock").read_text())
     assert lock["pid"] == owner.pid and lock["host"] == socket.gethostname()
     cfg = write_config(inputs / "a.yaml", ci_training(**TRAINING))
-    with caplog.at_level(logging.WARNING, logger="csebench.runlock"):
+    with caplog.at_level(logging.WARNING, logger="csebench.training.runlock"):
         rc, err = run_cli(capsys, train_argv(inputs, out, cfg))
     assert rc == 0, err
     assert f"taking over the stale lock of pid {owner.pid} on host {socket.gethostname()}" in caplog.text
@@ -125,8 +125,8 @@ def test_second_process_on_a_run_folder_exits_2_naming_the_owner_then_a_stale_lo
 
 
 def test_lock_in_the_same_process_and_released_after_an_error(tmp_path):
-    from csebench.errors import TrainingError
-    from csebench.runlock import run_lock
+    from csebench.core.errors import TrainingError
+    from csebench.training.runlock import run_lock
 
     with run_lock(tmp_path / "run"):
         with pytest.raises(TrainingError, match=f"in use by pid {os.getpid()}"):
@@ -163,7 +163,7 @@ def test_checkpoint_that_does_not_match_its_manifest_starts_over(inputs, capsys,
         (ckpt / "tensors.safetensors").write_bytes(bytes(data))
     else:
         (ckpt / "manifest.json").unlink()
-    with caplog.at_level(logging.WARNING, logger="csebench.trainer"):
+    with caplog.at_level(logging.WARNING, logger="csebench.training.trainer"):
         rc, err = run_cli(capsys, train_argv(inputs, out, cfg))
     assert rc == 0, err
     assert f"checkpoint {ckpt} {problem}; starting over" in caplog.text
@@ -175,7 +175,7 @@ def test_checkpoint_state_round_trips_without_pickle(tmp_path):
     import numpy as np
     import torch
 
-    from csebench import checkpoint
+    from csebench.training import checkpoint
 
     base = torch.arange(6.0)
     state = {"optimizer": {"state": {0: {"step": torch.tensor(3.0), "exp_avg": base[:3]}}, "param_groups": [
@@ -270,7 +270,7 @@ def test_interrupt_after_everything_was_written_is_not_an_interruption(tmp_path)
 
 
 def test_every_written_file_follows_the_umask(inputs, capsys, monkeypatch):
-    import csebench.io as io
+    import csebench.core.io as io
 
     old = os.umask(0o002)
     monkeypatch.setattr(io, "_UMASK", 0o002)
@@ -297,8 +297,8 @@ def test_every_written_file_follows_the_umask(inputs, capsys, monkeypatch):
 def test_snakemake_rerun_of_a_finished_training_job(tmp_path, shared_dir):
     """Snakemake removes a job's declared outputs before it runs it again, so `train` sees no finished
     run there and needs no --force: a forced rerun (as after a hyperparameter change) completes."""
-    from csebench import suites as wf
-    from csebench.config import load_params
+    from csebench.study.jobs import run_folder
+    from csebench.study.params import load_params
     from runhelpers import BIN, copy_project, tool_env
 
     proj = copy_project(tmp_path / "proj")
@@ -312,7 +312,7 @@ def test_snakemake_rerun_of_a_finished_training_job(tmp_path, shared_dir):
                            capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
     # the suite's folder is a view of the run's own (docs/runs.md), where it trains
-    run = proj / wf.run_folder(load_params(proj / "params.yaml"), "ci", "simcse", 1)
+    run = proj / run_folder(load_params(proj / "params.yaml"), "ci", "simcse", 1)
     assert (proj / target).stat().st_mtime_ns > before
     assert sorted(p.name for p in run.iterdir() if p.name != "logs") == FINISHED
     assert (proj / "results/ci/runs/simcse/seed1/model").resolve() == (run / "model").resolve()
@@ -328,8 +328,8 @@ def test_snakemake_killed_with_kill_9_then_rerun_as_documented_resumes_the_train
     import signal
     import time
 
-    from csebench import suites as wf
-    from csebench.config import load_params
+    from csebench.study.jobs import run_folder
+    from csebench.study.params import load_params
     from runhelpers import BIN, copy_project, tool_env
 
     proj = copy_project(tmp_path / "proj")
@@ -339,7 +339,7 @@ def test_snakemake_killed_with_kill_9_then_rerun_as_documented_resumes_the_train
     target = "results/ci/runs/simcse/seed1/train.json"
     base = [str(BIN / "snakemake"), "--cores", "2", "--configfile", "config/ci.yaml",
             "--config", "plan=false", f"params_overrides=[{over.name}]"]
-    run = proj / wf.run_folder(load_params(proj / "params.yaml", [over]), "ci", "simcse", 1)
+    run = proj / run_folder(load_params(proj / "params.yaml", [over]), "ci", "simcse", 1)
     manifest = run / "checkpoint" / "manifest.json"
     with (tmp_path / "killed.log").open("w") as log:
         build = subprocess.Popen(base + ["--profile", "workflow/profiles/default", "--", target], cwd=proj,
@@ -453,7 +453,7 @@ def test_an_interrupt_names_the_subcommand_even_before_argparse(capsys, monkeypa
 def test_an_interrupt_during_rehearse_is_an_interruption_not_a_failed_run(tmp_path, capsys, monkeypatch):
     """`csebench rehearse` runs each command in process: the command caught the Ctrl-C and returned 130, which the
     rehearsal took for a failed run, went on with the next, and ended `1 rehearsal(s) failed`, exit 2."""
-    from csebench import trainer
+    from csebench.training import trainer
 
     real = trainer.Trainer.run
 
@@ -487,12 +487,12 @@ def test_an_interrupt_during_an_import_is_one_line_and_never_raised_inside_it(tm
         f"    open({str(marker)!r}, 'w').close()\n"
         "    raise\n")
     script = (f"import sys; sys.path.insert(0, {str(tmp_path)!r})\n"
-              "from csebench import cli, io\n"
+              "from csebench import cli\nfrom csebench.core import io\nfrom csebench.study import cli as study_cli\n"
               "def cmd(args):\n"
               f"    with io.atomic_path({str(tmp_path / 'out.txt')!r}) as tmp:\n"
               "        tmp.write_text('half')\n"
               "        import slow_import\n"
-              "cli.cmd_runs = cmd\n"
+              "study_cli.cmd_runs = cmd\n"
               "sys.exit(cli.main(['runs']))\n")
     proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env(), capture_output=True, text=True, timeout=60)
     assert (proc.returncode, proc.stderr) == (130, "csebench runs: interrupted\n")
@@ -529,7 +529,7 @@ def read_only(monkeypatch):
 def test_a_read_only_output_folder_stops_before_any_work(trained, tmp_path, capsys, monkeypatch, read_only, small):
     """render, eval-sts, train and model-card ended in `OSError: [Errno 30] Read-only file system` tracebacks,
     eval-sts only after computing everything."""
-    from csebench import embeddings
+    from csebench.evaluation import embeddings
     from runhelpers import PARAMS, train_argv
 
     run = copy_run(trained, tmp_path / "run")

@@ -7,9 +7,11 @@ import json
 import pytest
 import torch
 
-from csebench.config import BackboneConfig, TrainingConfig, from_dict, load_params, resolve_run
-from csebench.encoder import build_encoder, load_encoder
-from csebench.errors import ConfigError
+from csebench.study.params import BackboneConfig, TrainingConfig, load_params
+from csebench.core.schema import from_dict
+from csebench.study.resolve import resolve_run
+from csebench.model.encoder import build_encoder, load_encoder
+from csebench.core.errors import ConfigError
 
 from runhelpers import PARAMS, ci_training, train_argv, write_config, write_corpus, write_mini_senteval
 
@@ -60,7 +62,7 @@ def test_training_saves_a_model_that_reloads_truncated(tmp_path, shared_dir):
 def test_dev_max_pairs_scores_a_seeded_subset_and_is_recorded(tmp_path):
     """training.dev_max_pairs (CPU demo only): STS-B dev during training on about N pairs."""
     from csebench.cli import main
-    from csebench.trainer import DevEvaluator
+    from csebench.training.trainer import DevEvaluator
 
     write_corpus(tmp_path / "corpus.txt", n=32)
     write_mini_senteval(tmp_path / "se", pairs=40)

@@ -10,7 +10,7 @@ import math
 import pytest
 import torch
 
-from csebench.errors import ConfigError
+from csebench.core.errors import ConfigError
 from csebench.objectives import validate_objectives
 from csebench.objectives.compose import Objective
 from csebench.objectives.base import StepContext

@@ -3,17 +3,17 @@ Group-P (Eq. 5, 6) and rank-range shuffling, teacher components (Eq. 7), setting
 
 import math
 
-import numpy as np
 import pytest
 import torch
 
-from csebench.config import ConfigError, TrainingConfig
+from csebench.core.errors import ConfigError
+from csebench.study.params import TrainingConfig
 from csebench.objectives import validate_objectives
 from csebench.objectives.compose import Objective
 from csebench.objectives.base import StepContext
 from csebench.objectives.distillation import (Distillation, DistillationSettings, group_p_groups, group_p_shuffle,
                                               rank_range_shuffle, shuffle_within_groups, teacher_runs)
-from csebench.teachers import TeacherBank, save_teacher_cache
+from csebench.training.teachers import save_teacher_cache
 from runhelpers import assert_train_fails, has_term
 
 CORPUS = 40

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from csebench.config import ConfigError
+from csebench.core.errors import ConfigError
 from csebench.objectives import validate_objectives
 from csebench.objectives.compose import Objective
 from csebench.objectives.gaussian import GaussianNegatives, GaussianSettings

@@ -6,8 +6,9 @@ import math
 import pytest
 import torch
 
-from csebench.config import BackboneConfig, ConfigError
-from csebench.encoder import build_encoder, pool
+from csebench.study.params import BackboneConfig
+from csebench.core.errors import ConfigError
+from csebench.model.encoder import build_encoder, pool
 from csebench.objectives import validate_objectives
 from csebench.objectives.compose import Objective
 from csebench.objectives.base import StepContext

@@ -11,7 +11,7 @@ import random
 import pytest
 import torch
 
-from csebench.errors import ConfigError
+from csebench.core.errors import ConfigError
 from csebench.objectives import validate_objectives
 from csebench.objectives.base import StepContext
 from csebench.objectives.momentum import MomentumNegatives, MomentumSettings, draw_dup_len, repeat_tokens

@@ -1,4 +1,4 @@
-"""PromptBERT (objectives/prompt.py, csebench/prompts.py): the template wrapping against the released
+"""PromptBERT (objectives/prompt.py, csebench/model/prompts.py): the template wrapping against the released
 code's list construction (kongds/Prompt-BERT train.py: bs + sentence + es, re-implemented from reading it),
 the denoised representation against a direct per-sentence computation, BERT and RoBERTa, evaluation
 inside the template after save/load, and a tiny-model training run."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from csebench.errors import ConfigError
-from csebench.prompts import template_ids, template_only, wrap
+from csebench.core.errors import ConfigError
+from csebench.model.prompts import template_ids, template_only, wrap
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +72,7 @@ def _term(encoder, **settings):
 def _encoder(kind, tokenizer, roberta_tokenizer):
     from transformers import BertConfig, BertModel, RobertaConfig, RobertaModel
 
-    from csebench.encoder import SentenceEncoder
+    from csebench.model.encoder import SentenceEncoder
 
     torch.manual_seed(0)
     small = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
@@ -125,7 +125,7 @@ def test_without_denoising_the_representation_is_the_mask_state(tokenizer, rober
 
 
 def test_saved_model_evaluates_inside_the_template(tmp_path, tokenizer, roberta_tokenizer):
-    from csebench.encoder import load_encoder
+    from csebench.model.encoder import load_encoder
 
     enc = _encoder("bert", tokenizer, roberta_tokenizer)
     _term(enc)
@@ -162,7 +162,7 @@ def test_dev_scores_are_denoised_and_the_test_encoding_is_not(kind, tmp_path, to
     """The released trainer's dev evaluation (prompt_bert/models.py 290-302, 364-368): the embedding that selects
     the checkpoint is template 1's mask state minus that of template 1 alone at the sentence's positions; the test
     encoding (and the saved model) is the plain mask state (run.sh's evaluation arguments)."""
-    from csebench.encoder import load_encoder
+    from csebench.model.encoder import load_encoder
 
     enc = _encoder(kind, tokenizer, roberta_tokenizer)
     term = _term(enc)
@@ -187,7 +187,7 @@ def test_dev_denoise_follows_denoise_unless_set(settings, denoised, tokenizer, r
 
 
 def test_the_dev_evaluator_scores_the_selection_encoding(tmp_path, tokenizer, roberta_tokenizer):
-    from csebench.trainer import DevEvaluator
+    from csebench.training.trainer import DevEvaluator
     from runhelpers import write_mini_senteval
 
     write_mini_senteval(tmp_path / "se", pairs=12)
@@ -204,7 +204,8 @@ def test_the_dev_evaluator_scores_the_selection_encoding(tmp_path, tokenizer, ro
 def test_dev_denoise_keys_promptbert_runs_anew_and_keeps_sncse_keys():
     """PromptBERT's rows select on denoised dev scores now (their key holds the setting); SNCSE (no denoising)
     resolves to what it ran before, and its key leaves the setting out."""
-    from csebench.config import load_params, resolve_run
+    from csebench.study.params import load_params
+    from csebench.study.resolve import resolve_run
     from runhelpers import PARAMS
 
     params = load_params(PARAMS)
@@ -295,7 +296,7 @@ def test_a_template_without_its_mask_is_refused_with_the_settings(tmp_path, caps
 
 def test_a_teacher_cache_of_a_prompt_model_counts_its_template(tmp_path, tokenizer, roberta_tokenizer):
     """A PromptBERT model encodes the corpus rows inside its template: `teacher-cache --max-seq-length` counts it."""
-    from csebench.teachers import build_teacher_cache
+    from csebench.training.teachers import build_teacher_cache
     from runhelpers import write_corpus
 
     enc = _encoder("bert", tokenizer, roberta_tokenizer)  # 512 positions

@@ -10,11 +10,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from csebench.errors import ConfigError
+from csebench.core.errors import ConfigError
 from csebench.objectives import validate_objectives
 from csebench.objectives.compose import Objective
 from csebench.objectives.base import StepContext
-from csebench.objectives.ranking import RankingDistillation, RankingSettings, js_consistency, listmle, listnet, released_consistency
+from csebench.objectives.ranking import (RankingDistillation, RankingSettings, js_consistency, listmle, listnet,
+                                         released_consistency)
 from runhelpers import FakeBank
 
 
@@ -145,7 +146,7 @@ def test_bad_settings_are_one_line_errors(bad):
 
 
 def test_a_run_holds_one_teacher_term():
-    from csebench.teacherspec import teacher_term
+    from csebench.study.teacherspec import teacher_term
 
     with pytest.raises(ConfigError, match="a run may hold one of them"):
         teacher_term({"distillation": {"teachers": "simcse"}, "ranking_distillation": {"teachers": "simcse"}})

@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from csebench.errors import ConfigError
+from csebench.core.errors import ConfigError
 from csebench.objectives import generators, validate_objectives
 from csebench.objectives.replaced_tokens import conditioned_logits, generate, mask_tokens, rtd_loss
 
@@ -171,8 +171,9 @@ def test_the_discriminator_is_clipped_with_the_encoder(tmp_path, shared_dir, mon
 
 
 def test_params_method_suites_and_plan(project_root):
-    from csebench.config import load_params, resolve_run
-    from csebench.plan import _nonemb, generator_forward_flops, suite_plan, term_training_flops
+    from csebench.study.params import load_params
+    from csebench.study.resolve import resolve_run
+    from csebench.results.plan import _nonemb, generator_forward_flops, suite_plan, term_training_flops
 
     params = load_params(project_root / "params.yaml")
     assert {"bert-base-diffcse", "roberta-base-diffcse"} <= {r["name"] for r in params["suites"]["zoo"]["runs"]}
@@ -186,7 +187,7 @@ def test_params_method_suites_and_plan(project_root):
     assert bert.key() == resolve_run(params, "zoo", "bert-base-diffcse", 42).key()  # trained once
     # the plan: the generator's forward (its layers and MLM head) and the discriminator's training are counted
     n = _nonemb("bert-base-uncased")
-    assert n == 85_645_056  # the non-embedding weights csebench.plan counts (the pooler included)
+    assert n == 85_645_056  # the non-embedding weights csebench.results.plan counts (the pooler included)
     gen = generator_forward_flops("distilbert-base-uncased")
     assert gen == 2 * (42_527_232 + 768 * 768 + 768 + 2 * 768 + 768 * 30522 + 30522)
     assert term_training_flops(bert.objectives, n) == 6 * n + gen
@@ -201,16 +202,16 @@ def test_params_method_suites_and_plan(project_root):
 
 
 def test_fetch_notes_of_a_run_name_its_generator(project_root):
-    from csebench import suites as wf
-    from csebench.config import load_params
+    from csebench.workflow.steps import hub_generators
+    from csebench.study.params import load_params
 
     params = load_params(project_root / "params.yaml")
-    assert wf.hub_generators(params, "zoo", "roberta-base-diffcse", 42) == ["distilroberta-base"]
-    assert wf.hub_generators(params, "zoo", "roberta-base-sncse", 42) == []
+    assert hub_generators(params, "zoo", "roberta-base-diffcse", 42) == ["distilroberta-base"]
+    assert hub_generators(params, "zoo", "roberta-base-sncse", 42) == []
 
 
 def test_model_card_says_the_batchnorm_head_is_not_the_saved_pooler():
-    from csebench.modelcard import _what
+    from csebench.sharing.modelcard import _what
 
     def card(head):
         cfg = {"backbone": {"model": "bert-base-uncased", "pooler": "cls", "label": "BERT-base"}, "backbone_name": "bert-base",

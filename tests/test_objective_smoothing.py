@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from csebench.config import ConfigError
+from csebench.core.errors import ConfigError
 from csebench.objectives import validate_objectives
 from csebench.objectives.compose import Objective
 from csebench.objectives.smoothing import InstanceSmoothing, SmoothingSettings, cosine_alpha, spherical_kmeans
@@ -245,7 +245,7 @@ def test_config_errors_name_the_key(bad, key):
 
 
 def test_push_first_needs_a_buffer_of_at_least_one_batch():
-    from csebench.config import TrainingConfig
+    from csebench.study.params import TrainingConfig
 
     with pytest.raises(ConfigError, match="buffer_size"):
         validate_objectives({"instance_smoothing": {"buffer_size": 32, "neighbors": 4, "push_before_retrieval": True}},

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from csebench.errors import ConfigError
+from csebench.core.errors import ConfigError
 from csebench.objectives import validate_objectives
 from csebench.objectives.compose import Objective
 from csebench.objectives.base import StepContext

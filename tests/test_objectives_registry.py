@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from csebench.config import load_params
-from csebench.errors import ConfigError
-from csebench.lazy import LazyRegistry
+from csebench.study.params import load_params
+from csebench.core.errors import ConfigError
+from csebench.core.lazy import LazyRegistry
 from csebench.objectives import TERMS, term_class
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,7 +53,7 @@ def test_every_term_file_is_registered_and_every_registered_term_has_a_file_or_a
 
 
 def test_listing_the_terms_imports_none_of_them(monkeypatch):
-    import csebench.lazy as lazy
+    import csebench.core.lazy as lazy
 
     builtin = TERMS.builtin_names()
     imported = []
@@ -96,7 +96,7 @@ def test_a_term_file_dropped_into_the_package_is_found(tmp_path, monkeypatch):
 
 
 def test_the_combinations_study_keeps_the_papers_order_of_terms():
-    from csebench.combinations import PAPER_TERMS, term_order
+    from csebench.results.combinations import PAPER_TERMS, term_order
 
     order = term_order()
     assert order[:4] == list(PAPER_TERMS) and sorted(order) == sorted(TERMS) and order[4:] == sorted(order[4:])

@@ -1,11 +1,11 @@
-"""csebench.packed: a BERT-family forward on real tokens only equals the library's at every real position,
+"""csebench.model.packed: a BERT-family forward on real tokens only equals the library's at every real position,
 with the same gradients; the encoder uses it in training only, and not for architectures it does not know."""
 
 import pytest
 import torch
 from transformers import BertConfig, BertModel, RobertaConfig, RobertaModel
 
-from csebench import packed
+from csebench.model import packed
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -93,8 +93,8 @@ def test_supports_only_the_architectures_it_knows():
 
 
 def test_the_encoder_packs_in_training_only_and_not_when_compiled_or_switched_off(tokenizer, monkeypatch):
-    from csebench.config import BackboneConfig
-    from csebench.encoder import SentenceEncoder, build_backbone
+    from csebench.study.params import BackboneConfig
+    from csebench.model.encoder import SentenceEncoder, build_backbone
 
     enc = SentenceEncoder(build_backbone(BackboneConfig(model="random"), tokenizer, seed=0), tokenizer, "cls")
     calls = []

@@ -8,9 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
-from csebench.config import list_suites, load_params
+from csebench.study.params import list_suites, load_params
 from runhelpers import BIN, ROOT, copy_project, needs_pipeline, tool_env
 
 
@@ -29,13 +28,13 @@ def test_every_suite_dry_runs_offline():
     assert proc.returncode == 0, proc.stderr[-3000:]
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", proc.stdout + proc.stderr, re.M))
     # one train job per distinct run (teachers included), however many suites list it (docs/runs.md)
-    from csebench import suites as wf
+    from csebench.study.jobs import Runs, suite_jobs
 
     params = load_params(ROOT / "params.yaml")
-    runs = wf.Runs(params)
+    runs = Runs(params)
     assert int(counts["train"]) == len(runs.listed) < sum(len(v) for v in runs.listed.values())
     assert int(counts["model_card"]) == len(runs.listed)  # one card per run, whichever suites list it
-    assert int(counts["view_trained"]) >= sum(len(wf.jobs(params, s)) for s in suites)  # every suite sees its runs
+    assert int(counts["view_trained"]) >= sum(len(suite_jobs(params, s)) for s in suites)  # every suite sees its runs
     assert int(counts["report"]) == len(suites)
 
 
@@ -81,7 +80,7 @@ def test_dvc_lock_is_not_git_ignored():
 
 
 def test_dvc_plots_spec():
-    from csebench.dvcgen import dvc_plots_spec, dvc_plots_spec_for_suite
+    from csebench.workflow.dvcgen import dvc_plots_spec, dvc_plots_spec_for_suite
 
     spec = dvc_plots_spec(["results/d/runs/a/seed1", "results/d/runs/b/seed1"], "d", ["results/d/figures/training_curves.png"])
     loss = spec[0]["d-train-loss"]
@@ -133,20 +132,20 @@ def test_a_suite_in_an_override_file_builds_with_snakemake_typed_without_the_ven
 
 
 def test_csebench_not_reachable_is_one_line_before_any_job(tmp_path, monkeypatch):
-    """The Snakefile's check (csebench.suites.find_cli): not on PATH and not beside the Python that
+    """The Snakefile's check (csebench.workflow.steps.find_cli): not on PATH and not beside the Python that
     runs Snakemake gives one line naming the fix; beside it, its folder goes on the jobs' PATH."""
-    from csebench import suites as wf
-    from csebench.errors import ConfigError
+    from csebench.workflow.steps import find_cli
+    from csebench.core.errors import ConfigError
 
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     monkeypatch.setattr(sys, "executable", str(tmp_path / "bin" / "python"))
     with pytest.raises(ConfigError, match=r"not on PATH nor beside this Python .*\. \.venv/bin/activate"):
-        wf.find_cli(uses_conda=False)
-    wf.find_cli(uses_conda=True)  # the rules' conda environment provides it
+        find_cli(uses_conda=False)
+    find_cli(uses_conda=True)  # the rules' conda environment provides it
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "csebench").write_text("#!/bin/sh\n")
     (tmp_path / "bin" / "csebench").chmod(0o755)
-    wf.find_cli(uses_conda=False)
+    find_cli(uses_conda=False)
     assert os.environ["PATH"].split(os.pathsep)[0] == str(tmp_path / "bin")
 
 

@@ -1,4 +1,4 @@
-"""`csebench plan` (csebench.plan): the runs, jobs, FLOPs and GPU-hours of each suite, the padded tokens per
+"""`csebench plan` (csebench.results.plan): the runs, jobs, FLOPs and GPU-hours of each suite, the padded tokens per
 sentence a batch trains on, the packaged length histogram, the measured GPU throughput."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import re
 import numpy as np
 import pytest
 
-from csebench.config import load_params
-from csebench.errors import ConfigError
+from csebench.study.params import load_params
+from csebench.core.errors import ConfigError
 from csebench.results.registry import default_suites
 from runhelpers import ROOT
 
@@ -19,7 +19,7 @@ PARAMS = load_params(ROOT / "params.yaml")
 
 
 def test_plan_counts_runs_and_gpu_hours():
-    from csebench.plan import plan, render_plan
+    from csebench.results.plan import plan, render_plan
 
     plans = {p.suite: p for p in plan(PARAMS, ["paper", "demo", "ablation-iscse-buffer"])}
     assert plans["paper"].training_runs == 4 and plans["paper"].total_flops > 0
@@ -33,7 +33,7 @@ def test_plan_counts_runs_and_gpu_hours():
 
 
 def test_padded_tokens_per_sentence_is_the_expected_longest_of_the_batch():
-    from csebench.plan import mean_tokens, padded_tokens
+    from csebench.results.plan import mean_tokens, padded_tokens
 
     lengths, counts = np.array([1, 2]), np.array([1.0, 1.0])  # E[max of B] = 2 - 2^-B
     for b in (1, 2, 5):
@@ -75,7 +75,7 @@ def test_plan_cli_prints_every_default_suite(capsys):
 
 
 def test_plan_uses_the_measured_gpu_throughput(tmp_path):
-    from csebench.plan import plan, render_plan
+    from csebench.results.plan import plan, render_plan
 
     plans = plan(PARAMS, ["ablation-iscse-buffer"])
     assumed = float(re.search(r"^the suite built alone.*?([\d.]+)$", render_plan(plans, tmp_path), re.M).group(1))
@@ -99,18 +99,18 @@ def test_plan_uses_the_measured_gpu_throughput(tmp_path):
 def test_training_only_runs_are_trained_not_evaluated():
     """`evaluate: false` (a training-only run: curves read, model a teacher): trained, never embedded.
     The demo evaluates every run (its tables have DistillCSE's "+Teacher Components" row)."""
-    from csebench import suites as wf
-    from csebench.plan import suite_plan
+    from csebench.study.jobs import evaluated_jobs, suite_jobs
+    from csebench.results.plan import suite_plan
 
-    assert set(wf.evaluated_jobs(PARAMS, "demo")) == set(wf.jobs(PARAMS, "demo"))
-    assert ("teacher-components", 42) in wf.evaluated_jobs(PARAMS, "demo")
+    assert set(evaluated_jobs(PARAMS, "demo")) == set(suite_jobs(PARAMS, "demo"))
+    assert ("teacher-components", 42) in evaluated_jobs(PARAMS, "demo")
     training_only = copy.deepcopy(PARAMS)
     run = next(r for r in training_only["suites"]["demo"]["runs"] if r["name"] == "teacher-components")
     run["evaluate"] = False
-    assert ("teacher-components", 42) in wf.jobs(training_only, "demo")
-    assert ("teacher-components", 42) not in wf.evaluated_jobs(training_only, "demo")
-    assert ("distillcse", 42) in wf.evaluated_jobs(training_only, "demo")
+    assert ("teacher-components", 42) in suite_jobs(training_only, "demo")
+    assert ("teacher-components", 42) not in evaluated_jobs(training_only, "demo")
+    assert ("distillcse", 42) in evaluated_jobs(training_only, "demo")
     assert suite_plan(PARAMS, "demo").jobs - suite_plan(training_only, "demo").jobs == 4  # embed, eval_sts, eval_transfer, its view
     run["evaluate"] = "no"
     with pytest.raises(ConfigError, match="evaluate: give true or false"):
-        wf.evaluated_jobs(training_only, "demo")
+        evaluated_jobs(training_only, "demo")

@@ -17,15 +17,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from csebench.errors import ConfigError
-from csebench.lazy import LazyRegistry
+from csebench.core.errors import ConfigError
+from csebench.core.lazy import LazyRegistry
 from runhelpers import ROOT, ci_training, env, train_argv, write_config, write_corpus, write_mini_senteval
 
 DOC = ROOT / "docs" / "methods.md"
 TERM = textwrap.dedent('''
     from dataclasses import dataclass
 
-    from csebench.errors import ConfigError
+    from csebench.core.errors import ConfigError
     from csebench.objectives.base import ObjectiveTerm
 
 

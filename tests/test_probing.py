@@ -11,7 +11,7 @@ import pytest
 import torch
 import yaml
 
-from csebench.errors import DataError
+from csebench.core.errors import DataError
 from csebench.evaluation import probing as P
 from csebench.evaluation import transfer as T
 from runhelpers import write
@@ -144,7 +144,7 @@ def _params_with(tmp_path, project_root, probing: dict):
 
 def test_prepare_probing_local_folder(tmp_path, project_root):
     from csebench.cli import main
-    from csebench.data import probing_root
+    from csebench.evaluation.locate import probing_root
 
     src = make_probing(tmp_path / "SentEval" / "data" / "probing")
     out = tmp_path / "prepared"

@@ -1,4 +1,4 @@
-"""Every result says what made it (csebench.provenance), and the evaluation data is
+"""Every result says what made it (csebench.core.provenance), and the evaluation data is
 SentEval's published data (the shipped manifest), or the result says it is not."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from csebench import provenance as P
-from csebench.errors import DataError
+from csebench.core import provenance as P
+from csebench.core.errors import DataError
 from runhelpers import train_argv, write_config, write_corpus, write_mini_senteval
 from runhelpers import assert_fails, run_cli
 
@@ -125,7 +125,8 @@ def test_train_refuses_a_truncated_published_file(tmp_path, capsys, published_ch
 
 def test_git_commit_and_dirty_flag_of_this_checkout_or_null(tmp_path):
     pkg = ROOT / "src" / "csebench"
-    info = P.package_git_info(pkg)
+    info = P.git_info()  # what every result records: this checkout's, found from the module's own place
+    assert info == P.package_git_info(pkg)
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     if head.returncode:
         pytest.skip("not a git checkout")
@@ -250,7 +251,7 @@ def test_report_tables_readme_and_figures_carry_the_footer(tmp_path, monkeypatch
 
 
 def test_reproduce_item_and_analysis_table_carry_the_footer(tmp_path):
-    from csebench.analysis import plots
+    from csebench.results import analysis_plots
     from csebench.results.render import context, get
     from test_reproduce import _item, _params_with_suite, _write_run
 
@@ -266,25 +267,26 @@ def test_reproduce_item_and_analysis_table_carry_the_footer(tmp_path):
     assert [r["provenance"] for r in csv.DictReader(open(tmp_path / "out" / "table-99.csv"))] == [ctx.provenance]
     assert (tmp_path / "out" / "table-99.tex").read_text().splitlines()[1] == "% " + ctx.provenance
     res = {"full_dim": 32, "full": {"avg": 50.0}, "projected": {}, "provenance": _block()}
-    plots.embed_dim_table({"m": res}, tmp_path / "t.md", tmp_path / "t.csv", footer=P.summary_line([_block()]))
+    analysis_plots.embed_dim_table({"m": res}, tmp_path / "t.md", tmp_path / "t.csv", footer=P.summary_line([_block()]))
     assert P.summary_line([_block()]) in (tmp_path / "t.md").read_text()
     assert next(csv.DictReader(open(tmp_path / "t.csv")))["provenance"] == P.summary_line([_block()])
 
 
 def test_every_json_output_goes_through_the_strict_writer():
-    """Only csebench.io serialises JSON for output (allow_nan=False); the two other json.dumps hash or
+    """Only csebench.core.io serialises JSON for output (allow_nan=False); the two other json.dumps hash or
     search a config in memory."""
-    allowed = {"io.py", "config.py", "plan.py"}
-    hits = [f"{p.relative_to(ROOT)}:{n}" for p in (ROOT / "src" / "csebench").rglob("*.py") if p.name not in allowed
+    allowed = {"core/io.py", "study/params.py", "results/plan.py"}
+    src = ROOT / "src" / "csebench"
+    hits = [f"{p.relative_to(ROOT)}:{n}" for p in src.rglob("*.py") if str(p.relative_to(src)) not in allowed
             for n, line in enumerate(p.read_text().splitlines(), 1) if "json.dump" in line]
     assert hits == []
-    for name in ("config.py", "plan.py"):
+    for name in ("study/params.py", "results/plan.py"):
         lines = [line for line in (ROOT / "src" / "csebench" / name).read_text().splitlines() if "json.dump" in line]
         assert len(lines) == 1 and ("hashlib" in lines[0] or "in json.dumps(it.layout)" in lines[0]), lines
 
 
 def test_json_writer_is_strict_and_names_the_key(tmp_path, caplog):
-    from csebench.io import write_json
+    from csebench.core.io import write_json
 
     with pytest.raises(ValueError, match=r"non-finite number at tasks.STS12, x.1: not valid JSON"):
         write_json(tmp_path / "a.json", {"tasks": {"STS12": float("nan"), "STS13": 1.0}, "x": [0.0, float("-inf")]})
@@ -300,7 +302,7 @@ def test_sts_of_a_constant_model_is_an_error_not_a_null_result(tmp_path, capsys,
     and nothing is written."""
     import torch
 
-    from csebench import embeddings
+    from csebench.evaluation import embeddings
 
     tiny_encoder("avg").save(tmp_path / "model")
     monkeypatch.setattr(embeddings, "model_encoder", lambda *a, **k: lambda s: torch.ones(len(s), 4))

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from csebench.config import load_params, resolve_run, suite_runs
+from csebench.study.params import load_params
+from csebench.study.resolve import resolve_run, suite_runs
 from csebench.results.published import Published, for_run
 from csebench.results.registry import load_registry
 
@@ -146,7 +147,7 @@ def test_suite_tables_read_the_rows_bound_to_each_run(kind, suite, run, expected
 def test_an_ablation_suite_table_shows_the_value_of_its_own_setting(tmp_path):
     """ablation-sscl-dim/sscl_bert-128 beside SSCL Table 5's 128-dimensional 61.30, not beside Table 2's
     256-dimensional 62.42 (which the backbone and method rules of resources/published.yaml attached)."""
-    from csebench.config import load_params
+    from csebench.study.params import load_params
     from csebench.results.render import render_item
 
     tasks = {t: 60.0 for t in ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]}
@@ -592,7 +593,7 @@ def test_every_published_row_has_a_source_kind():
 
 
 def test_a_published_row_without_a_source_kind_is_refused():
-    from csebench.errors import ConfigError
+    from csebench.core.errors import ConfigError
     from csebench.results.registry import parse_registry
 
     item = {"id": "x/table-1", "number": "Table 1", "kind": "table", "title": "t", "shows": "s", "metric": "m",

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from csebench.config import load_params
+from csebench.study.params import load_params
 from csebench.evaluation.sts import TEST_TASKS
-from csebench.io import write_json
+from csebench.core.io import write_json
 from csebench.results.registry import load_registry
 from csebench.results.render import input_files, render_item
 from runhelpers import PARAMS
@@ -98,7 +98,7 @@ def test_the_zoo_table_and_its_ranking_figure_render_with_t_intervals(tmp_path):
 
 
 def test_one_seed_draws_a_point_without_an_interval_and_a_bad_layout_is_one_message(tmp_path):
-    from csebench.errors import ConfigError
+    from csebench.core.errors import ConfigError
     from csebench.results.renderers.ranking import Ranked, _layout
     from csebench.results.render import context
 
@@ -114,7 +114,7 @@ def test_one_seed_draws_a_point_without_an_interval_and_a_bad_layout_is_one_mess
 def test_the_demo_scale_draws_the_demo_zoo_runs_in_the_bert_panel_with_one_seed(tmp_path):
     """`make demo` draws both items from suite demo-zoo (MiniLM, seed 42): the BERT-base rows of the six
     methods it trains, four of them the demo-combinations runs (one key: trained once)."""
-    from csebench.config import resolve_run
+    from csebench.study.resolve import resolve_run
 
     params, results, out = load_params(PARAMS), tmp_path / "results", tmp_path / "out"
     for run in ("simcse", "gs-infonce", "iscse", "sscl"):

@@ -41,12 +41,14 @@ def test_every_path_of_the_layout_block_and_every_linked_file_exists():
     begin = next(i for i in range(start, len(LINES)) if LINES[i].startswith("```"))
     end = next(i for i in range(begin + 1, len(LINES)) if LINES[i].startswith("```"))
     named = []
+    base = ""
     for line in LINES[begin + 1:end]:
-        first = line.split()[0]
+        first = "" if line.startswith(" ") else line.split()[0]  # an indented line goes on with the entry above
         named += [p for p in first.split(",") if p]
-        # sub-folders named in the description, e.g. "objectives/", "rules/"
-        base = first.rstrip("/") if first.endswith("/") else ""
-        named += [f"{base}/{m}" for m in re.findall(r"\b([a-z]+/)", line[len(first):]) if base]
+        # sub-folders named in the description, e.g. "objectives/", "rules/" (not a file's path, docs/x.md)
+        if first:
+            base = first.rstrip("/") if first.endswith("/") else ""
+        named += [f"{base}/{m}" for m in re.findall(r"(?<![\w/.])([a-z_]+/)(?![\w.])", line[len(first):]) if base]
     missing = [p for p in named if not (ROOT / p.rstrip("/").replace(",", "")).exists()
                and not p.startswith(("data", "results"))]
     assert not missing, missing

@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from csebench.cli import main
-from csebench.config import load_params
-from csebench.errors import ConfigError
+from csebench.study.params import load_params
+from csebench.core.errors import ConfigError
 from csebench.evaluation import TRANSFER_TASKS
 from csebench.evaluation.sts import TEST_TASKS, save_pairs
 from csebench.results.registry import load_registry
@@ -23,7 +23,7 @@ from csebench.results.render import context, input_files, item_outputs, render_i
 from csebench.results.renderers import suite as rp
 from scipy.stats import spearmanr
 
-from csebench.stats import bootstrap_counts, bootstrap_spearman, paired_bootstrap_sts, paired_ttest
+from csebench.core.stats import bootstrap_counts, bootstrap_spearman, paired_bootstrap_sts, paired_ttest
 
 ROOT = Path(__file__).resolve().parents[1]
 PARAMS = load_params(ROOT / "params.yaml")
@@ -272,12 +272,13 @@ def test_suite_item_reads_every_run_of_the_suite():
     sts_pairs.npz and transfer.json, every run's curves (a training-only run has no evaluation)."""
     item = REG.item("suite/demo")
     files = input_files(item, PARAMS)
-    from csebench import suites as wf
+    from csebench.study.jobs import evaluated_jobs, suite_jobs
+    from csebench.study.params import run_dir
 
-    evaluated, every = wf.evaluated_jobs(PARAMS, "demo"), wf.jobs(PARAMS, "demo")
+    evaluated, every = evaluated_jobs(PARAMS, "demo"), suite_jobs(PARAMS, "demo")
     for name, jobs in (("sts.json", evaluated), ("sts_pairs.npz", evaluated), ("transfer.json", evaluated),
                        ("train_curve.csv", every), ("dev_curve.csv", every)):
-        assert {f for f in files if f.endswith("/" + name)} == {f"{wf.run_dir(PARAMS, 'demo', r, s)}/{name}" for r, s in jobs}
+        assert {f for f in files if f.endswith("/" + name)} == {f"{run_dir(PARAMS, 'demo', r, s)}/{name}" for r, s in jobs}
     assert item_outputs(item)[0] == "results/demo/tables/sts.md" and item_outputs(item)[-1] == "results/demo/README.md"
     with pytest.raises(ConfigError, match="unknown suite 'nope'"):
         render_item("suite/nope", PARAMS, "results")

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from csebench.config import load_params
-from csebench.errors import ConfigError
+from csebench.study.params import load_params
+from csebench.core.errors import ConfigError
 from csebench.results.registry import Item, default_suites, load_registry, parse_registry
 from csebench.results.render import context, get, input_files, item_outputs, render_item
 
@@ -216,7 +216,7 @@ REBUILT = [it for it in REG.items if it.rebuilt]
 @pytest.mark.parametrize("item", REBUILT, ids=[it.id for it in REBUILT])
 def test_layout_resolves_against_params(item):
     """Every suite and run the item reads exists, and its input files are listed (paper scale)."""
-    from csebench.config import find_run
+    from csebench.study.resolve import find_run
 
     for s in item.suites:
         assert s in PARAMS["suites"], f"{item.id}: no suite {s}"
@@ -411,8 +411,8 @@ def test_front_page_links_built_items_and_costs_the_rest(tmp_path):
 def test_front_page_costs_a_suite_given_what_is_built(tmp_path):
     """A run already on disk (ablation-iscse-k/k-16 is paper-iscse's IS-CSE run, trained and evaluated)
     is not counted again in the suites that list it: Table 5's cost drops by that run's GPU-hours."""
-    from csebench import suites as wf
-    from csebench.plan import GPU_PEAKS, suite_plan
+    from csebench.study.jobs import Runs
+    from csebench.results.plan import GPU_PEAKS, suite_plan
     from csebench.results.pages import front_page
 
     def table5(page: str) -> float:
@@ -421,13 +421,13 @@ def test_front_page_costs_a_suite_given_what_is_built(tmp_path):
 
     results = tmp_path / "results"
     alone = table5(front_page(str(results), PARAMS))
-    folder = results / "runs" / wf.Runs(PARAMS).key("ablation-iscse-k", "k-16") / "seed42"
+    folder = results / "runs" / Runs(PARAMS).key("ablation-iscse-k", "k-16") / "seed42"
     for f in ("train.json", "eval-fp32/sts.json"):
         (folder / f).parent.mkdir(parents=True, exist_ok=True)
         (folder / f).write_text("{}")
     page = front_page(str(results), PARAMS)
     plan = suite_plan(PARAMS, "ablation-iscse-k")
-    key = wf.Runs(PARAMS).key("ablation-iscse-k", "k-16")
+    key = Runs(PARAMS).key("ablation-iscse-k", "k-16")
     shared = plan.gpu_hours(GPU_PEAKS["H100"]) - plan.gpu_hours(GPU_PEAKS["H100"], done={("train", key, 42), ("eval", key, 42, "eval-fp32")})
     assert alone == pytest.approx(plan.gpu_hours(GPU_PEAKS["H100"]), abs=0.06) and shared > 0.1
     assert table5(page) == pytest.approx(alone - shared, abs=0.06)

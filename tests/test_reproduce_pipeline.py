@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from csebench.config import load_params
+from csebench.study.params import load_params
 from csebench.results.registry import load_registry
 from runhelpers import BIN, ROOT, copy_project, needs_pipeline, tool_env
 

@@ -18,7 +18,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from csebench.checkpoint import read_state
+from csebench.training.checkpoint import read_state
 from runhelpers import ci_training, fail_writing_train_json, popen_train, train_argv, write_config, write_corpus, write_mini_senteval
 
 METRIC_FILES = ["train.json", "train_curve.csv", "dev_curve.csv"]
@@ -169,7 +169,7 @@ def test_half_swapped_checkpoint_stale_files_and_changed_config(tmp_path, monkey
     assert cli.main(train_argv(tmp_path, out2, cfg)) == 2
     monkeypatch.setattr(objectives, "info_nce", real)
     cfg2 = write_config(tmp_path / "over2.yaml", ci_training(**{**training, "learning_rate": 5e-5}))
-    with caplog.at_level("WARNING", logger="csebench.trainer"):
+    with caplog.at_level("WARNING", logger="csebench.training.trainer"):
         assert cli.main(train_argv(tmp_path, out2, cfg2)) == 0
     assert "different configuration" in caplog.text
     assert json.loads((out2 / "train_timing.json").read_text())["resumed_from_step"] is None

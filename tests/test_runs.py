@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from csebench import suites as wf
-from csebench.config import load_params, resolve_run
-from csebench.errors import ConfigError, DataError
+from csebench.study.jobs import Runs, suite_jobs, runs_of, same_run_as, teacher_cache
+from csebench.study.params import list_suites
+from csebench.study.params import load_params
+from csebench.study.resolve import resolve_run
+from csebench.core.errors import ConfigError, DataError
 from runhelpers import ROOT, assert_fails, needs_pipeline, run_cli, write_config
 
 P = load_params(ROOT / "params.yaml")
@@ -35,12 +37,12 @@ def _two_suites(**b_runs) -> dict:
 
 def test_a_run_is_its_configuration_not_its_names(monkeypatch):
     params = _two_suites()
-    key = lambda p, s, r: wf.Runs(p).key(s, r)  # noqa: E731
+    key = lambda p, s, r: Runs(p).key(s, r)  # noqa: E731
     assert key(params, "a", "simcse") == key(params, "b", "copy")  # other suite, name, label: the same run
     assert key(params, "a", "simcse") != key(params, "b", "hotter")
     assert resolve_run(params, "a", "simcse", 1).fingerprint() == resolve_run(params, "b", "copy", 1).fingerprint()
     assert resolve_run(params, "a", "simcse", 1).fingerprint() != resolve_run(params, "a", "simcse", 2).fingerprint()
-    runs = wf.Runs(params)
+    runs = Runs(params)
     assert runs.folder("a", "simcse", 1) == runs.folder("b", "copy", 1) == f"results/runs/{runs.key('a', 'simcse')}/seed1"
     # one suite's override reaching the run makes it a run of its own
     changed = copy.deepcopy(params)
@@ -62,7 +64,7 @@ def test_a_run_is_its_configuration_not_its_names(monkeypatch):
     assert key(untrained, "b", "copy") != key(untrained, "a", "simcse")
     capped = copy.deepcopy(params)
     capped["suites"]["b"]["evaluation"] = {"max_sts_pairs": 100}
-    r = wf.Runs(capped)
+    r = Runs(capped)
     assert r.key("b", "copy") == r.key("a", "simcse") and r.eval_folder("b", "copy", 1) != r.eval_folder("a", "simcse", 1)
     assert r.eval_folder("a", "simcse", 1).endswith("/seed1/eval-fp32")
     assert re.search(r"/seed1/eval-fp32-capped-[0-9a-f]{8}$", r.eval_folder("b", "copy", 1))
@@ -76,32 +78,32 @@ def test_students_are_the_same_run_when_their_teachers_are():
                                           "objectives": {"distillation": {"teachers": {"run": "copy", "seeds": [1, 2]}}}})
     params["suites"]["b"]["runs"].append({"name": "other-pupil", "backbone": "tiny", "method": "distillcse",
                                           "objectives": {"distillation": {"teachers": {"run": "hotter", "seeds": [1, 2]}}}})
-    runs = wf.Runs(params)
+    runs = Runs(params)
     assert runs.key("a", "student") == runs.key("b", "pupil")  # teachers named differently, the same teachers
     assert runs.key("a", "student") != runs.key("b", "other-pupil")  # same names elsewhere would not do: keys
-    assert wf.teacher_cache(params, "b", "copy", 2) == f"{runs.folder('a', 'simcse', 2)}/teacher/embeddings.npy"
+    assert teacher_cache(params, "b", "copy", 2) == f"{runs.folder('a', 'simcse', 2)}/teacher/embeddings.npy"
     assert runs.same_run_as("b", "copy", 2) == "a/simcse"  # teacher seeds count as listed
     # a teacher changed in one suite changes its students there
     params["suites"]["b"]["training"]["temperature"] = 0.07
-    assert wf.Runs(params).key("b", "pupil") != wf.Runs(params).key("a", "student")
+    assert Runs(params).key("b", "pupil") != Runs(params).key("a", "student")
 
 
 def test_same_run_as_names_the_first_suite_listing_it():
-    runs = wf.runs_of(P)
-    assert wf.same_run_as(P, "ablation-iscse-buffer", "buffer-1024", 42) == "paper-iscse/bert-base-iscse"
-    assert wf.same_run_as(P, "paper-iscse", "bert-base-iscse", 42) is None
-    assert wf.same_run_as(P, "paper-sscl-depth", "simcse-12", 42) == "paper/bert-base-simcse"
-    assert wf.same_run_as(P, "ablation-distillcse-lambda", "simcse", 1) == "paper-distillcse/bert-base-simcse"
+    runs = runs_of(P)
+    assert same_run_as(P, "ablation-iscse-buffer", "buffer-1024", 42) == "paper-iscse/bert-base-iscse"
+    assert same_run_as(P, "paper-iscse", "bert-base-iscse", 42) is None
+    assert same_run_as(P, "paper-sscl-depth", "simcse-12", 42) == "paper/bert-base-simcse"
+    assert same_run_as(P, "ablation-distillcse-lambda", "simcse", 1) == "paper-distillcse/bert-base-simcse"
     # DistillCSE students named by their teachers' keys: vanilla distillation from seed 1 is one run
-    assert wf.same_run_as(P, "ablation-distillcse-lambda", "lambda-1.0", 42) == "paper-distillcse/bert-base-vanilla-distill"
-    assert wf.same_run_as(P, "ablation-iscse-buffer", "buffer-256", 42) is None
+    assert same_run_as(P, "ablation-distillcse-lambda", "lambda-1.0", 42) == "paper-distillcse/bert-base-vanilla-distill"
+    assert same_run_as(P, "ablation-iscse-buffer", "buffer-256", 42) is None
     assert runs.first(runs.key("ablation-iscse-k", "k-16"), 42) == ("paper-iscse", "bert-base-iscse")
     with pytest.raises(ConfigError, match="no run of params.yaml has the key 0123456789abcdef"):
         runs.first("0123456789abcdef", 42)
 
 
 def test_plan_prints_runs_requested_and_trained_and_the_saved_gpu_hours(tmp_path):
-    from csebench.plan import distinct, plan, render_plan
+    from csebench.results.plan import distinct, plan, render_plan
 
     plans = plan(P, ["paper", "paper-sscl-depth", "paper-iscse", "ablation-iscse-buffer"])
     once = distinct(plans)
@@ -145,7 +147,7 @@ def test_view_run_relabels_the_results_and_links_the_rest(tmp_path, capsys, monk
     monkeypatch.chdir(tmp_path)
     params = _two_suites()
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
-    folder = Path(wf.Runs(params).folder("b", "copy", 1))
+    folder = Path(Runs(params).folder("b", "copy", 1))
     _fake_run(folder, {"suite": "a", "name": "simcse", "seed": 1, "method": "simcse", "method_label": "SimCSE",
                        "backbone": "tiny", "backbone_label": "tiny random BERT"})
     view = Path("results/b/runs/copy/seed1")
@@ -180,7 +182,7 @@ def test_view_refuses_a_run_folder_of_the_old_layout_and_train_refuses_a_view(tm
     monkeypatch.chdir(tmp_path)
     params = _two_suites()
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
-    folder = Path(wf.Runs(params).folder("b", "copy", 1))
+    folder = Path(Runs(params).folder("b", "copy", 1))
     _fake_run(folder, {})
     old = Path("results/b/runs/copy/seed1")
     (old / "model").mkdir(parents=True)
@@ -207,7 +209,7 @@ def test_show_config_by_key_names_the_first_suite_and_prints_the_key(tmp_path, c
     monkeypatch.chdir(tmp_path)
     params = _two_suites()
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
-    key = wf.Runs(params).key("b", "copy")
+    key = Runs(params).key("b", "copy")
     capsys.readouterr()
     from csebench.cli import main
 
@@ -289,7 +291,8 @@ def test_settings_no_run_can_train_with_are_one_line_at_snakemake_dry_run(tmp_pa
 
 
 def test_a_teacher_cache_is_checked_by_the_teacher_key(tmp_path):
-    from csebench.teachers import TeacherBank, save_teacher_cache
+    from csebench.model.teacher_cache import TeacherBank
+    from csebench.training.teachers import save_teacher_cache
 
     import numpy as np
 
@@ -350,7 +353,7 @@ def test_two_suites_sharing_a_run_train_it_once(tmp_path, shared_dir):
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert len(re.findall(r"^(?:local)?rule train:", proc.stdout + proc.stderr, re.M)) == 2
     params = load_params(proj / "params.yaml")
-    runs = wf.Runs(params)
+    runs = Runs(params)
     assert sorted(p.name for p in (proj / "results/runs").iterdir() if p.is_dir()) == sorted({runs.key("a", "simcse"), runs.key("b", "hotter")})
     shared = proj / runs.folder("a", "simcse", 1)
     for view in ("results/a/runs/simcse/seed1", "results/b/runs/copy/seed1"):
@@ -372,7 +375,7 @@ def test_two_suites_sharing_a_run_train_it_once(tmp_path, shared_dir):
     assert counts["train"] == "1" and counts["model_card"] == "1" and "report" in counts
 
 
-# Alternative values of every training setting (csebench.config.TrainingConfig): one that is valid and different.
+# Alternative values of every training setting (csebench.study.params.TrainingConfig): one that is valid and different.
 OTHER_TRAINING = {"temperature": 0.07, "max_seq_length": 48, "batch_size": 96, "learning_rate": 7e-5, "epochs": 2,
                   "max_steps": 77, "eval_steps": 33, "weight_decay": 0.01, "warmup_steps": 10, "max_grad_norm": 0.5,
                   "adam_epsilon": 1e-6, "precision": "fp32", "log_steps": 7, "checkpoint_steps": 99,
@@ -383,14 +386,15 @@ OTHER_TRAINING = {"temperature": 0.07, "max_seq_length": 48, "batch_size": 96, "
 
 def test_a_runs_key_hashes_only_the_settings_that_change_its_outputs():
     """Changing a training default re-keys the trained runs that resolve it and no evaluation-only run,
-    unless the untrained model or its dev scores read it (csebench.config.EVAL_ONLY_SETTINGS); settings
+    unless the untrained model or its dev scores read it (csebench.study.resolve.EVAL_ONLY_SETTINGS); settings
     that only change how a run is carried out re-key nothing (RESULT_NEUTRAL)."""
     import dataclasses
 
-    from csebench.config import EVAL_ONLY_SETTINGS, RESULT_NEUTRAL, TrainingConfig
+    from csebench.study.resolve import EVAL_ONLY_SETTINGS, RESULT_NEUTRAL
+    from csebench.study.params import TrainingConfig
 
     params = load_params(ROOT / "params.yaml")
-    runs = [(s, r) for s in wf.list_suites(params) for r, _ in wf.jobs(params, s)]
+    runs = [(s, r) for s in list_suites(params) for r, _ in suite_jobs(params, s)]
     runs = list(dict.fromkeys(runs))
     assert set(OTHER_TRAINING) | {"dev_set"} == {f.name for f in dataclasses.fields(TrainingConfig)}
 
@@ -446,7 +450,7 @@ def test_the_plan_figures_docs_runs_md_states_are_the_plan_s():
     now (a count that goes stale fails here, not in a reader's hands)."""
     import re as _re
 
-    from csebench.plan import distinct, plan
+    from csebench.results.plan import distinct, plan
     from csebench.results.registry import default_suites
 
     params = P
@@ -456,7 +460,7 @@ def test_the_plan_figures_docs_runs_md_states_are_the_plan_s():
     stated = _re.search(r"the (\d+) suites, .*?: (\d+) runs requested \(and (\d+) evaluation-only\), (\d+) trained;\s+"
                         r"([\d.]+) GPU-hours if each suite trained its own, ([\d.]+) for the distinct runs", text, _re.S)
     assert stated, "docs/runs.md no longer states the plan's figures in the form this test reads"
-    from csebench.plan import measured_throughput
+    from csebench.results.plan import measured_throughput
 
     m = measured_throughput(ROOT)
     hours = (lambda p: p.gpu_hours(m["peak"], m["small_mfu"], m["large_mfu"])) if m else (lambda p: p.gpu_hours(989e12))

@@ -267,7 +267,7 @@ def test_a_suite_runs_through_a_real_slurm(slurm_cluster, tmp_path):
             by_rule.setdefault(m.group(1) or m.group(2), []).append((part, state))
     for rule in ["train", "eval_sts", "report"]:
         assert rule in by_rule, f"no SLURM job for rule {rule}: {jobs.stdout}"
-    # what downloads ran on the submitting host (localrules, csebench.fetch); every submitted job ran offline
+    # what downloads ran on the submitting host (localrules, csebench.study.fetch); every submitted job ran offline
     assert "prepare_corpus" not in by_rule and "prepare_senteval" not in by_rule, jobs.stdout
     assert (project / "data" / "ci" / "corpus.txt").is_file()
     train_logs = sorted((project / "results" / "runs").glob("*/seed*/logs/train.log"))

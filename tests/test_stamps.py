@@ -1,4 +1,4 @@
-"""csebench.stamps: a tree written anew by a DVC checkout or a copy gets its build's modification
+"""csebench.workflow.stamps: a tree written anew by a DVC checkout or a copy gets its build's modification
 times back, so Snakemake plans nothing for it; a tree as built, or edited by hand, is left alone."""
 
 import json
@@ -6,8 +6,8 @@ import os
 import shutil
 from pathlib import Path
 
-from csebench.paths import times_record
-from csebench.stamps import record_times, restore_times
+from csebench.core.paths import times_record
+from csebench.workflow.stamps import record_times, restore_times
 
 SEC = 1_000_000_000
 
@@ -36,7 +36,7 @@ def _build(results: Path) -> dict[str, int]:
 
 
 def _view_model(results: Path):
-    """What csebench.suites.Runs.view_model computes from params.yaml, for the one view of _build."""
+    """What csebench.study.jobs.Runs.view_model computes from params.yaml, for the one view of _build."""
     return lambda suite, run, seed: str(results / "runs/k1/seed1/model") if (suite, run, seed) == ("ci", "simcse", 1) else None
 
 
@@ -263,9 +263,9 @@ def test_no_view_link_is_made_without_params_naming_it(tmp_path):
 def test_a_views_model_link_target_comes_from_params_yaml():
     """Runs.view_model: the run store folder of the run the suite lists, from the run's identity; None
     for anything params.yaml does not list (a record names links, it never says where they go)."""
-    from csebench.config import load_params
-    from csebench.paths import key_dir
-    from csebench.suites import Runs
+    from csebench.study.params import load_params
+    from csebench.core.paths import key_dir
+    from csebench.study.jobs import Runs
     from runhelpers import PARAMS
 
     runs = Runs(load_params(PARAMS))
@@ -278,7 +278,7 @@ def test_a_views_model_link_target_comes_from_params_yaml():
 def test_nothing_is_restored_while_another_snakemake_run_holds_its_lock(tmp_path, capsys):
     """The Snakefile's first step runs before Snakemake takes its own lock: a lock there is another
     build's, whose jobs read and write these trees, so the first step changes nothing then."""
-    from csebench import suites as wf
+    from csebench.workflow.steps import restore_times
 
     built = tmp_path / "built" / "results"
     _build(built)
@@ -290,11 +290,11 @@ def test_nothing_is_restored_while_another_snakemake_run_holds_its_lock(tmp_path
     locks.mkdir(parents=True)
     (locks / "0.output.lock").write_text(f"{clone}/ci/tables/sts.md\n")
     before = _snapshot(clone)
-    assert wf.restore_times(str(clone), workdir=str(work)) is False
+    assert restore_times(str(clone), workdir=str(work)) is False
     assert _snapshot(clone) == before
     err = capsys.readouterr().err
     assert err == (f"csebench: another Snakemake run holds {locks}: the build times of 4 trees written anew (a DVC checkout "
                    "or a copy) are left for the next run after it\n")
     (locks / "0.output.lock").unlink()
-    assert wf.restore_times(str(clone), workdir=str(work)) is True
+    assert restore_times(str(clone), workdir=str(work)) is True
     assert _snapshot(clone) != before and "got their build times back" in capsys.readouterr().err

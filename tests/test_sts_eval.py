@@ -3,7 +3,7 @@ import pytest
 import torch
 from scipy.stats import spearmanr
 
-from csebench.errors import DataError
+from csebench.core.errors import DataError
 from csebench.evaluation.sts import STS_SUBSETS, evaluate_sts, load_task
 from runhelpers import SHARED, assert_fails
 
@@ -108,7 +108,7 @@ def test_real_data_pair_counts(shared_dir):
 
 
 def test_pair_cap_keeps_a_seeded_stratified_subset_in_order():
-    from csebench.errors import ConfigError
+    from csebench.core.errors import ConfigError
     from csebench.evaluation.sts import PairSet, cap_pairs
 
     n = 1000
@@ -128,7 +128,7 @@ def test_pair_cap_keeps_a_seeded_stratified_subset_in_order():
 
 
 def test_capped_evaluation_is_marked_and_scores_only_the_subset(shared_dir):
-    from csebench.data import senteval_root
+    from csebench.evaluation.locate import senteval_root
     from csebench.evaluation.sts import TEST_TASKS, load_test_tasks
 
     root = senteval_root(shared_dir / "senteval")
@@ -153,8 +153,8 @@ def test_embed_dim_analysis_scores_the_capped_subsets_the_embeddings_table_holds
     """The demo caps STS pairs: SSCL Table 5's projection analysis must read the same subsets, not
     encode the 17k sentences the run's embeddings table left out."""
     from csebench.analysis.core import projected_sts
-    from csebench.data import senteval_root
-    from csebench.embeddings import evaluation_sentences
+    from csebench.evaluation.locate import senteval_root
+    from csebench.evaluation.embeddings import evaluation_sentences
 
     root = senteval_root(shared_dir / "senteval")
     seen = []

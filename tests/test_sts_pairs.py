@@ -12,8 +12,9 @@ import yaml
 from scipy.stats import spearmanr
 
 from csebench.cli import main
-from csebench.config import load_params, resolve_run
-from csebench.errors import ConfigError, DataError
+from csebench.study.params import load_params
+from csebench.study.resolve import resolve_run
+from csebench.core.errors import ConfigError, DataError
 from csebench.evaluation.sts import load_sts_pairs, load_stsb
 from runhelpers import PARAMS, ROOT, STS_FAST, assert_fails, needs_pipeline, run_cli, write_corpus, write_mini_senteval
 
@@ -87,7 +88,7 @@ def _override(tmp_path, data=None, training=None, evaluation=None):
 
 
 def test_settings_name_a_set_of_the_data_source(tmp_path):
-    from csebench.suites import suite_evaluation
+    from csebench.study.jobs import suite_evaluation
 
     with pytest.raises(ConfigError, match=r"training \(suite ci, run simcse\).dev_set: data source 'ci' has no STS set "
                                           r"'mine' in data.ci.sts_pairs \(it has none: add data.ci.sts_pairs: \{mine: \{path: FILE\}\}\)"):
@@ -104,7 +105,7 @@ def test_settings_name_a_set_of_the_data_source(tmp_path):
 def test_fingerprints_are_unchanged_while_the_feature_is_unused(tmp_path, monkeypatch):
     """The run fingerprints and keys, and the evaluation folder names, of main before sts_pairs existed
     (Snakemake's run folders, checkpoints and evaluation folders are named by them)."""
-    from csebench.suites import eval_name, suite_evaluation
+    from csebench.study.jobs import eval_name, suite_evaluation
 
     monkeypatch.delenv("CSEBENCH_SHARED", raising=False)
     # the keys since checkpoint_steps and num_workers were left out of every key and an evaluation-only run
@@ -151,8 +152,8 @@ def test_a_dev_set_is_its_file_not_its_name(tmp_path, monkeypatch):
 def test_own_test_sets_name_their_evaluation_folder(tmp_path):
     """`evaluation.sts_pairs` is an evaluation setting: its names and files name the folder, whose
     settings give the rules the files back (Runs.eval_settings, sts_sets)."""
-    from csebench.config import shared_dir
-    from csebench.suites import Runs, eval_name, sts_sets, suite_evaluation
+    from csebench.study.params import shared_dir
+    from csebench.study.jobs import Runs, eval_name, sts_sets, suite_evaluation
 
     def settings(sets, names):
         return suite_evaluation(load_params(PARAMS, [_override(tmp_path, data=sets, evaluation={"sts_pairs": names})]), "ci")
@@ -264,7 +265,7 @@ def test_own_sts_set_too_small_or_contradicting_itself_is_refused(tmp_path, caps
                  f"{clash}:14: the pair of line 5 again, with score 5 (line 5: 3): one pair has one gold score; keep the "
                  "right row", outputs=[tmp_path / "sts.json"])
     # training.dev_set reads the same way (its dev rows)
-    from csebench.errors import DataError
+    from csebench.core.errors import DataError
     from csebench.evaluation.sts import load_sts_pairs
 
     with pytest.raises(DataError, match=r"dev.tsv: 9 dev pairs, fewer than the 10"):

@@ -10,11 +10,12 @@ import pytest
 import torch
 
 from csebench.cli import main
-from csebench.encoder import load_encoder
-from csebench.errors import ConfigError, DataError
+from csebench.model.encoder import load_encoder
+from csebench.core.errors import ConfigError, DataError
 from csebench.objectives.compose import Objective
 from csebench.objectives.base import StepContext
-from csebench.teachers import TeacherBank, build_teacher_cache, meta_path
+from csebench.model.teacher_cache import TeacherBank, meta_path
+from csebench.training.teachers import build_teacher_cache
 from runhelpers import assert_fails, has_term, run_cli, train_argv, write_config
 
 SENTENCES = [f"sentence number {i} about {w} and some other words" for i, w in
@@ -26,8 +27,8 @@ MAX_LEN = 12  # shorter than some sentences: truncation must match training
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, tokenizer):
     """Two saved tiny teachers (different seeds) and their caches of a small corpus, built once."""
-    from csebench.config import BackboneConfig
-    from csebench.encoder import SentenceEncoder, build_backbone
+    from csebench.study.params import BackboneConfig
+    from csebench.model.encoder import SentenceEncoder, build_backbone
 
     root = tmp_path_factory.mktemp("teachers")
     corpus = root / "corpus.txt"
@@ -199,8 +200,8 @@ def test_teacher_model_that_does_not_exist(inputs, capsys):
 
 @pytest.mark.skipif(not has_term("distillation", "Distillation"), reason="DistillCSE term (objectives/distillation.py) not present")
 def test_teacher_with_a_different_tokenizer(inputs, capsys):
-    from csebench.config import BackboneConfig
-    from csebench.encoder import build_encoder
+    from csebench.study.params import BackboneConfig
+    from csebench.model.encoder import build_encoder
 
     teacher = build_encoder(BackboneConfig(model="random", pooler="cls"), seed=3)
     teacher.tokenizer.add_tokens(["<teacher-only-token>"])  # a vocabulary the student does not have

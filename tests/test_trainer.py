@@ -19,7 +19,7 @@ from runhelpers import assert_fails, ci_training, train_argv, write_config, writ
 @pytest.mark.parametrize("bad", [math.nan, math.inf])
 def test_non_finite_loss_stops_with_step_and_checkpoint(inputs, capsys, monkeypatch, bad):
     import csebench.objectives.compose as objectives  # where Objective looks info_nce up
-    from csebench.checkpoint import read_state
+    from csebench.training.checkpoint import read_state
 
     real = objectives.info_nce
 
@@ -78,8 +78,8 @@ def test_non_finite_loss_before_any_checkpoint(inputs, capsys, monkeypatch):
 
 def test_train_json_records_sickr_dev_and_the_dev_average_of_the_selected_checkpoint(tmp_path):
     from csebench.cli import main
-    from csebench.encoder import load_encoder
-    from csebench.trainer import DevEvaluator
+    from csebench.model.encoder import load_encoder
+    from csebench.training.trainer import DevEvaluator
 
     write_corpus(tmp_path / "corpus.txt", n=32)
     write_mini_senteval(tmp_path / "se", pairs=24)
@@ -104,9 +104,9 @@ def test_train_json_records_sickr_dev_and_the_dev_average_of_the_selected_checkp
 def test_sickr_dev_is_scored_once_for_the_selected_checkpoint_and_kept_in_every_checkpoint(tmp_path, monkeypatch):
     """Not at every new best: once the selection is final (training ends), and before a checkpoint is written,
     so that a resumed run has it without the weights it was selected with."""
-    from csebench import checkpoint
+    from csebench.training import checkpoint
     from csebench.cli import main
-    from csebench.trainer import DevEvaluator, Trainer
+    from csebench.training.trainer import DevEvaluator, Trainer
 
     calls, saved = [], []
     real_sickr, real_save = DevEvaluator.sickr, Trainer.save_checkpoint
@@ -133,7 +133,7 @@ def test_sickr_dev_is_scored_once_for_the_selected_checkpoint_and_kept_in_every_
 
 
 def test_dev_summary_leaves_out_scores_that_are_not_finite():
-    from csebench.trainer import dev_summary
+    from csebench.training.trainer import dev_summary
 
     assert dev_summary(80.0, 70.0) == {"sickr_dev": 70.0, "avg_sts_dev": 75.0}
     assert dev_summary(float("-inf"), 70.0) == {"sickr_dev": 70.0, "avg_sts_dev": None}
@@ -150,8 +150,8 @@ def test_compiled_training_pads_to_length_buckets_and_compiles_static_graphs(inp
     import torch
 
     from csebench.cli import main
-    from csebench.encoder import SentenceEncoder
-    from csebench.trainer import _stack_views, compile_width_multiple
+    from csebench.model.encoder import SentenceEncoder
+    from csebench.training.trainer import _stack_views, compile_width_multiple
 
     assert [compile_width_multiple(n) for n in (32, 64, 65, 128, 512)] == [8, 8, 16, 16, 64]
     ids = torch.ones(2, 5, dtype=torch.long)
@@ -181,7 +181,7 @@ PROGRESS = (r"simcse/seed1 step (\d+)/6 loss (\d+\.\d{4}) stsb_dev (?:(-?\d+\.\d
 def _progress(caplog) -> list[tuple]:
     import re
 
-    lines = [r.getMessage() for r in caplog.records if r.name == "csebench.trainer" and " step " in r.getMessage()]
+    lines = [r.getMessage() for r in caplog.records if r.name == "csebench.training.trainer" and " step " in r.getMessage()]
     out = []
     for line in lines:
         m = re.match(PROGRESS, line)
@@ -225,7 +225,7 @@ def test_the_bar_shows_only_where_stderr_is_a_terminal(tmp_path, monkeypatch, ca
     or pipe (stderr not a TTY: Snakemake's, a cluster's) gets no bar, a line every log_steps instead."""
     import logging
 
-    import csebench.trainer as trainer_mod
+    import csebench.training.trainer as trainer_mod
     from runhelpers import train_tiny
 
     monkeypatch.setattr(trainer_mod, "_stderr_is_tty", lambda: tty)
@@ -252,7 +252,7 @@ def test_the_bar_shows_only_where_stderr_is_a_terminal(tmp_path, monkeypatch, ca
 
 
 def test_duration_and_rate_of_the_progress_line():
-    from csebench.trainer import _duration
+    from csebench.training.trainer import _duration
 
     assert [_duration(s) for s in (0.4, 5, 59.6, 61, 123, 3599, 3600, 3725)] == ["0s", "5s", "1m00s", "1m01s",
                                                                                 "2m03s", "59m59s", "1h00m", "1h02m"]
@@ -267,7 +267,7 @@ def test_dev_metric_selects_on_stsb_dev_or_on_its_mean_with_sickr_dev(tmp_path, 
     default, unchanged); their mean (DCLR's run.sh: --metric_for_best_model avg_sts) 50, 50, 62.5, 48.5 selects
     step 3, and train.json holds that checkpoint's STS-B dev, SICK-R dev and mean; dev_curve.csv all three."""
     from csebench.cli import main
-    from csebench.trainer import DevEvaluator
+    from csebench.training.trainer import DevEvaluator
 
     stsb, sickr = iter([50.0, 60.0, 55.0, 52.0]), iter([50.0, 40.0, 70.0, 45.0])
     monkeypatch.setattr(DevEvaluator, "__call__", lambda self, enc: next(stsb))
@@ -292,9 +292,10 @@ def test_dev_metric_selects_on_stsb_dev_or_on_its_mean_with_sickr_dev(tmp_path, 
 
 
 def test_dev_metric_is_checked_and_its_default_keeps_run_keys():
-    from csebench.config import TrainingConfig, load_params, resolve_run
-    from csebench.errors import ConfigError
-    from csebench.schema import from_dict
+    from csebench.study.params import TrainingConfig, load_params
+    from csebench.study.resolve import resolve_run
+    from csebench.core.errors import ConfigError
+    from csebench.core.schema import from_dict
     from runhelpers import PARAMS
 
     for bad, msg in (({"dev_metric": "sickr"}, "dev_metric: unknown 'sickr'"),

@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch import nn
 
-from csebench.errors import DataError
+from csebench.core.errors import DataError
 from csebench.evaluation import transfer as T
 from runhelpers import make_senteval, run_cli, write
 
@@ -309,9 +309,9 @@ def test_max_test_sentences_caps_only_held_out_splits(tmp_path):
 
 
 def test_suite_transfer_caps_are_validated():
-    from csebench.config import load_params
-    from csebench.errors import ConfigError
-    from csebench.suites import suite_evaluation
+    from csebench.study.params import load_params
+    from csebench.core.errors import ConfigError
+    from csebench.study.jobs import suite_evaluation
 
     from runhelpers import PARAMS
 
@@ -347,20 +347,20 @@ def test_a_suite_can_switch_the_transfer_tasks_off(tmp_path, capsys):
     --no-transfer, and eval-transfer writes a result that says "off" without loading a model."""
     import copy
 
-    from csebench import suites as wf
-    from csebench.config import load_params
-    from csebench.errors import ConfigError
+    from csebench.study.jobs import eval_name, suite_evaluation
+    from csebench.study.params import load_params
+    from csebench.core.errors import ConfigError
     from runhelpers import ROOT, run_cli
 
     params = load_params(str(ROOT / "params.yaml"))
-    sweep = wf.suite_evaluation(params, "demo-sweep")
-    assert sweep["transfer"] is False and wf.suite_evaluation(params, "demo")["transfer"] is None
-    assert wf.eval_name(wf.suite_evaluation(params, "demo")) == "eval-fast-capped-61a51792"  # unchanged by the switch
-    assert wf.eval_name(sweep) != wf.eval_name({**sweep, "transfer": None})
+    sweep = suite_evaluation(params, "demo-sweep")
+    assert sweep["transfer"] is False and suite_evaluation(params, "demo")["transfer"] is None
+    assert eval_name(suite_evaluation(params, "demo")) == "eval-fast-capped-61a51792"  # unchanged by the switch
+    assert eval_name(sweep) != eval_name({**sweep, "transfer": None})
     bad = copy.deepcopy(params)
     bad["suites"]["demo-sweep"]["transfer"] = {"max_train": 3}
     with pytest.raises(ConfigError, match="unknown key 'max_train'"):
-        wf.suite_evaluation(bad, "demo-sweep")
+        suite_evaluation(bad, "demo-sweep")
     out = tmp_path / "transfer.json"
     rc, err = run_cli(capsys, ["eval-transfer", "--model", str(tmp_path / "no-model-needed"), "--no-transfer", "--out", str(out)])
     assert rc == 0, err

@@ -1,4 +1,4 @@
-"""csebench.warm: a local build's jobs run in children of one warm Python; what a job sees (arguments,
+"""csebench.workflow.warm: a local build's jobs run in children of one warm Python; what a job sees (arguments,
 folder, environment, streams, exit code, signals) is what it would see cold, and anything amiss falls
 back to a cold start."""
 
@@ -16,7 +16,7 @@ from runhelpers import BIN, ROOT, ci_training, train_argv, write_config
 
 @pytest.fixture()
 def server(monkeypatch):
-    from csebench import warm
+    from csebench.workflow import warm
 
     proc = warm.start()
     assert proc is not None and os.environ.get(warm.ENV)
@@ -117,7 +117,7 @@ def test_a_job_that_disappears_takes_its_child_with_it(server, tmp_path):
 
 
 def test_the_server_ends_with_the_process_that_started_it(tmp_path):
-    code = ("import os, time; from csebench import warm; p = warm.start(); "
+    code = ("import os, time; from csebench.workflow import warm; p = warm.start(); "
             "print(p.pid, flush=True); os._exit(0)")  # the starter vanishes without stopping it
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     pid = int(out.stdout.split()[0])

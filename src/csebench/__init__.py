@@ -5,7 +5,7 @@ score a model with the papers' protocol; the pipeline itself runs through the ``
 Snakemake.
 """
 
-from ._version import __version__
-from .api import STSResult, TransferResult, evaluate_sts, evaluate_transfer  # torch-free to import
+from csebench._version import __version__
+from csebench.api import STSResult, TransferResult, evaluate_sts, evaluate_transfer  # torch-free to import
 
 __all__ = ["STSResult", "TransferResult", "evaluate_sts", "evaluate_transfer", "__version__"]

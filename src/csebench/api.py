@@ -41,11 +41,12 @@ class TransferResult:
 
 
 def _senteval(senteval: str | os.PathLike | None, params: str = "params.yaml"):
-    from .config import load_params, shared_senteval
-    from .data import senteval_root
+    from csebench.study.params import shared_senteval
+    from csebench.study.typed import Params
+    from csebench.evaluation.locate import senteval_root
 
     if senteval is None:
-        senteval = shared_senteval(load_params(params) if os.path.isfile(params) else None,
+        senteval = shared_senteval(Params.load(params) if os.path.isfile(params) else None,
                                    "no senteval= given and", "pass senteval=...")
     return senteval_root(senteval)
 
@@ -56,25 +57,26 @@ def _encoder(model: Any, pooler: str | None, batch_size: int | None, precision: 
     import numpy as np
     import torch
 
-    from .embeddings import encode_with
-    from .encoder import SentenceEncoder, eval_pooler_of
+    from csebench.evaluation.embeddings import encode_with
+    from csebench.model.encoder import SentenceEncoder, eval_pooler_of
 
     if isinstance(model, SentenceEncoder):
         if pooler is not None:
             model.pooler = "cls_before_pooler" if pooler == "cls" else pooler
         return encode_with(model, batch_size, precision, False), model.pooler
     if isinstance(model, (str, os.PathLike)):
-        from .config import load_params, may_name_backbone, named_backbone_model
+        from csebench.study.params import may_name_backbone, named_backbone_model
+        from csebench.study.typed import Params
 
         name = str(model)
         if may_name_backbone(name) and os.path.isfile(params):
-            name = named_backbone_model(load_params(params), name) or name
-        from .embeddings import model_encoder
+            name = named_backbone_model(Params.load(params), name) or name
+        from csebench.evaluation.embeddings import model_encoder
 
         return model_encoder(name, pooler, batch_size, precision), eval_pooler_of(name, pooler)
     encode = getattr(model, "encode", model)
     if not callable(encode):
-        from .errors import ConfigError
+        from csebench.core.errors import ConfigError
 
         raise ConfigError(f"model: a name or path, a csebench encoder, an object with encode(), or a function; got {type(model).__name__}")
 
@@ -89,9 +91,9 @@ def evaluate_sts(model: Any, senteval: str | os.PathLike | None = None, pooler: 
                  batch_size: int | None = None, precision: str = "fp32", max_pairs: int | None = None,
                  params: str = "params.yaml") -> STSResult:
     """The 7 STS tasks as the papers score them. ``pooler`` None: the saved run's, else the model's own
-    declared pooling, else cls_before_pooler (csebench.encoder.eval_pooler_of). ``max_pairs``: a seeded
+    declared pooling, else cls_before_pooler (csebench.model.encoder.eval_pooler_of). ``max_pairs``: a seeded
     subset of each task (a quick look; the result says protocol "capped")."""
-    from .evaluation.sts import evaluate_sts as run
+    from csebench.evaluation.sts import evaluate_sts as run
 
     encode, used = _encoder(model, pooler, batch_size, precision, params)
     res = run(encode, _senteval(senteval, params), max_pairs=max_pairs)
@@ -105,7 +107,7 @@ def evaluate_transfer(model: Any, senteval: str | os.PathLike | None = None, poo
                       params: str = "params.yaml") -> TransferResult:
     """SentEval's transfer tasks (MR CR SUBJ MPQA SST2 TREC MRPC, or ``tasks``) in SimCSE's test mode; the caps
     subsample the classifiers' training and held-out sets (protocol "capped")."""
-    from .evaluation.transfer import evaluate_transfer as run
+    from csebench.evaluation.transfer import evaluate_transfer as run
 
     encode, used = _encoder(model, pooler, batch_size, precision, params)
     res = run(encode, _senteval(senteval, params), tasks=tasks, max_train_sentences=max_train_sentences,

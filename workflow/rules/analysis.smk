@@ -11,7 +11,7 @@
 
 from csebench.analysis.pipeline import AnalysisPipeline
 
-with wf.one_line():  # a mistake in `analyses:` or `analysis:`: its one line
+with one_line():  # a mistake in `analyses:` or `analysis:`: its one line
     ANALYSES = AnalysisPipeline(PARAMS, config, RUNS)
 analysis_targets = ANALYSES.targets  # a suite's files: the Snakefile's rule all, the links of the suite's README
 

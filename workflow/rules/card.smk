@@ -1,4 +1,4 @@
-# One model card per run (csebench.modelcard; docs/runs.md): RUN/model_card.md in the run's own folder,
+# One model card per run (csebench.sharing.modelcard; docs/runs.md): RUN/model_card.md in the run's own folder,
 # installed as RUN/model/README.md, so every suite's view of the run shows it through its model/ link.
 # It is made from the view of the first suite of params.yaml that evaluates the run (Runs.card_source:
 # that suite's names, results and MTEB's), once those results exist: model/ is the train rule's output

@@ -1,13 +1,13 @@
-# The config check, shared wildcard constraints and input functions (thin wrappers over csebench.suites).
+# The config check, shared wildcard constraints and input functions (thin wrappers over csebench.study.jobs).
 
 from snakemake.utils import validate
 
 # The config against the JSON Schema csebench ships (resources/snakemake-config.schema.yaml): csebench's
 # check first, for keys given twice and for one line naming the wrong key; then Snakemake's validate().
 # params.yaml and its overrides are checked against params.schema.yaml when the Snakefile loads them.
-with wf.one_line():  # a mistake: its one line, without Snakemake's stack lines
-    wf.check_snakemake_config(config, workflow.configfiles)
-validate(config, wf.schema_path("snakemake-config"))
+with one_line():  # a mistake: its one line, without Snakemake's stack lines
+    check_snakemake_config(config, workflow.configfiles)
+validate(config, schema_path("snakemake-config"))
 
 # Every rule's software for `--software-deployment-method conda` (docs/cluster.md); paths are relative
 # to the rule files' folder.
@@ -32,14 +32,14 @@ def suite_of(w):  # a suite's job: its suite; a run's job: the suite that names 
 
 
 def corpus_of(w):
-    return f"{DATA}/{wf.suite_data(PARAMS, suite_of(w))}/corpus.txt"
+    return f"{DATA}/{suite_data(PARAMS, suite_of(w))}/corpus.txt"
 
 
 def senteval_of(w):
-    return f"{DATA}/{wf.suite_data(PARAMS, suite_of(w))}/senteval/ROOT"
+    return f"{DATA}/{suite_data(PARAMS, suite_of(w))}/senteval/ROOT"
 
 
 def run_dirs(suite, name="train.json", evaluated=False):
     """NAME in every run folder of the suite; evaluated=True: only runs that are evaluated (not `evaluate: false`)."""
-    runs = wf.evaluated_jobs(PARAMS, suite) if evaluated else wf.jobs(PARAMS, suite)
-    return [f"{wf.run_dir(PARAMS, suite, run, seed)}/{name}" for run, seed in runs]
+    runs = evaluated_jobs(PARAMS, suite) if evaluated else suite_jobs(PARAMS, suite)
+    return [f"{run_dir(PARAMS, suite, run, seed)}/{name}" for run, seed in runs]

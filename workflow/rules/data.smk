@@ -1,6 +1,6 @@
 # The data each suite reads, and each hub backbone its runs train from: what needs the network, so
 # these run on the host that runs Snakemake (localrules), before any job that needs them is
-# submitted to a cluster, whose nodes often have none (csebench.fetch, docs/cluster.md).
+# submitted to a cluster, whose nodes often have none (csebench.study.fetch, docs/cluster.md).
 
 localrules: prepare_corpus, prepare_senteval, fetch_backbone, fetch_generator
 

@@ -2,7 +2,7 @@
 # tasks after the suite's cap): eval_sts, eval_transfer and the STS-based analyses look sentences up
 # in this table instead of running the model again. `evaluation: {precision: ...}` in a suite sets
 # the precision (fp32 by default). A run is evaluated once per set of evaluation settings, in
-# results/runs/{key}/seed{seed}/{ev} ({ev} names the settings: csebench.suites.eval_name); your own
+# results/runs/{key}/seed{seed}/{ev} ({ev} names the settings: csebench.study.jobs.eval_name); your own
 # STS test sets (`evaluation: {sts_pairs: [...]}`) are such a setting, encoded here too.
 
 

@@ -1,6 +1,6 @@
 # What the rules read and where their targets are: the input functions and target lists of the
 # rule files, kept apart from the rules (one kind of thing per file, as `snakemake --lint` asks). Thin
-# wrappers over csebench.suites; include after common.smk and before the rule files.
+# wrappers over csebench.study.jobs; include after common.smk and before the rule files.
 
 
 import functools
@@ -10,35 +10,35 @@ import os
 
 def teacher_caches_of(w):  # DistillCSE: its teachers' caches, each in the teacher run's own folder
     suite, run = first_listed(w)
-    return [wf.teacher_cache(PARAMS, suite, t, s) for t, s in wf.teacher_jobs(PARAMS, suite, run, int(w.seed))]
+    return [teacher_cache(PARAMS, suite, t, s) for t, s in teacher_jobs(PARAMS, suite, run, int(w.seed))]
 
 
 def train_corpus_of(w):  # an evaluation-only run (`train: false`) reads no corpus
     suite, run = first_listed(w)
-    return corpus_of(w) if wf.trains(PARAMS, suite, run) else []
+    return corpus_of(w) if trains(PARAMS, suite, run) else []
 
 
 def dev_set_of(w):  # `training.dev_set`: checkpoints selected on your own STS data (csebench reads the file from params)
-    return [f for f in [wf.dev_set_file(PARAMS, *first_listed(w), int(w.seed))] if f]
+    return [f for f in [dev_set_file(PARAMS, *first_listed(w), int(w.seed))] if f]
 
 
 def teacher_max_len(w):
-    from csebench.config import resolve_run
+    from csebench.study.resolve import resolve_run
 
     return resolve_run(PARAMS, *first_listed(w), int(w.seed)).training.max_seq_length
 
 
 def backbone_of(w):  # a hub backbone and a term's hub generator: fetched on the submitting host first (data.smk)
     suite, run = first_listed(w)
-    name = wf.find_run(PARAMS, suite, run)["backbone"]
-    notes = [f"{DATA}/backbones/{name}.json"] if wf.trains_from_hub(PARAMS, suite, run) else []
-    return notes + [f"{DATA}/generators/{g}.json" for g in wf.hub_generators(PARAMS, suite, run, int(w.seed))]
+    name = find_run(PARAMS, suite, run)["backbone"]
+    notes = [f"{DATA}/backbones/{name}.json"] if trains_from_hub(PARAMS, suite, run) else []
+    return notes + [f"{DATA}/generators/{g}.json" for g in hub_generators(PARAMS, suite, run, int(w.seed))]
 
 
 # ---- evaluation (embed.smk, sts.smk, transfer.smk, probing.smk, mteb.smk)
 
 def eval_settings(w):  # a run's job: the settings its {ev} folder names; a suite's job: the suite's
-    return RUNS.eval_settings(w.ev) if hasattr(w, "ev") else wf.suite_evaluation(PARAMS, w.suite)
+    return RUNS.eval_settings(w.ev) if hasattr(w, "ev") else suite_evaluation(PARAMS, w.suite)
 
 
 def probing_cap(w):  # `transfer: {max_train_sentences: N, max_test_sentences: M}` (CPU demo only)
@@ -58,11 +58,11 @@ def sts_cap(w):  # `evaluation: {max_sts_pairs: N}` (CPU demo only): embed and e
 
 
 def sts_pairs_of(w):  # `evaluation: {sts_pairs: [NAME, ...]}`: your own STS test sets, part of the settings {ev} names
-    return list(wf.sts_sets(PARAMS, eval_settings(w)).values())
+    return list(sts_sets(PARAMS, eval_settings(w)).values())
 
 
 def sts_pairs_args(w):  # embed and eval_sts read the same sets
-    sets = wf.sts_sets(PARAMS, eval_settings(w))
+    sets = sts_sets(PARAMS, eval_settings(w))
     return f"--sts-pairs {' '.join(f'{name}={path}' for name, path in sets.items())}" if sets else ""
 
 
@@ -71,12 +71,12 @@ def embeddings_of(w):
 
 
 def probing_of(w):
-    return f"{DATA}/{wf.suite_data(PARAMS, suite_of(w))}/probing/ROOT"
+    return f"{DATA}/{suite_data(PARAMS, suite_of(w))}/probing/ROOT"
 
 
 def mteb_targets(suite):
     """Every evaluated run's mteb.json, for a suite with an `mteb:` section; [] otherwise."""
-    return [] if wf.suite_mteb_tasks(PARAMS, suite) is None else run_dirs(suite, "mteb/mteb.json", evaluated=True)
+    return [] if suite_mteb_tasks(PARAMS, suite) is None else run_dirs(suite, "mteb/mteb.json", evaluated=True)
 
 
 # ---- model cards (card.smk)
@@ -87,21 +87,21 @@ def card_inputs(w):
     beside VIEW/mteb/mteb.json."""
     seed = int(w.seed)
     suite, run = RUNS.card_source(w.key, seed)
-    view = wf.run_dir(PARAMS, suite, run, seed)
+    view = run_dir(PARAMS, suite, run, seed)
     summary = {"summary": f"{view}/train.json"}
-    if (run, seed) not in wf.evaluated_jobs(PARAMS, suite):
+    if (run, seed) not in evaluated_jobs(PARAMS, suite):
         return summary
     if suite not in SUITES and f"{view}/sts.json" not in reproduce_files():
         # a suite that only paper items read, and only its training records (demo-iscse-beta: IS-CSE
         # Table 7 reads train.json): its card waits for no evaluation the build would not make
         return summary
-    mteb = [f"{view}/mteb/mteb.json"] if wf.suite_mteb_tasks(PARAMS, suite) is not None else []
+    mteb = [f"{view}/mteb/mteb.json"] if suite_mteb_tasks(PARAMS, suite) is not None else []
     return {**summary, "results": [f"{view}/sts.json", *([f"{view}/transfer.json"] if CARD_HAS_TRANSFER else []), *mteb]}
 
 
 def card_targets(suite):
     """The card of every model of the suite: its runs and the teacher seeds they distil from."""
-    return [f"{RUNS.folder(suite, run, seed)}/model_card.md" for run, seed in wf.all_runs_with_teachers(PARAMS, suite)]
+    return [f"{RUNS.folder(suite, run, seed)}/model_card.md" for run, seed in all_runs_with_teachers(PARAMS, suite)]
 
 
 # ---- tables, figures and pages (results.smk, metrics.smk)
@@ -141,7 +141,7 @@ def _item_inputs(w):
 
 def suite_links(w):
     fn = globals().get("analysis_targets")
-    mteb = [] if wf.suite_mteb_tasks(PARAMS, w.suite) is None else [f"{RESULTS}/{w.suite}/tables/mteb.md"]
+    mteb = [] if suite_mteb_tasks(PARAMS, w.suite) is None else [f"{RESULTS}/{w.suite}/tables/mteb.md"]
     return [*(p for p in (fn(w.suite) if fn else []) if p.endswith((".png", ".md"))), *mteb]
 
 

@@ -14,7 +14,7 @@ rule eval_mteb:
     params:
         cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
         progress=PROGRESS,
-        tasks=lambda w: " ".join(wf.suite_mteb_tasks(PARAMS, w.suite) or []),
+        tasks=lambda w: " ".join(suite_mteb_tasks(PARAMS, w.suite) or []),
         precision=lambda w: eval_settings(w)["precision"],
     threads: config.get("threads", 4)  # classification tasks fit MTEB's classifiers on CPU
     resources:

@@ -1,7 +1,7 @@
 # DistillCSE: a frozen teacher's normalized embeddings of the training corpus, computed once per
 # teacher run and seed, in its own folder (results/runs/{key}/seed{seed}/teacher), and reused by every
 # student distilling from it, whichever suites list them (rule train's `teachers` input, from
-# csebench.suites.teacher_jobs). Tokenized with the teacher run's own training max length; the
+# csebench.study.jobs.teacher_jobs). Tokenized with the teacher run's own training max length; the
 # student checks corpus, tokenizer, max length and the teacher's key against the metadata.
 
 

@@ -2,7 +2,7 @@
 # run of params.yaml that list it (--key).
 
 
-rule train:  # with `train: false` it writes the untrained backbone as model/ (csebench.untrained_run)
+rule train:  # with `train: false` it writes the untrained backbone as model/ (csebench.training.untrained_run)
     conda:
         CONDA_ENV
     input:

@@ -8,11 +8,11 @@
 
 import os
 
-from csebench import paths
+from csebench.core import paths
 
 localrules: view_trained, view_evaluated, view_probing, view_analysis
 
-VIEW = paths.run_dir(PARAMS, "{suite}", "{run}", "{seed}")  # a suite's view of a run
+VIEW = run_dir(PARAMS, "{suite}", "{run}", "{seed}")  # a suite's view of a run
 VIEW_CMD = ("csebench view-run {params.cfg} --suite {wildcards.suite} --run {wildcards.run} --seed {wildcards.seed}"
             " --first {params.first} --from {params.source} --out {params.view} {params.names} 2> {log}")
 

@@ -15,7 +15,7 @@ cli (`csebench analyze`), pipeline (the Snakemake rules).
     distill.ensemble_encode     DistillCSE Table 5  mean of members' normalized embeddings (STS)
 """
 
-from ..lazy import LazyRegistry
+from csebench.core.lazy import LazyRegistry
 
 # name -> its base.Analysis: the ANALYSIS of analyses/NAME.py, then those other installed packages add through
 # the entry-point group csebench.analyses (name -> "module:ANALYSIS", the Analysis of a module named NAME)
@@ -31,7 +31,7 @@ def __getattr__(name: str):
     # core imports torch and scipy (about 2 s): loaded when a function is used, not when the CLI
     # builds its parser (every csebench command does, the second-long ones too)
     if name in __all__:
-        from . import core
+        from csebench.analysis import core
 
         return getattr(core, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

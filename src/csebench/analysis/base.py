@@ -26,9 +26,9 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..argtypes import positive_int
-from ..commands import BATCH_SIZE, POOLER, PRECISION, Option, option
-from ..errors import ConfigError
+from csebench.core.argtypes import positive_int
+from csebench.core.commands import BATCH_SIZE, POOLER, PRECISION, Option, option
+from csebench.core.errors import ConfigError
 
 
 # What an analysis may read or write besides its JSON, named once: an analysis lists the names it
@@ -196,7 +196,7 @@ class Analysis:
 
     def settings(self, given: dict | None = None, where: str | None = None):
         """Its Settings from a mapping (the Snakemake config), defaults filled in, checked."""
-        from ..schema import from_dict
+        from csebench.core.schema import from_dict
 
         return from_dict(self.Settings, given, where or f"analysis.{self.name}")
 
@@ -229,23 +229,23 @@ class Context:
 
     @property
     def senteval_root(self) -> str:
-        from ..data import senteval_root
+        from csebench.evaluation.locate import senteval_root
 
         return senteval_root(self.args.senteval)
 
     def corpus(self) -> list[str]:
-        from ..data import read_corpus
+        from csebench.core.corpus import read_corpus
 
         return read_corpus(self.args.corpus)
 
     def encoder(self, path: str | None = None, what: str = "--model", pooler: Any = "given"):
         """A saved model (evaluation pooler, the command's --pooler unless ``pooler`` says otherwise)."""
-        from ..embeddings import load_eval_model
+        from csebench.evaluation.embeddings import load_eval_model
 
         return load_eval_model(path or self.args.model, self.args.pooler if pooler == "given" else pooler, what)
 
     def encode_with(self, enc, precision: Any = "given"):
-        from ..embeddings import encode_with
+        from csebench.evaluation.embeddings import encode_with
 
         return encode_with(enc, self.args.batch_size, (self.args.precision if precision == "given" else precision) or "auto")
 
@@ -253,7 +253,7 @@ class Context:
         """The model's encode function: its --embeddings table when the analysis is served by one
         (sentence embeddings only), else the model at --precision."""
         if self.analysis.sentence_embeddings:
-            from ..embeddings import evaluation_encoder
+            from csebench.evaluation.embeddings import evaluation_encoder
 
             tables = self.args.embeddings or []
             if len(tables) > 1:
@@ -266,8 +266,8 @@ class Context:
 
     def footer(self) -> str:
         """The provenance line under a figure or table this command draws from its own result."""
-        from ..envelope import for_evaluation
-        from ..provenance import summary_line
+        from csebench.evaluation.envelope import for_evaluation
+        from csebench.core.provenance import summary_line
 
         return summary_line([for_evaluation(self.args.precision)])
 
@@ -275,7 +275,7 @@ class Context:
         """The result JSON: what ``run`` returned, in the envelope every analysis result has."""
         import logging
 
-        from ..envelope import write_result
+        from csebench.evaluation.envelope import write_result
 
         args = self.args
         model = args.model or args.teacher or args.models
@@ -290,7 +290,7 @@ class Context:
 
 
 def _poolers(model, pooler: str | None):
-    from ..encoder import eval_pooler_of
+    from csebench.model.encoder import eval_pooler_of
 
     models = model if isinstance(model, list) else [model]
     poolers = {m: eval_pooler_of(m, pooler) for m in models if m}

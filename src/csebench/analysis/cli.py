@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import os
 
-from ..commands import NO_VERIFY, PARAMS, add_options, command, option
-from . import ANALYSES
+from csebench.core.commands import NO_VERIFY, PARAMS, Commands, add_options, option
+from csebench.analysis import ANALYSES
+
+COMMANDS = Commands()
 
 
 def _build_analyze(parser) -> None:
-    from .base import ENCODING, INPUTS, settings_options
+    from csebench.analysis.base import ENCODING, INPUTS, settings_options
 
     sub = parser.add_subparsers(dest="analysis", required=True, metavar="ANALYSIS", title="analyses")
     for name, a in ANALYSES.items():
@@ -29,12 +31,12 @@ def _build_analyze(parser) -> None:
         sp.set_defaults(**{i: opt.kwargs.get("default") for i, opt in INPUTS.items() if i not in a.inputs()})
 
 
-@command("analyze", "one of the papers' analyses of a model (JSON; some also PNG or Markdown): analyze NAME --help",
-         build=_build_analyze)
+@COMMANDS.command("analyze", "one of the papers' analyses of a model (JSON; some also PNG or Markdown): analyze NAME --help",
+                  build=_build_analyze)
 def cmd_analyze(args) -> None:
-    from ..data import read_corpus  # noqa: F401  its checks, and the corpus sha256 in the provenance
-    from ..errors import ConfigError
-    from .base import Context
+    from csebench.core.corpus import read_corpus  # noqa: F401  its checks, and the corpus sha256 in the provenance
+    from csebench.core.errors import ConfigError
+    from csebench.analysis.base import Context
 
     a = ANALYSES.get(args.analysis)
     missing = [f"--{n.replace('_', '-')}" for n in a.needs if not getattr(args, n)]
@@ -69,10 +71,10 @@ def _label_of(path: str, res: dict) -> str:
     return "/".join(parts[-3:-1]) if len(parts) >= 3 else os.path.basename(path)
 
 
-@command("analyze-figure", "a suite's figure or table from analysis results: analyze-figure NAME --help", build=_build_figure)
+@COMMANDS.command("analyze-figure", "a suite's figure or table from analysis results: analyze-figure NAME --help", build=_build_figure)
 def cmd_analyze_figure(args) -> None:
-    from ..io import read_json
-    from ..provenance import blocks_of, result_json, summary_line
+    from csebench.core.io import read_json
+    from csebench.core.provenance import blocks_of, result_json, summary_line
 
     a = ANALYSES.get(args.analysis)
     # the footer: the provenance of every result drawn (an input .md stands for its .json sibling)

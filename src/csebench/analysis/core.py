@@ -15,13 +15,13 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from ..evaluation.sts import PairSet, cosine_rows, evaluate_sts, load_stsb, spearman100
-from . import measures as M
+from csebench.evaluation.sts import PairSet, cosine_rows, evaluate_sts, load_stsb, spearman100
+from csebench.analysis import measures as M
+from csebench.results.analysis_plots import GROUP_LABELS
 
 log = logging.getLogger(__name__)
 
 EncodeFn = Callable[[list[str]], torch.Tensor]
-GROUP_LABELS = ["0-1", "1-2", "2-3", "3-4", "4-5"]
 
 
 def _pair_embeddings(encode: EncodeFn, ps: PairSet) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -72,7 +72,7 @@ def layer_similarities(enc, sentences: Sequence[str], batch_size: int | None = N
     Sentence representations of layer l use the encoder's own pooler applied to layer l (CLS of that
     layer for cls poolers, masked mean for avg). TokSim counts the sentence's tokens (special tokens
     [CLS]/[SEP] excluded unless ``exclude_special`` is False). Layers are 1..L (0 = embeddings left out)."""
-    from ..encoder import pool
+    from csebench.model.encoder import pool
 
     uniq = sorted(set(sentences))
     tok = enc.tokenizer
@@ -87,7 +87,7 @@ def layer_similarities(enc, sentences: Sequence[str], batch_size: int | None = N
     was_training = enc.training
     enc.eval()
     device = next(enc.parameters()).device
-    from ..encoder import default_encode_batch_size
+    from csebench.model.encoder import default_encode_batch_size
 
     batch_size = batch_size or default_encode_batch_size(device)
     try:
@@ -274,7 +274,7 @@ def projected_sts(encode: EncodeFn, senteval_root: str | os.PathLike, dims: Sequ
                 cache[s] = e
         return torch.stack([cache[s] for s in sents])
 
-    from ..evaluation.sts import load_test_tasks
+    from csebench.evaluation.sts import load_test_tasks
 
     sets = load_test_tasks(senteval_root, list(tasks) if tasks else None, max_pairs)  # read once, for every projection
     full = evaluate_sts(cached, senteval_root, pairsets=sets)
@@ -282,7 +282,7 @@ def projected_sts(encode: EncodeFn, senteval_root: str | os.PathLike, dims: Sequ
     res = {"analysis": "embed_dim", "full_dim": int(allemb.shape[1]), "full": {"avg": full.get("avg"), "tasks": full["tasks"]},
            "projected": {}, "protocol": "full"}
     if max_pairs is not None:
-        from ..evaluation.sts import capped_sts_warning
+        from csebench.evaluation.sts import capped_sts_warning
 
         res.update(protocol="capped", max_sts_pairs=max_pairs, warning=capped_sts_warning(max_pairs))
     for method in methods:

@@ -16,9 +16,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..evaluation.sts import PairSet, spearman100, sts_pair_similarities
-from ..objectives.base import StepContext
-from ..objectives.distillation import Distillation, DistillationSettings, off_diagonal
+from csebench.evaluation.sts import PairSet, spearman100, sts_pair_similarities
+from csebench.objectives.base import StepContext
+from csebench.objectives.distillation import Distillation, DistillationSettings, off_diagonal
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +128,7 @@ def distillation_loss(student: EncodeFn, teachers: Sequence[EncodeFn], splits: d
 def batch_embedder(enc, max_seq_length: int, train_head: bool) -> EncodeFn:
     """Embed one batch as training does (truncated to max_seq_length, padded to the batch), eval
     mode (no dropout); ``train_head``: apply the MLP head as training's view 1 does."""
-    from ..data import tokenize_corpus
+    from csebench.training.data import tokenize_corpus
 
     def embed(sentences: list[str]) -> torch.Tensor:
         tokens = tokenize_corpus(list(sentences), enc.tokenizer, max_seq_length)
@@ -147,7 +147,7 @@ def batch_embedder(enc, max_seq_length: int, train_head: bool) -> EncodeFn:
 
 def attach_training_head(enc, model_dir: str) -> bool:
     """Give a saved cls-pooler model its training MLP head back; True if it has one."""
-    from ..encoder import MLPHead, has_head_weights, load_head_weights, read_encoder_meta
+    from csebench.model.encoder import MLPHead, has_head_weights, load_head_weights, read_encoder_meta
 
     if enc.head is not None:
         return True

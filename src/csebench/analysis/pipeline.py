@@ -5,7 +5,7 @@ file and its test.
   - the config: `analyses:` (which a suite builds: those ``listed``) and `analysis: {NAME: {...}}` (their
     settings: each analysis's Settings, defaults filled in), checked when the Snakefile loads;
   - a rule per analysis with a ``pipeline``, analysis_NAME: its inputs (``pipeline(job)``, a Job), its
-    outputs (csebench.paths, by what it reads), its command line (its inputs, settings and outputs);
+    outputs (csebench.core.paths, by what it reads), its command line (its inputs, settings and outputs);
   - a rule per suite-level figure or table (``combine``), analysis_NAME_suite;
   - the targets of a suite (`rule all`, the links of its README).
 """
@@ -15,9 +15,11 @@ from __future__ import annotations
 import os
 import shlex
 
-from .. import paths
-from . import ANALYSES
-from .base import INPUTS, MODEL_INPUTS, Analysis, settings_argv
+from csebench.core import paths
+from csebench.study.params import data_root, results_root, run_dir
+from csebench.analysis import ANALYSES
+from csebench.analysis.base import INPUTS, MODEL_INPUTS, Analysis, settings_argv
+from csebench.study.typed import Params
 
 class Job:
     """One analysis job: its analysis and settings, the wildcards of its rule, and the files and
@@ -45,13 +47,13 @@ class Job:
         return self.pipe.runs.first(self.w.key, int(self.w.seed))
 
     def runs(self, evaluated: bool = False) -> list[tuple[str, int]]:
-        from ..suites import evaluated_jobs, jobs
+        from csebench.study.jobs import evaluated_jobs, suite_jobs as jobs
 
         return (evaluated_jobs if evaluated else jobs)(self.params, self.suite)
 
     def evaluation(self, key: str):
         """A setting of the evaluation the job's folder names (or of its suite's)."""
-        from ..suites import suite_evaluation
+        from csebench.study.jobs import suite_evaluation
 
         ev = self.pipe.runs.eval_settings(self.w.ev) if hasattr(self.w, "ev") else suite_evaluation(self.params, self.suite)
         return ev[key]
@@ -63,7 +65,7 @@ class Job:
 
     def view_models(self, jobs: list[tuple[str, int]], name: str = "model") -> None:
         """Runs of the job's suite, as the suite sees them (their views)."""
-        files = [f"{paths.run_dir(self.params, self.suite, r, s)}/train.json" for r, s in jobs]
+        files = [f"{run_dir(self.params, self.suite, r, s)}/train.json" for r, s in jobs]
         self.inputs[name] = files[0] if name == "model" else files
 
     def run_models(self, jobs: list[tuple[str, int]], name: str) -> None:
@@ -80,12 +82,12 @@ class Job:
         self.inputs["embeddings"] = [f"{self.pipe.runs.eval_folder(self.suite, r, s)}/embeddings.npz" for r, s in jobs]
 
     def corpus(self) -> None:
-        from ..suites import suite_data
+        from csebench.study.jobs import suite_data
 
         self.inputs["corpus"] = paths.corpus_file(self.pipe.data, suite_data(self.params, self.suite))
 
     def senteval(self) -> None:
-        from ..suites import suite_data
+        from csebench.study.jobs import suite_data
 
         self.inputs["senteval"] = paths.senteval_pointer(self.pipe.data, suite_data(self.params, self.suite))
 
@@ -127,11 +129,11 @@ def _flag(analysis: Analysis, name: str) -> str:
 class AnalysisPipeline:
     """The analyses as the Snakefile's config and params.yaml ask for them (one per Snakefile)."""
 
-    def __init__(self, params: dict, config: dict, runs):
-        from .selection import selected, settings
+    def __init__(self, params: Params, config: dict, runs):
+        from csebench.analysis.selection import selected, settings
 
         self.params, self.runs = params, runs
-        self.results, self.data = paths.results_root(params), paths.data_root(params)
+        self.results, self.data = results_root(params), data_root(params)
         self.selected, self.settings = selected(config), settings(config)
 
     # ---- the rules
@@ -210,13 +212,13 @@ class AnalysisPipeline:
 
     def combine_inputs(self, a: Analysis):
         """wildcards -> {results: every evaluated run's result, sts: their sts.json (when it colours them)}."""
-        from ..suites import evaluated_jobs
+        from csebench.study.jobs import evaluated_jobs
 
         def files(w):
             jobs = evaluated_jobs(self.params, w.suite)
             out = {"results": [paths.analysis_file(self.results, w.suite, a.name, r, s, a.combine.reads) for r, s in jobs]}
             if a.combine.sts:
-                out["sts"] = [f"{paths.run_dir(self.params, w.suite, r, s)}/sts.json" for r, s in jobs]
+                out["sts"] = [f"{run_dir(self.params, w.suite, r, s)}/sts.json" for r, s in jobs]
             return out
         return files
 

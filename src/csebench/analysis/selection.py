@@ -1,5 +1,5 @@
 """The analyses' part of the Snakemake config, checked against their declarations when the Snakefile
-loads (csebench.suites.check_snakemake_config) and read by the pipeline (csebench.analysis.pipeline):
+loads (csebench.workflow.steps.check_snakemake_config) and read by the pipeline (csebench.analysis.pipeline):
 
     analyses: [align_uniform, topk_negatives]        the analyses a suite builds (those ``listed``)
     analysis:                                        their settings, by analysis (defaults: their Settings)
@@ -10,8 +10,8 @@ loads (csebench.suites.check_snakemake_config) and read by the pipeline (csebenc
 
 from __future__ import annotations
 
-from ..errors import ConfigError
-from . import ANALYSES
+from csebench.core.errors import ConfigError
+from csebench.analysis import ANALYSES
 
 WHERE = "Snakemake config (config/*.yaml, --configfile, --config)"
 

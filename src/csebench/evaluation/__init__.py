@@ -6,7 +6,3 @@ The task lists live here, once: the evaluators (sts.py, transfer.py) score them 
 STS_TASKS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]  # sts.json keys; the 7 of the average
 TRANSFER_TASKS = ["MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC"]  # transfer.json keys; the 7 of the average
 PRINTED = {"STSBenchmark": "STS-B", "SICKRelatedness": "SICK-R", "SST2": "SST"}  # as the papers head their columns
-# MTEB's task names (mteb_eval.py): the STS tasks of MTEB(eng, v2) with STS16 (STS17: its en-en subset,
-# STS22.v2: en, test splits only), and the default list `csebench eval-mteb` and a suite's `mteb: {}` run
-MTEB_STS_TASKS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICK-R", "BIOSSES", "STS17", "STS22.v2"]
-MTEB_DEFAULT_TASKS = MTEB_STS_TASKS + ["Banking77Classification", "AmazonCounterfactualClassification", "ArguAna", "SciFact"]

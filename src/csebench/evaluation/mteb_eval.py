@@ -29,8 +29,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import ConfigError, DataError
-from . import MTEB_DEFAULT_TASKS, MTEB_STS_TASKS
+from csebench.core.errors import ConfigError, DataError
+from csebench.core.choices import MTEB_DEFAULT_TASKS, MTEB_STS_TASKS
+from csebench.study.typed import Params
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +116,7 @@ def _as_numpy(emb) -> np.ndarray:
 
 def _strict(path: Path) -> None:
     """Rewrite a JSON file mteb wrote (its writer allows NaN) through csebench's strict writer."""
-    from ..io import write_json
+    from csebench.core.io import write_json
 
     write_json(path, json.loads(path.read_text(encoding="utf-8")), undefined_ok=True)
 
@@ -132,7 +133,7 @@ def evaluate_mteb(encode: Callable[[list[str]], Any], tasks: list, out: str | os
     """Run mteb's evaluation loop on ``tasks`` (mteb task objects; their data loaded first) with the
     ``encode`` function; write the folder ``out`` (see the module doc) and return the summary."""
     mteb = require_mteb()
-    from ..io import atomic_path, dumps_json, write_json
+    from csebench.core.io import atomic_path, dumps_json, write_json
 
     for task in tasks:  # every dataset present before anything is encoded
         load_task_data(task)
@@ -161,7 +162,7 @@ def evaluate_mteb(encode: Callable[[list[str]], Any], tasks: list, out: str | os
 def read_task_result(path: str | os.PathLike) -> float:
     """A task's main score x100 from its MTEB result file: the mean of ``main_score`` over its splits
     and subsets (what mteb's ``TaskResult.get_score()`` gives), without importing mteb."""
-    from ..io import read_json
+    from csebench.core.io import read_json
 
     scores = [entry["main_score"] for entries in read_json(path)["scores"].values() for entry in entries]
     if not scores or any(s is None for s in scores):
@@ -169,22 +170,22 @@ def read_task_result(path: str | os.PathLike) -> float:
     return 100 * float(np.mean(scores))
 
 
-def mteb_rows(params: dict, suite: str, results: str | os.PathLike | None = None, missing_ok: bool = False) -> list[dict]:
+def mteb_rows(params: Params, suite: str, results: str | os.PathLike | None = None, missing_ok: bool = False) -> list[dict]:
     """One row per (run, seed, task) of a suite's MTEB results: run, label, seed, task, type, metric
     and score (the task's main score x100), for the per-suite "MTEB protocol" table. Reads the
     result files only (no mteb install needed); ``results``: the results root (default paths.results);
     ``missing_ok``: a run and seed not yet evaluated on MTEB is left out instead of refused."""
-    from .. import suites as wf
-    from ..config import find_run, method_label
-    from ..io import read_json
+    from csebench.study.jobs import evaluated_jobs, suite_mteb_tasks
+    from csebench.study.params import run_dir
+    from csebench.study.resolve import find_run, method_label
+    from csebench.core.io import read_json
 
-    if wf.suite_mteb_tasks(params, suite) is None:
+    if suite_mteb_tasks(params, suite) is None:
         raise ConfigError(f"suites.{suite} has no mteb: section (add mteb: {{tasks: [...]}} to evaluate it on MTEB)")
-    if results is not None:
-        params = {**params, "paths": {**(params.get("paths") or {}), "results": str(results)}}
+    params = Params.of(params).with_results(results)
     rows = []
-    for run, seed in wf.evaluated_jobs(params, suite):
-        folder = Path(wf.run_dir(params, suite, run, seed)) / "mteb"
+    for run, seed in evaluated_jobs(params, suite):
+        folder = Path(run_dir(params, suite, run, seed)) / "mteb"
         if not (folder / SUMMARY).is_file():
             if missing_ok:
                 continue

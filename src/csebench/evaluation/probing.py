@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import DataError
-from ..provenance import record_data
-from . import transfer as T
+from csebench.core.errors import DataError
+from csebench.core.provenance import record_data
+from csebench.evaluation import transfer as T
 
 log = logging.getLogger(__name__)
 

@@ -24,10 +24,10 @@ import numpy as np
 import torch
 from scipy.stats import spearmanr
 
-from ..errors import ConfigError, DataError
-from ..io import read_utf8
-from ..provenance import record_data
-from . import STS_TASKS
+from csebench.core.errors import ConfigError, DataError
+from csebench.core.io import read_utf8
+from csebench.core.provenance import record_data
+from csebench.evaluation import STS_TASKS
 
 log = logging.getLogger(__name__)
 
@@ -305,7 +305,7 @@ def cap_pairs(ps: PairSet, max_pairs: int | None, seed: int = 1111) -> PairSet:
     per subset, so at most that many unless a small subset's minimum adds a few), drawn per subset
     (``groups``) in proportion to its size, each keeping at least min(its size, 10) pairs; SentEval's
     order is kept. None, or a task with at most ``max_pairs`` pairs: unchanged."""
-    from .transfer import stratified_subset
+    from csebench.evaluation.transfer import stratified_subset
 
     if max_pairs is None or len(ps.scores) <= max_pairs:
         return ps
@@ -378,7 +378,7 @@ def evaluate_sts(encode: EncodeFn, root: str | os.PathLike, tasks: list[str] | N
 
 def save_pairs(path: str | os.PathLike, pairs: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
     """Atomically write per-pair predictions as ``<task>.sim`` / ``<task>.gold`` arrays in one .npz."""
-    from ..io import atomic_path
+    from csebench.core.io import atomic_path
 
     arrays = {}
     for task, (sim, gold) in pairs.items():
@@ -389,7 +389,7 @@ def save_pairs(path: str | os.PathLike, pairs: dict[str, tuple[np.ndarray, np.nd
 
 
 def load_pairs(path: str | os.PathLike) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    from ..io import load_npz
+    from csebench.core.io import load_npz
 
     what, remedy = "an STS pairs file (`eval-sts --pairs-out`)", "delete it and rerun `csebench eval-sts --pairs-out`"
     z = load_npz(path, what, remedy)

@@ -61,9 +61,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..errors import ConfigError, DataError
-from ..provenance import record_data
-from . import TRANSFER_TASKS
+from csebench.core.errors import ConfigError, DataError
+from csebench.core.provenance import record_data
+from csebench.evaluation import TRANSFER_TASKS
 
 log = logging.getLogger(__name__)
 

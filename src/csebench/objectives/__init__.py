@@ -18,12 +18,12 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError
-from ..lazy import LazyRegistry, dist_name
-from ..schema import from_dict
+from csebench.core.errors import ConfigError
+from csebench.core.lazy import LazyRegistry, dist_name
+from csebench.core.schema import from_dict
 
 if TYPE_CHECKING:
-    from .base import ObjectiveTerm
+    from csebench.objectives.base import ObjectiveTerm
 
 # term key (its one spelling: params.yaml's, the logs') -> its ObjectiveTerm class: every class of this
 # package that declares ``key = "<term>"`` (read from the source, imported on use, so one broken term cannot
@@ -49,7 +49,7 @@ def term_citation(key: str) -> str:
 def term_class(key: str) -> type[ObjectiveTerm]:
     cls = TERMS.get(key)  # its ``key``, written once (in its class), names it in teacher banks' messages and files
     if key not in TERMS.builtin_names():  # another package's: an ObjectiveTerm, or the loop cannot call it
-        from .base import ObjectiveTerm
+        from csebench.objectives.base import ObjectiveTerm
 
         if not (isinstance(cls, type) and issubclass(cls, ObjectiveTerm)):
             ep = TERMS.plugins()[key]
@@ -98,8 +98,8 @@ def added_tokens(objectives: dict[str, dict], tokenizer, max_seq_length: int) ->
 
 def generators(objectives: dict | None) -> list[str]:
     """The second pretrained models the terms load besides the backbone (DiffCSE's masked-LM ``generator``), as
-    the terms' settings name them: fetched like a backbone (csebench.fetch), costed by csebench.plan and built at
-    their published architecture by a rehearsal (csebench.architectures.GENERATORS). Torch-free."""
+    the terms' settings name them: fetched like a backbone (csebench.study.fetch), costed by csebench.results.plan and built at
+    their published architecture by a rehearsal (csebench.model.architectures.GENERATORS). Torch-free."""
     out = []
     for settings in (objectives or {}).values():
         gen = settings.get("generator") if isinstance(settings, dict) else None

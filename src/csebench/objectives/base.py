@@ -13,12 +13,12 @@ So any combination of methods is a config entry: the loop never knows which meth
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import torch
 from torch import nn
+from csebench.model.encoder import no_autocast
 
 
 @dataclass
@@ -49,13 +49,6 @@ class StepContext:
     def progress(self) -> float:
         """Fraction of training done, in [0, 1] (IS-CSE's cosine alpha schedule)."""
         return self.step / max(self.total_steps, 1)
-
-
-def no_autocast(device: torch.device):
-    """A region without autocast on ``device`` (a no-op where autocast does not exist, e.g. meta)."""
-    if torch.amp.is_autocast_available(device.type):
-        return torch.autocast(device.type, enabled=False)
-    return contextlib.nullcontext()
 
 
 def cosine_matrix(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

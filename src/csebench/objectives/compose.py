@@ -5,11 +5,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..errors import ConfigError
-from ..schema import from_dict
-from . import term_class
-from .base import StepContext
-from .contrastive import info_nce
+from csebench.core.errors import ConfigError
+from csebench.core.schema import from_dict
+from csebench.objectives import term_class
+from csebench.objectives.base import StepContext
+from csebench.objectives.contrastive import info_nce
 
 
 class Objective(nn.Module):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .base import StepContext, cosine_matrix
+from csebench.objectives.base import StepContext, cosine_matrix
 
 
 def contrastive_logits(ctx: StepContext) -> torch.Tensor:

@@ -44,10 +44,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..errors import ConfigError
-from ..teacherspec import parse_teachers
-from .base import ObjectiveTerm, StepContext, cosine_matrix
-from .contrastive import contrastive_logits
+from csebench.core.errors import ConfigError
+from csebench.study.teacherspec import parse_teachers
+from csebench.objectives.base import ObjectiveTerm, StepContext, cosine_matrix
+from csebench.objectives.contrastive import contrastive_logits
 
 
 LOSSES = ("released", "infonce")
@@ -136,7 +136,7 @@ class DebiasedNegatives(ObjectiveTerm):
         run_seed = int(getattr(run_config, "seed", 0) or 0)
         self.base_seed = settings.seed if settings.seed is not None else run_seed
         if bank is None:
-            from .distillation import open_teacher_bank
+            from csebench.objectives.distillation import open_teacher_bank
 
             bank = open_teacher_bank(self.key, settings.teachers, run_seed, run_config, corpus_size, teacher_cache,
                                      corpus_path, tokenizer)

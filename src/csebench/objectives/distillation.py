@@ -28,7 +28,7 @@ interval + key once: exactly the generic result (group_p_groups + shuffle_within
 
 Teacher components (Eq. 7): t_ij = mean over M teachers of t^m_ij. A frozen teacher is
 deterministic, so its normalized embeddings of the training corpus are computed once
-(``csebench teacher-cache``, csebench.teachers) and looked up by corpus index here; the mean of
+(``csebench teacher-cache``, csebench.training.teachers) and looked up by corpus index here; the mean of
 M cosines is one dot product of the concatenated embeddings, each scaled by 1/sqrt(M).
 
 Iterative self-training (Eq. 4): a teacher is any run of the same suite, e.g. round 2 names the
@@ -47,11 +47,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..errors import ConfigError
-from ..schema import _suggest, check_keys
-from .. import distributed
-from ..teacherspec import parse_teachers, teacher_runs  # noqa: F401  (re-exported: the term's settings)
-from .base import ObjectiveTerm, StepContext, cosine_matrix
+from csebench.core.errors import ConfigError
+from csebench.core.schema import _suggest
+from csebench.core import distributed
+from csebench.study.teacherspec import parse_teachers, teacher_runs  # noqa: F401  (re-exported: the term's settings)
+from csebench.objectives.base import ObjectiveTerm, StepContext, cosine_matrix
 
 log = logging.getLogger(__name__)
 
@@ -251,10 +251,10 @@ def distill_loss(student: torch.Tensor, teacher: torch.Tensor, tau_s: float, tau
 
 def open_teacher_bank(key: str, teachers, seed: int, run_config=None, corpus_size: int | None = None,
                       teacher_cache: list[str] | None = None, corpus_path: str | None = None, tokenizer=None):
-    """The frozen teachers' cached corpus embeddings (csebench.teachers.TeacherBank) for the term
+    """The frozen teachers' cached corpus embeddings (csebench.model.teacher_cache.TeacherBank) for the term
     ``objectives.<key>`` (DistillCSE's teachers, DCLR's complementary model, RankCSE's teachers),
     checked against the runs its ``teachers`` setting names."""
-    from ..teachers import TeacherBank
+    from csebench.model.teacher_cache import TeacherBank
 
     if not teacher_cache:
         expected = teacher_runs({"teachers": teachers}, seed)

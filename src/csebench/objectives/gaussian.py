@@ -19,8 +19,8 @@ from typing import Any, ClassVar
 
 import torch
 
-from ..errors import ConfigError
-from .base import ObjectiveTerm, StepContext, cosine_matrix
+from csebench.core.errors import ConfigError
+from csebench.objectives.base import ObjectiveTerm, StepContext, cosine_matrix
 
 
 @dataclass

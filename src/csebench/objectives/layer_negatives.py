@@ -47,9 +47,9 @@ from typing import ClassVar
 
 import torch
 
-from ..errors import ConfigError
-from .base import ObjectiveTerm, StepContext, cosine_matrix
-from .contrastive import info_nce
+from csebench.core.errors import ConfigError
+from csebench.objectives.base import ObjectiveTerm, StepContext, cosine_matrix
+from csebench.objectives.contrastive import info_nce
 
 VARIANTS = ("paper", "in_batch", "released")
 POSITIVES = ("dropout", "self")

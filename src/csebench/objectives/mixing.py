@@ -24,8 +24,8 @@ from typing import ClassVar
 
 import torch
 
-from ..errors import ConfigError
-from .base import ObjectiveTerm, StepContext, cosine_matrix
+from csebench.core.errors import ConfigError
+from csebench.objectives.base import ObjectiveTerm, StepContext, cosine_matrix
 
 VARIANTS = ("released", "own")
 

@@ -45,10 +45,9 @@ from typing import ClassVar
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
-from ..errors import ConfigError
-from .base import ObjectiveTerm, StepContext, cosine_matrix
+from csebench.core.errors import ConfigError
+from csebench.objectives.base import ObjectiveTerm, StepContext, cosine_matrix
 
 BOUNDS = ("paper", "released")
 INITS = ("copy", "random")
@@ -189,7 +188,7 @@ class MomentumNegatives(ObjectiveTerm):
 
     @torch.no_grad()
     def momentum_encode(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        from ..encoder import pool
+        from csebench.model.encoder import pool
 
         enc = self._encoder[0]
         self.momentum_backbone.eval()  # no dropout (the released code encodes under model.eval())

@@ -3,7 +3,7 @@
 
 Representation: the sentence x is put in a template, ``[CLS] prefix x suffix [SEP]`` with the mask
 token in the suffix, and represented by the last layer's hidden state h at that mask token
-(csebench.prompts). Unsupervised training makes the two views with two different templates
+(csebench.model.prompts). Unsupervised training makes the two views with two different templates
 (view 1: template 1, view 2 and any other view: template 2) instead of two dropout masks alone, and
 removes the template's own contribution (template denoising):
 
@@ -43,9 +43,9 @@ from typing import Any, ClassVar
 
 import torch
 
-from ..errors import ConfigError
-from ..prompts import template_ids, template_only, wrap
-from .base import ObjectiveTerm
+from csebench.core.errors import ConfigError
+from csebench.model.prompts import template_ids, template_only, wrap
+from csebench.objectives.base import ObjectiveTerm
 
 # the released unsupervised templates (run.sh, unsup-bert / unsup-roberta): (prefix, suffix) of templates 1 and 2
 TEMPLATES = {
@@ -180,5 +180,5 @@ class PromptTemplates(ObjectiveTerm):
 
 
 def wrap_cols(mask: torch.Tensor, prefix: list[int], suffix: list[int], mask_id: int) -> torch.Tensor:
-    """The mask token's column in each wrapped row (csebench.prompts.wrap)."""
+    """The mask token's column in each wrapped row (csebench.model.prompts.wrap)."""
     return mask.long().sum(1) - 1 + len(prefix) + suffix.index(mask_id)

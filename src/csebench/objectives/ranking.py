@@ -40,9 +40,9 @@ from typing import Any, ClassVar
 import torch
 import torch.nn.functional as F
 
-from ..errors import ConfigError
-from ..teacherspec import parse_teachers
-from .base import ObjectiveTerm, StepContext, cosine_matrix
+from csebench.core.errors import ConfigError
+from csebench.study.teacherspec import parse_teachers
+from csebench.objectives.base import ObjectiveTerm, StepContext, cosine_matrix
 
 LOSSES = ("listnet", "listmle")
 CONSISTENCIES = ("js", "released", "none")
@@ -122,7 +122,7 @@ class RankingDistillation(ObjectiveTerm):
                  corpus_size=None, teacher_cache=None, corpus_path=None, tokenizer=None, bank=None):
         super().__init__(settings, hidden_size, num_layers)
         if bank is None:
-            from .distillation import open_teacher_bank
+            from csebench.objectives.distillation import open_teacher_bank
 
             bank = open_teacher_bank(self.key, settings.teachers, int(getattr(run_config, "seed", 0) or 0), run_config,
                                      corpus_size, teacher_cache, corpus_path, tokenizer)

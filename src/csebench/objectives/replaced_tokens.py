@@ -44,8 +44,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..errors import ConfigError
-from .base import ObjectiveTerm, StepContext
+from csebench.core.errors import ConfigError
+from csebench.objectives.base import ObjectiveTerm, StepContext
 
 RANDOM = "random"  # a tiny random masked LM of the tokenizer's vocabulary (tests and the CPU demo backbone)
 
@@ -112,7 +112,7 @@ def rtd_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 
 def load_generator(spec: str, tokenizer, seed: int = 0) -> nn.Module:
     """The frozen masked LM: ``random`` (a tiny random BERT MLM of the tokenizer's vocabulary), a generator's
-    published architecture with random weights while rehearsing (csebench.rehearsal_mode), else from_pretrained."""
+    published architecture with random weights while rehearsing (csebench.model.standins), else from_pretrained."""
     if spec == RANDOM:
         from transformers import BertConfig, BertForMaskedLM
 
@@ -120,20 +120,20 @@ def load_generator(spec: str, tokenizer, seed: int = 0) -> nn.Module:
             torch.manual_seed(seed)
             return BertForMaskedLM(BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2,
                                               num_attention_heads=2, intermediate_size=64, max_position_embeddings=128))
-    from ..rehearsal_mode import generator_for
+    from csebench.model.standins import generator_for
 
     offline = generator_for(spec)
     if offline is not None:
         return offline
     from transformers import AutoModelForMaskedLM
 
-    from ..encoder import resolve_model_path
+    from csebench.model.encoder import resolve_model_path
 
     try:
         with torch.random.fork_rng(devices=[]):
             return AutoModelForMaskedLM.from_pretrained(resolve_model_path(spec))
     except OSError as exc:
-        from ..fetch import hub_id, offline as is_offline, offline_hint
+        from csebench.study.fetch import hub_id, offline as is_offline, offline_hint
 
         if is_offline() and hub_id(spec):
             raise ConfigError(f"objectives.replaced_token_detection.generator: {offline_hint(spec)}") from None
@@ -182,7 +182,7 @@ class ReplacedTokenDetection(ObjectiveTerm):
             raise ConfigError("objectives.replaced_token_detection: the backbone's tokenizer has no mask or [CLS] token")
         self.amp_dtype = None
         if device is not None and run_config is not None:
-            from ..trainer import autocast_dtype
+            from csebench.model.encoder import autocast_dtype
 
             self.amp_dtype = autocast_dtype(run_config.training.precision, torch.device(device))
 

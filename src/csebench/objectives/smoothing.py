@@ -42,8 +42,8 @@ from typing import ClassVar
 import torch
 import torch.nn.functional as F
 
-from ..errors import ConfigError
-from .base import ObjectiveTerm, StepContext, cosine_matrix
+from csebench.core.errors import ConfigError
+from csebench.objectives.base import ObjectiveTerm, StepContext, cosine_matrix
 
 RETRIEVALS = ("knn", "kmeans")
 ALPHA_SCHEDULES = ("constant", "cosine")

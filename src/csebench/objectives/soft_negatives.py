@@ -37,8 +37,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..errors import ConfigError
-from .base import ObjectiveTerm, StepContext
+from csebench.core.errors import ConfigError
+from csebench.objectives.base import ObjectiveTerm, StepContext
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ class SoftNegatives(ObjectiveTerm):
         self._tokens = None
         self._pad = 0
         if negations is None and corpus_path is not None:
-            from ..data import read_corpus  # the trainer's own reading: row k is corpus sentence k
+            from csebench.core.corpus import read_corpus  # the trainer's own reading: row k is corpus sentence k
 
             sentences = read_corpus(corpus_path)
             negations = [negate(s) for s in sentences]
@@ -111,7 +111,7 @@ class SoftNegatives(ObjectiveTerm):
                             "the word \"not\" alone, which negating removes, so its soft negative is the empty sentence",
                             len(empty), len(sentences), shown)
         if negations is not None and tokenizer is not None:
-            from ..tokens import TokenizedCorpus
+            from csebench.model.tokens import TokenizedCorpus
 
             length = run_config.training.max_seq_length if run_config is not None else 32
             enc = tokenizer(negations, truncation=True, max_length=length, padding=False, return_attention_mask=False)

@@ -7,23 +7,27 @@ import logging
 import sys
 from pathlib import Path
 
-from ..argtypes import positive_int
-from ..commands import Command, command, option
+from csebench.core.argtypes import positive_int
+from csebench.core.commands import OUT, PARAMS, Command, Commands, option
+from csebench.study.cli import params_of
 
 log = logging.getLogger("csebench")
+COMMANDS = Commands()
 
 
-def _params(args) -> dict:
-    from ..config import load_params
+def _results_folder(args) -> list[tuple[str, bool]]:
+    """`results render` without --out-dir writes into the results folder itself."""
+    if getattr(args, "out_dir", None) is None and getattr(args, "results", None):
+        return [(args.results, True)]
+    return []
 
-    return load_params(args.params, args.config)
 
 
 def cmd_render(args) -> None:
-    from ..io import staged_outputs
-    from .render import render_item
+    from csebench.core.io import staged_outputs
+    from csebench.results.render import render_item
 
-    params = _params(args)
+    params = params_of(args)
     for item in args.item:
         with staged_outputs():  # an item's files appear together, or (error, Ctrl-C) not at all
             written = render_item(item, params, args.results, args.scale, args.out_dir, links=args.link, n_boot=args.n_boot)
@@ -32,8 +36,8 @@ def cmd_render(args) -> None:
 
 
 def cmd_docs(args) -> None:
-    from ..io import write_text
-    from .pages import reproduction_md
+    from csebench.core.io import write_text
+    from csebench.results.pages import reproduction_md
 
     text = reproduction_md()
     if args.check:
@@ -47,16 +51,16 @@ def cmd_docs(args) -> None:
 
 
 def cmd_front_page(args) -> None:
-    from ..io import write_text
-    from .pages import front_page
+    from csebench.core.io import write_text
+    from csebench.results.pages import front_page
 
-    write_text(args.out, front_page(args.results, _params(args), out_path=args.out))
+    write_text(args.out, front_page(args.results, params_of(args), out_path=args.out))
     log.info("wrote %s", args.out)
 
 
 def cmd_list(args) -> None:
-    from .registry import load_registry
-    from .render import item_outputs
+    from csebench.results.registry import load_registry
+    from csebench.results.render import item_outputs
 
     for it in load_registry().items:
         if args.suite and args.suite not in it.suites:
@@ -66,8 +70,8 @@ def cmd_list(args) -> None:
 
 
 def _build(parser) -> None:
-    from ..commands import PARAMS, add_commands
-    from .context import SCALES
+    from csebench.core.commands import PARAMS, add_commands
+    from csebench.results.context import SCALES
 
     results = option("--results", default="results", help="results root (default: results)")
     add_commands(parser.add_subparsers(dest="results_command", required=True, metavar="COMMAND", title="commands"), [
@@ -90,4 +94,25 @@ def _build(parser) -> None:
     ])
 
 
-command("results", "tables, figures and pages: paper items, suite reports, the front page", build=_build)(None)
+COMMANDS.command("results", "tables, figures and pages: paper items, suite reports, the front page", build=_build,
+                 also_writes=_results_folder)(None)
+
+
+@COMMANDS.command("plan", "suites, jobs, training runs and GPU-hours before anything runs", PARAMS,
+                  option("--suites", nargs="+", default=None, help="default: every suite of the default target"), writes=False)
+def cmd_plan(args) -> None:
+    from csebench.results.plan import plan, render_plan
+    from csebench.results.registry import default_suites
+
+    params = params_of(args)
+    print(render_plan(plan(params, args.suites or default_suites(params))))
+
+
+@COMMANDS.command("suite-metrics", "a suite's tidy metrics.json (run -> seed -> metric): DVC's metrics", PARAMS,
+                  option("--suite", required=True), option("--results", default="results", help="results folder (default: results)"),
+                  OUT.but(help="output file, RESULTS/SUITE/metrics.json"))
+def cmd_suite_metrics(args) -> None:
+    from csebench.core.io import write_json
+    from csebench.results.tidy import suite_metrics
+
+    write_json(args.out, suite_metrics(params_of(args), args.suite, args.results))

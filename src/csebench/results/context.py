@@ -13,10 +13,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import Callable
 
-from ..errors import ConfigError
-from . import metrics as M
-from .registry import Item, load_registry
-from .runs import RunRef, parse_run, read_json_cached, same_run_text
+from csebench.core.errors import ConfigError
+from csebench.results import metrics as M
+from csebench.results.registry import Item, load_registry
+from csebench.results.runs import RunRef, parse_run, read_json_cached, same_run_text
+from csebench.study.typed import Params
 
 SCALES = ("paper", "demo")
 
@@ -32,7 +33,7 @@ class Renderer:
 @dataclass
 class Context:
     item: Item
-    params: dict
+    params: Params
     results: str = "results"
     scale: str = "paper"
     out_dir: Path = Path("results/papers")
@@ -71,7 +72,7 @@ class Context:
         return name if self.scale == "paper" else ((self.item.demo or {}).get("suites") or {}).get(name, name)
 
     def has_run(self, ref: RunRef) -> bool:
-        from ..config import find_run
+        from csebench.study.resolve import find_run
 
         try:
             find_run(self.params, ref.suite, ref.run)
@@ -116,7 +117,7 @@ class Context:
     @cached_property
     def provenance(self) -> str:
         """The footer line of the item: the provenance of every result file it reads that exists."""
-        from ..provenance import blocks_of, result_json, summary_line
+        from csebench.core.provenance import blocks_of, result_json, summary_line
 
         inputs = self.renderer.inputs(self) if self.renderer else []
         files = dict.fromkeys(j for f in inputs if (j := result_json(f)) is not None)

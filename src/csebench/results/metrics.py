@@ -14,9 +14,10 @@ Metric names (Spearman and accuracies x 100, as the papers print them):
 
 from __future__ import annotations
 
-from ..errors import ConfigError
-from ..paths import analysis_file
-from .runs import RunRef, RunResult, dig, number, read_json_cached, run_path
+from csebench.core.errors import ConfigError
+from csebench.core.paths import analysis_file
+from csebench.results.runs import RunRef, RunResult, dig, number, read_json_cached, run_path
+from csebench.study.typed import Params
 
 DEV_KEYS = {"stsb_dev": "stsb_dev_best", "sickr_dev": "sickr_dev", "avg_sts_dev": "avg_sts_dev"}  # train.json keys
 RUN_FILES = {**{k: "train.json" for k in DEV_KEYS}, "sts": "sts.json", "transfer": "transfer.json", "probing": "probing.json"}
@@ -30,7 +31,7 @@ def kind_of(metric: str) -> str:
     return kind
 
 
-def files_for(metric: str, results: str, ref: RunRef, seed: int, params: dict | None = None) -> list[str]:
+def files_for(metric: str, results: str, ref: RunRef, seed: int, params: Params | None = None) -> list[str]:
     """Output files a metric of one run/seed reads (what Snakemake must build first)."""
     kind = kind_of(metric)
     if kind in RUN_FILES:
@@ -46,7 +47,7 @@ def files_for(metric: str, results: str, ref: RunRef, seed: int, params: dict | 
     return []  # config: params.yaml
 
 
-def value(metric: str, results: str, ref: RunRef, seed: int, params: dict | None = None) -> float | None:
+def value(metric: str, results: str, ref: RunRef, seed: int, params: Params | None = None) -> float | None:
     """The metric of one run/seed, or None when its file is missing (not yet run) or lacks it."""
     kind = kind_of(metric)
     if kind == "config":
@@ -63,8 +64,8 @@ def value(metric: str, results: str, ref: RunRef, seed: int, params: dict | None
     return number(dig(data, metric.split(":", 2)[2] if metric.count(":") >= 2 else ""))
 
 
-def config_value(path: str, params: dict | None, ref: RunRef, seed: int):
-    from ..config import resolve_run
+def config_value(path: str, params: Params | None, ref: RunRef, seed: int):
+    from csebench.study.resolve import resolve_run
 
     if params is None:
         raise ConfigError(f"metric config:{path} needs params.yaml")
@@ -79,7 +80,7 @@ def config_value(path: str, params: dict | None, ref: RunRef, seed: int):
     return out
 
 
-def seeds_of(params: dict, ref: RunRef) -> list[int]:
-    from ..config import suite_seeds
+def seeds_of(params: Params, ref: RunRef) -> list[int]:
+    from csebench.study.resolve import suite_seeds
 
     return suite_seeds(params, ref.suite, ref.run)

@@ -8,10 +8,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..io import write_text
-from .registry import Item, Registry, load_registry
-from .render import item_outputs
-from .tables import Table, rel
+from csebench.core.io import write_text
+from csebench.results.registry import Item, Registry, load_registry
+from csebench.results.render import item_outputs
+from csebench.results.tables import Table, rel
+from csebench.study.typed import Params
 
 STATUS_TEXT = {"rebuilt": "rebuilt", "not-applicable": "not applicable", "not-rebuilt": "not rebuilt"}
 
@@ -89,11 +90,11 @@ def reproduction_md(reg: Registry | None = None) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def front_page(results: str = "results", params: dict | None = None, reg: Registry | None = None,
+def front_page(results: str = "results", params: Params | None = None, reg: Registry | None = None,
                out_path: str | Path | None = None) -> str:
     """The front page: built items linked (paper and demo scale), the others with their suites' cost
     given what is built: a run whose outputs are on disk (whichever suite built it) is not counted again."""
-    from ..plan import GPU_PEAKS, built_units, distinct, suite_plan
+    from csebench.results.plan import GPU_PEAKS, built_units, distinct, suite_plan
 
     reg = reg or load_registry()
     base = Path(out_path).parent if out_path else Path(results)

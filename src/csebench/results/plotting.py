@@ -1,13 +1,13 @@
 """Matplotlib for every figure of the package and of csebench.analysis: the headless set-up, the
 "not yet run" placeholder, legends, and one training-curve line. Saving (with the provenance footer)
-is csebench.io.save_png."""
+is csebench.core.io.save_png."""
 
 from __future__ import annotations
 
 import os
 
-from ..io import save_png
-from .runs import read_curve
+from csebench.core.io import save_png
+from csebench.results.runs import read_curve
 
 
 def pyplot():

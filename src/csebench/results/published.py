@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from .registry import SOURCE_KINDS, Registry, cell_metric, cell_run, load_registry
-from .runs import KINDS, parse_run, task_key
+from csebench.results.registry import SOURCE_KINDS, Registry, cell_metric, cell_run, load_registry
+from csebench.results.runs import KINDS, parse_run, task_key
 
 
 def row_values(row: dict, columns: list[dict]) -> list:

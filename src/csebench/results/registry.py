@@ -39,9 +39,10 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from ..errors import ConfigError
-from ..paths import check_name
-from ..schema import load_yaml_text
+from csebench.core.errors import ConfigError
+from csebench.core.paths import check_name
+from csebench.core.schema import load_yaml_text
+from csebench.study.typed import Params
 
 STATUSES = ("rebuilt", "not-applicable", "not-rebuilt")
 KINDS = ("table", "figure")
@@ -247,10 +248,10 @@ class Registry:
         return count
 
 
-def default_suites(params: dict) -> list[str]:
+def default_suites(params: Params) -> list[str]:
     """The default target's suites: SimCSE's main table (`paper`) and every suite the registry reads."""
     suites = ["paper"] + [s for s in load_registry().suites() if s != "paper"]
-    return [s for s in suites if s in (params.get("suites") or {})]
+    return [s for s in suites if s in Params.of(params).suites]
 
 
 def _parse_item(raw: dict, paper: str, where: str) -> Item:

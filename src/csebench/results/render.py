@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..lazy import LazyRegistry
-from ..paths import items_root as output_root, results_root, suite_dir
-from .context import SCALES, Context, Renderer
-from .registry import MTEB, SUITE, Item, load_registry
+from csebench.core.lazy import LazyRegistry
+from csebench.core.paths import items_root as output_root, suite_dir
+from csebench.study.params import results_root
+from csebench.results.context import SCALES, Context, Renderer
+from csebench.results.registry import MTEB, SUITE, Item, load_registry
+from csebench.study.typed import Params
 
 # A renderer named N is the RENDERER of the module renderers/N.py (grid, suite, retrieved_sentences):
 # adding a kind of table or figure is that one file (docs/results.md); another installed package adds one
@@ -53,26 +55,26 @@ def item_outputs(item: Item, results: str = "results", scale: str = "paper") -> 
     return [f"{root}/{item.slug}.{e}" for e in (TABLE_EXTS if item.kind == "table" else FIGURE_EXTS)]
 
 
-def context(item: Item, params: dict, results: str = "results", scale: str = "paper",
+def context(item: Item, params: Params, results: str = "results", scale: str = "paper",
             out: str | Path | None = None, **kw) -> Context:
     if scale not in SCALES:
         raise ValueError(f"scale '{scale}' (valid: {', '.join(SCALES)})")
-    return Context(item, params, results, scale, Path(out or out_dir(item, results, scale)), get(item.renderer), **kw)
+    return Context(item, Params.of(params), results, scale, Path(out or out_dir(item, results, scale)), get(item.renderer), **kw)
 
 
-def input_files(item: Item, params: dict, results: str = "results", scale: str = "paper") -> list[str]:
+def input_files(item: Item, params: Params, results: str = "results", scale: str = "paper") -> list[str]:
     """Every file the item's renderer reads (Snakemake inputs), in a stable order."""
     ctx = context(item, params, results, scale)
     return list(dict.fromkeys(ctx.renderer.inputs(ctx)))
 
 
-def suites_of(files: list[str], params: dict) -> list[str]:
+def suites_of(files: list[str], params: Params) -> list[str]:
     """The suites whose folders (results/<suite>) the files lie in: what an item's inputs read."""
     root = results_root(params).rstrip("/") + "/"
-    return sorted({f[len(root):].split("/")[0] for f in files if f.startswith(root)} & set(params.get("suites") or {}))
+    return sorted({f[len(root):].split("/")[0] for f in files if f.startswith(root)} & set(Params.of(params).suites))
 
 
-def render_item(item_id: str, params: dict, results: str = "results", scale: str = "paper",
+def render_item(item_id: str, params: Params, results: str = "results", scale: str = "paper",
                 out: str | Path | None = None, **kw) -> list[Path]:
     item = load_registry().item(item_id)
     ctx = context(item, params, results, scale, out, **kw)

@@ -1,7 +1,7 @@
 """The result files of a run, read once: one RunResult per evaluation file (sts.json, transfer.json,
 probing.json), the run path, training curves, and the mean ± std over seeds that every table prints.
 
-A run is named ``suite/run`` (RunRef); its files live in ``csebench.paths.run_dir`` (the one run path,
+A run is named ``suite/run`` (RunRef); its files live in ``csebench.study.params.run_dir`` (the one run path,
 shared with the Snakemake rules).
 """
 
@@ -17,8 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..evaluation import PRINTED, STS_TASKS, TRANSFER_TASKS
-from ..paths import run_dir
+from csebench.evaluation import PRINTED, STS_TASKS, TRANSFER_TASKS
+from csebench.study.params import run_dir
+from csebench.study.typed import Params
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ def parse_run(ref: str, default_suite: str) -> RunRef:
     return RunRef(default_suite, ref)
 
 
-def run_path(params: dict | None, results: str, ref: RunRef, seed: int) -> str:
+def run_path(params: Params | None, results: str, ref: RunRef, seed: int) -> str:
     return run_dir(params, ref.suite, ref.run, seed, results)
 
 
@@ -70,7 +71,7 @@ def run_path(params: dict | None, results: str, ref: RunRef, seed: int) -> str:
 
 @lru_cache(maxsize=4096)
 def _json(path: str, stamp: tuple[int, int]):
-    from ..io import read_json
+    from csebench.core.io import read_json
 
     return read_json(path)
 
@@ -126,7 +127,7 @@ class RunResult:
 
     @classmethod
     def from_disk(cls, path: str | os.PathLike, kind: str) -> RunResult | None:
-        from ..provenance import blocks_of
+        from csebench.core.provenance import blocks_of
 
         path = Path(path)
         res = read_json_cached(path)

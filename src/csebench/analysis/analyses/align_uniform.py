@@ -3,19 +3,19 @@ suite's figure places every run by the two, coloured by its average STS."""
 
 from __future__ import annotations
 
-from ..base import Analysis, Combine, StsbSplit
+from csebench.analysis.base import Analysis, Combine, StsbSplit
 
 
 def run(ctx) -> dict:
-    from ..core import align_uniform
+    from csebench.analysis.core import align_uniform
 
     return align_uniform(ctx.encode(), ctx.senteval_root, split=ctx.settings.split)
 
 
 def draw(results: dict, out: str, args, footer: str) -> None:
-    from ...errors import ConfigError
-    from ...io import read_json
-    from ..plots import plot_align_uniform
+    from csebench.core.errors import ConfigError
+    from csebench.core.io import read_json
+    from csebench.results.analysis_plots import plot_align_uniform
 
     sts = args.sts or []
     if sts and len(sts) != len(results):

@@ -6,7 +6,7 @@ cosine of each sentence to the centroid direction. The suite's table lists every
 
 from __future__ import annotations
 
-from ..base import Analysis, Combine, StsbSplit
+from csebench.analysis.base import Analysis, Combine, StsbSplit
 
 
 def mean_pair_cosine(emb) -> dict:
@@ -22,7 +22,7 @@ def mean_pair_cosine(emb) -> dict:
 
 
 def run(ctx) -> dict:
-    from ..core import stsb_sentences
+    from csebench.analysis.core import stsb_sentences
 
     split = ctx.settings.split
     sentences = stsb_sentences(ctx.senteval_root, split)
@@ -30,8 +30,8 @@ def run(ctx) -> dict:
 
 
 def draw(results: dict, out: str, args, footer: str) -> None:
-    from ...io import write_csv, write_text
-    from ...results.tables import Table, fmt
+    from csebench.core.io import write_csv, write_text
+    from csebench.results.tables import Table, fmt
 
     rows = [[label, res["n_sentences"], res["mean_cosine"], res["mean_cosine_to_centroid"]] for label, res in results.items()]
     lines = Table(["Model", "Sentences", "Mean pair cosine", "Mean cosine to centroid"], "lrrr",

@@ -3,17 +3,17 @@ violin per run and group."""
 
 from __future__ import annotations
 
-from ..base import Analysis, Combine, StsbSplit
+from csebench.analysis.base import Analysis, Combine, StsbSplit
 
 
 def run(ctx) -> dict:
-    from ..core import cosine_distribution
+    from csebench.analysis.core import cosine_distribution
 
     return cosine_distribution(ctx.encode(), ctx.senteval_root, split=ctx.settings.split)
 
 
 def draw(results: dict, out: str, args, footer: str) -> None:
-    from ..plots import plot_cosine_dist
+    from csebench.results.analysis_plots import plot_cosine_dist
 
     plot_cosine_dist(results, out, title=args.title, footer=footer)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..base import Analysis, Settings, setting
+from csebench.analysis.base import Analysis, Settings, setting
 
 
 @dataclass
@@ -22,8 +22,8 @@ class DistillLossSettings(Settings):
 
 
 def run(ctx) -> dict:
-    from .. import distill
-    from ..core import stsb_sentences
+    from csebench.analysis import distill
+    from csebench.analysis.core import stsb_sentences
 
     s = ctx.settings
     settings, trained_len = distill.run_settings(ctx.model)
@@ -45,7 +45,7 @@ def run(ctx) -> dict:
 
 
 def pipeline(job) -> None:
-    from ...suites import teacher_jobs
+    from csebench.study.jobs import teacher_jobs
 
     suite, run = job.first_listed()
     teachers = teacher_jobs(job.params, suite, run, int(job.seed))  # a student's teachers are part of the run

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...commands import option
-from ..base import Analysis, Combine, Settings, setting
+from csebench.core.commands import option
+from csebench.analysis.base import Analysis, Combine, Settings, setting
 
 
 @dataclass
@@ -17,8 +17,8 @@ class EmbedDimSettings(Settings):
 
 
 def run(ctx) -> dict:
-    from ...encoder import read_encoder_meta
-    from ..core import projected_sts
+    from csebench.model.encoder import read_encoder_meta
+    from csebench.analysis.core import projected_sts
 
     s = ctx.settings
     res = projected_sts(ctx.encode(), ctx.senteval_root, dims=s.dims, methods=s.methods, seed=s.seed,
@@ -28,7 +28,7 @@ def run(ctx) -> dict:
 
 
 def draw(results: dict, out: str, args, footer: str) -> None:
-    from ..plots import embed_dim_table
+    from csebench.results.analysis_plots import embed_dim_table
 
     embed_dim_table(results, out, args.csv, footer=footer)
 

@@ -8,8 +8,8 @@ import os
 import time
 from dataclasses import dataclass
 
-from ...commands import option
-from ..base import Analysis, Settings, setting
+from csebench.core.commands import option
+from csebench.analysis.base import Analysis, Settings, setting
 
 
 @dataclass
@@ -26,10 +26,10 @@ def _backbone_of(model_dir) -> str | None:
 
 
 def run(ctx) -> dict:
-    from ...embeddings import EmbeddingTable, model_encoder, table_encode
-    from ...errors import DataError
-    from ...evaluation.sts import evaluate_sts, save_pairs
-    from .. import distill
+    from csebench.evaluation.embeddings import EmbeddingTable, model_encoder, table_encode
+    from csebench.core.errors import DataError
+    from csebench.evaluation.sts import evaluate_sts, save_pairs
+    from csebench.analysis import distill
 
     def member(path):  # a sentence its table lacks is encoded by the model the table records
         t = EmbeddingTable(path)

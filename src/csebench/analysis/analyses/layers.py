@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..base import Analysis, Combine, StsbSplit, setting
+from csebench.analysis.base import Analysis, Combine, StsbSplit, setting
 
 
 @dataclass
@@ -14,7 +14,7 @@ class LayersSettings(StsbSplit):
 
 
 def run(ctx) -> dict:
-    from ..core import layer_similarities, stsb_sentences
+    from csebench.analysis.core import layer_similarities, stsb_sentences
 
     s = ctx.settings
     res = layer_similarities(ctx.encoder(), stsb_sentences(ctx.senteval_root, s.split), batch_size=ctx.batch_size,
@@ -24,7 +24,7 @@ def run(ctx) -> dict:
 
 
 def draw(results: dict, out: str, args, footer: str) -> None:
-    from ..plots import plot_layers
+    from csebench.results.analysis_plots import plot_layers
 
     plot_layers(results, out, title=args.title, footer=footer)
 

@@ -4,11 +4,10 @@ of other teachers (O.T.) and of other students (O.S.). The groups are the suite'
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
-from ...commands import option
-from ...errors import ConfigError
-from ..base import Analysis, NoSettings, model_label, unique_labels
+from csebench.core.commands import option
+from csebench.core.errors import ConfigError
+from csebench.analysis.base import Analysis, NoSettings, model_label, unique_labels
 
 GROUPS = {"self_teacher": "the student's own teacher(s) (S.T.)", "other_teachers": "teachers not used by the student (O.T.)",
           "other_students": "students of other teachers (O.S.)"}
@@ -18,7 +17,7 @@ def _table_encoders(ctx, models: list[str]) -> dict:
     """model path -> encode function: served by the --embeddings table made from that model (matched
     by the weights' fingerprint, else by the recorded model path), else by the model itself. The
     function's ``table`` attribute is the table used (None: encoded)."""
-    from ...embeddings import EmbeddingTable, model_encoder, model_fingerprint, table_encode
+    from csebench.evaluation.embeddings import EmbeddingTable, model_encoder, model_fingerprint, table_encode
 
     tables = [EmbeddingTable(t) for t in ctx.embeddings or []]
     used, out = set(), {}
@@ -45,8 +44,8 @@ def _table_encoders(ctx, models: list[str]) -> dict:
 def run(ctx) -> dict:
     from pathlib import Path
 
-    from ...evaluation.sts import load_stsb
-    from .. import distill
+    from csebench.evaluation.sts import load_stsb
+    from csebench.analysis import distill
 
     groups = {g: getattr(ctx, g) for g in GROUPS}
     paths = [ctx.model] + [m for ms in groups.values() for m in ms]
@@ -69,7 +68,7 @@ def check(args) -> None:
 
 
 def pipeline(job) -> None:
-    from ...suites import correlation_groups
+    from csebench.study.jobs import correlation_groups
 
     job.view_models([(job.run, int(job.seed))])
     for group, jobs in correlation_groups(job.params, job.suite, job.run, int(job.seed)).items():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..base import Analysis, Combine, Settings, setting
+from csebench.analysis.base import Analysis, Combine, Settings, setting
 
 
 @dataclass
@@ -18,11 +18,11 @@ class NeighboursSettings(Settings):
 
 
 def run(ctx) -> dict:
-    from ..core import neighbours_markdown, retrieve_neighbours
+    from csebench.analysis.core import neighbours_markdown, retrieve_neighbours
 
     res = retrieve_neighbours(ctx.encode(), ctx.corpus(), queries=ctx.settings.query, **ctx.options("query"))
     if ctx.markdown:
-        from ...io import write_text
+        from csebench.core.io import write_text
 
         write_text(ctx.markdown, neighbours_markdown(res, f"Retrieved neighbours ({ctx.label or ctx.model})") + f"\n{ctx.footer()}\n")
     return res
@@ -30,7 +30,7 @@ def run(ctx) -> dict:
 
 def draw(tables: dict, out: str, args, footer: str) -> None:
     """The per-model Markdown tables, one after the other."""
-    from ...io import write_text
+    from csebench.core.io import write_text
 
     parts = ["# Retrieved neighbours (IS-CSE Table 9 case study)", ""] + [text.strip() + "\n" for text in tables.values()]
     write_text(out, "\n".join(parts + [footer, ""]))

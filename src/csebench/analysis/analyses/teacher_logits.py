@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..base import Analysis, Settings, setting
+from csebench.analysis.base import Analysis, Settings, setting
 
 
 @dataclass
@@ -24,8 +24,8 @@ class TeacherLogitsSettings(Settings):
 def run(ctx) -> dict:
     from pathlib import Path
 
-    from ...evaluation.sts import load_stsb
-    from ..core import teacher_logit_stats
+    from csebench.evaluation.sts import load_stsb
+    from csebench.analysis.core import teacher_logit_stats
 
     s = ctx.settings
     encs = [ctx.encode_with(ctx.encoder(p, "--teacher"), precision=None) for p in ctx.teacher]
@@ -33,7 +33,7 @@ def run(ctx) -> dict:
                               n_batches=s.n_batches, temperature=s.temperature, seed=s.seed)
     res["teachers_paths"] = list(ctx.teacher)
     if ctx.figure:
-        from ..plots import plot_teacher_logits
+        from csebench.results.analysis_plots import plot_teacher_logits
 
         plot_teacher_logits(res, ctx.figure, title=f"Teacher logits ({len(ctx.teacher)} teacher(s)), batch size "
                                                    f"{s.logit_batch_size}", footer=ctx.footer())
@@ -41,7 +41,7 @@ def run(ctx) -> dict:
 
 
 def pipeline(job) -> None:
-    from ...suites import teacher_jobs
+    from csebench.study.jobs import teacher_jobs
 
     runs = job.runs()
     names = [r for r, _ in runs]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...commands import option
-from ...errors import ConfigError
-from ..base import Analysis, Settings, model_label, setting, unique_labels
+from csebench.core.commands import option
+from csebench.core.errors import ConfigError
+from csebench.analysis.base import Analysis, Settings, model_label, setting, unique_labels
 
 
 @dataclass
@@ -18,8 +18,8 @@ class TokenMatrixSettings(Settings):
 def run(ctx) -> dict:
     from pathlib import Path
 
-    from ...evaluation.sts import load_stsb
-    from ..core import token_matrices
+    from csebench.evaluation.sts import load_stsb
+    from csebench.analysis.core import token_matrices
 
     s = ctx.settings
     models = ctx.models or [ctx.model]
@@ -29,7 +29,7 @@ def run(ctx) -> dict:
                          exclude_special=not s.include_special)
     res["paths"] = dict(zip(labels, models))
     if ctx.figure:
-        from ..plots import plot_token_matrices
+        from csebench.results.analysis_plots import plot_token_matrices
 
         plot_token_matrices(res, ctx.figure, title=ctx.title, footer=ctx.footer())
     return res

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..base import Analysis, Settings, setting
+from csebench.analysis.base import Analysis, Settings, setting
 
 
 @dataclass
@@ -21,11 +21,11 @@ class TopkNegativesSettings(Settings):
 
 
 def run(ctx) -> dict:
-    from ..core import topk_negatives
+    from csebench.analysis.core import topk_negatives
 
     res = topk_negatives(ctx.encode(), ctx.corpus(), **ctx.options())
     if ctx.figure:
-        from ..plots import plot_topk_negatives
+        from csebench.results.analysis_plots import plot_topk_negatives
 
         plot_topk_negatives(res, ctx.figure, model_label=ctx.label or os.path.basename(os.path.normpath(ctx.model)),
                             footer=ctx.footer())

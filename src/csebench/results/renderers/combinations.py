@@ -2,7 +2,7 @@
 item, no published values). Its table: one row per combination, the 7 STS tasks and Avg. (mean ± std
 over seeds), the gain over SimCSE and over the better of the combination's single terms, each with
 its paired test. Its figure: the term x term matrix of gains over SimCSE. The numbers are
-csebench.combinations' (combination_grid, pairwise_gains); this module only writes them.
+csebench.results.combinations' (combination_grid, pairwise_gains); this module only writes them.
 """
 
 from __future__ import annotations
@@ -11,15 +11,15 @@ import math
 
 import numpy as np
 
-from ...combinations import COLUMNS, CombinationRow, combination_grid, pairwise_gains, run_terms
-from ...io import save_png, write_csv, write_text
-from ...provenance import mixed_note
-from ...stats import TestResult
-from ...suites import evaluated_jobs
-from ..context import Context, Renderer
-from ..plotting import placeholder, pyplot
-from ..runs import RunRef, run_path
-from ..tables import DASH, Table, csv_number, fmt, fmt_p, latex_escape, ours_text
+from csebench.results.combinations import COLUMNS, CombinationRow, combination_grid, pairwise_gains, run_terms
+from csebench.core.io import save_png, write_csv, write_text
+from csebench.core.provenance import mixed_note
+from csebench.core.stats import TestResult
+from csebench.study.jobs import evaluated_jobs
+from csebench.results.context import Context, Renderer
+from csebench.results.plotting import placeholder, pyplot
+from csebench.results.runs import RunRef, run_path
+from csebench.results.tables import DASH, Table, csv_number, fmt, fmt_p, latex_escape, ours_text
 
 STUDY = "A study of csebench's own beyond the papers (no paper prints these numbers): no published values."
 
@@ -27,7 +27,7 @@ STUDY = "A study of csebench's own beyond the papers (no paper prints these numb
 def inputs(ctx: Context) -> list[str]:
     """sts.json (and sts_pairs.npz, for the one-seed bootstrap) of every evaluated, trained run."""
     suite = ctx.suite()
-    if suite not in (ctx.params.get("suites") or {}):
+    if suite not in ctx.params.suites:
         return []
     runs = run_terms(ctx.params, suite)
     return [f"{run_path(ctx.params, ctx.results, RunRef(suite, r), s)}/{name}"
@@ -37,7 +37,7 @@ def inputs(ctx: Context) -> list[str]:
 def _grid(ctx: Context) -> tuple[list[CombinationRow], list[str]]:
     """(the rows evaluated so far, the runs not yet evaluated)."""
     suite = ctx.suite()
-    if suite not in (ctx.params.get("suites") or {}):
+    if suite not in ctx.params.suites:
         return [], []
     rows = combination_grid(ctx.params, suite, ctx.results, ctx.n_boot, missing_ok=True)
     done = {r.run for r in rows}

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ...io import atomic_path, save_png, write_csv, write_text
-from ...paths import analysis_file, suite_dir
-from ..context import Context, Renderer
-from ..plotting import legend_or_empty, placeholder, plot_curve, pyplot
-from ..runs import RunRef, dig, mean_std, read_json_cached, run_path
-from ..tables import Table, csv_number, delta, fmt, rel
+from csebench.core.io import atomic_path, save_png, write_csv, write_text
+from csebench.core.paths import analysis_file, suite_dir
+from csebench.results.context import Context, Renderer
+from csebench.results.plotting import legend_or_empty, placeholder, plot_curve, pyplot
+from csebench.results.runs import RunRef, dig, mean_std, read_json_cached, run_path
+from csebench.results.tables import Table, csv_number, delta, fmt, rel
 
 
 def _header(ctx: Context) -> list[str]:
@@ -275,9 +275,9 @@ def model_analysis_inputs(ctx: Context) -> list[str]:
 
 
 def render_model_analysis(ctx: Context) -> list:
-    """A per-model analysis of several runs in one figure, drawn by csebench.analysis.plots (the same
+    """A per-model analysis of several runs in one figure, drawn by csebench.results.analysis_plots (the same
     functions as `csebench analyze-figure`), with the plotted summary numbers beside it."""
-    from ...analysis import plots
+    from csebench.results import analysis_plots
 
     name = ctx.item.layout["analysis"]
     models = {label: read_json_cached(f) for label, _, f in _model_analysis_files(ctx)}
@@ -296,13 +296,13 @@ def render_model_analysis(ctx: Context) -> list:
             sts = ctx.value("sts:Avg", ref, ctx.seeds(ref)[0])
             points.append({"label": label, "alignment": res["alignment"], "uniformity": res["uniformity"], "sts_avg": sts})
             rows.append([label, str(ref), round(res["alignment"], 4), round(res["uniformity"], 4), "" if sts is None else round(sts, 2)])
-        plots.plot_align_uniform(points, png, title=title, footer=ctx.provenance)
+        analysis_plots.plot_align_uniform(points, png, title=title, footer=ctx.provenance)
     else:
         if name == "token_matrix":  # one JSON per model: draw them side by side
             models = {label: next(iter(res["models"].values())) for label, res in models.items()}
-            plots.plot_token_matrices({"models": models}, png, title=title, footer=ctx.provenance)
+            analysis_plots.plot_token_matrices({"models": models}, png, title=title, footer=ctx.provenance)
         else:
-            {"cosine_dist": plots.plot_cosine_dist, "layers": plots.plot_layers}[name](models, png, title=title,
+            {"cosine_dist": analysis_plots.plot_cosine_dist, "layers": analysis_plots.plot_layers}[name](models, png, title=title,
                                                                                    footer=ctx.provenance)
         for label, res in models.items():
             rows.append([label, "", *(round(float(v), 4) for v in _summary(name, res))])

@@ -19,13 +19,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ...io import write_csv, write_text
-from ...provenance import mixed_note
-from ..context import Context, Renderer
-from ..published import row_values
-from ..registry import SOURCE_KINDS, cell_metric, cell_run, load_registry
-from ..runs import RunRef, mean_std
-from ..tables import Table, csv_number, delta, fmt, latex_escape, ours_text
+from csebench.core.io import write_csv, write_text
+from csebench.core.provenance import mixed_note
+from csebench.results.context import Context, Renderer
+from csebench.results.published import row_values
+from csebench.results.registry import SOURCE_KINDS, cell_metric, cell_run, load_registry
+from csebench.results.runs import RunRef, mean_std
+from csebench.results.tables import Table, csv_number, delta, fmt, latex_escape, ours_text
 
 
 @dataclass

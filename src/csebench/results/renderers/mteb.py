@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...evaluation.mteb_eval import PROTOCOL, SUMMARY, mteb_rows
-from ...io import write_csv, write_text
-from ...provenance import mixed_note
-from ...suites import evaluated_jobs
-from ..context import Context, Renderer
-from ..runs import RunRef, mean_std, run_path
-from ..tables import Table, csv_number, latex_escape, ours_text
+from csebench.evaluation.mteb_eval import PROTOCOL, SUMMARY, mteb_rows
+from csebench.core.io import write_csv, write_text
+from csebench.core.provenance import mixed_note
+from csebench.study.jobs import evaluated_jobs
+from csebench.results.context import Context, Renderer
+from csebench.results.runs import RunRef, mean_std, run_path
+from csebench.results.tables import Table, csv_number, latex_escape, ours_text
 
 NOTE = (f"{PROTOCOL}: each task's main score × 100 as mteb's own evaluation loop computes it; STS is scored per "
         "split as MTEB defines each task, not in SentEval's \"all\" setting of the suite's STS table, so the two "

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import ConfigError
-from ...io import save_png, write_csv, write_text
-from ..context import Context, Renderer
-from ..plotting import placeholder, pyplot
-from ..registry import load_registry
-from ..runs import RunRef
-from ..tables import DASH, Table, csv_number, fmt
+from csebench.core.errors import ConfigError
+from csebench.core.io import save_png, write_csv, write_text
+from csebench.results.context import Context, Renderer
+from csebench.results.plotting import placeholder, pyplot
+from csebench.results.registry import load_registry
+from csebench.results.runs import RunRef
+from csebench.results.tables import DASH, Table, csv_number, fmt
 
 LEVEL = 0.95
 

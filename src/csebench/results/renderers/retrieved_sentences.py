@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...io import write_csv, write_text
-from ..context import Context, Renderer
+from csebench.core.io import write_csv, write_text
+from csebench.results.context import Context, Renderer
 
 
 def _neighbours_md(ctx: Context) -> list[str]:

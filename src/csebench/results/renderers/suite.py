@@ -1,6 +1,6 @@
 """The report of one suite: for every (backbone, run) its mean ± std over the seeds present, the
 published rows bound to it beside it with Δ = ours − published, and a paired test against SimCSE on
-the same backbone (csebench.stats): a per-seed paired t-test when both have >= 2 common seeds,
+the same backbone (csebench.core.stats): a per-seed paired t-test when both have >= 2 common seeds,
 otherwise (STS only) a paired bootstrap over sentence pairs from the per-pair similarities written
 by ``eval-sts --pairs-out``. Written as STS and transfer tables (Markdown, CSV, LaTeX), the training
 curves, the STS average figure and the suite's README.
@@ -16,16 +16,17 @@ from pathlib import Path
 
 import numpy as np
 
-from ...io import save_png, write_csv, write_text
-from ...provenance import mixed_note, summary_line
-from ...stats import TestResult, paired_bootstrap_sts, paired_ttest
-from ..pages import suite_readme
-from ..plotting import plot_curve, pyplot
-from ..published import Published, for_run
-from ..context import Context, Renderer
-from ..plotting import placeholder
-from ..runs import KINDS, RunRef, RunResult, mean_std, run_path, same_run_text, seed_of_folder
-from ..tables import DASH, Table, csv_number, delta, fmt, fmt_p, latex_escape, ours_text
+from csebench.core.io import save_png, write_csv, write_text
+from csebench.core.provenance import mixed_note, summary_line
+from csebench.core.stats import TestResult, paired_bootstrap_sts, paired_ttest
+from csebench.results.pages import suite_readme
+from csebench.results.plotting import plot_curve, pyplot
+from csebench.results.published import Published, for_run
+from csebench.results.context import Context, Renderer
+from csebench.results.plotting import placeholder
+from csebench.results.runs import KINDS, RunRef, RunResult, mean_std, run_path, same_run_text, seed_of_folder
+from csebench.results.tables import DASH, Table, csv_number, delta, fmt, fmt_p, latex_escape, ours_text
+from csebench.study.jobs import suite_jobs
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +36,8 @@ BASELINE_METHOD = "simcse"
 def records(ctx: Context, kind: str) -> list[RunResult]:
     """The ``kind`` result of every evaluated run and seed of the suite that exists, its identity
     (suite, run, seed) from params.yaml, method and backbone from run_info (else params.yaml)."""
-    from ...config import find_run
-    from ...suites import evaluated_jobs
+    from csebench.study.resolve import find_run
+    from csebench.study.jobs import evaluated_jobs
 
     suite, out = _suite(ctx), []
     for run, seed in evaluated_jobs(ctx.params, suite):
@@ -141,7 +142,7 @@ def add_significance(rows: list[Row], kind: str = "sts", n_boot: int = 1000) -> 
 
 
 def _bootstrap(row: Row, base: Row, n_boot: int) -> TestResult:
-    from ...evaluation.sts import TEST_TASKS, load_pairs
+    from csebench.evaluation.sts import TEST_TASKS, load_pairs
 
     common = sorted(set(row.seeds) & set(base.seeds))
     ra = next((r for r in row.records if common and r.info["seed"] == common[0]), row.records[0])
@@ -382,11 +383,11 @@ def glance_rows(rows: list[Row]) -> list[list[str]]:
 
 def suite_inputs(ctx: Context) -> list[str]:
     """sts.json, sts_pairs.npz and transfer.json of every evaluated run and seed, the curves of all."""
-    from ...suites import evaluated_jobs, jobs
+    from csebench.study.jobs import evaluated_jobs
 
     suite = _suite(ctx)
     evaluated = [run_path(ctx.params, ctx.results, RunRef(suite, r), s) for r, s in evaluated_jobs(ctx.params, suite)]
-    every = [run_path(ctx.params, ctx.results, RunRef(suite, r), s) for r, s in jobs(ctx.params, suite)]
+    every = [run_path(ctx.params, ctx.results, RunRef(suite, r), s) for r, s in suite_jobs(ctx.params, suite)]
     return [f"{d}/{name}" for name, dirs in (("sts.json", evaluated), ("sts_pairs.npz", evaluated), ("transfer.json", evaluated),
                                              ("train_curve.csv", every), ("dev_curve.csv", every)) for d in dirs]
 
@@ -409,7 +410,7 @@ def render_suite(ctx: Context) -> list[Path]:
     figs += [f for f in links if f.suffix == ".png" and f not in figs]
     tables = {kind: (KINDS[kind], [out / "tables" / f"{kind}.{e}" for e in ("md", "csv", "tex")]) for kind in rows}
     suite_readme(out / "README.md", suite, tables, figs, glance_rows(rows["sts"]), footer,
-                 (ctx.params["suites"][suite] or {}).get("description", ""), [f for f in links if f.suffix == ".md"])
+                 ctx.params.suite(suite).description, [f for f in links if f.suffix == ".md"])
     return [*(f for _, files in tables.values() for f in files), curves, summary, out / "README.md"]
 
 

