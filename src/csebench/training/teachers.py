@@ -1,24 +1,7 @@
-"""Frozen-teacher corpus embeddings for DistillCSE (objectives/distillation.py).
-
-A frozen teacher is deterministic (eval mode: no dropout), so its embeddings of the training
-corpus are computed once and reused by every student distilling from it:
-
-    results/runs/{key}/seed{seed}/teacher/embeddings.npy   (corpus rows, dim) float32, L2-normalized
-    results/runs/{key}/seed{seed}/teacher/embeddings.json  metadata checked by the student
-
-in the teacher run's own folder (docs/runs.md): one cache per teacher run and seed, whichever suites
-and students use it.
-
-Tokenization is the training one (csebench.training.data.load_tokenized_corpus: same truncation to the
-training max length) and the pooler is the teacher's evaluation pooler (the raw CLS vector for
-the unsup-SimCSE ``cls`` setup, as the released DistillCSE code uses ``last_hidden_state[:, 0]``).
-
-The student looks rows up by corpus index. The mean over M teachers of their cosines (Eq. 7) is
-one dot product of the concatenated embeddings, each scaled by 1/sqrt(M):
-    mean_m <e_i^m, e_j^m> = < [e_i^1..e_i^M]/sqrt(M), [e_j^1..e_j^M]/sqrt(M) >
-so M teachers cost one (B x M*D) @ (M*D x B) product per step. The concatenation is built once
-at load (in memory up to IN_MEMORY_LIMIT bytes; beyond that rows are gathered from the
-memory-mapped files each step).
+"""A frozen teacher's corpus embeddings for DistillCSE, computed once and written in the teacher run's own
+folder (results/runs/{key}/seed{seed}/teacher/embeddings.npy and .json): the corpus tokenized as training
+tokenizes it, pooled with the teacher's evaluation pooler. What the files hold, and how a student reads
+them: csebench.model.teacher_cache.
 """
 
 from __future__ import annotations
