@@ -38,9 +38,7 @@ IN_CHILD = [False]  # this process is a server's child: its commands run here, n
 PRELOAD = ("torch", "numpy", "transformers.modeling_utils", "transformers.models.bert.modeling_bert",
            "transformers.models.roberta.modeling_roberta", "transformers.models.auto.tokenization_auto",
            "transformers.tokenization_utils_tokenizers", "safetensors.torch", "jsonschema", "sklearn.model_selection",
-           "sklearn.metrics", "csebench.cli", *(f"csebench.{p}.cli" for p in ("study", "training", "evaluation", "analysis",
-                                                                             "results", "sharing", "workflow")),
-           "csebench.study.jobs", "csebench.model.encoder", "csebench.training.trainer", "csebench.training.teachers",
+           "sklearn.metrics", "csebench.study.jobs", "csebench.model.encoder", "csebench.training.trainer", "csebench.training.teachers",
            "csebench.evaluation.embeddings", "csebench.evaluation.sts", "csebench.evaluation.transfer",
            "csebench.evaluation.envelope", "csebench.analysis.core", "csebench.analysis.pipeline", "csebench.results.render",
            "csebench.results.registry", "csebench.sharing.modelcard", "csebench.workflow.runviews", "csebench.core.stats")
@@ -187,9 +185,10 @@ def _exit_code(status: int) -> int:
     return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
 
 
-def serve(path: str, parent: int, program) -> None:
+def serve(path: str, parent: int, program, warm_up=None) -> None:
     """Accept jobs on ``path`` until the process ``parent`` is gone or the server is told to stop (SIGTERM);
-    each runs ``program()`` (csebench.cli.main, which reads its arguments from sys.argv) in a child."""
+    each runs ``program()`` (csebench.cli.main, which reads its arguments from sys.argv) in a child.
+    ``warm_up()`` runs once after the modules load (csebench.cli.build_parser: every package's commands)."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     os.chmod(path, 0o600)
@@ -204,6 +203,11 @@ def serve(path: str, parent: int, program) -> None:
 
         pyplot()  # on the Agg backend, as the figures draw
     except Exception:
+        pass
+    try:
+        if warm_up is not None:
+            warm_up()
+    except Exception:  # what fails here fails (and says so) in the child
         pass
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))
@@ -285,7 +289,8 @@ def start() -> subprocess.Popen | None:
     folder = tempfile.mkdtemp(prefix="csebench-warm-")  # private (0700), and short: a socket path is at most ~100 bytes
     path = os.path.join(folder, "socket")
     # not -m: one module object, one IN_CHILD
-    code = f"from csebench.cli import main; from csebench.workflow.warm import serve; serve({path!r}, {os.getpid()}, main)"
+    code = ("from csebench.cli import build_parser, main; from csebench.workflow.warm import serve; "
+            f"serve({path!r}, {os.getpid()}, main, build_parser)")
     proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 10
