@@ -52,7 +52,7 @@ def declared_commands() -> list[Command]:
     names = [c.name for c in out]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
-        raise ValueError(f"commands declared by more than one package: {twice}")
+        raise ValueError(f"commands declared more than once: {twice}")
     return out
 
 
