@@ -8,8 +8,8 @@ import logging
 import os
 import time
 
-from csebench.core.commands import (BATCH_SIZE, Commands, EVAL_ENCODING, EVALUATED_RUN, MODEL, NO_PROGRESS,
-    NO_VERIFY, OUT, PARAMS, POOLER, SENTEVAL, option)
+from csebench.core.commands import (BATCH_SIZE, EVAL_ENCODING, EVALUATED_RUN, MODEL, NO_PROGRESS, NO_VERIFY, OUT,
+                                    PARAMS, POOLER, SENTEVAL, Commands, option)
 from csebench.core.choices import EVAL_PRECISIONS
 from csebench.core.errors import ConfigError, DataError
 from csebench.study.cli import name_run, params_of

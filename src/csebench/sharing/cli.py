@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import os
 
-from csebench.core.commands import (Commands, option)
+from csebench.core.commands import Commands, option
 
 COMMANDS = Commands()
 

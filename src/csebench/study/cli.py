@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 
-from csebench.core.commands import (Commands, OUT, PARAMS, RUN, option)
+from csebench.core.commands import OUT, PARAMS, RUN, Commands, option
 from csebench.core.errors import ConfigError
 from csebench.study.jobs import suite_jobs
 from csebench.study.typed import Params

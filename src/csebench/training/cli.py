@@ -8,8 +8,8 @@ import contextlib
 import logging
 import os
 
-from csebench.core.commands import (BATCH_SIZE, Commands, MODEL, NO_PROGRESS,
-    NO_VERIFY, OUT, PARAMS, KEY, SENTEVAL, option, positive_int)
+from csebench.core.commands import (BATCH_SIZE, KEY, MODEL, NO_PROGRESS, NO_VERIFY, OUT, PARAMS, SENTEVAL, Commands,
+                                    option, positive_int)
 from csebench.core.errors import ConfigError, TrainingError
 from csebench.study.cli import name_run, params_of
 from csebench.study.typed import Params

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from csebench.core.commands import (Commands, OUT, PARAMS, option, positive_int)
+from csebench.core.commands import OUT, PARAMS, Commands, option, positive_int
 from csebench.core.errors import TrainingError
 from csebench.study.cli import params_of
 
