@@ -110,6 +110,16 @@ def _offline_env(tmp: Path, **extra: str) -> dict:
     env.pop("HUGGINGFACE_HUB_CACHE", None)
     return env
 
+
+def _refused_in_one_line(argv: list[str], out: Path, env: dict) -> str:
+    """A fetch of a repository not in the cache: exit 2, nothing written at ``out``, one line on stderr (returned)."""
+    proc = subprocess.run([*argv, "--out", str(out)], env=env, capture_output=True, text=True, timeout=300)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2 and len(lines) == 1 and not out.exists(), proc.stderr
+    assert "org/not-in-the-cache is not in this machine's Hugging Face cache and downloads are off" in lines[0]
+    return lines[0]
+
+
 def test_a_warm_cache_serves_the_whole_hub_path_offline(warm_cache, tmp_path):
     tmp, commits = warm_cache
     over = tmp_path / "over.yaml"
@@ -188,12 +198,7 @@ def test_fetch_backbone_serves_a_warm_cache_and_a_missing_repo_is_one_line(warm_
     assert ok.returncode == 0, ok.stderr[-2000:]
     note = json.loads((tmp_path / "roberta-org.json").read_text())
     assert note["hub"] == {"models/FacebookAI/roberta-base": commits["FacebookAI/roberta-base"]}
-    missing = subprocess.run([*cli, "--backbone", "absent", "--out", str(tmp_path / "absent.json")], env=env,
-                             capture_output=True, text=True, timeout=300)
-    lines = [line for line in missing.stderr.splitlines() if line.strip()]
-    assert missing.returncode == 2 and len(lines) == 1 and not (tmp_path / "absent.json").exists(), missing.stderr
-    assert "org/not-in-the-cache is not in this machine's Hugging Face cache and downloads are off" in lines[0]
-    assert "on the submitting host" in lines[0]
+    assert "on the submitting host" in _refused_in_one_line([*cli, "--backbone", "absent"], tmp_path / "absent.json", env)
 
 
 def test_fetch_generator_serves_a_warm_cache_and_a_missing_repo_is_one_line(warm_cache, tmp_path):
@@ -207,12 +212,8 @@ def test_fetch_generator_serves_a_warm_cache_and_a_missing_repo_is_one_line(warm
     assert ok.returncode == 0, ok.stderr[-2000:]
     note = json.loads((tmp_path / "g.json").read_text())
     assert note == {"generator": "FacebookAI/roberta-base", "hub": {"models/FacebookAI/roberta-base": commits["FacebookAI/roberta-base"]}}
-    missing = subprocess.run([*cli, "--model", "org/not-in-the-cache", "--out", str(tmp_path / "absent.json")], env=env,
-                             capture_output=True, text=True, timeout=300)
-    lines = [line for line in missing.stderr.splitlines() if line.strip()]
-    assert missing.returncode == 2 and len(lines) == 1 and not (tmp_path / "absent.json").exists(), missing.stderr
-    assert "org/not-in-the-cache is not in this machine's Hugging Face cache and downloads are off" in lines[0]
-    assert "csebench fetch-generator --model org/not-in-the-cache" in lines[0]
+    line = _refused_in_one_line([*cli, "--model", "org/not-in-the-cache"], tmp_path / "absent.json", env)
+    assert "csebench fetch-generator --model org/not-in-the-cache" in line
 
 
 def test_a_job_that_finds_its_backbone_missing_offline_names_the_fetch_step(tmp_path, monkeypatch):
