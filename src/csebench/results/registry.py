@@ -251,7 +251,8 @@ class Registry:
 def default_suites(params: Params) -> list[str]:
     """The default target's suites: SimCSE's main table (`paper`) and every suite the registry reads."""
     suites = ["paper"] + [s for s in load_registry().suites() if s != "paper"]
-    return [s for s in suites if s in Params.of(params).suites]
+    known = Params.of(params).suites
+    return [s for s in suites if s in known]
 
 
 def _parse_item(raw: dict, paper: str, where: str) -> Item:
