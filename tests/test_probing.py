@@ -12,8 +12,7 @@ import torch
 import yaml
 
 from csebench.core.errors import DataError
-from csebench.evaluation import probing as P
-from csebench.evaluation import transfer as T
+from csebench.evaluation import probing as P, transfer as T
 from runhelpers import write
 
 FILLER = [f"w{i}" for i in range(40)]

@@ -14,8 +14,7 @@ import pytest
 import yaml
 
 from csebench.study.jobs import Runs, suite_jobs, runs_of, same_run_as, teacher_cache
-from csebench.study.params import list_suites
-from csebench.study.params import load_params
+from csebench.study.params import list_suites, load_params
 from csebench.study.resolve import resolve_run
 from csebench.core.errors import ConfigError, DataError
 from runhelpers import ROOT, assert_fails, needs_pipeline, run_cli, write_config

@@ -7,10 +7,9 @@ result file. Curves stay `dvc plots` (dvc.yaml's plots:).
 
 from __future__ import annotations
 
-from csebench.study.jobs import evaluated_jobs
+from csebench.study.jobs import evaluated_jobs, suite_jobs
 from csebench.results.metrics import value
 from csebench.results.runs import RunRef, mean_std
-from csebench.study.jobs import suite_jobs
 from csebench.study.typed import Params
 
 # name in metrics.json -> csebench.results.metrics name; a run without a file simply lacks the key

@@ -8,12 +8,11 @@ Snakefile's own steps: csebench.workflow.steps.
 from __future__ import annotations
 
 
-from csebench.core.choices import EVAL_PRECISIONS
-from csebench.study.params import digest, expand_path, list_suites
+from csebench.core.choices import EVAL_PRECISIONS, MTEB_DEFAULT_TASKS
+from csebench.study.params import digest, expand_path, list_suites, results_root as results_dir
 from csebench.study.resolve import find_run, resolve_run, sts_pairs_file, suite_runs, suite_seeds
 from csebench.core import paths
 from csebench.core.paths import key_dir
-from csebench.study.params import results_root as results_dir
 from csebench.core.errors import CsebenchError
 
 
@@ -108,8 +107,6 @@ def suite_mteb_tasks(params: dict, suite: str) -> list[str] | None:
     spec = params["suites"][suite]
     if "mteb" not in spec:
         return None
-    from csebench.core.choices import MTEB_DEFAULT_TASKS
-
     return list((spec["mteb"] or {}).get("tasks") or MTEB_DEFAULT_TASKS)
 
 

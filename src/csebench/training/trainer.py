@@ -29,7 +29,8 @@ from csebench.core import distributed, provenance
 from csebench.study.resolve import RunConfig
 from csebench.training.data import load_tokenized_corpus
 from csebench.evaluation.locate import senteval_root
-from csebench.model.encoder import MODEL_FILES, SentenceEncoder, build_encoder, check_max_seq_length, pool, model_files
+from csebench.model.encoder import (MODEL_FILES, SentenceEncoder, build_encoder, check_max_seq_length, pool,
+                                    model_files, autocast_dtype)
 from csebench.core.errors import TrainingError
 from csebench.evaluation.sts import (PairSet, cap_pairs, load_sickr, load_stsb, load_sts_pairs, spearman100,
                                      sts_pair_similarities)
@@ -38,7 +39,6 @@ from csebench.training.loader import BatchLoader
 from csebench.objectives import added_tokens, term_packages
 from csebench.objectives.compose import Objective
 from csebench.objectives.base import StepContext
-from csebench.model.encoder import autocast_dtype
 
 log = logging.getLogger(__name__)
 

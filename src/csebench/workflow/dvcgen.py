@@ -18,10 +18,9 @@ from pathlib import Path
 import yaml
 
 from csebench.study.jobs import suite_params
-from csebench.study.params import list_suites
+from csebench.study.params import list_suites, results_root
 from csebench.core import paths
 from csebench.core.paths import times_record
-from csebench.study.params import results_root
 from csebench.core.schema import read_yaml
 from csebench.study.typed import Params
 

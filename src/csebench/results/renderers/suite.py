@@ -20,10 +20,9 @@ from csebench.core.io import save_png, write_csv, write_text
 from csebench.core.provenance import mixed_note, summary_line
 from csebench.core.stats import TestResult, paired_bootstrap_sts, paired_ttest
 from csebench.results.pages import suite_readme
-from csebench.results.plotting import plot_curve, pyplot
+from csebench.results.plotting import plot_curve, pyplot, placeholder
 from csebench.results.published import Published, for_run
 from csebench.results.context import Context, Renderer
-from csebench.results.plotting import placeholder
 from csebench.results.runs import KINDS, RunRef, RunResult, mean_std, run_path, same_run_text, seed_of_folder
 from csebench.results.tables import DASH, Table, csv_number, delta, fmt, fmt_p, latex_escape, ours_text
 from csebench.study.jobs import suite_jobs
