@@ -25,7 +25,8 @@ from csebench.core.schema import _suggest
 from csebench.core.errors import ConfigError
 from csebench.core.paths import check_name
 from csebench.study.jobs import Runs, runs_of
-from csebench.study.params import BackboneConfig, DataConfig, digest, load_params, shared_dir
+from csebench.study.params import (BackboneConfig, DataConfig, data_root, digest, load_params, results_root,
+                                   shared_dir)
 from csebench.study.resolve import backbone_config, data_config, method_label
 
 
@@ -81,9 +82,7 @@ class Params(Mapping):
     # the named parts
     @property
     def paths(self) -> Paths:
-        given = self._raw.get("paths") or {}
-        return Paths(data=str(given.get("data", "data")), results=str(given.get("results", "results")),
-                     shared=shared_dir(self._raw))
+        return Paths(data=str(data_root(self._raw)), results=str(results_root(self._raw)), shared=shared_dir(self._raw))
 
     def with_results(self, results: str | os.PathLike | None) -> "Params":
         """The same params, their results read from (and written to) ``results``; itself when None."""
