@@ -14,8 +14,8 @@ from csebench.core.schema import schema_path
 from csebench.study.jobs import (Runs, all_runs_with_teachers, check_suites, dev_set_file, evaluated_jobs, sts_sets,
                                  suite_data, suite_evaluation, suite_jobs, suite_mteb_tasks, teacher_cache, teacher_jobs,
                                  trains)
-from csebench.study.params import load_params, run_dir
-from csebench.study.resolve import find_run
+from csebench.study.params import run_dir
+from csebench.study.typed import Params
 from csebench.workflow.steps import (check_snakemake_config, find_cli, hub_generators, lock_error_in_one_line,
                                      merge_default_config, offline_if_submitted, one_line, params_args, record_times,
                                      refuse_locked_build, refuse_outside_links, restore_times, start_warm, stop_warm,
@@ -27,7 +27,7 @@ merge_default_config(config, "config/paper.yaml")  # the papers' build, under --
 include: "workflow/rules/common.smk"  # first: checks the config against its schema
 
 with one_line():  # a mistake in params.yaml or an override: its one line, without Snakemake's stack lines
-    PARAMS = load_params(config.get("params", "params.yaml"), config.get("params_overrides", []))
+    PARAMS = Params.load(config.get("params", "params.yaml"), config.get("params_overrides", []))
     SUITES = config["suites"] if isinstance(config["suites"], list) else [config["suites"]]
     if SUITES == ["all"]:
         SUITES = default_suites(PARAMS)

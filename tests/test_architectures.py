@@ -147,14 +147,15 @@ def test_every_run_of_the_default_target_resolves_and_builds(rehearsing):
     published width, at the depth its settings need (csebench.model.standins.depth_for); models alike in every
     setting that shapes them are built once."""
     from csebench.study.jobs import all_runs_with_teachers, runs_of
-    from csebench.study.params import load_params
     from csebench.study.resolve import resolve_run
     from csebench.model.encoder import build_encoder
     from csebench.objectives.compose import Objective
     from csebench.workflow.rehearse import distinct_runs
     from csebench.results.registry import default_suites
 
-    params = load_params(ROOT / "params.yaml")
+    from csebench.study.typed import Params
+
+    params = Params.load(ROOT / "params.yaml")
     suites = default_suites(params)
     groups = distinct_runs(params, suites)  # resolves every run of every suite (all seeds)
     keys = {runs_of(params).key(s, r) for s in suites for r, _ in all_runs_with_teachers(params, s)}

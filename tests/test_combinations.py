@@ -11,6 +11,7 @@ import torch
 from csebench.core.errors import ConfigError
 from csebench.study.params import load_params
 from csebench.study.resolve import method_label, method_settings, resolve_run
+from csebench.study.typed import Params
 from csebench.objectives import validate_objectives
 from csebench.objectives.compose import Objective
 from csebench.objectives.base import StepContext
@@ -282,7 +283,7 @@ def test_grid_gains_tests_and_the_better_single_term(tmp_path):
             scores = level + rng.normal(0, 0.5, 7)
             write_sts(tmp_path, "combinations", run, seed, scores)
             avg[run, seed] = float(np.mean(scores))
-    rows = combination_grid(params, "combinations", tmp_path)
+    rows = combination_grid(Params.of(params).suite("combinations"), tmp_path)
     by_run = {r.run: r for r in rows}
     assert [r.run for r in rows][:5] == ["simcse", "gs-infonce", "iscse", "sscl", "distillcse"] and rows[-1].run == "all-four"
     assert "teachers" not in by_run and len(rows) == 12  # the teachers are trained only
@@ -322,7 +323,7 @@ def test_grid_of_one_seed_uses_the_bootstrap_where_pairs_exist(tmp_path):
         path = write_sts(tmp_path, "demo-combinations", run, 42, [70.0 + k] * 7)
         if run != "iscse+sscl":
             save_pairs(path.with_name("sts_pairs.npz"), {t: (g + rng.normal(0, 1 + k / 5, 40), g) for t, g in gold.items()})
-    rows = {r.run: r for r in combination_grid(params, "demo-combinations", tmp_path, n_boot=200)}
+    rows = {r.run: r for r in combination_grid(Params.of(params).suite("demo-combinations"), tmp_path, n_boot=200)}
     assert rows["gs-infonce+sscl"].vs_simcse.test.startswith("paired bootstrap (200 resamples")
     assert rows["gs-infonce+sscl"].best_single == "sscl" and rows["gs-infonce+sscl"].vs_best_single.p_value is not None
     assert rows["iscse+sscl"].vs_simcse.test == "none" and rows["iscse+sscl"].std is None
@@ -337,12 +338,12 @@ def test_grid_names_a_missing_result_and_a_missing_baseline(tmp_path):
 
     params = load_params(PARAMS)
     with pytest.raises(DataError, match=r"STS result not found: .*/demo-combinations/runs/simcse/seed42/sts\.json"):
-        combination_grid(params, "demo-combinations", tmp_path)
+        combination_grid(Params.of(params).suite("demo-combinations"), tmp_path)
     config = _override(tmp_path, {}, [{"name": "gs", "backbone": "tiny", "method": "gs_infonce"}])
     write_sts(tmp_path, "ci", "gs", 1, [70.0] * 7)
     with pytest.raises(DataError, match=r"suite ci: the combination grid needs exactly one trained run without "
                                          r"objective terms \(SimCSE\) to compare with, found none"):
-        combination_grid(load_params(PARAMS, [config]), "ci", tmp_path)
+        combination_grid(Params.load(PARAMS, [config]).suite("ci"), tmp_path)
 
 
 # ------------------------------------------------------------- the registry item: table and figure
@@ -373,7 +374,7 @@ def test_the_combinations_item_renders_the_grid_as_a_table_and_a_matrix(tmp_path
     assert table.suites == figure.suites == ["combinations"] and table.in_make_demo and table.demo
     params, results = load_params(PARAMS), tmp_path / "results"
     _write_grid(results)
-    rows = {r.run: r for r in combination_grid(params, "combinations", results)}
+    rows = {r.run: r for r in combination_grid(Params.of(params).suite("combinations"), results)}
     render_item("combinations/table-1", params, str(results), "paper", tmp_path / "out")
     md = (tmp_path / "out" / "table-1.md").read_text()
     assert "not a paper" in md.lower() or "beyond the papers" in md
@@ -439,7 +440,7 @@ def test_the_combinations_items_from_tiny_model_runs(tmp_path, shared_dir):
                          "--out", str(model), "--cache-dir", str(tmp_path / "cache")]) == 0
         assert cli.main(["eval-sts", *common, "--model", str(model / "model"), "--senteval", str(shared_dir / "senteval"),
                          "--max-sts-pairs", "200", "--out", str(out / "sts.json"), "--pairs-out", str(out / "sts_pairs.npz")]) == 0
-    rows = combination_grid(params, "demo-combinations", results, missing_ok=True)
+    rows = combination_grid(Params.of(params).suite("demo-combinations"), results, missing_ok=True)
     assert [r.run for r in rows] == ["simcse", "gs-infonce", "sscl", "gs-infonce+sscl"]
     assert rows[-1].vs_simcse.test.startswith("paired bootstrap") and rows[-1].best_single in ("gs-infonce", "sscl")
     for item in ("combinations/table-1", "combinations/figure-1"):

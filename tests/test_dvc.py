@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from csebench.study.params import list_suites, load_params
+from csebench.study.typed import Params
 from csebench.workflow.dvcgen import group_record, paper_items
 from csebench.results import render
 from runhelpers import BIN, ROOT, needs_pipeline, readme_block, readme_checkout, user_env
@@ -26,7 +27,7 @@ def _outs(stage: dict) -> list[str]:
 
 
 def test_every_suite_and_paper_item_has_one_stage():
-    from csebench.workflow.dvcgen import suite_params
+    from csebench.study.jobs import suite_params
 
     params = load_params(ROOT / "params.yaml")
     spec = _dvc()
@@ -54,7 +55,7 @@ def test_every_suite_and_paper_item_has_one_stage():
 
 def test_a_stage_lists_the_params_its_runs_read():
     """Editing one method marks only the stages whose runs use it (or compose it) changed."""
-    from csebench.workflow.dvcgen import suite_params
+    from csebench.study.jobs import suite_params
 
     params = load_params(ROOT / "params.yaml")
     stages = _dvc()["stages"]
@@ -110,7 +111,7 @@ def test_suite_metrics_is_tidy(tmp_path):
             if run != "distillcse":  # not evaluated yet: its train.json alone
                 (d / "sts.json").write_text(json.dumps({"tasks": {t: base + seed for t in STS_TASKS}}))
                 (d / "transfer.json").write_text(json.dumps({"tasks": {t: base for t in TRANSFER_TASKS}}))
-    m = suite_metrics(params, "ci", str(tmp_path))
+    m = suite_metrics(Params.of(params).suite("ci"), str(tmp_path))
     assert m["simcse"] == {"seed1": {"stsb_dev": 71.0, "sts_avg": 71.0, "transfer_avg": 70.0},
                            "seed2": {"stsb_dev": 72.0, "sts_avg": 72.0, "transfer_avg": 70.0},
                            "mean": {"stsb_dev": 71.5, "sts_avg": 71.5, "transfer_avg": 70.0}}

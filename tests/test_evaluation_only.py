@@ -9,6 +9,7 @@ import json
 import pytest
 
 from csebench.study.params import load_params
+from csebench.study.typed import Params
 from csebench.study.resolve import resolve_run
 from runhelpers import PARAMS, write_config, write_mini_senteval
 
@@ -115,7 +116,7 @@ def test_train_flag_fingerprint_teachers_plan_and_bad_values(tmp_path, capsys):
                  "objectives": {"distillation": {"teachers": {"run": "simcse", "seeds": [1]}}}})
     assert teacher_jobs(params, "ci", "frozen", 1) == [] and not trains(params, "ci", "frozen")
     assert teacher_jobs(params, "ci", "distillcse", 1)
-    assert suite_plan(params, "ci").training_runs == suite_plan(P, "ci").training_runs
+    assert suite_plan(Params.of(params).suite("ci")).training_runs == suite_plan(Params.of(P).suite("ci")).training_runs
     runs[-1]["train"] = "no"
     with pytest.raises(ConfigError, match=r"suites.ci.runs\[3\].train: give true or false, got 'no'"):
         suite_jobs(params, "ci")

@@ -15,6 +15,7 @@ from scipy import stats
 from csebench.cli import main
 from csebench.core.errors import ConfigError
 from csebench.study.params import load_params
+from csebench.study.typed import Params
 from runhelpers import PARAMS, ROOT, SHARED, write_config
 
 WORDS = "cat dog bird fish tree river stone cloud bread lamp".split()
@@ -126,15 +127,15 @@ def test_mteb_rows_of_a_suite(mteb_run, tmp_path):
 
     config = write_config(tmp_path / "over.yaml", {"suites": {"ci": {
         "runs": [{"name": "simcse", "backbone": "tiny", "method": "simcse"}], "mteb": {"tasks": ["STS12"]}}}})
-    rows = mteb_rows(load_params(PARAMS, [config]), "ci", mteb_run["results"])
+    rows = mteb_rows(Params.load(PARAMS, [config]).suite("ci"), mteb_run["results"])
     summary = json.loads((mteb_run["out"] / "mteb.json").read_text())
     assert [(r["run"], r["seed"], r["task"]) for r in rows] == [("simcse", 1, "CsebenchLocalSTS"), ("simcse", 1, "CsebenchLocalClassification")]
     assert rows[0]["score"] == pytest.approx(summary["tasks"]["CsebenchLocalSTS"]["score"], abs=1e-3)
     assert rows[0]["label"] == "SimCSE" and rows[1]["metric"] == "accuracy"
     with pytest.raises(ConfigError, match=r"suites\.ci has no mteb: section"):
-        mteb_rows(load_params(PARAMS), "ci", mteb_run["results"])
+        mteb_rows(Params.load(PARAMS).suite("ci"), mteb_run["results"])
     with pytest.raises(Exception, match=r"MTEB result not found: .*/ci/runs/simcse/seed1/mteb/mteb\.json"):
-        mteb_rows(load_params(PARAMS, [config]), "ci", tmp_path)
+        mteb_rows(Params.load(PARAMS, [config]).suite("ci"), tmp_path)
 
 
 def write_mteb_results(results, suite, run, seed, scores):
@@ -259,7 +260,7 @@ def test_an_mteb_suite_adds_one_eval_mteb_job_per_evaluated_run(tmp_path):
     config = write_config(tmp_path / "over.yaml", {"suites": {"ci": {"mteb": {"tasks": ["STS12", "SciFact"]}}}})
     params = load_params(PARAMS, [config])
     evaluated = len(evaluated_jobs(params, "ci"))
-    assert suite_plan(params, "ci").jobs == suite_plan(load_params(PARAMS), "ci").jobs + evaluated + 1  # + the MTEB table
+    assert suite_plan(Params.of(params).suite("ci")).jobs == suite_plan(Params.of(load_params(PARAMS)).suite("ci")).jobs + evaluated + 1  # + the MTEB table
     proc = subprocess.run([str(Path(sys.executable).parent / "snakemake"), "-n", "-p", "--forceall", "--config", "suites=[ci]", "reproduce=none", "plan=false",
                            f"params_overrides=[{config}]"], cwd=ROOT, capture_output=True, text=True, timeout=600,
                           env=dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}"))

@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from csebench.core.errors import ConfigError
+from csebench.study.typed import Params
 from csebench.objectives import generators, validate_objectives
 from csebench.objectives.replaced_tokens import conditioned_logits, generate, mask_tokens, rtd_loss
 
@@ -191,10 +192,10 @@ def test_params_method_suites_and_plan(project_root):
     gen = generator_forward_flops("distilbert-base-uncased")
     assert gen == 2 * (42_527_232 + 768 * 768 + 768 + 2 * 768 + 768 * 30522 + 30522)
     assert term_training_flops(bert.objectives, n) == 6 * n + gen
-    plan = suite_plan(params, "paper-diffcse")
+    plan = suite_plan(Params.of(params).suite("paper-diffcse"))
     assert not plan.unknown_models
     (key_flops,) = [v for k, v in plan.units.items() if k[0] == "train" and k[1] == bert.key()]
-    simcse = suite_plan(params, "paper")  # SimCSE BERT-base: batch 64, 1 epoch
+    simcse = suite_plan(Params.of(params).suite("paper"))  # SimCSE BERT-base: batch 64, 1 epoch
     sim_key = resolve_run(params, "paper", "bert-base-simcse", 42).key()
     (sim,) = [v for k, v in simcse.units.items() if k[0] == "train" and k[1] == sim_key]
     # twice the epochs, and per token 6n (encoder) + 6n (discriminator) + the generator's forward against 6n
@@ -206,8 +207,8 @@ def test_fetch_notes_of_a_run_name_its_generator(project_root):
     from csebench.study.params import load_params
 
     params = load_params(project_root / "params.yaml")
-    assert hub_generators(params, "zoo", "roberta-base-diffcse", 42) == ["distilroberta-base"]
-    assert hub_generators(params, "zoo", "roberta-base-sncse", 42) == []
+    assert hub_generators(Params.of(params).suite("zoo"), "roberta-base-diffcse", 42) == ["distilroberta-base"]
+    assert hub_generators(Params.of(params).suite("zoo"), "roberta-base-sncse", 42) == []
 
 
 def test_model_card_says_the_batchnorm_head_is_not_the_saved_pooler():

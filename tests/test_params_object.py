@@ -56,6 +56,84 @@ def test_the_check_finds_a_dict_parameter_and_a_key_read(tmp_path):
         "f(params: dict)", "params.get('suites')", "ctx.params['suites']"]
 
 
+STUDY_MODULES = ("csebench.study.jobs", "csebench.study.resolve", "csebench.study.params")
+
+
+def whole_params_functions() -> dict[str, set[str]]:
+    """module -> the functions of the study that take the whole params as their first argument."""
+    out = {}
+    for module in STUDY_MODULES:
+        tree = ast.parse((SRC / Path(*module.split(".")[1:])).with_suffix(".py").read_text(encoding="utf-8"))
+        out[module] = {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.args.args
+                       and n.args.args[0].arg == "params"}
+    return out
+
+
+def whole_params_imports(path: Path, functions: dict[str, set[str]], root: Path = ROOT) -> list[str]:
+    """Where a module imports a study function that takes the whole params (suite_jobs(params, suite), ...)."""
+    return [f"{path.relative_to(root)}:{node.lineno} {node.module}.{a.name}"
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.ImportFrom) and node.module in functions
+            for a in node.names if a.name in functions[node.module]]
+
+
+def test_code_outside_the_study_asks_a_suite_or_the_params_not_the_study_functions():
+    """Functions take the part they need: a suite's jobs, runs and folders come from its Suite
+    (``params.suite(name).jobs()``, ``.resolve(run, seed)``, ``.run_dir(run, seed)``), a data source or a backbone
+    from the Params; none of the study's functions of the whole params is called from outside it."""
+    functions = whole_params_functions()
+    assert {"suite_jobs", "resolve_run", "find_run", "run_dir", "data_config"} <= set().union(*functions.values())
+    found = [hit for p in sorted(SRC.rglob("*.py")) if "study" not in p.relative_to(SRC).parts[:1]
+             for hit in whole_params_imports(p, functions)]
+    assert not found, ("code outside csebench.study calls a study function with the whole params; ask the Suite "
+                       "(params.suite(name)) or the Params for it:\n" + "\n".join(found))
+
+
+def test_the_import_check_finds_a_study_function_of_the_whole_params(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("def f(p):\n    from csebench.study.jobs import suite_jobs, Runs\n    "
+                 "from csebench.study.params import deep_merge\n    return suite_jobs(p, 'demo')\n")
+    assert [h.split(" ", 1)[1] for h in whole_params_imports(f, whole_params_functions(), tmp_path)] == [
+        "csebench.study.jobs.suite_jobs"]
+
+
+def test_a_suite_answers_for_itself_as_the_study_functions_do(tmp_path):
+    from csebench.study.jobs import (all_runs_with_teachers, correlation_groups, eval_name, evaluated_jobs, run_folder,
+                                     suite_evaluation, suite_mteb_tasks, suite_params, teacher_jobs)
+    from csebench.study.params import run_dir
+    from csebench.study.resolve import find_run, run_info, suite_runs, suite_seeds
+
+    raw = load_params(ROOT / "params.yaml")
+    params = Params(raw)
+    for name in ("demo", "paper-distillcse", "combinations"):
+        suite = params.suite(name)
+        assert suite.params is params and suite.jobs() == suite_jobs(raw, name)
+        assert suite.evaluated_jobs() == evaluated_jobs(raw, name)
+        assert suite.jobs_with_teachers() == all_runs_with_teachers(raw, name)
+        assert suite.runs() == suite_runs(raw, name) and suite.seeds() == suite_seeds(raw, name)
+        assert suite.evaluation == suite_evaluation(raw, name) and suite.eval_name == eval_name(suite_evaluation(raw, name))
+        assert suite.mteb_tasks == suite_mteb_tasks(raw, name) and suite.params_keys() == suite_params(raw, name)
+        for run, seed in suite.jobs()[:3]:
+            assert suite.run(run) == find_run(raw, name, run) and suite.seeds(run) == suite_seeds(raw, name, run)
+            assert suite.resolve(run, seed).key() == resolve_run(raw, name, run, seed).key()
+            assert suite.run_dir(run, seed) == run_dir(raw, name, run, seed)
+            assert suite.run_dir(run, seed, tmp_path) == run_dir(raw, name, run, seed, str(tmp_path))
+            assert suite.run_folder(run, seed) == run_folder(raw, name, run, seed)
+            assert suite.teacher_jobs(run, seed) == teacher_jobs(raw, name, run, seed)
+            assert suite.correlation_groups(run, seed) == correlation_groups(raw, name, run, seed)
+            assert suite.run_info(run, seed) == run_info(raw, name, run, seed)
+            assert suite.label(run) == run_info(raw, name, run, seed)["method_label"]
+            assert suite.trains(run) == find_run(raw, name, run)["train"]
+    distill = params.suite("paper-distillcse")
+    assert any(distill.teacher_jobs(r, s) for r, s in distill.jobs())  # the DistillCSE suite's students have teachers
+    # a changed copy's suites are its own: another results folder moves every view
+    moved = params.with_results(tmp_path).suite("demo")
+    run, seed = moved.jobs()[0]
+    assert moved.run_dir(run, seed) == run_dir(raw, "demo", run, seed, str(tmp_path))
+    with pytest.raises(ConfigError, match="suite 'demo' has no run 'nope'"):
+        params.suite("demo").run("nope")
+
+
 def test_the_parts_are_named_and_typed():
     params = Params.load(ROOT / "params.yaml")
     raw = load_params(ROOT / "params.yaml")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from csebench.study.params import list_suites, load_params
+from csebench.study.typed import Params
 from runhelpers import BIN, ROOT, copy_project, needs_pipeline, tool_env
 
 
@@ -90,7 +91,7 @@ def test_dvc_plots_spec():
     assert all(p.get("x_label") and p.get("y_label") for e in spec[:2] for p in e.values())
     assert {"results/d/figures/training_curves.png": {}} in spec
     # an evaluation-only run (train: false) has no loss curve: only its dev point is plotted
-    demo = dvc_plots_spec_for_suite(load_params(ROOT / "params.yaml"), "demo")
+    demo = dvc_plots_spec_for_suite(Params.load(ROOT / "params.yaml").suite("demo"))
     assert not any("/minilm/" in f for f in demo[0]["demo-train-loss"]["y"])
     assert any("/minilm/" in f for f in demo[1]["demo-stsb-dev"]["y"])
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from csebench.study.params import load_params
+from csebench.study.typed import Params
 from csebench.core.errors import ConfigError
 from csebench.results.registry import default_suites
 from runhelpers import ROOT
@@ -110,7 +111,7 @@ def test_training_only_runs_are_trained_not_evaluated():
     assert ("teacher-components", 42) in suite_jobs(training_only, "demo")
     assert ("teacher-components", 42) not in evaluated_jobs(training_only, "demo")
     assert ("distillcse", 42) in evaluated_jobs(training_only, "demo")
-    assert suite_plan(PARAMS, "demo").jobs - suite_plan(training_only, "demo").jobs == 4  # embed, eval_sts, eval_transfer, its view
+    assert suite_plan(Params.of(PARAMS).suite("demo")).jobs - suite_plan(Params.of(training_only).suite("demo")).jobs == 4  # embed, eval_sts, eval_transfer, its view
     run["evaluate"] = "no"
     with pytest.raises(ConfigError, match="evaluate: give true or false"):
         evaluated_jobs(training_only, "demo")

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from csebench.study.params import load_params
+from csebench.study.typed import Params
 from csebench.core.errors import ConfigError
 from csebench.results.registry import Item, default_suites, load_registry, parse_registry
 from csebench.results.render import context, get, input_files, item_outputs, render_item
@@ -426,7 +427,7 @@ def test_front_page_costs_a_suite_given_what_is_built(tmp_path):
         (folder / f).parent.mkdir(parents=True, exist_ok=True)
         (folder / f).write_text("{}")
     page = front_page(str(results), PARAMS)
-    plan = suite_plan(PARAMS, "ablation-iscse-k")
+    plan = suite_plan(Params.of(PARAMS).suite("ablation-iscse-k"))
     key = Runs(PARAMS).key("ablation-iscse-k", "k-16")
     shared = plan.gpu_hours(GPU_PEAKS["H100"]) - plan.gpu_hours(GPU_PEAKS["H100"], done={("train", key, 42), ("eval", key, 42, "eval-fp32")})
     assert alone == pytest.approx(plan.gpu_hours(GPU_PEAKS["H100"]), abs=0.06) and shared > 0.1

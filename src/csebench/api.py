@@ -40,19 +40,26 @@ class TransferResult:
     details: dict = field(default_factory=dict, repr=False)
 
 
-def _senteval(senteval: str | os.PathLike | None, params: str = "params.yaml"):
-    from csebench.study.params import shared_senteval
+def _params_file(path: str) -> Callable:
+    """params.yaml at ``path`` as a Params (or None where there is none), read on first use and once per call."""
+    import functools
+
+    from csebench.study.typed import Params
+
+    return functools.cache(lambda: Params.load(path) if os.path.isfile(path) else None)
+
+
+def _senteval(senteval: str | os.PathLike | None, params: Callable):
     from csebench.study.typed import Params
     from csebench.evaluation.locate import senteval_root
 
     if senteval is None:
-        senteval = shared_senteval(Params.load(params) if os.path.isfile(params) else None,
-                                   "no senteval= given and", "pass senteval=...")
+        senteval = Params.of(params()).shared_senteval("no senteval= given and", "pass senteval=...")
     return senteval_root(senteval)
 
 
 def _encoder(model: Any, pooler: str | None, batch_size: int | None, precision: str,
-             params: str = "params.yaml") -> tuple[Callable, str | None]:
+             params: Callable) -> tuple[Callable, str | None]:
     """An encode function (sentences -> (n, d) tensor) and the pooler it uses."""
     import numpy as np
     import torch
@@ -65,12 +72,11 @@ def _encoder(model: Any, pooler: str | None, batch_size: int | None, precision: 
             model.pooler = "cls_before_pooler" if pooler == "cls" else pooler
         return encode_with(model, batch_size, precision, False), model.pooler
     if isinstance(model, (str, os.PathLike)):
-        from csebench.study.params import may_name_backbone, named_backbone_model
-        from csebench.study.typed import Params
+        from csebench.study.params import may_name_backbone
 
         name = str(model)
-        if may_name_backbone(name) and os.path.isfile(params):
-            name = named_backbone_model(Params.load(params), name) or name
+        if may_name_backbone(name) and params() is not None:
+            name = params().backbone_model(name) or name
         from csebench.evaluation.embeddings import model_encoder
 
         return model_encoder(name, pooler, batch_size, precision), eval_pooler_of(name, pooler)
@@ -95,8 +101,9 @@ def evaluate_sts(model: Any, senteval: str | os.PathLike | None = None, pooler: 
     subset of each task (a quick look; the result says protocol "capped")."""
     from csebench.evaluation.sts import evaluate_sts as run
 
-    encode, used = _encoder(model, pooler, batch_size, precision, params)
-    res = run(encode, _senteval(senteval, params), max_pairs=max_pairs)
+    params_of = _params_file(params)
+    encode, used = _encoder(model, pooler, batch_size, precision, params_of)
+    res = run(encode, _senteval(senteval, params_of), max_pairs=max_pairs)
     return STSResult(tasks=dict(res["tasks"]), avg=res.get("avg"), pooler=used,
                      protocol=res.get("protocol", "full"), details=res)
 
@@ -109,8 +116,9 @@ def evaluate_transfer(model: Any, senteval: str | os.PathLike | None = None, poo
     subsample the classifiers' training and held-out sets (protocol "capped")."""
     from csebench.evaluation.transfer import evaluate_transfer as run
 
-    encode, used = _encoder(model, pooler, batch_size, precision, params)
-    res = run(encode, _senteval(senteval, params), tasks=tasks, max_train_sentences=max_train_sentences,
+    params_of = _params_file(params)
+    encode, used = _encoder(model, pooler, batch_size, precision, params_of)
+    res = run(encode, _senteval(senteval, params_of), tasks=tasks, max_train_sentences=max_train_sentences,
               max_test_sentences=max_test_sentences)
     return TransferResult(tasks=dict(res["tasks"]), avg=res.get("avg", res.get("avg_subset")), pooler=used,
                           protocol=res.get("protocol", "full"), details=res)

@@ -29,10 +29,10 @@ def teacher_max_len(w):
 
 
 def backbone_of(w):  # a hub backbone and a term's hub generator: fetched on the submitting host first (data.smk)
-    suite, run = first_listed(w)
-    name = find_run(PARAMS, suite, run)["backbone"]
-    notes = [f"{DATA}/backbones/{name}.json"] if trains_from_hub(PARAMS, suite, run) else []
-    return notes + [f"{DATA}/generators/{g}.json" for g in hub_generators(PARAMS, suite, run, int(w.seed))]
+    name, run = first_listed(w)
+    suite = PARAMS.suite(name)
+    notes = [f"{DATA}/backbones/{suite.run(run)['backbone']}.json"] if trains_from_hub(suite, run) else []
+    return notes + [f"{DATA}/generators/{g}.json" for g in hub_generators(suite, run, int(w.seed))]
 
 
 # ---- evaluation (embed.smk, sts.smk, transfer.smk, probing.smk, mteb.smk)

@@ -16,7 +16,6 @@ import os
 import shlex
 
 from csebench.core import paths
-from csebench.study.params import data_root, results_root, run_dir
 from csebench.analysis import ANALYSES
 from csebench.analysis.base import INPUTS, MODEL_INPUTS, Analysis, settings_argv
 from csebench.study.typed import Params
@@ -47,15 +46,12 @@ class Job:
         return self.pipe.runs.first(self.w.key, int(self.w.seed))
 
     def runs(self, evaluated: bool = False) -> list[tuple[str, int]]:
-        from csebench.study.jobs import evaluated_jobs, suite_jobs as jobs
-
-        return (evaluated_jobs if evaluated else jobs)(self.params, self.suite)
+        suite = self.params.suite(self.suite)
+        return suite.evaluated_jobs() if evaluated else suite.jobs()
 
     def evaluation(self, key: str):
         """A setting of the evaluation the job's folder names (or of its suite's)."""
-        from csebench.study.jobs import suite_evaluation
-
-        ev = self.pipe.runs.eval_settings(self.w.ev) if hasattr(self.w, "ev") else suite_evaluation(self.params, self.suite)
+        ev = self.pipe.runs.eval_settings(self.w.ev) if hasattr(self.w, "ev") else self.params.suite(self.suite).evaluation
         return ev[key]
 
     # what the pipeline gives the analysis
@@ -65,7 +61,8 @@ class Job:
 
     def view_models(self, jobs: list[tuple[str, int]], name: str = "model") -> None:
         """Runs of the job's suite, as the suite sees them (their views)."""
-        files = [f"{run_dir(self.params, self.suite, r, s)}/train.json" for r, s in jobs]
+        suite = self.params.suite(self.suite)
+        files = [f"{suite.run_dir(r, s)}/train.json" for r, s in jobs]
         self.inputs[name] = files[0] if name == "model" else files
 
     def run_models(self, jobs: list[tuple[str, int]], name: str) -> None:
@@ -82,14 +79,10 @@ class Job:
         self.inputs["embeddings"] = [f"{self.pipe.runs.eval_folder(self.suite, r, s)}/embeddings.npz" for r, s in jobs]
 
     def corpus(self) -> None:
-        from csebench.study.jobs import suite_data
-
-        self.inputs["corpus"] = paths.corpus_file(self.pipe.data, suite_data(self.params, self.suite))
+        self.inputs["corpus"] = paths.corpus_file(self.pipe.data, self.params.suite(self.suite).data)
 
     def senteval(self) -> None:
-        from csebench.study.jobs import suite_data
-
-        self.inputs["senteval"] = paths.senteval_pointer(self.pipe.data, suite_data(self.params, self.suite))
+        self.inputs["senteval"] = paths.senteval_pointer(self.pipe.data, self.params.suite(self.suite).data)
 
     def label(self) -> None:
         """A run's own result is labelled by its key (each suite's view relabels it with its run's name)."""
@@ -132,8 +125,8 @@ class AnalysisPipeline:
     def __init__(self, params: Params, config: dict, runs):
         from csebench.analysis.selection import selected, settings
 
-        self.params, self.runs = params, runs
-        self.results, self.data = results_root(params), data_root(params)
+        self.params, self.runs = Params.of(params), runs
+        self.results, self.data = self.params.paths.results, self.params.paths.data
         self.selected, self.settings = selected(config), settings(config)
 
     # ---- the rules
@@ -212,13 +205,12 @@ class AnalysisPipeline:
 
     def combine_inputs(self, a: Analysis):
         """wildcards -> {results: every evaluated run's result, sts: their sts.json (when it colours them)}."""
-        from csebench.study.jobs import evaluated_jobs
-
         def files(w):
-            jobs = evaluated_jobs(self.params, w.suite)
+            suite = self.params.suite(w.suite)
+            jobs = suite.evaluated_jobs()
             out = {"results": [paths.analysis_file(self.results, w.suite, a.name, r, s, a.combine.reads) for r, s in jobs]}
             if a.combine.sts:
-                out["sts"] = [f"{run_dir(self.params, w.suite, r, s)}/sts.json" for r, s in jobs]
+                out["sts"] = [f"{suite.run_dir(r, s)}/sts.json" for r, s in jobs]
             return out
         return files
 

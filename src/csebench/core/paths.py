@@ -5,7 +5,7 @@ the Snakemake rules and csebench.workflow.dvcgen ask for a path (docs/runs.md). 
   results/runs/{key}/seed{seed}/                               ONE run, trained once (key_dir)
       {ev}/                                                    evaluated under the settings named {ev} (eval_dir)
       {ev}/analysis/{name}.json                                a per-run analysis, computed once (eval_analysis)
-  results/{suite}/runs/{run}/seed{seed}/                       a suite's view of the run (run_dir)
+  results/{suite}/runs/{run}/seed{seed}/                       a suite's view of the run (view_dir)
   results/{suite}/analysis/[{run}/[seed{seed}/]]{name}.json    a suite's analyses (analysis_file)
   results/{suite}/{figures,tables}/{name}.{png,md,csv}         a suite's figures and tables (suite_figure, suite_table)
   results/{suite}/metrics.json, logs/                          DVC's metrics (suite_metrics), the jobs' logs (suite_log)
@@ -54,6 +54,12 @@ def key_dir(results: str, key: str, seed) -> str:
     """``{results}/runs/{key}/seed{seed}``: where one distinct run is trained and evaluated, whichever
     suites list it (csebench.study.jobs.Runs; Snakemake's RUN pattern passes wildcards)."""
     return f"{results}/runs/{key}/seed{seed}"
+
+
+def view_dir(results: str, suite: str, run: str, seed) -> str:
+    """``{results}/{suite}/runs/{run}/seed{seed}``: a suite's view of a run (links to its own folder, key_dir,
+    and its results relabelled with the suite's names; csebench.workflow.runviews)."""
+    return f"{results}/{suite}/runs/{run}/seed{seed}"
 
 
 def eval_dir(run_folder: str, ev: str) -> str:

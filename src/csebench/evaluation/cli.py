@@ -220,10 +220,9 @@ def _run_info(args) -> dict:
         name_run(args, params)
     if not (args.suite and args.run):
         return {"name": os.path.basename(os.path.normpath(args.model)), "method": "external", "backbone": args.model}
-    from csebench.study.resolve import resolve_run, run_info
-
-    resolve_run(params, args.suite, args.run, args.seed)  # the whole run checked, as training checks it
-    return run_info(params, args.suite, args.run, args.seed)
+    suite = params.suite(args.suite)
+    suite.resolve(args.run, args.seed)  # the whole run checked, as training checks it
+    return suite.run_info(args.run, args.seed)
 
 
 @COMMANDS.command("eval-mteb", "MTEB tasks with the mteb package (MTEB protocol; pip install -e '.[mteb]')", PARAMS,

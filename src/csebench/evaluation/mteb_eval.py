@@ -31,7 +31,7 @@ import numpy as np
 
 from csebench.core.errors import ConfigError, DataError
 from csebench.core.choices import MTEB_DEFAULT_TASKS, MTEB_STS_TASKS
-from csebench.study.typed import Params
+from csebench.study.typed import Suite
 
 log = logging.getLogger(__name__)
 
@@ -170,28 +170,23 @@ def read_task_result(path: str | os.PathLike) -> float:
     return 100 * float(np.mean(scores))
 
 
-def mteb_rows(params: Params, suite: str, results: str | os.PathLike | None = None, missing_ok: bool = False) -> list[dict]:
+def mteb_rows(suite: Suite, results: str | os.PathLike | None = None, missing_ok: bool = False) -> list[dict]:
     """One row per (run, seed, task) of a suite's MTEB results: run, label, seed, task, type, metric
     and score (the task's main score x100), for the per-suite "MTEB protocol" table. Reads the
     result files only (no mteb install needed); ``results``: the results root (default paths.results);
     ``missing_ok``: a run and seed not yet evaluated on MTEB is left out instead of refused."""
-    from csebench.study.jobs import evaluated_jobs, suite_mteb_tasks
-    from csebench.study.params import run_dir
-    from csebench.study.resolve import find_run, method_label
     from csebench.core.io import read_json
 
-    if suite_mteb_tasks(params, suite) is None:
-        raise ConfigError(f"suites.{suite} has no mteb: section (add mteb: {{tasks: [...]}} to evaluate it on MTEB)")
-    params = Params.of(params).with_results(results)
+    if suite.mteb_tasks is None:
+        raise ConfigError(f"suites.{suite.name} has no mteb: section (add mteb: {{tasks: [...]}} to evaluate it on MTEB)")
     rows = []
-    for run, seed in evaluated_jobs(params, suite):
-        folder = Path(run_dir(params, suite, run, seed)) / "mteb"
+    for run, seed in suite.evaluated_jobs():
+        folder = Path(suite.run_dir(run, seed, results)) / "mteb"
         if not (folder / SUMMARY).is_file():
             if missing_ok:
                 continue
             raise DataError(f"MTEB result not found: {folder / SUMMARY} (run `snakemake {folder / SUMMARY}`)")
-        spec = find_run(params, suite, run)
-        label = spec.get("label") or method_label(params, spec["method"])
+        label = suite.label(run)
         for task, info in read_json(folder / SUMMARY)["tasks"].items():
             rows.append({"run": run, "label": label, "seed": seed, "task": task, "type": info["type"],
                          "metric": info["main_score"], "score": read_task_result(folder / f"{task}.json")})

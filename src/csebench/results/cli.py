@@ -115,4 +115,4 @@ def cmd_suite_metrics(args) -> None:
     from csebench.core.io import write_json
     from csebench.results.tidy import suite_metrics
 
-    write_json(args.out, suite_metrics(params_of(args), args.suite, args.results))
+    write_json(args.out, suite_metrics(params_of(args).suite(args.suite), args.results))

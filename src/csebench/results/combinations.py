@@ -24,7 +24,7 @@ import numpy as np
 from csebench.core.errors import DataError
 from csebench.evaluation import PRINTED, STS_TASKS as TEST_TASKS
 from csebench.core.stats import TestResult, paired_bootstrap_sts, paired_ttest
-from csebench.study.typed import Params
+from csebench.study.typed import Suite
 
 COLUMNS = [PRINTED.get(t, t) for t in TEST_TASKS] + ["Avg."]
 
@@ -73,16 +73,13 @@ def term_order() -> list[str]:
     return [*PAPER_TERMS, *sorted(t for t in TERMS if t not in PAPER_TERMS)]
 
 
-def run_terms(params: Params, suite: str) -> dict[str, tuple[str, ...]]:
+def run_terms(suite: Suite) -> dict[str, tuple[str, ...]]:
     """Each trained, evaluated run of ``suite`` -> its objective terms (teachers and `train: false` runs left out)."""
-    from csebench.study.jobs import evaluated_jobs
-    from csebench.study.resolve import find_run, resolve_run
-
     out: dict[str, tuple[str, ...]] = {}
     order = term_order()
-    for run, seed in evaluated_jobs(params, suite):
-        if run not in out and find_run(params, suite, run)["train"]:
-            keys = resolve_run(params, suite, run, seed).objectives
+    for run, seed in suite.evaluated_jobs():
+        if run not in out and suite.trains(run):
+            keys = suite.resolve(run, seed).objectives
             out[run] = tuple(t for t in order if t in keys)
     return out
 
@@ -118,28 +115,23 @@ def paired_test(row: CombinationRow, base: CombinationRow, n_boot: int = 1000) -
     return res
 
 
-def combination_grid(params: Params, suite: str, results: str | os.PathLike | None = None,
+def combination_grid(suite: Suite, results: str | os.PathLike | None = None,
                      n_boot: int = 1000, missing_ok: bool = False) -> list[CombinationRow]:
     """Every trained, evaluated run of ``suite`` with its scores, gains and tests (SimCSE first, then by
     number of terms). ``results``: the results root (default: params' paths.results). ``missing_ok``
     (a report drawn before every run is evaluated): the seeds without an sts.json are left out, and
     no row at all while SimCSE has none (nothing to compare with)."""
-    from csebench.study.jobs import evaluated_jobs
-    from csebench.study.params import run_dir
-    from csebench.study.resolve import find_run, method_label
-
-    params = Params.of(params).with_results(results)
     rows = []
-    for run, terms in run_terms(params, suite).items():
-        seeds = [s for r, s in evaluated_jobs(params, suite) if r == run]
-        dirs = [Path(run_dir(params, suite, run, s)) for s in seeds]
+    jobs = suite.evaluated_jobs()
+    for run, terms in run_terms(suite).items():
+        seeds = [s for r, s in jobs if r == run]
+        dirs = [Path(suite.run_dir(run, s, results)) for s in seeds]
         if missing_ok:  # the seeds evaluated so far
             kept = [(s, d) for s, d in zip(seeds, dirs) if (d / "sts.json").is_file()]
             if not kept:
                 continue
             seeds, dirs = [s for s, _ in kept], [d for _, d in kept]
-        spec = find_run(params, suite, run)
-        rows.append(CombinationRow(run, spec.get("label") or method_label(params, spec["method"]), terms, seeds,
+        rows.append(CombinationRow(run, suite.label(run), terms, seeds,
                                    np.stack([read_scores(d / "sts.json") for d in dirs]),
                                    {s: str(d / "sts_pairs.npz") for s, d in zip(seeds, dirs) if (d / "sts_pairs.npz").is_file()}))
     baselines = [r for r in rows if not r.terms]
@@ -147,7 +139,7 @@ def combination_grid(params: Params, suite: str, results: str | os.PathLike | No
         return []
     if len(baselines) != 1:
         found = ", ".join(r.run for r in baselines) or "none"
-        raise DataError(f"suite {suite}: the combination grid needs exactly one trained run without objective terms "
+        raise DataError(f"suite {suite.name}: the combination grid needs exactly one trained run without objective terms "
                         f"(SimCSE) to compare with, found {found}")
     simcse = baselines[0]
     singles = {r.terms[0]: r for r in rows if len(r.terms) == 1}

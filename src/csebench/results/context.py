@@ -72,10 +72,8 @@ class Context:
         return name if self.scale == "paper" else ((self.item.demo or {}).get("suites") or {}).get(name, name)
 
     def has_run(self, ref: RunRef) -> bool:
-        from csebench.study.resolve import find_run
-
         try:
-            find_run(self.params, ref.suite, ref.run)
+            self.params.suite(ref.suite).run(ref.run)
         except ConfigError:
             return False
         return True

@@ -35,7 +35,7 @@ def files_for(metric: str, results: str, ref: RunRef, seed: int, params: Params 
     """Output files a metric of one run/seed reads (what Snakemake must build first)."""
     kind = kind_of(metric)
     if kind in RUN_FILES:
-        return [f"{run_path(params, results, ref, seed)}/{RUN_FILES[kind]}"]
+        return [f"{run_path(results, ref, seed)}/{RUN_FILES[kind]}"]
     if kind == "analysis":
         name = metric.split(":")[1]
         ext = "md" if name == "neighbours_md" else "json"
@@ -65,11 +65,9 @@ def value(metric: str, results: str, ref: RunRef, seed: int, params: Params | No
 
 
 def config_value(path: str, params: Params | None, ref: RunRef, seed: int):
-    from csebench.study.resolve import resolve_run
-
     if params is None:
         raise ConfigError(f"metric config:{path} needs params.yaml")
-    cfg = resolve_run(params, ref.suite, ref.run, seed)
+    cfg = Params.of(params).suite(ref.suite).resolve(ref.run, seed)
     top, _, rest = path.partition(".")
     obj = {"training": cfg.training.__dict__, "objectives": cfg.objectives}.get(top)
     if obj is None:
@@ -81,6 +79,4 @@ def config_value(path: str, params: Params | None, ref: RunRef, seed: int):
 
 
 def seeds_of(params: Params, ref: RunRef) -> list[int]:
-    from csebench.study.resolve import suite_seeds
-
-    return suite_seeds(params, ref.suite, ref.run)
+    return Params.of(params).suite(ref.suite).seeds(ref.run)

@@ -99,7 +99,7 @@ def front_page(results: str = "results", params: Params | None = None, reg: Regi
     reg = reg or load_registry()
     base = Path(out_path).parent if out_path else Path(results)
     suites = sorted(p.name for p in Path(results).iterdir() if (p / "README.md").is_file()) if Path(results).is_dir() else []
-    known = (params or {}).get("suites") or {}
+    known = Params.of(params).suites
     plans: dict = {}
     done: set = set()
 
@@ -107,7 +107,7 @@ def front_page(results: str = "results", params: Params | None = None, reg: Regi
         if suite not in known:
             return ""
         if suite not in plans:
-            plans[suite] = suite_plan(params, suite)
+            plans[suite] = suite_plan(known[suite])
             done.update(built_units([plans[suite]], results))
         return f"{plans[suite].gpu_hours(GPU_PEAKS['H100'], done=done):.1f}"
 

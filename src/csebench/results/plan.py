@@ -24,7 +24,7 @@ import numpy as np
 
 from csebench.model.architectures import ARCHITECTURES, generator_architecture
 from csebench.core.paths import key_dir
-from csebench.study.typed import Params
+from csebench.study.typed import Params, Suite
 
 # parameter counts (total, of which token/position embeddings) of the paper backbones, from their published
 # architecture facts (csebench.model.architectures; the pooler included, as the hub checkpoints carry it)
@@ -217,22 +217,19 @@ def _device_script_throughput(res: dict) -> dict | None:
             "large_mfu": large.get("mfu") or LARGE_BATCH_MFU}
 
 
-def suite_plan(params: Params, suite: str, n_items: int = 0, probing: bool = False) -> SuitePlan:
-    from csebench.study.jobs import (all_runs_with_teachers, eval_name, evaluated_jobs, suite_jobs, suite_data,
-        suite_evaluation, suite_mteb_tasks, teacher_jobs, trains)
-    from csebench.study.resolve import resolve_run
-
-    data = suite_data(params, suite)
+def suite_plan(suite: Suite, n_items: int = 0, probing: bool = False) -> SuitePlan:
+    data = suite.data
     corpus = CORPUS_SENTENCES.get(data, 0)  # CPU suites: no GPU cost
-    ev = eval_name(suite_evaluation(params, suite))
-    runs = all_runs_with_teachers(params, suite)
-    teachers = {t for r, s in runs for t in teacher_jobs(params, suite, r, s)}
-    training_only = set(suite_jobs(params, suite)) - set(evaluated_jobs(params, suite))  # `evaluate: false`
-    evaluation_only = {(r, s) for r, s in runs if not trains(params, suite, r)}  # `train: false`
+    ev = suite.eval_name
+    runs = suite.jobs_with_teachers()
+    teachers = {t for r, s in runs for t in suite.teacher_jobs(r, s)}
+    jobs, evaluated = suite.jobs(), suite.evaluated_jobs()
+    training_only = set(jobs) - set(evaluated)  # `evaluate: false`
+    evaluation_only = {(r, s) for r, s in runs if not suite.trains(r)}  # `train: false`
     units: dict[tuple, tuple[float, float, float]] = {}
     trained, unknown = set(), []
     for run, seed in runs:
-        cfg = resolve_run(params, suite, run, seed)
+        cfg = suite.resolve(run, seed)
         key = cfg.key()
         n = _nonemb(cfg.backbone.model) if corpus else 0.0
         if n is None:
@@ -264,22 +261,22 @@ def suite_plan(params: Params, suite: str, n_items: int = 0, probing: bool = Fal
     # train + embed + eval_sts + eval_transfer + model_card per distinct run (train and card for `evaluate: false`), a teacher
     # cache per teacher, the suite report, its items (the views of runs, local jobs of a second, not counted);
     # eval_mteb per evaluated run where the suite asks for MTEB (in the suite's own view of the run), and its MTEB table
-    mteb = len(evaluated_jobs(params, suite)) + 1 if suite_mteb_tasks(params, suite) is not None else 0
-    views = len(suite_jobs(params, suite)) + len(evaluated_jobs(params, suite))  # view_trained, view_evaluated
+    mteb = len(evaluated) + 1 if suite.mteb_tasks is not None else 0
+    views = len(jobs) + len(evaluated)  # view_trained, view_evaluated
     own = views + 2 + n_items + mteb  # + the report and metrics.json
-    return SuitePlan(suite, data, len(runs) - len(evaluation_only), len(teachers), _unit_jobs(units) + own + DATA_JOBS,
+    return SuitePlan(suite.name, data, len(runs) - len(evaluation_only), len(teachers), _unit_jobs(units) + own + DATA_JOBS,
                      sorted(set(unknown)), units, trained, len(evaluation_only), own)
 
 
 def plan(params: Params, suites: list[str]) -> list[SuitePlan]:
     from csebench.results.registry import load_registry
 
-    reg = load_registry()
+    reg, params = load_registry(), Params.of(params)
     out = []
     for suite in suites:
         items = [it for it in reg.items if it.rebuilt and suite in it.suites]
         probing = any(it.renderer == "grid" and "probing:" in json.dumps(it.layout) for it in items)
-        out.append(suite_plan(params, suite, sum(1 for it in items if it.suites[0] == suite), probing))
+        out.append(suite_plan(params.suite(suite), sum(1 for it in items if it.suites[0] == suite), probing))
     return out
 
 

@@ -12,7 +12,6 @@ from pathlib import Path
 
 from csebench.core.lazy import LazyRegistry
 from csebench.core.paths import items_root as output_root, suite_dir
-from csebench.study.params import results_root
 from csebench.results.context import SCALES, Context, Renderer
 from csebench.results.registry import MTEB, SUITE, Item, load_registry
 from csebench.study.typed import Params
@@ -70,8 +69,9 @@ def input_files(item: Item, params: Params, results: str = "results", scale: str
 
 def suites_of(files: list[str], params: Params) -> list[str]:
     """The suites whose folders (results/<suite>) the files lie in: what an item's inputs read."""
-    root = results_root(params).rstrip("/") + "/"
-    return sorted({f[len(root):].split("/")[0] for f in files if f.startswith(root)} & set(Params.of(params).suites))
+    params = Params.of(params)
+    root = params.paths.results.rstrip("/") + "/"
+    return sorted({f[len(root):].split("/")[0] for f in files if f.startswith(root)} & set(params.suites))
 
 
 def render_item(item_id: str, params: Params, results: str = "results", scale: str = "paper",

@@ -18,8 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from csebench.evaluation import PRINTED, STS_TASKS, TRANSFER_TASKS
-from csebench.study.params import run_dir
-from csebench.study.typed import Params
+from csebench.core.paths import view_dir
 
 
 @dataclass(frozen=True)
@@ -63,8 +62,9 @@ def parse_run(ref: str, default_suite: str) -> RunRef:
     return RunRef(default_suite, ref)
 
 
-def run_path(params: Params | None, results: str, ref: RunRef, seed: int) -> str:
-    return run_dir(params, ref.suite, ref.run, seed, results)
+def run_path(results: str, ref: RunRef, seed: int) -> str:
+    """The suite's view of the run (results/SUITE/runs/RUN/seedN)."""
+    return view_dir(results, ref.suite, ref.run, seed)
 
 
 # --------------------------------------------------------------------------------------- reading

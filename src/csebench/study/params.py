@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from csebench.core.errors import ConfigError
-from csebench.core.paths import check_name
+from csebench.core.paths import check_name, view_dir
 from csebench.core.schema import _suggest, check_keys, read_yaml
 from csebench.core.choices import DEV_METRICS, EVAL_PRECISIONS, POOLERS, PRECISIONS, PROJECTION_HEADS
 
@@ -402,5 +402,6 @@ def data_root(params: dict | None) -> str:
 
 
 def run_dir(params: dict | None, suite: str, run: str, seed: int, results: str | None = None) -> str:
-    """``{results}/{suite}/runs/{run}/seed{seed}``; ``results`` defaults to params' paths.results."""
-    return f"{results or results_root(params)}/{suite}/runs/{run}/seed{seed}"
+    """``{results}/{suite}/runs/{run}/seed{seed}`` (csebench.core.paths.view_dir); ``results`` defaults to params'
+    paths.results."""
+    return view_dir(results or results_root(params), suite, run, seed)

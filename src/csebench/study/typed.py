@@ -1,14 +1,16 @@
 """params.yaml as one typed object, loaded and checked once (``Params.load``), its parts named:
 
     params.paths          where prepared data, results and the shared inputs live (Paths)
-    params.data_source(n) a data source's corpus and evaluation data (DataConfig)
+    params.data_source(n) a data source's corpus and evaluation data (DataConfig); .probing_source(n)
     params.backbones      backbone name -> BackboneConfig
     params.methods        method name -> its label
-    params.suites         suite name -> Suite (its description, data source, seeds, runs' entries)
+    params.suites         suite name -> Suite (its description, data source, runs, jobs, runs resolved, folders)
     params.runs           every run by identity (csebench.study.jobs.Runs: keys and folders)
+    params.suite(n)       one Suite: .jobs(), .evaluated_jobs(), .run(r), .resolve(r, s), .run_dir(r, s), ...
 
-Code outside csebench.study holds a Params and asks for the part it needs; it never digs keys out of the
-file's mapping. The study's own functions (csebench.study.resolve, .jobs) read that mapping, as
+Code outside csebench.study holds a Params and asks for the part it needs: work on one suite takes that
+Suite, not the whole params; it never digs keys out of the file's mapping nor calls the study's functions of
+the whole params (tests/test_params_object.py checks both). The study's own functions (csebench.study.resolve, .jobs) read that mapping, as
 params.yaml writes it: a Params is one, read-only (``params["suites"]``). A changed copy (the rehearsal's
 params, a one-line run's suite, another results folder) is a new Params built from ``raw_copy()``.
 """
@@ -18,16 +20,19 @@ from __future__ import annotations
 import copy
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator
 
 from csebench.core.schema import _suggest
 from csebench.core.errors import ConfigError
 from csebench.core.paths import check_name
-from csebench.study.jobs import Runs, runs_of
-from csebench.study.params import (BackboneConfig, DataConfig, data_root, digest, load_params, results_root,
-                                   shared_dir)
-from csebench.study.resolve import backbone_config, data_config, method_label
+from csebench.study.jobs import (Runs, all_runs_with_teachers, correlation_groups, eval_name, evaluated_jobs, run_folder,
+                                 runs_of, suite_evaluation, suite_jobs, suite_mteb_tasks, suite_params, teacher_jobs,
+                                 trains)
+from csebench.study.params import (BackboneConfig, DataConfig, ProbingSourceConfig, data_root, digest, load_params,
+                                   named_backbone_model, results_root, run_dir, shared_dir, shared_senteval)
+from csebench.study.resolve import (RunConfig, backbone_config, data_config, find_run, method_label, probing_source,
+                                    resolve_run, run_info, suite_runs, suite_seeds)
 
 
 @dataclass(frozen=True)
@@ -39,8 +44,11 @@ class Paths:
 
 @dataclass(frozen=True)
 class Suite:
+    """One suite of params.yaml, answering for itself: its jobs, its runs resolved, their folders. Code outside
+    csebench.study that works on one suite takes a Suite (``params.suite(name)``), not the whole params."""
     name: str
     spec: Mapping  # the suite's entry of params.yaml
+    params: "Params" = field(default=None, compare=False, repr=False)  # the params it belongs to
 
     @property
     def description(self) -> str:
@@ -50,6 +58,83 @@ class Suite:
     def data(self) -> str | None:
         """The name of its data source."""
         return self.spec.get("data")
+
+    def jobs(self) -> list[tuple[str, int]]:
+        """Every (run name, seed) it lists."""
+        return suite_jobs(self.params, self.name)
+
+    def evaluated_jobs(self) -> list[tuple[str, int]]:
+        """Its jobs but those of runs marked `evaluate: false`."""
+        return evaluated_jobs(self.params, self.name)
+
+    def jobs_with_teachers(self) -> list[tuple[str, int]]:
+        """Its jobs and the teacher jobs they need."""
+        return all_runs_with_teachers(self.params, self.name)
+
+    def runs(self) -> list[dict]:
+        """Its run entries (name, backbone, method, train, evaluate, ...)."""
+        return suite_runs(self.params, self.name)
+
+    def run(self, name: str) -> dict:
+        """One run's entry (a clear error for a run it does not list)."""
+        return find_run(self.params, self.name, name)
+
+    def label(self, run: str) -> str:
+        """How results label a run: its own `label`, else its method's."""
+        entry = self.run(run)
+        return entry.get("label") or method_label(self.params, entry["method"])
+
+    def seeds(self, run: str | None = None) -> list[int]:
+        """Its seeds, or a run's own (a run may list its own seeds)."""
+        return suite_seeds(self.params, self.name, run)
+
+    def run_info(self, run: str, seed: int) -> dict:
+        """How a result names the run (sts.json's run_info), read without resolving it."""
+        return run_info(self.params, self.name, run, int(seed))
+
+    def trains(self, run: str) -> bool:
+        return trains(self.params, self.name, run)
+
+    def resolve(self, run: str, seed: int) -> RunConfig:
+        return resolve_run(self.params, self.name, run, int(seed))
+
+    def run_dir(self, run: str, seed: int, results: str | os.PathLike | None = None) -> str:
+        """The suite's folder of a run (a view of the run's own folder, results/runs/{key}/seed{seed}), under
+        ``results`` when given, else under the params' results folder."""
+        return run_dir(self.params, self.name, run, int(seed), None if results is None else str(results))
+
+    def run_folder(self, run: str, seed: int) -> str:
+        """The run's own folder, results/runs/{key}/seed{seed}."""
+        return run_folder(self.params, self.name, run, int(seed))
+
+    def teacher_jobs(self, run: str, seed: int) -> list[tuple[str, int]]:
+        return teacher_jobs(self.params, self.name, run, int(seed))
+
+    def correlation_groups(self, run: str, seed: int) -> dict[str, list[tuple[str, int]]]:
+        return correlation_groups(self.params, self.name, run, int(seed))
+
+    @property
+    def evaluation(self) -> dict:
+        """Its evaluation settings (csebench.study.jobs.suite_evaluation)."""
+        return suite_evaluation(self.params, self.name)
+
+    @property
+    def eval_name(self) -> str:
+        """The folder its evaluation settings give inside a run's folder (eval-fp32, ...)."""
+        return eval_name(self.evaluation)
+
+    @property
+    def mteb_tasks(self) -> list[str] | None:
+        """The MTEB tasks it opts into, None without an `mteb:` section."""
+        return suite_mteb_tasks(self.params, self.name)
+
+    def backbone(self, run: str) -> BackboneConfig:
+        """The backbone a run of it names."""
+        return backbone_config(self.params, self.run(run)["backbone"])
+
+    def params_keys(self) -> list[str]:
+        """The params.yaml keys its runs read (what a DVC stage of it declares)."""
+        return suite_params(self.params, self.name)
 
 
 class Params(Mapping):
@@ -118,7 +203,7 @@ class Params(Mapping):
 
     @property
     def suites(self) -> dict[str, Suite]:
-        return {name: Suite(name, spec or {}) for name, spec in (self._raw.get("suites") or {}).items()}
+        return {name: Suite(name, spec or {}, self) for name, spec in (self._raw.get("suites") or {}).items()}
 
     def suite(self, name: str) -> Suite:
         suites = self.suites
@@ -137,6 +222,19 @@ class Params(Mapping):
 
     def data_source(self, name: str) -> DataConfig:
         return data_config(self._raw, name)
+
+    def backbone_model(self, name: str) -> str | None:
+        """The model of the backbone called ``name`` (``minilm`` -> ``packaged:minilm``); None where it names none."""
+        return named_backbone_model(self._raw, name)
+
+    def shared_senteval(self, missing: str, other: str) -> str:
+        """The shared SentEval folder (paths.shared/senteval, $CSEBENCH_SHARED); where it is not there, a DataError
+        that begins with ``missing`` and ends with ``other``, the caller's own way to name one."""
+        return shared_senteval(self._raw, missing, other)
+
+    def probing_source(self, name: str) -> ProbingSourceConfig:
+        """Where a data source's probing-task files come from (its `probing:` entry)."""
+        return probing_source(self._raw, name)
 
     @property
     def runs(self) -> Runs:

@@ -12,26 +12,24 @@ from csebench.core.commands import (BATCH_SIZE, KEY, MODEL, NO_PROGRESS, NO_VERI
                                     option, positive_int)
 from csebench.core.errors import ConfigError, TrainingError
 from csebench.study.cli import name_run, params_of
-from csebench.study.typed import Params
+from csebench.study.typed import Params, Suite
 
 COMMANDS = Commands()
 
 
 @COMMANDS.command("prepare-corpus", "write the (sampled) training corpus", PARAMS, option("--data", required=True, help="data source name in params.yaml"), OUT)
 def cmd_prepare_corpus(args) -> None:
-    from csebench.study.resolve import data_config
     from csebench.training.data import prepare_corpus
 
-    prepare_corpus(data_config(params_of(args), args.data).corpus, args.out)
+    prepare_corpus(params_of(args).data_source(args.data).corpus, args.out)
 
 
 @COMMANDS.command("prepare-senteval", "locate or download the SentEval data", PARAMS, option("--data", required=True, help="data source name in params.yaml"),
                   OUT.but(help="folder for the pointer file ROOT (and the extracted tarball)"), out_folder=True)
 def cmd_prepare_senteval(args) -> None:
-    from csebench.study.resolve import data_config
     from csebench.training.data import prepare_senteval
 
-    prepare_senteval(data_config(params_of(args), args.data).senteval, args.out)
+    prepare_senteval(params_of(args).data_source(args.data).senteval, args.out)
 
 
 @COMMANDS.command("prepare-probing", "locate or download SentEval's probing-task files", PARAMS,
@@ -39,17 +37,14 @@ def cmd_prepare_senteval(args) -> None:
                   OUT.but(help="folder for the pointer file ROOT"),
                   option("--tasks", nargs="+", default=None, help="probing tasks (default: SentLen TreeDepth CoordInv)"), out_folder=True)
 def cmd_prepare_probing(args) -> None:
-    from csebench.study.resolve import probing_source
     from csebench.training.data import prepare_probing
 
-    prepare_probing(probing_source(params_of(args), args.data), args.out, args.tasks)
+    prepare_probing(params_of(args).probing_source(args.data), args.out, args.tasks)
 
 
-def _refuse_view(out: str, params: Params, suite: str, run: str, seed: int) -> None:
+def _refuse_view(out: str, suite: Suite, run: str, seed: int) -> None:
     """A suite's folder of a run is a view (links and relabelled copies, docs/runs.md): training there
     would leave the run's own folder, which every suite listing the run reads, behind."""
-    from csebench.study.params import run_dir
-    from csebench.study.jobs import run_folder
 
     view = os.path.join(out, "train.json")
     folder = None
@@ -57,8 +52,8 @@ def _refuse_view(out: str, params: Params, suite: str, run: str, seed: int) -> N
         from csebench.core.io import read_json
 
         folder = read_json(view).get("run_folder")  # a view's relabelled train.json names the run's folder
-    if folder is None and os.path.normpath(out) == os.path.normpath(run_dir(params, suite, run, seed)):  # not made yet
-        folder = run_folder(params, suite, run, seed)
+    if folder is None and os.path.normpath(out) == os.path.normpath(suite.run_dir(run, seed)):  # not made yet
+        folder = suite.run_folder(run, seed)
     if folder is None:
         return
     raise TrainingError(f"{out} is a suite's view of the run in {folder}: train there (--out {folder}), "
@@ -138,7 +133,6 @@ def _one_line_run(args, params: Params) -> Params:
                   NO_VERIFY, out_folder=True)
 def cmd_train(args) -> None:
     from csebench.core import distributed
-    from csebench.study.resolve import resolve_run
     from csebench.core.io import dumps_json
     from csebench.training.runlock import run_lock
 
@@ -152,17 +146,16 @@ def cmd_train(args) -> None:
         if args.seed is None:
             raise ConfigError("train: --seed is required with --suite/--run or --key")
         name_run(args, params)
-    cfg = resolve_run(params, args.suite, args.run, args.seed)
+    cfg = params.suite(args.suite).resolve(args.run, args.seed)
     if args.out is None:
         if args.suite != "cli":
             raise ConfigError("train: --out is required with --suite/--run or --key (the pipeline passes the run's folder)")
         from csebench.core.paths import key_dir
-        from csebench.study.params import results_root
 
-        args.out = key_dir(results_root(params), cfg.key(), args.seed)
+        args.out = key_dir(params.paths.results, cfg.key(), args.seed)
         logging.getLogger("csebench").info("run %s, key %s: %s", args.run, cfg.key(), args.out)
     logging.getLogger("csebench").info("hub downloads: %s", "off (HF_HUB_OFFLINE=1)" if offline() else "on")
-    _refuse_view(args.out, params, args.suite, args.run, args.seed)
+    _refuse_view(args.out, params.suite(args.suite), args.run, args.seed)
     _refuse_links_out(args.out)
     # one process per run folder (under torchrun rank 0 holds the lock: the other ranks write nothing there)
     with run_lock(args.out) if int(os.environ.get("RANK", 0)) == 0 else contextlib.nullcontext():

@@ -70,17 +70,14 @@ def cmd_rehearse(args) -> None:
                   option("--first", help="SUITE/RUN: the first suite and run of params.yaml listing this run (default: worked out)"),
                   option("names", nargs="+", help="entries of --from to show in --out"), out_folder=True)
 def cmd_view_run(args) -> None:
-    from csebench.study.resolve import run_info
     from csebench.workflow.runviews import write_view
 
     params = params_of(args)
     first = args.first
     if first is None:  # by hand: resolve every run of params.yaml (Snakemake passes --first)
-        from csebench.study.jobs import runs_of
-
-        runs = runs_of(params)
+        runs = params.runs
         first = "/".join(runs.first(runs.key(args.suite, args.run), args.seed))
-    write_view(run_info(params, args.suite, args.run, args.seed), first, args.source, args.out, args.names)
+    write_view(params.suite(args.suite).run_info(args.run, args.seed), first, args.source, args.out, args.names)
 
 
 @COMMANDS.command("dvc-yaml", "generate dvc.yaml: a stage per suite and per paper item (docs/dvc.md)", PARAMS,

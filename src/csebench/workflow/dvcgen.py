@@ -17,12 +17,10 @@ from pathlib import Path
 
 import yaml
 
-from csebench.study.jobs import suite_params
-from csebench.study.params import list_suites, results_root
 from csebench.core import paths
 from csebench.core.paths import times_record
 from csebench.core.schema import read_yaml
-from csebench.study.typed import Params
+from csebench.study.typed import Params, Suite
 
 SNAKEMAKE = "snakemake --cores all --resources gpu=1 --quiet"
 CODE = ["Snakefile", "workflow", "src/csebench"]
@@ -37,8 +35,8 @@ def config_stages(params: Params, cwd: str | Path = ".") -> dict[str, dict]:
     from csebench.results import render
     from csebench.results.registry import load_registry
 
-    out = {}
-    for suite in list_suites(params):
+    params, out = Params.of(params), {}
+    for suite in params.suites:
         path = Path(cwd) / "config" / f"{suite}.yaml"
         cfg = read_yaml(path) if path.is_file() else None
         if not cfg or cfg.get("suites") != [suite]:
@@ -46,7 +44,7 @@ def config_stages(params: Params, cwd: str | Path = ".") -> dict[str, dict]:
         read = [suite]
         if cfg.get("reproduce") == "demo":
             for item in load_registry().built("demo"):  # what results.smk builds for `reproduce: demo`
-                read += render.suites_of(render.input_files(item, params, results_root(params), "demo"), params)
+                read += render.suites_of(render.input_files(item, params, params.paths.results, "demo"), params)
         out[suite] = {"config": f"config/{suite}.yaml", "suites": list(dict.fromkeys(read))}
     return out
 
@@ -56,9 +54,9 @@ def paper_items(params: Params) -> list[tuple[str, object, list[str]]]:
     from csebench.results import render
     from csebench.results.registry import load_registry
 
-    out = []
+    params, out = Params.of(params), []
     for item in load_registry().built("paper"):
-        files = render.input_files(item, params, results_root(params), "paper")
+        files = render.input_files(item, params, params.paths.results, "paper")
         out.append((item.id.replace("/", "-"), item, render.suites_of(files, params)))
     return out
 
@@ -74,23 +72,24 @@ def group_record(path: str) -> str:
 def build_dvc_yaml(params: Params, cwd: str | Path = ".") -> dict:
     from csebench.results import render
 
-    results = results_root(params)
+    params = Params.of(params)
+    results, every = params.paths.results, params.suites
     configs = config_stages(params, cwd)
     own = {s for c in configs.values() for s in c["suites"]}
-    suites = [s for s in list_suites(params) if s not in own]
+    suites = [s for s in every if s not in own]
     stages: dict[str, dict] = {}
     for name, c in configs.items():  # make demo's command (front page aside: the front-page stage's)
         stages[name] = {
             "cmd": f"{SNAKEMAKE} --configfile {c['config']} --config front_page=false",
             "deps": [*CODE, c["config"]],
-            "params": list(dict.fromkeys(p for s in c["suites"] for p in suite_params(params, s))),
+            "params": list(dict.fromkeys(p for s in c["suites"] for p in every[s].params_keys())),
             "outs": [o for s in c["suites"] for o in suite_outs(results, s)],
         }
     for suite in suites:  # a stage per suite: each lists the params its runs read, which `foreach` cannot give
         stages[f"suite-{suite}"] = {
             "cmd": f"{SNAKEMAKE} --config 'suites=[{suite}]' reproduce=none front_page=false",
             "deps": CODE,
-            "params": suite_params(params, suite),
+            "params": every[suite].params_keys(),
             "outs": suite_outs(results, suite),
         }
     item_outs = []
@@ -103,7 +102,7 @@ def build_dvc_yaml(params: Params, cwd: str | Path = ".") -> dict:
         stages[name] = {
             "cmd": f"{SNAKEMAKE} --config reproduce=paper plan=false -- {outs[0]}",
             "deps": CODE,
-            "params": list(dict.fromkeys(p for s in read for p in suite_params(params, s))) or list(SHARED_PARAMS),
+            "params": list(dict.fromkeys(p for s in read for p in every[s].params_keys())) or list(SHARED_PARAMS),
             "outs": outs,
         }
     stages["front-page"] = {  # every suite and item: params.yaml as a whole
@@ -114,7 +113,7 @@ def build_dvc_yaml(params: Params, cwd: str | Path = ".") -> dict:
     all_suites = [s for c in configs.values() for s in c["suites"]] + suites
     return {"stages": stages,
             "metrics": [paths.suite_metrics(results, s) for s in all_suites],
-            "plots": [entry for s in configs for entry in dvc_plots_spec_for_suite(params, s)]
+            "plots": [entry for s in configs for entry in dvc_plots_spec_for_suite(every[s])]
             + [{paths.suite_figure(results, s, "training_curves"): {}} for s in suites]}
 
 
@@ -143,14 +142,11 @@ def dvc_plots_spec(run_dirs: list[str], suite: str, figures: list[str] | None = 
     return spec + [{f: {}} for f in figures or []]
 
 
-def dvc_plots_spec_for_suite(params: Params, suite: str) -> list[dict]:
-    from csebench.study.jobs import suite_jobs, trains
-    from csebench.study.params import run_dir
-
-    jobs = suite_jobs(params, suite)
-    return dvc_plots_spec([run_dir(params, suite, run, seed) for run, seed in jobs], suite,
-                          [paths.suite_figure(results_root(params), suite, "training_curves")],
-                          [run_dir(params, suite, run, seed) for run, seed in jobs if trains(params, suite, run)])
+def dvc_plots_spec_for_suite(suite: Suite) -> list[dict]:
+    jobs = suite.jobs()
+    return dvc_plots_spec([suite.run_dir(run, seed) for run, seed in jobs], suite.name,
+                          [paths.suite_figure(suite.params.paths.results, suite.name, "training_curves")],
+                          [suite.run_dir(run, seed) for run, seed in jobs if suite.trains(run)])
 
 
 class _NoAliases(yaml.SafeDumper):

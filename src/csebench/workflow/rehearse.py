@@ -39,7 +39,6 @@ from pathlib import Path
 
 from csebench.model.architectures import architecture
 from csebench.study.params import deep_merge, digest
-from csebench.study.resolve import resolve_run, suite_runs
 from csebench.core.errors import ConfigError, TrainingError
 from csebench.study.typed import Params
 
@@ -77,13 +76,12 @@ class Distinct:
 
 def distinct_runs(params: Params, suites: list[str]) -> list[Distinct]:
     """The target's runs (teachers included) grouped by what they compute, seed and learning rate left out."""
-    from csebench.study.jobs import all_runs_with_teachers, evaluated_jobs
-
     groups: dict[str, Distinct] = {}
     for suite in suites:
-        evaluated = set(evaluated_jobs(params, suite))
-        for run, seed in all_runs_with_teachers(params, suite):
-            cfg = resolve_run(params, suite, run, seed)
+        of = params.suite(suite)
+        evaluated = set(of.evaluated_jobs())
+        for run, seed in of.jobs_with_teachers():
+            cfg = of.resolve(run, seed)
             ident = cfg.identity(seed=False)
             ident["training"].pop("learning_rate", None)
             d = groups.setdefault(digest(ident), Distinct(cfg.key(), [], cfg.backbone.model, cfg.train))
@@ -117,8 +115,8 @@ def rehearsal_params(params: Params, suites: list[str], corpus: Path, probing: P
     for suite in suites:
         spec = {k: copy.deepcopy(v) for k, v in params.suites[suite].spec.items() if k not in ("backbones", "methods", "runs")}
         runs = []
-        for run in suite_runs(params, suite):
-            cfg = resolve_run(params, suite, run["name"], 0)
+        for run in params.suites[suite].runs():
+            cfg = params.suites[suite].resolve(run["name"], 0)
             run = {k: v for k, v in run.items() if k != "name" and not (k in ("evaluate", "train") and v is True)}
             distill = cfg.objectives.get("distillation")
             ranks = bool(distill and distill.get("shuffle") == "rank_range")
@@ -219,14 +217,12 @@ def _stop_after_checkpoint(cfg, corpus, senteval, out, cache, teachers) -> int:
 class Rehearsal:
     def __init__(self, main, params: Params, suites: list[str], out: Path, params_file: Path, senteval: str,
                  corpus: Path, probing: Path, depth: int | None = DEPTH):
-        from csebench.study.jobs import eval_name, suite_evaluation
-
         self.main = main  # csebench.cli.main: every step is the command a user would type
         self.rp, self.suites, self.out, self.pfile = params, suites, out, params_file
         self.senteval, self.corpus, self.probing, self.depth = senteval, corpus, probing, depth
         self.cache = str(out / "data" / "cache")
         self.trained: dict[tuple[str, int], Path] = {}  # (rehearsal key, seed) -> run folder
-        self.ev = {s: eval_name(suite_evaluation(params, s)) for s in suites}
+        self.ev = {s: params.suite(s).eval_name for s in suites}
         self.steps: dict[str, int] = {}
         self.transfer_kinds: set[tuple] = set()
         self.reused = 0
@@ -246,9 +242,7 @@ class Rehearsal:
             raise TrainingError(f"{err.getvalue().strip()} [csebench {' '.join(full)}]")
 
     def key(self, suite: str, run: str) -> str:
-        from csebench.study.jobs import runs_of
-
-        return runs_of(self.rp).key(suite, run)
+        return self.rp.runs.key(suite, run)
 
     def folder(self, suite: str, run: str, seed: int) -> Path:
         """The run's folder, named by its key under the rehearsal's settings (so a rerun with other sizes
@@ -258,20 +252,19 @@ class Rehearsal:
     def train(self, suite: str, run: str, seed: int, resume: bool = False) -> Path:
         """Train (suite, run, seed) once (its teachers and their caches first); ``resume``: stop after the
         first checkpoint and resume, as a killed and rerun job does."""
-        from csebench.study.jobs import (teacher_jobs)
-
         k = (self.key(suite, run), int(seed))
         if k in self.trained and any((self.trained[k] / "model").glob("*.safetensors")):
             return self.trained[k]
-        cfg = resolve_run(self.rp, suite, run, seed)
+        of = self.rp.suite(suite)
+        cfg = of.resolve(run, seed)
         from csebench.model.standins import active, depth_for
 
         teachers = []
-        for t, ts in teacher_jobs(self.rp, suite, run, seed):
+        for t, ts in of.teacher_jobs(run, seed):
             folder = self.train(suite, t, ts)
             cache = folder / "teacher" / "embeddings.npy"
             if not cache.is_file():
-                tcfg = resolve_run(self.rp, suite, t, ts)
+                tcfg = of.resolve(t, ts)
                 self.cli("teacher-cache", "--model", folder / "model", "--corpus", self.corpus, "--out", cache,
                          "--max-seq-length", tcfg.training.max_seq_length, "--cache-dir", self.cache, params=False)
             teachers.append(str(cache))
@@ -349,9 +342,7 @@ class Rehearsal:
         return ev
 
     def card(self, suite: str, run: str, seed: int, folder: Path, evaluated: bool) -> None:
-        from csebench.study.params import run_dir
-
-        view = Path(run_dir(self.rp, suite, run, seed))
+        view = Path(self.rp.suite(suite).run_dir(run, seed))
         first = ["--first", f"{suite}/{run}"]
         self.cli("view-run", "--suite", suite, "--run", run, "--seed", seed, *first, "--from", folder, "--out", view,
                  "train.json", "train_curve.csv", "dev_curve.csv", "model")
@@ -376,9 +367,7 @@ def target_extras(params: Params, suites: list[str]) -> tuple[dict, list]:
     {(suite, run, seed): [analysis or "probing", ...]} and [(suite, "ensemble_sts" | suite analysis, run)]."""
     from csebench.results import render
     from csebench.results.registry import load_registry
-    from csebench.study.params import results_root
-
-    root = results_root(params)
+    root = params.paths.results
     per_run: dict[tuple[str, str, int], list[str]] = {}
     other: list[tuple[str, str, str | None]] = []
     for item in load_registry().items:
@@ -409,9 +398,8 @@ class Analyses:
         self.r, self.folder_of = r, folder_of  # folder_of(suite, run, seed) -> the rehearsed folder standing for it
 
     def run(self, suite: str, run: str, seed: int, name: str, folder: Path) -> None:
-        from csebench.study.jobs import (correlation_groups, teacher_jobs)
-
         r, ev = self.r, folder / self.r.ev[suite]
+        of = r.rp.suite(suite)
         model, out = folder / "model", ev / "analysis" / f"{name}.json"
         if out.is_file() or name == "probing":  # probing: made by Rehearsal.evaluate
             return
@@ -428,12 +416,12 @@ class Analyses:
                   ANALYSIS["buffer_size"], "--k", ANALYSIS["neighbours_k"], "--n-queries", ANALYSIS["neighbour_queries"],
                   "--out", out, "--markdown", out.with_suffix(".md"), params=False)
         elif name == "distill_loss":
-            teachers = [a for t, s in teacher_jobs(r.rp, suite, run, seed)
+            teachers = [a for t, s in of.teacher_jobs(run, seed)
                         for a in ("--teacher", self.folder_of(suite, t, s) / "model")]
             r.cli("analyze", "distill_loss", "--model", model, *teachers, "--corpus", r.corpus, "--senteval", r.senteval,
                   *label, "--out", out, params=False)
         elif name == "model_correlation":
-            groups = correlation_groups(r.rp, suite, run, seed)
+            groups = of.correlation_groups(run, seed)
             flags = []
             for flag, jobs in (("--self-teacher", groups["self_teacher"]), ("--other-teachers", groups["other_teachers"]),
                                ("--other-students", groups["other_students"])):
@@ -446,22 +434,20 @@ class Analyses:
             raise ConfigError(f"rehearse: no rehearsal of the analysis '{name}'")
 
     def suite(self, suite: str, name: str, run: str | None) -> Path:
-        from csebench.study.jobs import (evaluated_jobs, suite_jobs,
-            teacher_jobs)
-
         r = self.r
+        of = r.rp.suite(suite)
         out = r.out / "results" / suite / "analysis"
         if (out / (f"{run}/ensemble_sts.json" if name == "ensemble_sts" else f"{name}.json")).is_file():
             return out
         if name == "ensemble_sts":  # every evaluated seed of the run: a seed rehearsed only as a teacher is evaluated now
-            seeds = [s for x, s in evaluated_jobs(r.rp, suite) if x == run]
+            seeds = [s for x, s in of.evaluated_jobs() if x == run]
             tables = list(dict.fromkeys(str(r.evaluate(suite, run, s, self.folder_of(suite, run, s), probing=False)
                                             / "embeddings.npz") for s in seeds))
             r.cli("analyze", "ensemble_sts", "--embeddings", *tables, "--senteval", r.senteval, "--label",
                   f"{run} ensemble", "--out", out / run / "ensemble_sts.json", params=False)
         elif name == "topk_negatives":
-            chosen = ((_config_analysis().get("topk_negatives") or {}).get("model") or f"run:{suite_jobs(r.rp, suite)[0][0]}")[len("run:"):]
-            seed = next(s for x, s in suite_jobs(r.rp, suite) if x == chosen)
+            chosen = ((_config_analysis().get("topk_negatives") or {}).get("model") or f"run:{of.jobs()[0][0]}")[len("run:"):]
+            seed = next(s for x, s in of.jobs() if x == chosen)
             r.cli("analyze", "topk_negatives", "--model", self.folder_of(suite, chosen, seed) / "model", "--corpus",
                   r.corpus, "--label", f"{chosen} seed {seed}", "--batch-sizes", *ANALYSIS["topk_batch_sizes"],
                   "--repeats", ANALYSIS["topk_repeats"], "--pool-size", ANALYSIS["topk_pool_size"],
@@ -469,7 +455,7 @@ class Analyses:
                   params=False)
         elif name == "teacher_logits":
             teacher = (_config_analysis().get("teacher_logits") or {}).get("run")
-            seeds = sorted({s for x, sd in suite_jobs(r.rp, suite) for t, s in teacher_jobs(r.rp, suite, x, sd) if t == teacher})
+            seeds = sorted({s for x, sd in of.jobs() for t, s in of.teacher_jobs(x, sd) if t == teacher})
             models = [a for s in seeds for a in ("--teacher", self.folder_of(suite, teacher, s) / "model")]
             r.cli("analyze", "teacher_logits", *models, "--corpus", r.corpus, "--senteval", r.senteval,
                   "--logit-batch-size", ANALYSIS["logit_batch_size"], "--n-batches", ANALYSIS["logit_batches"],
@@ -543,7 +529,6 @@ def rehearse(main, selection: Selection, out: str | Path = "results/rehearsal", 
 
     import yaml
 
-    from csebench.study.params import shared_dir
     from csebench.core.corpus import read_corpus
     from csebench.core.io import write_text
     from csebench.model.standins import activate
@@ -552,7 +537,7 @@ def rehearse(main, selection: Selection, out: str | Path = "results/rehearsal", 
     params, suites, groups, listed, total = (selection.params, selection.suites, selection.groups, selection.listed,
                                              selection.total)
     out = Path(out).resolve()
-    shared = Path(shared_dir(params)).resolve()
+    shared = Path(params.paths.shared).resolve()
     demo = shared / "corpus" / "demo-sentences.txt"
     corpus = write_corpus(demo, out / "data" / "corpus.txt")
     probing = write_probing(read_corpus(corpus), out / "data" / "probing")
@@ -650,18 +635,18 @@ def _one_line(exc: BaseException) -> str:
 def model_readers(params: Params, suites: list[str], per_run: dict, suite_extras: list) -> set[tuple[str, str]]:
     """(suite, run) of every run whose model a later job reads: teachers (their caches, distill-loss, teacher
     logits), the runs a model-correlation compares, the model of topk-negatives."""
-    from csebench.study.jobs import all_runs_with_teachers, correlation_groups, suite_jobs, teacher_jobs
-
     out = set()
     for suite in suites:
-        for run, seed in all_runs_with_teachers(params, suite):
-            out |= {(suite, t) for t, _ in teacher_jobs(params, suite, run, seed)}
+        of = params.suite(suite)
+        for run, seed in of.jobs_with_teachers():
+            out |= {(suite, t) for t, _ in of.teacher_jobs(run, seed)}
     for (suite, run, seed), names in per_run.items():
         if "model_correlation" in names:
-            out |= {(suite, r) for jobs in correlation_groups(params, suite, run, seed).values() for r, _ in jobs}
+            out |= {(suite, r) for jobs in params.suite(suite).correlation_groups(run, seed).values() for r, _ in jobs}
     for suite, name, _ in suite_extras:
         if name == "topk_negatives":
-            out.add((suite, ((_config_analysis().get("topk_negatives") or {}).get("model") or f"run:{suite_jobs(params, suite)[0][0]}")[len("run:"):]))
+            first = params.suite(suite).jobs()[0][0]
+            out.add((suite, ((_config_analysis().get("topk_negatives") or {}).get("model") or f"run:{first}")[len("run:"):]))
     return out
 
 
@@ -683,9 +668,7 @@ def drop_weights(folder: Path) -> None:
 
 
 def _evaluated(params: Params, suite: str) -> set:
-    from csebench.study.jobs import evaluated_jobs
-
-    return set(evaluated_jobs(params, suite))
+    return set(params.suite(suite).evaluated_jobs())
 
 
 def report(o: Outcome) -> str:

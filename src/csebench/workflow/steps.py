@@ -11,11 +11,10 @@ import os
 import sys
 from pathlib import Path
 
-from csebench.study.resolve import find_run
 from csebench.core import paths
 from csebench.core.errors import CsebenchError
-from csebench.study.jobs import Runs, trains
-from csebench.study.typed import Params
+from csebench.study.jobs import Runs
+from csebench.study.typed import Suite
 
 _LOCKING: list = [None]
 
@@ -158,26 +157,24 @@ def find_cli(uses_conda: bool) -> None:
                       "`make setup` creates it), or install the package (`pip install -e .`)")
 
 
-def trains_from_hub(params: Params, suite: str, run: str) -> bool:
+def trains_from_hub(suite: Suite, run: str) -> bool:
     """The run reads its backbone (model or tokenizer) from the Hugging Face hub: the fetch_backbone job
     downloads it on the submitting host first (csebench.study.fetch)."""
-    from csebench.study.resolve import backbone_config
     from csebench.study.fetch import hub_id
 
-    bb = backbone_config(params, find_run(params, suite, run)["backbone"])
+    bb = suite.backbone(run)
     return hub_id(bb.model) or hub_id(bb.tokenizer)
 
 
-def hub_generators(params: Params, suite: str, run: str, seed: int) -> list[str]:
+def hub_generators(suite: Suite, run: str, seed: int) -> list[str]:
     """The hub models a run's terms load besides its backbone (DiffCSE's generator), as data/generators/ note
     names (csebench.study.fetch.note_name): the fetch_generator job downloads each on the submitting host first."""
-    from csebench.study.resolve import resolve_run
     from csebench.study.fetch import hub_id, note_name
     from csebench.objectives import generators
 
-    if not trains(params, suite, run):
+    if not suite.trains(run):
         return []
-    return [note_name(g) for g in generators(resolve_run(params, suite, run, seed).objectives) if hub_id(g)]
+    return [note_name(g) for g in generators(suite.resolve(run, seed).objectives) if hub_id(g)]
 
 
 def offline_if_submitted(is_main_process: bool) -> None:

@@ -45,10 +45,8 @@ def run(ctx) -> dict:
 
 
 def pipeline(job) -> None:
-    from csebench.study.jobs import teacher_jobs
-
     suite, run = job.first_listed()
-    teachers = teacher_jobs(job.params, suite, run, int(job.seed))  # a student's teachers are part of the run
+    teachers = job.params.suite(suite).teacher_jobs(run, job.seed)  # a student's teachers are part of the run
     job.model(), job.run_models(teachers, name="teacher"), job.corpus(), job.senteval(), job.label()
 
 

@@ -68,10 +68,8 @@ def check(args) -> None:
 
 
 def pipeline(job) -> None:
-    from csebench.study.jobs import correlation_groups
-
     job.view_models([(job.run, int(job.seed))])
-    for group, jobs in correlation_groups(job.params, job.suite, job.run, int(job.seed)).items():
+    for group, jobs in job.params.suite(job.suite).correlation_groups(job.run, job.seed).items():
         job.view_models(jobs, name=group)
     job.senteval()
 

@@ -41,11 +41,9 @@ def run(ctx) -> dict:
 
 
 def pipeline(job) -> None:
-    from csebench.study.jobs import teacher_jobs
-
-    runs = job.runs()
+    runs, suite = job.runs(), job.params.suite(job.suite)
     names = [r for r, _ in runs]
-    distill = sorted((teacher_jobs(job.params, job.suite, r, s) for r, s in runs), key=len)
+    distill = sorted((suite.teacher_jobs(r, s) for r, s in runs), key=len)
     run = job.settings.run or (distill[-1][0][0] if distill and distill[-1] else ("simcse" if "simcse" in names else names[0]))
     seeds = job.settings.seeds or sorted({s for t in distill for r, s in t if r == run}) or [s for r, s in runs if r == run]
     job.view_models([(run, int(s)) for s in seeds], name="teacher")

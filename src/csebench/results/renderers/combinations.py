@@ -15,10 +15,9 @@ from csebench.results.combinations import COLUMNS, CombinationRow, combination_g
 from csebench.core.io import save_png, write_csv, write_text
 from csebench.core.provenance import mixed_note
 from csebench.core.stats import TestResult
-from csebench.study.jobs import evaluated_jobs
 from csebench.results.context import Context, Renderer
 from csebench.results.plotting import placeholder, pyplot
-from csebench.results.runs import RunRef, run_path
+from csebench.results.runs import RunRef
 from csebench.results.tables import DASH, Table, csv_number, fmt, fmt_p, latex_escape, ours_text
 
 STUDY = "A study of csebench's own beyond the papers (no paper prints these numbers): no published values."
@@ -26,22 +25,22 @@ STUDY = "A study of csebench's own beyond the papers (no paper prints these numb
 
 def inputs(ctx: Context) -> list[str]:
     """sts.json (and sts_pairs.npz, for the one-seed bootstrap) of every evaluated, trained run."""
-    suite = ctx.suite()
-    if suite not in ctx.params.suites:
+    suite = ctx.params.suites.get(ctx.suite())
+    if suite is None:
         return []
-    runs = run_terms(ctx.params, suite)
-    return [f"{run_path(ctx.params, ctx.results, RunRef(suite, r), s)}/{name}"
-            for r, s in evaluated_jobs(ctx.params, suite) if r in runs for name in ("sts.json", "sts_pairs.npz")]
+    runs = run_terms(suite)
+    return [f"{suite.run_dir(r, s, ctx.results)}/{name}"
+            for r, s in suite.evaluated_jobs() if r in runs for name in ("sts.json", "sts_pairs.npz")]
 
 
 def _grid(ctx: Context) -> tuple[list[CombinationRow], list[str]]:
     """(the rows evaluated so far, the runs not yet evaluated)."""
-    suite = ctx.suite()
-    if suite not in ctx.params.suites:
+    suite = ctx.params.suites.get(ctx.suite())
+    if suite is None:
         return [], []
-    rows = combination_grid(ctx.params, suite, ctx.results, ctx.n_boot, missing_ok=True)
+    rows = combination_grid(suite, ctx.results, ctx.n_boot, missing_ok=True)
     done = {r.run for r in rows}
-    return rows, [f"{suite}/{r}" for r in run_terms(ctx.params, suite) if r not in done]
+    return rows, [f"{suite.name}/{r}" for r in run_terms(suite) if r not in done]
 
 
 def _p(test: TestResult | None) -> str:

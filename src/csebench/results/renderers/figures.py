@@ -124,7 +124,7 @@ def render_sweep(ctx: Context) -> list:
 # ---------------------------------------------------------------------------------------- curves
 
 def _curve_files(ctx: Context, ref: RunRef) -> list[tuple[int, str, str]]:
-    dirs = [(s, run_path(ctx.params, ctx.results, ref, s)) for s in ctx.seeds(ref)]
+    dirs = [(s, run_path(ctx.results, ref, s)) for s in ctx.seeds(ref)]
     return [(s, f"{d}/train_curve.csv", f"{d}/dev_curve.csv") for s, d in dirs]
 
 

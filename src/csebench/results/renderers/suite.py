@@ -23,9 +23,8 @@ from csebench.results.pages import suite_readme
 from csebench.results.plotting import plot_curve, pyplot, placeholder
 from csebench.results.published import Published, for_run
 from csebench.results.context import Context, Renderer
-from csebench.results.runs import KINDS, RunRef, RunResult, mean_std, run_path, same_run_text, seed_of_folder
+from csebench.results.runs import KINDS, RunResult, mean_std, same_run_text, seed_of_folder
 from csebench.results.tables import DASH, Table, csv_number, delta, fmt, fmt_p, latex_escape, ours_text
-from csebench.study.jobs import suite_jobs
 
 log = logging.getLogger(__name__)
 
@@ -35,15 +34,12 @@ BASELINE_METHOD = "simcse"
 def records(ctx: Context, kind: str) -> list[RunResult]:
     """The ``kind`` result of every evaluated run and seed of the suite that exists, its identity
     (suite, run, seed) from params.yaml, method and backbone from run_info (else params.yaml)."""
-    from csebench.study.resolve import find_run
-    from csebench.study.jobs import evaluated_jobs
-
-    suite, out = _suite(ctx), []
-    for run, seed in evaluated_jobs(ctx.params, suite):
-        r = RunResult.from_disk(f"{run_path(ctx.params, ctx.results, RunRef(suite, run), seed)}/{kind}.json", kind)
+    suite, out = ctx.params.suite(_suite(ctx)), []
+    for run, seed in suite.evaluated_jobs():
+        r = RunResult.from_disk(f"{suite.run_dir(run, seed, ctx.results)}/{kind}.json", kind)
         if r is not None:
-            spec = find_run(ctx.params, suite, run)
-            r.info.update(suite=suite, name=run, seed=seed)
+            spec = suite.run(run)
+            r.info.update(suite=suite.name, name=run, seed=seed)
             for key in ("method", "backbone"):
                 r.info[key] = r.info.get(key) or spec[key]
             out.append(r)
@@ -382,11 +378,9 @@ def glance_rows(rows: list[Row]) -> list[list[str]]:
 
 def suite_inputs(ctx: Context) -> list[str]:
     """sts.json, sts_pairs.npz and transfer.json of every evaluated run and seed, the curves of all."""
-    from csebench.study.jobs import evaluated_jobs
-
-    suite = _suite(ctx)
-    evaluated = [run_path(ctx.params, ctx.results, RunRef(suite, r), s) for r, s in evaluated_jobs(ctx.params, suite)]
-    every = [run_path(ctx.params, ctx.results, RunRef(suite, r), s) for r, s in suite_jobs(ctx.params, suite)]
+    suite = ctx.params.suite(_suite(ctx))
+    evaluated = [suite.run_dir(r, s, ctx.results) for r, s in suite.evaluated_jobs()]
+    every = [suite.run_dir(r, s, ctx.results) for r, s in suite.jobs()]
     return [f"{d}/{name}" for name, dirs in (("sts.json", evaluated), ("sts_pairs.npz", evaluated), ("transfer.json", evaluated),
                                              ("train_curve.csv", every), ("dev_curve.csv", every)) for d in dirs]
 
