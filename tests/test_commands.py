@@ -42,6 +42,17 @@ def handlers(parser) -> set[tuple[str, str]]:
     return out
 
 
+def test_help_lists_the_commands_in_the_pipelines_order():
+    """Fetching and the study's views first, then training, evaluation, analysis, results, sharing, the workflow."""
+    names = [c.name for c in declared_commands()]
+    order = ["fetch-backbone", "prepare-corpus", "train", "embed", "eval-sts", "analyze", "results", "model-card", "push",
+             "rehearse"]
+    assert [n for n in names if n in order] == order
+    help_text = build_parser().format_help()
+    assert help_text.index(" fetch-backbone ") < help_text.index(" train ") < help_text.index(" eval-sts ") < \
+        help_text.index(" analyze ") < help_text.index(" rehearse ")
+
+
 def test_every_handler_is_a_declared_command():
     """Each cmd_* function of a package's cli module is the handler of a command of the parser."""
     modules = sorted(SRC.glob("*/cli.py"))

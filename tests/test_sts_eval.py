@@ -10,8 +10,6 @@ from runhelpers import SHARED, assert_fails
 
 def _write_fixture(root):
     """A hand-made SentEval tree: one pair per subset with known similarity order."""
-    rng = np.random.default_rng(0)
-    gold_all = {}
     for task, subsets in STS_SUBSETS.items():
         d = root / "STS" / f"{task}-en-test"
         d.mkdir(parents=True)

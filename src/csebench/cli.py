@@ -43,12 +43,11 @@ def _setup_logging(verbose: bool) -> None:
 
 def declared_commands() -> list[Command]:
     """Every package's commands: the ``COMMANDS`` of each ``csebench.<package>.cli`` (csebench.core.commands), the
-    packages in alphabetical order. A new command is a handler in its package's cli module; a package that starts
-    declaring commands is found by its cli module, without a list here."""
-    out: list[Command] = []
-    for info in pkgutil.iter_modules(csebench.__path__):
-        if info.ispkg and importlib.util.find_spec(f"csebench.{info.name}.cli") is not None:
-            out += importlib.import_module(f"csebench.{info.name}.cli").COMMANDS
+    packages in the pipeline's order their ``COMMANDS.stage`` gives. A new command is a handler in its package's
+    cli module; a package that starts declaring commands is found by its cli module, without a list here."""
+    found = [importlib.import_module(f"csebench.{info.name}.cli").COMMANDS for info in pkgutil.iter_modules(csebench.__path__)
+             if info.ispkg and importlib.util.find_spec(f"csebench.{info.name}.cli") is not None]
+    out: list[Command] = [c for commands in sorted(found, key=lambda cs: cs.stage) for c in commands]
     names = [c.name for c in out]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:

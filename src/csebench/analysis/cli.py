@@ -15,7 +15,7 @@ import os
 from csebench.core.commands import NO_VERIFY, PARAMS, Commands, add_options, option
 from csebench.analysis import ANALYSES
 
-COMMANDS = Commands()
+COMMANDS = Commands(stage=40)
 
 
 def _build_analyze(parser) -> None:

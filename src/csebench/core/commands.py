@@ -3,7 +3,7 @@
     @COMMANDS.command("eval-sts", "STS12-16, STS-B, SICK-R (Spearman x100)", PARAMS, EVAL_ENCODING, MODEL, ...)
     def cmd_eval_sts(args): ...
 
-A package's ``cli`` module holds its commands (``COMMANDS = Commands()``, its handlers decorated with
+A package's ``cli`` module holds its commands (``COMMANDS = Commands(stage=N)``, its handlers decorated with
 ``@COMMANDS.command``); csebench.cli builds the parser from every package's, so `csebench --help` lists every
 command with its one-line summary, and adding a command is its handler (and its test), beside its package.
 An option is declared once (``option``) and shared by the commands that take it, in groups (tuples).
@@ -67,7 +67,14 @@ class Command:
 
 class Commands(list):
     """A package's commands, in the order its module declares them: each package with commands has a ``cli``
-    module whose ``COMMANDS = Commands()`` holds them (csebench.cli builds the parser from every package's)."""
+    module whose ``COMMANDS = Commands(stage=N)`` holds them (csebench.cli builds the parser from every package's).
+    ``stage``: where the package's commands come in `csebench --help`, the pipeline's order (the study's 10,
+    training 20, evaluation 30, analysis 40, results 50, sharing 60, the workflow's 70); a package that gives none
+    comes last."""
+
+    def __init__(self, stage: int = 100):
+        super().__init__()
+        self.stage = stage
 
     def command(self, name: str, summary: str, *options, build: Callable | None = None, out_folder: bool = False,
                 writes: bool = True, also_writes: Callable | None = None):

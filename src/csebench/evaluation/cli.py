@@ -14,7 +14,7 @@ from csebench.core.choices import EVAL_PRECISIONS
 from csebench.core.errors import ConfigError, DataError
 from csebench.study.cli import name_run, params_of
 
-COMMANDS = Commands()
+COMMANDS = Commands(stage=30)
 
 
 def classifier_options(cap: str) -> tuple:

@@ -12,7 +12,7 @@ from csebench.core.commands import OUT, PARAMS, Command, Commands, option
 from csebench.study.cli import params_of
 
 log = logging.getLogger("csebench")
-COMMANDS = Commands()
+COMMANDS = Commands(stage=50)
 
 
 def _results_folder(args) -> list[tuple[str, bool]]:

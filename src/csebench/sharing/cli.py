@@ -8,7 +8,7 @@ import os
 
 from csebench.core.commands import Commands, option
 
-COMMANDS = Commands()
+COMMANDS = Commands(stage=60)
 
 
 def run_model_folder(args) -> list[tuple[str, bool]]:

@@ -11,7 +11,7 @@ from csebench.core.errors import ConfigError
 from csebench.study.jobs import suite_jobs
 from csebench.study.typed import Params
 
-COMMANDS = Commands()
+COMMANDS = Commands(stage=10)
 
 
 def params_of(args) -> Params:

@@ -14,7 +14,7 @@ from csebench.core.errors import ConfigError, TrainingError
 from csebench.study.cli import name_run, params_of
 from csebench.study.typed import Params, Suite
 
-COMMANDS = Commands()
+COMMANDS = Commands(stage=20)
 
 
 @COMMANDS.command("prepare-corpus", "write the (sampled) training corpus", PARAMS, option("--data", required=True, help="data source name in params.yaml"), OUT)

@@ -11,7 +11,7 @@ from csebench.core.commands import OUT, PARAMS, Commands, option, positive_int
 from csebench.core.errors import TrainingError
 from csebench.study.cli import params_of
 
-COMMANDS = Commands()
+COMMANDS = Commands(stage=70)
 
 
 def _depth(text: str) -> int | None:
