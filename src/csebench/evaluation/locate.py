@@ -24,9 +24,10 @@ def _located(pointer_or_dir: str | os.PathLike, inner: str, what: str) -> Path:
 
 def senteval_root(pointer_or_dir: str | os.PathLike) -> Path:
     """Accept a prepared pointer folder (with ROOT) or a SentEval folder directly."""
-    if (Path(pointer_or_dir) / "ROOT").is_file():
-        read_source(Path(pointer_or_dir) / SOURCE_FILE)  # extracted from the hub's senteval.tar: at which commit
-    return _located(pointer_or_dir, "downstream", "SentEval data")
+    p = Path(pointer_or_dir)
+    if (p / "ROOT").is_file():
+        read_source(p / SOURCE_FILE)  # extracted from the hub's senteval.tar: at which commit
+    return _located(p, "downstream", "SentEval data")
 
 
 def probing_root(pointer_or_dir: str | os.PathLike) -> Path:

@@ -330,7 +330,7 @@ def resolve_run(params: dict, suite: str, run_name: str, seed: int, _students: t
     paths["shared"] = shared_dir(params)
     return RunConfig(
         suite=suite, name=run_name, seed=int(seed), method=run["method"],
-        method_label=_method_label(params, run),
+        method_label=run_label(params, run),
         backbone_name=run["backbone"], backbone=backbone, data_name=data_name,
         data=data_config(params, data_name), training=training, objectives=objectives, paths=paths,
         train=run["train"], teacher_keys=_teacher_keys(params, suite, run_name, int(seed), run, objectives, _students),
@@ -338,7 +338,8 @@ def resolve_run(params: dict, suite: str, run_name: str, seed: int, _students: t
     )
 
 
-def _method_label(params: dict, run: dict) -> str:
+def run_label(params: dict, run: dict) -> str:
+    """How results label a run entry: its own `label`, else its method's."""
     return run.get("label") or method_label(params, run["method"])
 
 
@@ -349,7 +350,7 @@ def run_info(params: dict, suite: str, run_name: str, seed: int) -> dict:
     named_entry(params, "methods", run["method"], "method", f"suites.{suite}, run '{run_name}'.method")
     backbone = named_entry(params, "backbones", run["backbone"], "backbone", f"suites.{suite}, run '{run_name}'.backbone")
     return {"suite": suite, "name": run_name, "seed": int(seed), "method": run["method"],
-            "method_label": _method_label(params, run), "backbone": run["backbone"],
+            "method_label": run_label(params, run), "backbone": run["backbone"],
             "backbone_label": backbone.get("label") or run["backbone"]}
 
 

@@ -10,8 +10,8 @@
 
 Code outside csebench.study holds a Params and asks for the part it needs: work on one suite takes that
 Suite, not the whole params; it never digs keys out of the file's mapping nor calls the study's functions of
-the whole params (tests/test_params_object.py checks both). The study's own functions (csebench.study.resolve, .jobs) read that mapping, as
-params.yaml writes it: a Params is one, read-only (``params["suites"]``). A changed copy (the rehearsal's
+the whole params (tests/test_params_object.py checks both). The study's own functions (csebench.study.resolve,
+.jobs) read that mapping, as params.yaml writes it: a Params is one, read-only (``params["suites"]``). A changed copy (the rehearsal's
 params, a one-line run's suite, another results folder) is a new Params built from ``raw_copy()``.
 """
 
@@ -32,7 +32,7 @@ from csebench.study.jobs import (Runs, all_runs_with_teachers, correlation_group
 from csebench.study.params import (BackboneConfig, DataConfig, ProbingSourceConfig, data_root, digest, load_params,
                                    named_backbone_model, results_root, run_dir, shared_dir, shared_senteval)
 from csebench.study.resolve import (RunConfig, backbone_config, data_config, find_run, method_label, probing_source,
-                                    resolve_run, run_info, suite_runs, suite_seeds)
+                                    resolve_run, run_info, run_label, suite_runs, suite_seeds)
 
 
 @dataclass(frozen=True)
@@ -81,8 +81,7 @@ class Suite:
 
     def label(self, run: str) -> str:
         """How results label a run: its own `label`, else its method's."""
-        entry = self.run(run)
-        return entry.get("label") or method_label(self.params, entry["method"])
+        return run_label(self.params, self.run(run))
 
     def seeds(self, run: str | None = None) -> list[int]:
         """Its seeds, or a run's own (a run may list its own seeds)."""
@@ -206,10 +205,10 @@ class Params(Mapping):
         return {name: Suite(name, spec or {}, self) for name, spec in (self._raw.get("suites") or {}).items()}
 
     def suite(self, name: str) -> Suite:
-        suites = self.suites
-        if name not in suites:
-            raise ConfigError(f"unknown suite '{name}'{_suggest(str(name), list(suites))}")
-        return suites[name]
+        specs = self._raw.get("suites") or {}
+        if name not in specs:
+            raise ConfigError(f"unknown suite '{name}'{_suggest(str(name), list(specs))}")
+        return Suite(name, specs[name] or {}, self)
 
     @property
     def methods(self) -> dict[str, str]:

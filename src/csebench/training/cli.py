@@ -146,7 +146,8 @@ def cmd_train(args) -> None:
         if args.seed is None:
             raise ConfigError("train: --seed is required with --suite/--run or --key")
         name_run(args, params)
-    cfg = params.suite(args.suite).resolve(args.run, args.seed)
+    suite = params.suite(args.suite)
+    cfg = suite.resolve(args.run, args.seed)
     if args.out is None:
         if args.suite != "cli":
             raise ConfigError("train: --out is required with --suite/--run or --key (the pipeline passes the run's folder)")
@@ -155,7 +156,7 @@ def cmd_train(args) -> None:
         args.out = key_dir(params.paths.results, cfg.key(), args.seed)
         logging.getLogger("csebench").info("run %s, key %s: %s", args.run, cfg.key(), args.out)
     logging.getLogger("csebench").info("hub downloads: %s", "off (HF_HUB_OFFLINE=1)" if offline() else "on")
-    _refuse_view(args.out, params.suite(args.suite), args.run, args.seed)
+    _refuse_view(args.out, suite, args.run, args.seed)
     _refuse_links_out(args.out)
     # one process per run folder (under torchrun rank 0 holds the lock: the other ranks write nothing there)
     with run_lock(args.out) if int(os.environ.get("RANK", 0)) == 0 else contextlib.nullcontext():

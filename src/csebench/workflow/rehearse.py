@@ -107,16 +107,17 @@ def rehearsal_params(params: Params, suites: list[str], corpus: Path, probing: P
     own (last-merged) training settings, every data source on the rehearsal's files, capped evaluation."""
     rp = params.raw_copy()  # the file's mapping, changed into the rehearsal's params.yaml
     rp["paths"] = {**(rp.get("paths") or {}), "data": str(out / "data"), "results": str(out / "results")}
-    sources = {params.suites[s].data for s in suites}
+    sources = {params.suite(s).data for s in suites}
     for name in sources:
         rp["data"][name] = {"corpus": {"path": str(corpus)}, "senteval": {"path": str(senteval)},
                             "probing": {"path": str(probing)}}
     rp["suites"] = {}
     for suite in suites:
-        spec = {k: copy.deepcopy(v) for k, v in params.suites[suite].spec.items() if k not in ("backbones", "methods", "runs")}
+        of = params.suite(suite)
+        spec = {k: copy.deepcopy(v) for k, v in of.spec.items() if k not in ("backbones", "methods", "runs")}
         runs = []
-        for run in params.suites[suite].runs():
-            cfg = params.suites[suite].resolve(run["name"], 0)
+        for run in of.runs():
+            cfg = of.resolve(run["name"], 0)
             run = {k: v for k, v in run.items() if k != "name" and not (k in ("evaluate", "train") and v is True)}
             distill = cfg.objectives.get("distillation")
             ranks = bool(distill and distill.get("shuffle") == "rank_range")
