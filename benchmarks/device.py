@@ -11,13 +11,14 @@ timeout keeps what was measured:
   1 correctness: every objective term alone and all composed, bf16 / fp16 (GradScaler) / fp32, BERT-base and
     RoBERTa-base: every loss finite; a run stopped after its checkpoint and resumed matches the uninterrupted
     one within RESUME_LOSS_RTOL (bitwise on CPU)
-  2 BERT-base batch 64: training sentences/s, ours vs sentence-transformers' unsupervised SimCSE recipe
-    (MultipleNegativesRankingLoss, anchor = positive, AdamW, the same autocast) on the same weights and batches
+  2 BERT-base batch 64: training sentences/s, ours (packed, and on the padded batch) vs sentence-transformers'
+    unsupervised SimCSE recipe (MultipleNegativesRankingLoss, anchor = positive, AdamW, the same autocast) and vs
+    the hardware's anchor, benchmarks/plain_loop.py's plain step (padded per batch and to 32), same weights and batches
   3 RoBERTa-large batch 512, the real RobertaModel: sentences/s and MFU
   4 evaluation: the 7 STS tasks, ours in bf16 and fp32 vs sentence-transformers' EmbeddingSimilarityEvaluator
     (fp32); STS-B and SICK-R scores agree within 0.01
   5 Group-P shuffling on the device vs the per-row loop
-  6 torch.compile: the BERT-base step compiled vs eager
+  6 torch.compile: the BERT-base step compiled vs eager, and vs the plain loop compiled (padded to 32)
 --tiny: the same sections on CPU at toy sizes (hidden 32, 2 layers), the rehearsal of this script here.
 """
 
@@ -60,13 +61,15 @@ class Run:
         return self.a.budget - (time.time() - self.t0)
 
     def cfg(self, model: str, batch: int, steps: int, precision: str, objectives: dict | None = None,
-            checkpoint_steps: int = 10**6, compile_: bool = False, dropout: float | None = None):
-        """A RunConfig of the backbone ``model`` (a paper hub id, built by the rehearsal) without params.yaml."""
+            checkpoint_steps: int = 10**6, compile_: bool | str = False, dropout: float | None = None, log_steps: int = 1):
+        """A RunConfig of the backbone ``model`` (a paper hub id, built by the rehearsal) without params.yaml.
+        ``log_steps``: 1 where every loss is compared (correctness), the training default where steps are timed
+        (a log read waits for the device)."""
         from csebench.study.params import BackboneConfig, DataConfig, SourceConfig, TrainingConfig
         from csebench.study.resolve import RunConfig
         from csebench.objectives import validate_objectives
 
-        t = TrainingConfig(batch_size=batch, max_steps=steps, eval_steps=steps, log_steps=1, checkpoint_steps=checkpoint_steps,
+        t = TrainingConfig(batch_size=batch, max_steps=steps, eval_steps=steps, log_steps=log_steps, checkpoint_steps=checkpoint_steps,
                            precision=precision, max_seq_length=MAX_LEN, learning_rate=LR, temperature=TEMPERATURE,
                            dev_max_pairs=64, eval_batch_size=128, compile=compile_, dropout=dropout)
         data = DataConfig(SourceConfig(path=str(self.corpus)), SourceConfig(path=str(self.senteval)))
@@ -194,28 +197,75 @@ def padded_tokens(tr, batches) -> int:
     return sum(2 * len(b) * int(lens[b].max()) for b in batches)
 
 
-def time_ours(r: Run, model: str, batch: int, precision: str, steps: int, warmup: int, compile_: bool = False) -> dict:
+def time_ours(r: Run, model: str, batch: int, precision: str, steps: int, warmup: int, compile_: bool | str = False,
+              packed: bool = True) -> dict:
+    """csebench's training step as Trainer.run makes it (logs read every training.log_steps, its default);
+    ``packed=False``: the dense layers on the padded batch (CSEBENCH_PACKED=0), as the library's forward runs them."""
+    import os
+
+    from csebench.study.params import TrainingConfig
     from csebench.training.trainer import data_order
 
-    tr = r.trainer(r.cfg(model, batch, warmup + steps + 1, precision, compile_=compile_), r.tmp / f"t-{model}-{batch}")
-    nonemb = sum(p.numel() for n, p in tr.encoder.backbone.named_parameters() if "embeddings" not in n)
-    t0 = time.perf_counter()
-    gpu.advance(tr, warmup)
-    gpu.sync(tr.device)
-    warm_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    gpu.advance(tr, steps, like_run=True)
-    gpu.sync(tr.device)
-    total = time.perf_counter() - t0
+    before = os.environ.get("CSEBENCH_PACKED")
+    os.environ["CSEBENCH_PACKED"] = "1" if packed else "0"
+    try:
+        tr = r.trainer(r.cfg(model, batch, warmup + steps + 1, precision, compile_=compile_,
+                             log_steps=TrainingConfig().log_steps), r.tmp / f"t-{model}-{batch}")
+        nonemb = sum(p.numel() for n, p in tr.encoder.backbone.named_parameters() if "embeddings" not in n)
+        t0 = time.perf_counter()
+        gpu.advance(tr, warmup, like_run=True)
+        gpu.sync(tr.device)
+        warm_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        gpu.advance(tr, steps, like_run=True)
+        gpu.sync(tr.device)
+        total = time.perf_counter() - t0
+    finally:
+        if before is None:
+            os.environ.pop("CSEBENCH_PACKED", None)
+        else:
+            os.environ["CSEBENCH_PACKED"] = before
     toks = padded_tokens(tr, data_order(len(tr.tokens), batch, 42, 0)[warmup: warmup + steps])
     model_dir = r.tmp / f"weights-{model}"
-    if not model_dir.is_dir():  # the same random weights for the reference
+    if not model_dir.is_dir():  # the same random weights for the references
         tr.encoder.backbone.save_pretrained(model_dir)
         tr.encoder.tokenizer.save_pretrained(model_dir)
     amp = str(tr.amp_dtype).replace("torch.", "") if tr.amp_dtype else "fp32"
     gpu.free(tr)
     return {"sps": batch * steps / total, "step_s": total / steps, "tokens_per_s": toks / total, "nonemb_params": nonemb,
-            "amp": amp, "warmup_s": warm_s, "model_dir": str(model_dir)}
+            "amp": amp, "warmup_s": warm_s, "model_dir": str(model_dir), "packed": packed}
+
+
+def time_plain(r: Run, model_dir: str, batch: int, amp: str, steps: int, warmup: int, fixed: bool = False,
+               compile_: bool = False) -> dict:
+    """The hardware's anchor: benchmarks/plain_loop.py's forty-line step on the same weights, sentences, batches,
+    autocast and optimizer settings; each batch padded to its longest row or (``fixed``) to MAX_LEN."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    import plain_loop
+    from csebench.core.corpus import read_corpus
+    from csebench.training.trainer import data_order
+
+    sentences = read_corpus(r.corpus)
+    order = data_order(len(sentences), batch, 42, 0)[: warmup + steps]
+    batches = plain_loop.device_batches(AutoTokenizer.from_pretrained(model_dir), sentences, order, MAX_LEN, r.device, fixed)
+    model = plain_loop.PlainSimCSE(AutoModel.from_pretrained(model_dir, add_pooling_layer=False)).to(r.device)
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(amp)
+    loop = plain_loop.PlainLoop(model, LR, TEMPERATURE, warmup + steps, amp_dtype=dtype, compile_=compile_)
+    t0 = time.perf_counter()
+    for b in batches[:warmup]:
+        loop.step(*b)
+    gpu.sync(r.device)
+    warm_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for b in batches[warmup:]:
+        loss = loop.step(*b)
+    float(loss)  # the one read a plain loop makes: the last loss
+    gpu.sync(r.device)
+    total = time.perf_counter() - t0
+    gpu.free(model, loop)
+    return {"sps": batch * steps / total, "step_s": total / steps, "warmup_s": warm_s, "fixed": fixed, "compiled": compile_}
 
 
 def time_st(r: Run, model_dir: str, batch: int, amp: str, steps: int, warmup: int) -> dict:
@@ -265,26 +315,40 @@ def time_st(r: Run, model_dir: str, batch: int, amp: str, steps: int, warmup: in
 
 
 def section_training(r: Run) -> dict:
+    """BERT-base at the papers' batch: csebench's step (packed, and on the padded batch), sentence-transformers'
+    recipe, and the plain loop padded per batch and to MAX_LEN, all on the same weights and batches."""
     batch, steps, warmup = (8, 3, 1) if r.a.tiny else (64, 30, 5)
     amp = "bf16" if r.device == "cuda" else "fp32"
     # two rounds, the second reported: the GPU's attention kernels build a plan for each new shape (each
     # padded length) the first time they see it, and on the H200 that first round cost the side measured
-    # first 0.18 s a step against 0.06 s warm: whichever ran first lost. Both sides see the same batches.
+    # first 0.18 s a step against 0.06 s warm: whichever ran first lost. Every side sees the same batches.
     rounds = []
     for _ in range(2):
         ours = time_ours(r, "bert-base", batch, amp, steps, warmup)
-        try:
-            st = time_st(r, ours["model_dir"], batch, ours["amp"], steps, warmup)
-        except Exception as exc:  # noqa: BLE001
-            st = {"error": f"{exc.__class__.__name__}: {str(exc)[:300]}"}
-            traceback.print_exc()
-        rounds.append((ours, st))
-    (cold_ours, cold_st), (ours, st) = rounds
-    ratio = ours["sps"] / st["sps"] if "sps" in st else None
-    print(f"  BERT-base batch {batch}: ours {ours['sps']:.1f} sent/s, sentence-transformers {st.get('sps')}, ratio {ratio} "
-          f"(first round: ours {cold_ours['sps']:.1f}, sentence-transformers {cold_st.get('sps')})")
-    return {"batch": batch, "ours": ours, "st": st, "ratio": ratio,
-            "first_round": {"ours_sps": cold_ours["sps"], "st_sps": cold_st.get("sps")}}
+        side = {"ours_unpacked": time_ours(r, "bert-base", batch, amp, steps, warmup, packed=False)}
+        for name, fn in (("st", lambda: time_st(r, ours["model_dir"], batch, ours["amp"], steps, warmup)),
+                         ("plain", lambda: time_plain(r, ours["model_dir"], batch, ours["amp"], steps, warmup)),
+                         ("plain_fixed", lambda: time_plain(r, ours["model_dir"], batch, ours["amp"], steps, warmup, fixed=True))):
+            try:
+                side[name] = fn()
+            except Exception as exc:  # noqa: BLE001
+                side[name] = {"error": f"{exc.__class__.__name__}: {str(exc)[:300]}"}
+                traceback.print_exc()
+        rounds.append((ours, side))
+    (cold_ours, cold), (ours, side) = rounds
+    sps = lambda name: side[name].get("sps")  # noqa: E731
+    best_plain = max((x for x in (sps("plain"), sps("plain_fixed")) if x), default=None)
+    ratios = {"vs_st": ours["sps"] / sps("st") if sps("st") else None,
+              "vs_plain": ours["sps"] / sps("plain") if sps("plain") else None,
+              "vs_plain_fixed": ours["sps"] / sps("plain_fixed") if sps("plain_fixed") else None,
+              "vs_plain_best": ours["sps"] / best_plain if best_plain else None,
+              "unpacked_vs_plain_best": side["ours_unpacked"]["sps"] / best_plain if best_plain else None}
+    print(f"  BERT-base batch {batch}, sentences/s: ours {ours['sps']:.1f} (padded batch: {side['ours_unpacked']['sps']:.1f}), "
+          f"sentence-transformers {sps('st')}, plain loop {sps('plain')} (padded to {MAX_LEN}: {sps('plain_fixed')}); "
+          f"ours / best plain {ratios['vs_plain_best']}")
+    return {"batch": batch, "ours": ours, **side, "ratio": ratios["vs_st"], "ratios": ratios,
+            "first_round": {"ours_sps": cold_ours["sps"], "st_sps": cold["st"].get("sps"), "plain_sps": cold["plain"].get("sps"),
+                            "plain_fixed_sps": cold["plain_fixed"].get("sps")}}
 
 
 def section_large(r: Run) -> dict:
@@ -376,6 +440,8 @@ def section_group_p(r: Run) -> dict:
 
 
 def section_compile(r: Run) -> dict:
+    """torch.compile: csebench's compiled step against its eager one and against the plain loop compiled (padded
+    to MAX_LEN, its best case), BERT-base at the papers' batch."""
     batch, steps = (8, 2) if r.a.tiny else (64, 20)
     amp = "bf16" if r.device == "cuda" else "fp32"
     eager = time_ours(r, "bert-base", batch, amp, steps, 1)
@@ -387,9 +453,27 @@ def section_compile(r: Run) -> dict:
     compiled = time_ours(r, "bert-base", batch, amp, steps, 2 if r.a.tiny else 6, compile_=True)
     torch._logging.set_logs()
     graphs = gpu.graphs_compiled()
+    graphed = None
+    if r.device == "cuda":  # training.compile: reduce-overhead, CUDA graphs of each padded width too
+        gpu.fresh_compile_state()
+        try:
+            graphed = time_ours(r, "bert-base", batch, amp, steps, 6, compile_="reduce-overhead")
+        except Exception as exc:  # noqa: BLE001
+            graphed = {"error": f"{exc.__class__.__name__}: {str(exc)[:300]}"}
+            traceback.print_exc()
+    gpu.fresh_compile_state()
+    try:
+        plain = time_plain(r, eager["model_dir"], batch, eager["amp"], steps, 2 if r.a.tiny else 6, fixed=True, compile_=True)
+    except Exception as exc:  # noqa: BLE001
+        plain = {"error": f"{exc.__class__.__name__}: {str(exc)[:300]}"}
+        traceback.print_exc()
+    vs_plain = compiled["sps"] / plain["sps"] if "sps" in plain else None
     print(f"  torch.compile: {compiled['sps']:.1f} vs eager {eager['sps']:.1f} sent/s ({graphs} graphs, "
-          f"first steps {compiled['warmup_s']:.1f} s)")
-    return {"eager": eager, "compiled": compiled, "graphs": graphs, "speedup": compiled["sps"] / eager["sps"]}
+          f"first steps {compiled['warmup_s']:.1f} s); plain loop compiled {plain.get('sps')}, ours / plain {vs_plain}")
+    best = max([compiled] + ([graphed] if graphed and "sps" in graphed else []), key=lambda x: x["sps"])
+    return {"eager": eager, "compiled": compiled, "graphs": graphs, "speedup": compiled["sps"] / eager["sps"],
+            "reduce_overhead": graphed, "plain_compiled": plain, "vs_plain_compiled": vs_plain,
+            "best_vs_plain_compiled": best["sps"] / plain["sps"] if "sps" in plain else None}
 
 
 FUNCS = {"correctness": section_correctness, "training": section_training, "large": section_large,
@@ -438,12 +522,17 @@ def render(res: dict) -> str:
                          + ("" if sec["complete"] else " (stopped by the budget)"))
             grid = _grid(sec)
         elif name == "training":
-            st = sec["st"].get("sps")
             first = sec.get("first_round") or {}
-            lines.append(f"- BERT-base batch {sec['batch']}, training sentences/s: ours {sec['ours']['sps']:.1f}, sentence-transformers "
-                         + (f"{st:.1f}, ratio {sec['ratio']:.2f}" if st else str(sec["st"].get("error")))
-                         + (f" (first round, attention plans still being built: ours {first['ours_sps']:.1f}, "
-                            f"sentence-transformers {first['st_sps']:.1f})" if first.get("st_sps") else ""))
+            lines.append(f"- BERT-base batch {sec['batch']}, training sentences/s (second round; the same weights and batches):")
+            for label, key in (("csebench (its default: packed real tokens)", "ours"), ("csebench on the padded batch", "ours_unpacked"),
+                               ("sentence-transformers' recipe", "st"), ("plain loop (benchmarks/plain_loop.py), padded per batch", "plain"),
+                               (f"plain loop, padded to {MAX_LEN}", "plain_fixed")):
+                x = sec.get(key) or {}
+                ratio = f", csebench / this {sec['ours']['sps'] / x['sps']:.2f}x" if x.get("sps") and key != "ours" else ""
+                lines.append(f"  - {label}: " + (f"{x['sps']:.1f}{ratio}" if x.get("sps") else str(x.get("error", "not run"))))
+            if first.get("st_sps"):
+                lines.append(f"  - first round (attention plans still being built): ours {first['ours_sps']:.1f}, "
+                             f"sentence-transformers {first['st_sps']:.1f}")
         elif name == "large":
             mfu = f"{sec['mfu']:.1%}" if sec.get("mfu") else "unknown"
             lines.append(f"- RoBERTa-large (RobertaModel) batch {sec['batch']}: {sec['ours']['sps']:.1f} sentences/s, "
@@ -458,8 +547,13 @@ def render(res: dict) -> str:
             lines.append("- Group-P on the device vs the per-row loop: " + ", ".join(
                 f"batch {x['batch']} {x['fast_ms']:.2f} ms vs {x['loop_ms']:.1f} ms ({x['ratio']:.0f}x)" for x in sec["rows"]))
         elif name == "compile":
+            plain = sec.get("plain_compiled") or {}
             lines.append(f"- torch.compile, BERT-base batch 64: {sec['compiled']['sps']:.1f} vs eager {sec['eager']['sps']:.1f} "
-                         f"sentences/s, {sec['speedup']:.2f}x ({sec['graphs']} graphs, first steps {sec['compiled']['warmup_s']:.0f} s)")
+                         f"sentences/s, {sec['speedup']:.2f}x ({sec['graphs']} graphs, first steps {sec['compiled']['warmup_s']:.0f} s); "
+                         + (f"the plain loop compiled, padded to {MAX_LEN}: {plain['sps']:.1f}, csebench / plain "
+                            f"{sec['vs_plain_compiled']:.2f}x" if plain.get("sps") else f"the plain loop compiled: {plain.get('error', 'not run')}")
+                         + (f"; with training.compile: reduce-overhead (CUDA graphs) {sec['reduce_overhead']['sps']:.1f}"
+                            if (sec.get("reduce_overhead") or {}).get("sps") else ""))
     if grid:
         lines += ["", "Correctness grid (last of the four losses; the composed run stopped after its checkpoint and resumed):", "", *grid]
     return "\n".join(lines) + "\n"

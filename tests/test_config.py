@@ -99,6 +99,8 @@ def _override(tmp: Path, text: str, name: str = "over.yaml") -> Path:
     ("temperature", "-.inf", "temperature: expected a finite number, got -inf"),
     ("epochs", "true", "epochs: expected a whole number, got True"),
     ("learning_rate", "false", "learning_rate: expected a finite number, got False"),
+    ("compile", "3", "compile: expected true, false or a name, got 3"),
+    ("compile", "fast", "compile: unknown 'fast' (valid: false, true, reduce-overhead)"),
 ])
 def test_non_finite_and_boolean_numbers_are_refused(inputs, capsys, setting, value, message):
     cfg = _override(inputs, f"suites:\n  ci:\n    training: {{{setting}: {value}}}\n")

@@ -254,7 +254,7 @@ def test_training_step_reads_nothing_back_between_log_steps(tmp_path, shared_dir
     tr.device = torch.device("meta")
     hidden = tr.encoder.hidden_size
 
-    def meta_backbone(model, ids, mask, all_layers):
+    def meta_backbone(model, ids, mask, all_layers, rows=None):
         return tuple(torch.empty(*ids.shape, hidden, device="meta", requires_grad=True)
                      for _ in range(tr.encoder.num_layers + 1))
 

@@ -19,3 +19,5 @@ DEV_METRICS = ("stsb", "avg_sts")
 # STS22.v2: en, test splits only), and the default list `csebench eval-mteb` and a suite's `mteb: {}` run
 MTEB_STS_TASKS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICK-R", "BIOSSES", "STS17", "STS22.v2"]
 MTEB_DEFAULT_TASKS = MTEB_STS_TASKS + ["Banking77Classification", "AmazonCounterfactualClassification", "ArguAna", "SciFact"]
+# training.compile beyond true/false: a torch.compile mode (reduce-overhead: CUDA graphs of each static shape too)
+COMPILE_MODES = ("reduce-overhead",)

@@ -111,7 +111,8 @@ def _coerce(value: Any, ftype: Any, where: str) -> Any:
     t = str(ftype)
     if value is None:
         return None
-    kind = {"int": "a whole number", "float": "a finite number", "bool": "true or false"}.get(t.split(" ")[0].rstrip("|"))
+    kind = {"int": "a whole number", "float": "a finite number", "bool": "true or false",
+            "bool | str": "true, false or a name"}.get(t if t == "bool | str" else t.split(" ")[0].rstrip("|"))
     try:
         # YAML's true/false are Python bools, which are ints: never a number here. YAML's .nan and
         # .inf are floats that pass every "> 0" check and then break training (or train silently).
@@ -126,6 +127,10 @@ def _coerce(value: Any, ftype: Any, where: str) -> Any:
             if not math.isfinite(number):
                 raise ValueError
             return number
+        if t == "bool | str":  # a switch with named settings beside true/false (validate checks the names)
+            if not isinstance(value, (bool, str)):
+                raise ValueError
+            return value
         if t.startswith("bool"):
             if not isinstance(value, bool):
                 raise ValueError

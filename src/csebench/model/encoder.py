@@ -297,10 +297,12 @@ class SentenceEncoder(nn.Module):
     def needs_all_layers(self) -> bool:
         return self.pooler in ("avg_first_last", "avg_top2")
 
-    def forward_hidden(self, input_ids, attention_mask, all_layers: bool = False):
+    def forward_hidden(self, input_ids, attention_mask, all_layers: bool = False, rows: torch.Tensor | None = None):
+        """The hidden states; ``rows``: the real tokens' places in the flattened batch, when the caller knows
+        them without reading the mask back from the device (the packed forward's only host wait)."""
         all_layers = all_layers or self.needs_all_layers()
         if self.uses_packed:  # training: the dense layers on real tokens only (csebench.model.packed)
-            return packed.forward_hidden(self.backbone, input_ids, attention_mask, all_layers)
+            return packed.forward_hidden(self.backbone, input_ids, attention_mask, all_layers, rows)
         out = self.backbone(input_ids=input_ids, attention_mask=attention_mask,
                             output_hidden_states=all_layers, return_dict=True)
         return out.hidden_states if out.hidden_states is not None else (out.last_hidden_state,)
@@ -325,7 +327,7 @@ class SentenceEncoder(nn.Module):
         return sum(len(t) for t in self._prompt_ids) if self._prompt_ids else 0
 
     def forward(self, input_ids, attention_mask, train_head: bool = True, hidden_only: bool = False,
-                all_layers: bool = False, delta: torch.Tensor | None = None):
+                all_layers: bool = False, delta: torch.Tensor | None = None, rows: torch.Tensor | None = None):
         """Pooled (and projected) embeddings; with ``hidden_only`` the hidden states instead, which
         lets DDP / torch.compile wrappers run the backbone while the trainer pools. ``delta`` (with a
         template): (K, H) template-only mask states by sentence length, subtracted (template denoising)."""
@@ -339,7 +341,7 @@ class SentenceEncoder(nn.Module):
             if delta is not None:  # the sentence's tokens without [CLS] and [SEP]
                 rep = rep - delta[(attention_mask.long().sum(1) - 2).clamp(min=0)].to(rep.dtype)
             return self.project(rep, train_head)
-        hs = self.forward_hidden(input_ids, attention_mask, all_layers=all_layers)
+        hs = self.forward_hidden(input_ids, attention_mask, all_layers=all_layers, rows=rows)
         if hidden_only:
             return hs
         return self.project(pool(self.pooler, hs, attention_mask), train_head)

@@ -66,12 +66,15 @@ def _layer(layer, x: torch.Tensor, rows: torch.Tensor, shape: tuple[int, int], k
 
 
 def forward_hidden(backbone, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                   all_layers: bool) -> tuple[torch.Tensor, ...]:
+                   all_layers: bool, rows: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
     """The hidden states (embeddings, then every layer's output with ``all_layers``; else the last only),
-    (batch, length, hidden) each, computed on the real tokens; zeros at padded positions."""
+    (batch, length, hidden) each, computed on the real tokens; zeros at padded positions. ``rows``: the real
+    tokens' places in the flattened batch, in order (found here from the mask when not given: on a GPU that
+    reads the mask back, a host wait)."""
     b, length = input_ids.shape
     emb = backbone.embeddings(input_ids=input_ids)  # positions and token types as the library sets them
-    rows = attention_mask.reshape(-1).nonzero().squeeze(1)
+    if rows is None:
+        rows = attention_mask.reshape(-1).nonzero().squeeze(1)
     x = emb.reshape(b * length, -1).index_select(0, rows)
     # keys only: a padded query row is computed and never read (as in the library's SDPA path)
     key_mask = attention_mask.bool()[:, None, None, :]

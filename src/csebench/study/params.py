@@ -31,7 +31,7 @@ from pathlib import Path
 from csebench.core.errors import ConfigError
 from csebench.core.paths import check_name, view_dir
 from csebench.core.schema import _suggest, check_keys, read_yaml
-from csebench.core.choices import DEV_METRICS, EVAL_PRECISIONS, POOLERS, PRECISIONS, PROJECTION_HEADS
+from csebench.core.choices import COMPILE_MODES, DEV_METRICS, EVAL_PRECISIONS, POOLERS, PRECISIONS, PROJECTION_HEADS
 
 SHARED_ENV = "CSEBENCH_SHARED"
 
@@ -66,7 +66,7 @@ class TrainingConfig:
     checkpoint_steps: int = 250  # resumable checkpoint cadence
     eval_batch_size: int = 128
     eval_precision: str = "auto"  # STS-B dev encoding: auto (bf16 on bf16 GPUs, fp32 on CPU), fp32, bf16, fast
-    compile: bool = False
+    compile: bool | str = False  # torch.compile the encoder's forward: true (inductor's default mode) | reduce-overhead (CUDA graphs too)
     num_workers: int = 0
     dropout: float | None = None  # None: the backbone's own (0.1 for BERT/RoBERTa)
     projection_dim: int | None = None  # SSCL Table 5: trained linear head to this size, kept at evaluation
@@ -92,6 +92,8 @@ class TrainingConfig:
             raise ConfigError(f"{where}.precision: unknown '{self.precision}'{_suggest(self.precision, list(PRECISIONS))}")
         if self.eval_precision not in EVAL_PRECISIONS:
             raise ConfigError(f"{where}.eval_precision: unknown '{self.eval_precision}' (valid: {', '.join(EVAL_PRECISIONS)})")
+        if not isinstance(self.compile, bool) and self.compile not in COMPILE_MODES:
+            raise ConfigError(f"{where}.compile: unknown '{self.compile}' (valid: false, true, {', '.join(COMPILE_MODES)})")
         if self.dropout is not None and not 0 <= self.dropout < 1:
             raise ConfigError(f"{where}.dropout must be in [0, 1), got {self.dropout}")
         if self.projection_dim is not None and self.projection_dim <= 0:

@@ -50,6 +50,18 @@ def set_seed(seed: int) -> None:
     torch.cuda.manual_seed_all(seed)
 
 
+def seed_step_generators(seed: int, device: torch.device) -> None:
+    """Seed what a training step draws from: Python's, NumPy's and torch's default generators of the host and
+    of ``device``. The same state as ``set_seed`` for those generators, without torch.manual_seed's work for
+    every other device type it knows (a stack trace captured per lazily seeded type, thousands of Python
+    calls a step)."""
+    random.seed(seed)
+    np.random.seed(seed % (1 << 32))
+    torch.default_generator.manual_seed(seed)
+    if device.type == "cuda":
+        torch.cuda.default_generators[device.index if device.index is not None else torch.cuda.current_device()].manual_seed(seed)
+
+
 def step_seed(seed: int, rank: int, step: int) -> int:
     """The RNG seed of one optimizer step on one rank: dropout masks (and anything else drawn from
     the global generators) are a pure function of (seed, rank, step), so a resumed run draws
@@ -60,9 +72,14 @@ def step_seed(seed: int, rank: int, step: int) -> int:
 
 def configure_determinism() -> None:
     """Deterministic kernels where PyTorch has them (warn, not fail, where it has none).
-    CUBLAS_WORKSPACE_CONFIG must be set before cuBLAS initialises for deterministic GEMMs."""
+    CUBLAS_WORKSPACE_CONFIG must be set before cuBLAS initialises for deterministic GEMMs.
+
+    Deterministic mode also fills every new allocation with NaN by default, a debugging aid for kernels that
+    read memory they never wrote: none of the step's kernels does (the losses and weights are bitwise the same
+    without it, tests/test_step_cost.py), and the fills were about 1,300 extra kernels a step on BERT-base."""
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.utils.deterministic.fill_uninitialized_memory = False
     torch.backends.cudnn.benchmark = False
     torch.backends.cudnn.deterministic = True
 
@@ -299,7 +316,8 @@ class Trainer:
             need = -(-(self.t.max_seq_length + 64) // self.width_multiple)
             if getattr(dynamo_config, "recompile_limit", None) is not None:
                 dynamo_config.recompile_limit = max(dynamo_config.recompile_limit, need)
-            self.forward_model = torch.compile(self.model, dynamic=False)
+            mode = self.t.compile if isinstance(self.t.compile, str) else None
+            self.forward_model = torch.compile(self.model, dynamic=False, mode=mode)
         # every rank reads the dev data, so a malformed file stops all ranks (none waits in a collective)
         self.dev = DevEvaluator.for_run(cfg, senteval_dir, dev_file)
         self.state = TrainState()
@@ -307,6 +325,7 @@ class Trainer:
         self.dev_rows: list[list] = []
         self.log_keys: list[str] = []
         self._unread: list[tuple[int, torch.Tensor]] = []  # (step, loss on the device) not yet read back
+        self._needs_train_mode = True  # set the modules' training mode before the next step (Module.train walks them all)
         self._last_logs: dict = {}
         # the selected checkpoint's weights (on the host) while its SICK-R dev score is still to be computed:
         # scored once, when a checkpoint is written or training ends, not at every new best
@@ -418,15 +437,20 @@ class Trainer:
 
     def encode_views(self, batch_idx: np.ndarray) -> StepContext:
         local = batch_idx if self.world == 1 else np.split(np.asarray(batch_idx), self.world)[self.rank]
-        ids, mask = self.loader.get(self.state.epoch, self.state.batch_in_epoch, local)  # pinned on CUDA
-        ids = ids.to(self.device, non_blocking=True)
-        mask = mask.to(self.device, non_blocking=True)
+        host_ids, host_mask = self.loader.get(self.state.epoch, self.state.batch_in_epoch, local)  # pinned on CUDA
+        ids = host_ids.to(self.device, non_blocking=True)
+        mask = host_mask.to(self.device, non_blocking=True)
         idx_local = torch.as_tensor(local)
         # the views to encode (two dropout views of the sentence unless a term changes them), in one forward pass
         views = self.objective.input_views(ids, mask, idx_local, self.state.step)
         ids2, mask2, segments = _stack_views(views, self.encoder.tokenizer.pad_token_id or 0, self.width_multiple)
+        rows = None
+        if all(v[0] is ids and v[1] is mask for v in views.values()) and self.encoder.uses_packed:
+            # the real tokens' places, from the host's copy of the mask: found on the device, they would be a
+            # host wait in the middle of every step (nonzero's size is data)
+            rows = _token_rows(host_mask, len(views), ids2.shape[1]).to(self.device, non_blocking=True)
         need_all = bool(self.layers)
-        hs = _call_hidden(self.forward_model, ids2, mask2, need_all)
+        hs = _call_hidden(self.forward_model, ids2, mask2, need_all, rows)
         pooled = self.objective.pool(self.encoder, hs, ids2, mask2, segments)
         if pooled is None:
             pooled = pool(self.encoder.pooler, hs, mask2)
@@ -456,12 +480,11 @@ class Trainer:
         """This rank's loss on its slice of the global batch, and (``read``) the logs read back by
         ``read_logs``. Unread, the loss and its parts stay on the device: a host read waits for the
         GPU to finish the step, so the training loop reads only where it needs the values."""
-        self.model.train()
-        self.objective.train()
-        seed = step_seed(self.cfg.seed, self.rank, self.state.step)
-        torch.manual_seed(seed)
-        random.seed(seed)
-        np.random.seed(seed % (1 << 32))
+        if self._needs_train_mode:  # the first step and the first after a dev evaluation, not every step
+            self.model.train()
+            self.objective.train()
+            self._needs_train_mode = False
+        seed_step_generators(step_seed(self.cfg.seed, self.rank, self.state.step), self.device)
         ctx_amp = torch.autocast(self.device.type, dtype=self.amp_dtype) if self.amp_dtype else _Null()
         with ctx_amp:
             ctx = self.encode_views(batch_idx)
@@ -546,6 +569,7 @@ class Trainer:
 
     def evaluate_and_keep_best(self) -> float:
         score = float("nan")
+        self._needs_train_mode = True
         with distributed.fail_together():  # rank 0 evaluates and saves; a failure there stops every rank
             if self.rank == 0:
                 score, stsb, sickr = self.dev.select(self.encoder)
@@ -567,6 +591,7 @@ class Trainer:
         scoring it at selection, without a pass for every checkpoint that a later one beats."""
         if self._best_weights is None:
             return
+        self._needs_train_mode = True
         current = {k: v.detach().to("cpu", copy=True) for k, v in self.encoder.state_dict().items()}
         self.encoder.load_state_dict(self._best_weights)
         try:
@@ -768,6 +793,20 @@ def _stack_views(views: dict, pad_id: int, width_multiple: int = 1) -> tuple[tor
     return torch.cat(ids), torch.cat(masks), segments
 
 
-def _call_hidden(model, ids, mask, all_layers: bool):
+def _token_rows(mask: torch.Tensor, copies: int, width: int) -> torch.Tensor:
+    """The real tokens' places in the flattened (copies * B, width) batch of ``copies`` stacked copies of the
+    host mask ``mask`` (B, L <= width): what ``attention_mask.reshape(-1).nonzero()`` finds there, in order."""
+    m = mask.numpy()
+    b, length = m.shape
+    r, c = np.nonzero(m)
+    one = r * width + c
+    rows = (one[None, :] + (np.arange(copies) * b * width)[:, None]).reshape(-1)
+    out = torch.from_numpy(rows.astype(np.int64))
+    return out.pin_memory() if mask.is_pinned() else out
+
+
+def _call_hidden(model, ids, mask, all_layers: bool, rows: torch.Tensor | None = None):
     # Call the (possibly DDP-wrapped or compiled) module itself so wrapper hooks run.
-    return model(ids, mask, hidden_only=True, all_layers=all_layers)
+    if rows is None:
+        return model(ids, mask, hidden_only=True, all_layers=all_layers)
+    return model(ids, mask, hidden_only=True, all_layers=all_layers, rows=rows)
