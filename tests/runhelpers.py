@@ -299,6 +299,13 @@ def train_tiny(tmp: Path, objectives: dict, steps: int = 3, batch_size: int = 8,
     the first 96 shared corpus sentences; ``teacher``: a frozen random encoder's cached embeddings are
     the teacher of any term that reads teachers (``teachers: {run: simcse, seeds: [2]}``).
     Returns (train.json's summary, the trainer)."""
+    tr = tiny_trainer(tmp, objectives, steps, batch_size, teacher, **training)
+    return tr.run(), tr
+
+
+def tiny_trainer(tmp: Path, objectives: dict, steps: int = 3, batch_size: int = 8, teacher: bool = False,
+                 **training):
+    """train_tiny's trainer, built and not yet run."""
     from csebench.study.params import BackboneConfig, load_params
     from csebench.study.resolve import resolve_run
     from csebench.model.encoder import build_encoder
@@ -317,8 +324,7 @@ def train_tiny(tmp: Path, objectives: dict, steps: int = 3, batch_size: int = 8,
     params["suites"]["ci"]["training"] = {"batch_size": batch_size, "max_steps": steps, "eval_steps": steps, **training}
     params["methods"]["simcse"]["objectives"] = objectives
     cfg = resolve_run(params, "ci", "simcse", 1)
-    tr = Trainer(cfg, tmp / "corpus.txt", tmp / "se", tmp / "out", show_progress=False, teacher_cache=caches)
-    return tr.run(), tr
+    return Trainer(cfg, tmp / "corpus.txt", tmp / "se", tmp / "out", show_progress=False, teacher_cache=caches)
 
 
 class FakeBank:

@@ -1,7 +1,8 @@
 """DCLR (objectives/debiased.py): the released loss (RUCAIBox/DCLR @e2c3430, simcse/models.py 676-710)
 against a direct loop over the rows and entries, its false negatives (zeroed: e^0 stays in the sum),
 its noise steps (train.py --pgd, without instance weights); the InfoNCE reading kept selectable against
-its own direct computation; and a tiny-model training run with a frozen complementary model."""
+its own direct computation; the encoder without an attention mask (attention: unmasked, models.py 561-567
+and 758-764) against the released forward; and tiny-model training runs with a frozen complementary model."""
 
 from __future__ import annotations
 
@@ -206,7 +207,8 @@ def test_noise_is_per_step_and_seeded():
 @pytest.mark.parametrize("bad", [{"threshold": 2}, {"noise_std": 0}, {}, {"teachers": {"run": "simcse"}, "step": -1},
                                  {"teachers": {"run": "simcse"}, "loss": "bce"},
                                  {"teachers": {"run": "simcse"}, "false_negatives": "kept"},
-                                 {"teachers": {"run": "simcse"}, "noise_steps": -1}])
+                                 {"teachers": {"run": "simcse"}, "noise_steps": -1},
+                                 {"teachers": {"run": "simcse"}, "attention": "none"}])
 def test_bad_settings_are_one_line_errors(bad):
     with pytest.raises(ConfigError) as e:
         validate_objectives({"debiased_negatives": bad}, "methods.dclr")
@@ -247,3 +249,103 @@ def test_infonce_with_zeroed_false_negatives_keeps_e0_and_passes_no_gradient_thr
     p33 = math.exp(float(cos(z1[3], z2[3].detach())) / 0.5) / sum(math.exp(float(cos(z1[3], z2[j].detach())) / 0.5)
                                                                    for j in range(n))
     assert torch.allclose(grad[3], only_positive * (1 - p33) / n, atol=1e-5)  # row 3's positive alone
+
+
+SENTENCES = ["a man is playing a guitar on the street tonight .", "a dog runs .", "two women are talking", "hi"]
+
+
+def _tiny_encoder():
+    from csebench.model.encoder import build_encoder
+    from csebench.study.params import BackboneConfig
+
+    return build_encoder(BackboneConfig(model="random", pooler="cls"), seed=7, dropout=0.0)  # no dropout: deterministic
+
+
+def _released_last_hidden(backbone, ids):
+    """The released forward (models.py 554-567): the embeddings, then the encoder's layers with nothing in the
+    attention mask's place, so every position attends to every other, padding included."""
+    return backbone.encoder(backbone.embeddings(input_ids=ids), None)[0]
+
+
+def _masked_cls(backbone, tokenizer, sentence):
+    """[CLS] of one sentence alone, unpadded: what a masked forward gives every row of a padded batch."""
+    ids = tokenizer([sentence], return_tensors="pt")["input_ids"]
+    return backbone(input_ids=ids).last_hidden_state[0, 0]
+
+
+def test_unmasked_attention_is_the_released_forward_in_training_and_dev_selection():
+    """attention: unmasked makes the encoder attend to the padding in training and in the dev scores that select
+    the checkpoint, as the released forward does; masked (the default), and every other encoding, attend to the
+    real tokens only; a row without padding is the same either way."""
+    enc = _tiny_encoder()
+    tok, bb = enc.tokenizer, enc.backbone
+    batch = tok(SENTENCES, padding=True, return_tensors="pt")
+    ids, mask = batch["input_ids"], batch["attention_mask"]
+    assert int(mask.sum(1).min()) < ids.shape[1]  # padding in the batch
+    longest = int(mask.sum(1).argmax())
+    with torch.no_grad():
+        DebiasedNegatives(DebiasedSettings(teachers={"run": "simcse"}, attention="unmasked"), 32, 2,
+                          bank=FakeBank(torch.zeros(4, 4)), encoder=enc)
+        assert enc.unmasked_attention
+        enc.train()
+        unmasked = enc(ids, mask, hidden_only=True)[-1]
+        released = _released_last_hidden(bb, ids)
+        assert torch.allclose(unmasked, released, atol=1e-5)
+        masked_alone = torch.stack([_masked_cls(bb, tok, x) for x in SENTENCES])
+        assert not torch.allclose(unmasked[:, 0], masked_alone, atol=1e-3)
+        assert torch.allclose(unmasked[longest, 0], masked_alone[longest], atol=1e-5)  # no padding, no difference
+        # the dev selection: one padded batch of the dev sentences, attended as in training
+        enc.eval()
+        order = sorted(range(len(SENTENCES)), key=lambda i: len(tok(SENTENCES[i])["input_ids"]))
+        dev = tok([SENTENCES[i] for i in order], padding=True, return_tensors="pt")["input_ids"]
+        want = torch.empty(len(SENTENCES), unmasked.shape[-1])
+        want[torch.tensor(order)] = _released_last_hidden(bb, dev)[:, 0]
+        selected = enc.encode(SENTENCES, batch_size=len(SENTENCES), precision="fp32", selection=True)
+        assert torch.allclose(selected, want, atol=1e-5)
+        # any other encoding (the test evaluation, the saved model's) attends to the real tokens only
+        assert torch.allclose(enc.encode(SENTENCES, batch_size=len(SENTENCES), precision="fp32"), masked_alone, atol=1e-5)
+        # the default: masked in training too
+        DebiasedNegatives(DebiasedSettings(teachers={"run": "simcse"}), 32, 2, bank=FakeBank(torch.zeros(4, 4)), encoder=enc)
+        assert not enc.unmasked_attention
+        enc.train()
+        assert torch.allclose(enc(ids, mask, hidden_only=True)[-1][:, 0], masked_alone, atol=1e-5)
+
+
+def test_unmasked_attention_is_refused_with_compile():
+    from csebench.study.params import TrainingConfig
+
+    with pytest.raises(ConfigError, match="not with training.compile") as e:
+        validate_objectives({"debiased_negatives": {"teachers": {"run": "simcse"}, "attention": "unmasked"}},
+                            "methods.dclr", TrainingConfig(compile=True))
+    assert "\n" not in str(e.value)
+    validate_objectives({"debiased_negatives": {"teachers": {"run": "simcse"}}}, "methods.dclr", TrainingConfig(compile=True))
+
+
+def test_unmasked_attention_trains_and_changes_the_loss_on_a_padded_batch(tmp_path, shared_dir, monkeypatch):
+    """The trainer's loss on its first batch, which has padding, without dropout (so the trainer's packed masked
+    forward and the library's padded one compute the same, the floor of what float rounding alone changes): the
+    unmasked run's differs from the masked one's well above that floor; the unmasked run trains to the end."""
+    from runhelpers import tiny_trainer
+    from csebench.training.trainer import data_order
+
+    term = {"teachers": {"run": "simcse", "seeds": [2]}}
+    losses = {}
+    for name, attention, packed in (("masked", "masked", "1"), ("masked-padded", "masked", "0"),
+                                    ("unmasked", "unmasked", "1")):
+        monkeypatch.setenv("CSEBENCH_PACKED", packed)
+        tr = tiny_trainer(tmp_path / name, {"debiased_negatives": {**term, "attention": attention}},
+                          steps=2, teacher=True, dropout=0.0)
+        assert tr.encoder.unmasked_attention == (attention == "unmasked")
+        batch = data_order(len(tr.tokens), tr.t.batch_size, tr.cfg.seed, 0)[0]
+        lengths = tr.tokens.lengths()[batch]
+        assert lengths.min() < lengths.max()  # the first batch is padded
+        tr.encoder.train()
+        with torch.no_grad():
+            loss, _ = tr.objective(tr.encode_views(batch))
+        losses[name] = float(loss)
+    summary = tr.run()  # the unmasked run
+    assert summary["steps"] == 2 and all(math.isfinite(r[1]) for r in tr.train_rows)
+    assert math.isfinite(losses["masked"]) and losses["masked"] > 0
+    floor = abs(losses["masked-padded"] - losses["masked"])
+    assert floor <= 1e-6 * losses["masked"], losses
+    assert abs(losses["unmasked"] - losses["masked"]) > max(100 * floor, 1e-5 * losses["masked"]), losses

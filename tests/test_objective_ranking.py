@@ -1,6 +1,7 @@
 """RankCSE (objectives/ranking.py): ListNet, ListMLE and the consistency term against direct loops and
 against the computations of the code read (perceptiveshawty/RankCSE rankcse/models.py, a community
-implementation; re-implemented from reading it), and a tiny-model training run with a SimCSE teacher."""
+implementation; re-implemented from reading it: its head, 17c5226, and for ListMLE's older reduction its
+revision 338e00d), and tiny-model training runs with a SimCSE teacher."""
 
 from __future__ import annotations
 
@@ -31,7 +32,9 @@ def naive_listnet(s, t, tau_s, tau_t):
     return total / n
 
 
-def naive_listmle(s, t, tau, positions):
+def naive_listmle(s, t, tau, positions="sum"):
+    """Per row, the teacher's order pi and, summed over its positions k, log sum_{m >= k} e^{s_pi(m)/tau} -
+    s_pi(k)/tau (``positions="mean"``: divided by the number of positions); the rows averaged."""
     s, t = s.tolist(), t.tolist()
     total = 0.0
     for i in range(len(s)):
@@ -51,13 +54,20 @@ def released_listnet(teacher_logits, z1, z2, tau):
     return -(q * p).nansum() / q.nansum()
 
 
-def released_listmle(teacher_logits, z1, z2, tau, eps=1e-7):
+def released_listmle(teacher_logits, z1, z2, tau, eps=1e-7, revision="17c5226"):
+    """ListMLE.forward: the student's logits gathered in the teacher's order, less the row's maximum; per position
+    log(reverse cumulative sum of exp + eps) - logit. The head (17c5226, since 3f04480 "Fix ListMLE loss
+    reduction") sums the positions and averages the rows; revision 338e00d averaged both. (Its shuffle before the
+    sort only breaks ties, which these continuous logits do not have.)"""
     student = F.cosine_similarity(z1.unsqueeze(1), z2.unsqueeze(0), dim=-1) / tau
     y_true_sorted, indices = teacher_logits.sort(descending=True, dim=-1)
     preds = torch.gather(student, dim=1, index=indices)
     preds = preds - preds.max(dim=1, keepdim=True).values
     cumsums = torch.cumsum(preds.exp().flip(dims=[1]), dim=1).flip(dims=[1])
-    return torch.mean(torch.mean(torch.log(cumsums + eps) - preds, dim=1))
+    observation = torch.log(cumsums + eps) - preds
+    if revision == "338e00d":
+        return torch.mean(torch.mean(observation, dim=1))
+    return torch.mean(torch.sum(observation, dim=1))
 
 
 def released_divergence(p, q, eps=1e-7):
@@ -94,11 +104,22 @@ def test_listmle_matches_the_direct_computation(batch, positions):
     assert float(listmle(s, t, 0.05, positions)) == pytest.approx(naive_listmle(s, t, 0.05, positions), rel=1e-6)
 
 
-def test_listmle_matches_the_released_computation(batch):
+def test_listmle_sums_over_positions_by_default(batch):
+    """The default is the community code's head: each row's positions summed, B times the older mean at batch B."""
     z1, z2, t = batch
-    got = listmle(cosm(z1, z2), t, 0.05, "mean", eps=1e-7)
-    assert float(got) == pytest.approx(float(released_listmle(t / 0.05, z1, z2, 0.05)), rel=1e-6)
-    assert float(listmle(cosm(z1, z2), t, 0.05, "mean")) != pytest.approx(float(got), rel=1e-3)  # the eps matters here
+    s = cosm(z1, z2)
+    assert RankingSettings(teachers={"run": "simcse"}).positions == "sum"
+    got = float(listmle(s, t, 0.05))
+    assert got == pytest.approx(naive_listmle(s, t, 0.05), rel=1e-6)
+    assert got == pytest.approx(len(s) * float(listmle(s, t, 0.05, "mean")), rel=1e-6)
+
+
+@pytest.mark.parametrize(("positions", "revision"), [("sum", "17c5226"), ("mean", "338e00d")])
+def test_listmle_matches_the_released_computation(batch, positions, revision):
+    z1, z2, t = batch
+    got = listmle(cosm(z1, z2), t, 0.05, positions, eps=1e-7)
+    assert float(got) == pytest.approx(float(released_listmle(t / 0.05, z1, z2, 0.05, revision=revision)), rel=1e-6)
+    assert float(listmle(cosm(z1, z2), t, 0.05, positions)) != pytest.approx(float(got), rel=1e-3)  # the eps matters here
 
 
 def test_js_consistency_matches_the_definition(batch):
@@ -132,13 +153,14 @@ def test_objective_is_infonce_plus_beta_consistency_plus_gamma_rank(batch, loss)
     ctx = StepContext(z1=z1, z2=z2, temperature=0.05, step=0, total_steps=1, indices=torch.arange(6), all_indices=torch.arange(6))
     got, _ = obj(ctx)
     s = cosm(z1, z2)
-    rank = naive_listnet(s, t, 0.05, 0.05) if loss == "listnet" else naive_listmle(s, t, 0.05, "mean")
+    rank = naive_listnet(s, t, 0.05, 0.05) if loss == "listnet" else naive_listmle(s, t, 0.05)  # positions summed
     want = float(info_nce(ctx)) + 0.3 * float(js_consistency(s / 0.05, s.T / 0.05)) + 0.7 * rank
     assert float(got) == pytest.approx(want, rel=1e-6)
 
 
 @pytest.mark.parametrize("bad", [{"teachers": {"run": "simcse"}, "loss": "lambdarank"}, {"loss": "listnet"},
-                                 {"teachers": {"run": "simcse"}, "student_temperature": 0}])
+                                 {"teachers": {"run": "simcse"}, "student_temperature": 0},
+                                 {"teachers": {"run": "simcse"}, "positions": "max"}])
 def test_bad_settings_are_one_line_errors(bad):
     with pytest.raises(ConfigError) as e:
         validate_objectives({"ranking_distillation": bad}, "methods.rankcse")
@@ -152,8 +174,12 @@ def test_a_run_holds_one_teacher_term():
         teacher_term({"distillation": {"teachers": "simcse"}, "ranking_distillation": {"teachers": "simcse"}})
 
 
-def test_tiny_model_trains_with_a_simcse_teacher(tmp_path, shared_dir):
+@pytest.mark.parametrize("positions", ["sum", "mean"])
+def test_tiny_model_trains_with_a_simcse_teacher(tmp_path, shared_dir, positions):
     from runhelpers import train_tiny
 
-    summary, tr = train_tiny(tmp_path, {"ranking_distillation": {"teachers": {"run": "simcse", "seeds": [2]}}}, steps=2, teacher=True)
+    term = {"teachers": {"run": "simcse", "seeds": [2]}, "positions": positions}
+    summary, tr = train_tiny(tmp_path, {"ranking_distillation": term}, steps=2, teacher=True)
     assert summary["steps"] == 2 and "loss_ranking_distillation" in tr.log_keys
+    assert tr.objective.terms["ranking_distillation"].settings.positions == positions
+    assert math.isfinite(tr.train_rows[-1][tr.log_keys.index("loss_ranking_distillation") + 1])

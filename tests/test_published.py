@@ -554,7 +554,6 @@ LEADERBOARD = "github.com/Doragd/Awesome-Sentence-Embedding/blob/335c1d9ca715b02
 REPRINTED = [("mixcse/table-main", "MixCSE-BERT base"), ("mixcse/table-main", "MixCSE-BERT large"),
              ("rankcse/table-main", "RankCSE_listNet-BERT base"), ("rankcse/table-main", "RankCSE_listMLE-BERT base"),
              ("rankcse/table-main", "RankCSE_listMLE-RoBERTa base"), ("rankcse/table-main", "RankCSE_listNet-RoBERTa base"),
-             ("diffcse/table-main", "DiffCSE-BERT base"), ("diffcse/table-main", "DiffCSE-RoBERTa base"),
              ("sncse/table-main", "SNCSE-BERT base"), ("sncse/table-main", "SNCSE-RoBERTa base"),
              ("esimcse/table-main", "ESimCSE-RoBERTa base")]
 
@@ -587,9 +586,11 @@ def test_every_published_row_has_a_source_kind():
     assert kinds[("simcse/table-main", "SimCSE-BERT base")] == kinds[("dclr/table-main", "DCLR-BERT base")] == "reprint"
     for key in REPRINTED:
         assert kinds[key] == "reprint", key
-    for name in ("mixcse", "rankcse", "diffcse", "sncse", "esimcse"):
+    for name in ("mixcse", "rankcse", "sncse", "esimcse"):
         assert LEADERBOARD in (PRINTED / REG.papers[name]["printed"]).read_text(encoding="utf-8"), name
         assert "Doragd/Awesome-Sentence-Embedding" in REG.papers[name]["sources"]["reprint"], name
+    for bb in ("BERT base", "RoBERTa base"):  # the authors' own output, not the leaderboard's reprint of it
+        assert kinds[("diffcse/table-main", f"DiffCSE-{bb}")] == "notebook"
 
 
 def test_a_published_row_without_a_source_kind_is_refused():
@@ -648,6 +649,62 @@ def test_each_reprinted_row_equals_the_registrys_other_sources():
     assert "| unsup-esimcse-roberta-base | 77.44 |" in (PRINTED / "esimcse.md").read_text(encoding="utf-8")
     distill = labelled_rows("distillcse.md", "DiffCSE-BERT <sub>base</sub>")
     assert distill[0] == row("diffcse/table-main", "DiffCSE-BERT base")["published"]
+
+
+NOTEBOOK = "github.com/voidism/DiffCSE/blob/f724b2cc921efdfb4e4bd85cd7ca13a8f0d1f0cf/diffcse_evaluation.ipynb"
+
+
+def test_diffcse_rows_are_the_authors_notebooks_output():
+    """DiffCSE's rows are the authors' own: their notebook's evaluation of the released checkpoints, which it calls
+    the paper's Table 1 (named with its commit); the leaderboard's reprint and DistillCSE Table 4's equal them."""
+    text = (PRINTED / "diffcse.md").read_text(encoding="utf-8")
+    assert NOTEBOOK in text and "You should get the results on Table 1 in our paper" in text
+    assert "a reprint" not in text and "not the authors'" not in text
+    meta = REG.papers["diffcse"]
+    assert meta["source_kind"] == "notebook" and set(meta["sources"]) == {"notebook"}
+    assert "diffcse_evaluation.ipynb at f724b2c" in meta["sources"]["notebook"] and "notebook" in meta["source"]
+    notebook = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells[0].startswith("voidism/diffcse-"):
+            notebook[cells[0]] = [float(c) for c in cells[1:]]
+    board = _printed_rows("diffcse.md", "DiffCSE")
+    for bb, model in (("BERT base", "voidism/diffcse-bert-base-uncased-sts"), ("RoBERTa base", "voidism/diffcse-roberta-base-sts")):
+        pub = row("diffcse/table-main", f"DiffCSE-{bb}")["published"]
+        assert notebook[model] == pub == board[bb.replace(" ", "-")], bb
+        assert abs(sum(pub[:7]) / 7 - pub[7]) <= 0.011, bb
+    assert all(r.get("source_kind") == "notebook" for r in REG.item("zoo/table-1").blocks()[0]["rows"]
+               if str(r["label"]).startswith("DiffCSE-"))
+
+
+def _published_lines_after(text: str, label: str) -> list[str]:
+    """The line after each line that names a row starting with ``label``: that row's published line."""
+    lines = text.splitlines()
+    return [lines[i + 1] for i, ln in enumerate(lines[:-1]) if re.search(r"(\*\*|^)" + re.escape(label), ln)]
+
+
+def test_diffcse_rows_say_the_authors_notebook_in_every_rendering(tmp_path):
+    """The paper item's Markdown (published lines, footnote), CSV and LaTeX; the zoo table's; the suite tables'."""
+    import csv
+
+    from csebench.results.render import render_item
+
+    for item, name in (("diffcse/table-main", "table-main"), ("zoo/table-1", "table-1")):
+        out = tmp_path / item.replace("/", "-")
+        render_item(item, P, str(tmp_path / "empty"), "paper", out)
+        md = (out / f"{name}.md").read_text()
+        lines = _published_lines_after(md, "DiffCSE-")
+        assert len(lines) == 2 and all(ln.startswith("|  | published") and "authors' notebook" in ln for ln in lines), lines
+        assert "**authors' notebook**: DiffCSE: the authors' notebook github.com/voidism/DiffCSE diffcse_evaluation.ipynb at f724b2c" in md
+        cells = list(csv.DictReader(open(out / f"{name}.csv")))
+        diffcse = [c for c in cells if c["row"].startswith("DiffCSE") and c["published"]]
+        assert len(diffcse) == 16 and {c["published_source_kind"] for c in diffcse} == {"notebook"}
+        lines = _published_lines_after((out / f"{name}.tex").read_text(), "DiffCSE-")
+        assert len(lines) == 2 and all("published" in ln and "authors' notebook" in ln for ln in lines), lines
+    for suite in ("zoo", "paper-diffcse"):
+        for bb in ("bert-base", "roberta-base"):
+            (pub,) = for_run("sts", suite, f"{bb}-diffcse")
+            assert pub.kinds == ["notebook"] and pub.source_text.endswith("(authors' notebook)"), (suite, bb)
 
 
 def test_rankcse_rows_say_which_version_printed_them():

@@ -273,6 +273,10 @@ class SentenceEncoder(nn.Module):
         # position-id offset of the template-only pass, None: off. Set by the prompt term; not saved (the saved
         # model encodes inside the template without denoising, as the released test evaluation does)
         self.dev_denoise: int | None = None
+        # attention over the padding too, in training and in the dev scores that select the checkpoint (DCLR's
+        # released code runs its encoder with no attention mask): set by the debiased_negatives term; not saved (the
+        # saved model attends as usual, as the released test evaluation does)
+        self.unmasked_attention = False
         self.compiled = False  # set by a trainer that runs this module through torch.compile
 
     @property
@@ -297,11 +301,16 @@ class SentenceEncoder(nn.Module):
     def needs_all_layers(self) -> bool:
         return self.pooler in ("avg_first_last", "avg_top2")
 
-    def forward_hidden(self, input_ids, attention_mask, all_layers: bool = False, rows: torch.Tensor | None = None):
-        """The hidden states; ``rows``: the real tokens' places in the flattened batch, when the caller knows
-        them without reading the mask back from the device (the packed forward's only host wait)."""
+    def forward_hidden(self, input_ids, attention_mask, all_layers: bool = False, unmasked: bool = False,
+                       rows: torch.Tensor | None = None):
+        """The backbone's hidden states; ``unmasked``: every position attends to every other, padding included
+        (the padded forward: the packed one has no padding to attend to). ``rows``: the real tokens' places in
+        the flattened batch, when the caller knows them without reading the mask back from the device (the
+        packed forward's only host wait)."""
         all_layers = all_layers or self.needs_all_layers()
-        if self.uses_packed:  # training: the dense layers on real tokens only (csebench.model.packed)
+        if unmasked:
+            attention_mask = torch.ones_like(attention_mask)
+        elif self.uses_packed:  # training: the dense layers on real tokens only (csebench.model.packed)
             return packed.forward_hidden(self.backbone, input_ids, attention_mask, all_layers, rows)
         out = self.backbone(input_ids=input_ids, attention_mask=attention_mask,
                             output_hidden_states=all_layers, return_dict=True)
@@ -327,21 +336,24 @@ class SentenceEncoder(nn.Module):
         return sum(len(t) for t in self._prompt_ids) if self._prompt_ids else 0
 
     def forward(self, input_ids, attention_mask, train_head: bool = True, hidden_only: bool = False,
-                all_layers: bool = False, delta: torch.Tensor | None = None, rows: torch.Tensor | None = None):
+                all_layers: bool = False, delta: torch.Tensor | None = None, selection: bool = False,
+                rows: torch.Tensor | None = None):
         """Pooled (and projected) embeddings; with ``hidden_only`` the hidden states instead, which
         lets DDP / torch.compile wrappers run the backbone while the trainer pools. ``delta`` (with a
-        template): (K, H) template-only mask states by sentence length, subtracted (template denoising)."""
+        template): (K, H) template-only mask states by sentence length, subtracted (template denoising).
+        ``selection``: the dev scores that select a checkpoint (``unmasked_attention`` holds there as in training)."""
+        unmasked = self.unmasked_attention and (self.training or selection)
         if self._prompt_ids is not None and not hidden_only:
             from csebench.model.prompts import wrap
 
             ids, mask, col = wrap(input_ids, attention_mask, *self._prompt_ids, self.tokenizer.mask_token_id,
                                   self.tokenizer.pad_token_id or 0)
-            last = self.forward_hidden(ids, mask)[-1]
+            last = self.forward_hidden(ids, mask, unmasked=unmasked)[-1]
             rep = last[torch.arange(ids.shape[0], device=ids.device), col]
             if delta is not None:  # the sentence's tokens without [CLS] and [SEP]
                 rep = rep - delta[(attention_mask.long().sum(1) - 2).clamp(min=0)].to(rep.dtype)
             return self.project(rep, train_head)
-        hs = self.forward_hidden(input_ids, attention_mask, all_layers=all_layers, rows=rows)
+        hs = self.forward_hidden(input_ids, attention_mask, all_layers=all_layers, unmasked=unmasked, rows=rows)
         if hidden_only:
             return hs
         return self.project(pool(self.pooler, hs, attention_mask), train_head)
@@ -370,7 +382,8 @@ class SentenceEncoder(nn.Module):
         in length-sorted batches with dynamic padding; rows come back in input order (float32, CPU).
         ``precision``: see :func:`eval_autocast_dtype`; ``batch_size`` None: :func:`default_encode_batch_size`.
         ``selection``: the dev scores that select a checkpoint during training; with a template and
-        ``dev_denoise`` set, each embedding has the template-only mask state of its length subtracted."""
+        ``dev_denoise`` set, each embedding has the template-only mask state of its length subtracted, and with
+        ``unmasked_attention`` the padding of its batch is attended to, as in training."""
         device = torch.device(device) if device is not None else next(self.parameters()).device
         batch_size = batch_size or default_encode_batch_size(device)
         uniq, inverse = np.unique(np.asarray(sentences, dtype=object), return_inverse=True)
@@ -398,7 +411,8 @@ class SentenceEncoder(nn.Module):
                 idx = order[start : start + batch_size]
                 x, m = (torch.from_numpy(a) for a in tokens.batch(idx, pad))
                 with amp:
-                    emb = self(x.to(device), m.to(device), train_head=bool(self.projection_dim), delta=delta)
+                    emb = self(x.to(device), m.to(device), train_head=bool(self.projection_dim), delta=delta,
+                               selection=selection)
                 out[torch.as_tensor(idx)] = emb.float().cpu()
         finally:
             self.train(was_training)

@@ -27,12 +27,29 @@ and abstract alone: InfoNCE over [a_ij-weighted in-batch logits ++ noise logits]
 false negatives dropped (-inf) rather than zeroed, one noise step whose loss includes the weights.
 ``false_negatives: zeroed`` under InfoNCE adds -s_ij to the zeroed logits (exactly 0, no gradient).
 
+``attention: unmasked`` runs the encoder as the released code does, with no attention mask: its
+``cl_forward_denoised`` and ``sentemb_forward_vat`` (models.py 561-567, 758-764) call the encoder's layers with
+the embeddings and ``noise`` (None) in the mask's place, so every position attends to the batch's padding too,
+in training and in the dev scores that select the checkpoint (its trainer's ``sent_emb`` forward); the test
+evaluation loads the saved model with its mask. Default ``masked``: nothing readable here shows that the printed
+numbers were trained with that forward (docs/methods.md, DCLR).
+
 The complementary model is a frozen SimCSE run of the same suite, read through the teacher machinery
 DistillCSE uses (``teachers: {run: simcse}``; ``csebench teacher-cache`` caches its corpus embeddings).
-Differences from the released code kept as they are: sim_C there is the frozen model's pooler output
-of the two dropout views (in training mode) compared against phi x 20 = phi / tau at tau = 0.05; here
-the cached (dropout-free) embeddings' cosine against phi. The paper's own equations were not readable
-here (only its opening); the settings' sources are in docs/methods.md. One process only.
+Every difference from the released code (the same list as docs/methods.md, DCLR):
+  * sim_C: there the frozen SimCSE checkpoint's pooler output of the batch's two dropout views (the frozen
+    model in training mode, run without an attention mask too) compared against phi x 20 = phi / tau at
+    tau = 0.05; here the cosine of a SimCSE run's cached embeddings (dropout-free, masked) against phi;
+  * the representation: there the backbone's pretrained pooler (dense + tanh, trained along) over [CLS], then the
+    MLP head in training, and that pooler's output without the head in the dev scores (models.py 767); here
+    the [CLS] state, then the MLP head in training and the raw [CLS] state in the dev scores, as SimCSE (the
+    test evaluation reads the raw [CLS] state in both);
+  * attention (default): masked here, unmasked there (``attention: unmasked`` selects it; the dev batches' padding
+    then follows csebench's length-sorted batches, not SentEval's);
+  * precision: fp32 there (run.sh's --fp16 commented out), ``precision: auto`` here;
+  * one process only here (its large rows train on 4 GPUs from SimCSE-large checkpoints: not run).
+The paper's own equations were not readable here (only its opening); the settings' sources are in
+docs/methods.md.
 """
 
 from __future__ import annotations
@@ -52,6 +69,7 @@ from csebench.objectives.contrastive import contrastive_logits
 
 LOSSES = ("released", "infonce")
 FALSE_NEGATIVES = ("zeroed", "dropped")
+ATTENTIONS = ("masked", "unmasked")
 
 
 @dataclass
@@ -66,6 +84,7 @@ class DebiasedSettings:
     noise_steps: int = 4  # gradient steps on the noise: train.py --pgd default (run.sh does not set it)
     noise_weighted: bool = False  # the noise steps' loss with the instance weights (released: without)
     seed: int | None = None  # base seed of the noise draws; None: the run's seed
+    attention: str = "masked"  # masked | unmasked: the encoder attends to padding in training and dev selection (released)
 
     def validate(self, where: str) -> None:
         parse_teachers(self.teachers, where)
@@ -73,6 +92,8 @@ class DebiasedSettings:
             raise ConfigError(f"{where}.loss: unknown '{self.loss}' (valid: {', '.join(LOSSES)})")
         if self.false_negatives not in FALSE_NEGATIVES:
             raise ConfigError(f"{where}.false_negatives: unknown '{self.false_negatives}' (valid: {', '.join(FALSE_NEGATIVES)})")
+        if self.attention not in ATTENTIONS:
+            raise ConfigError(f"{where}.attention: unknown '{self.attention}' (valid: {', '.join(ATTENTIONS)})")
         if not -1 <= self.threshold <= 1:
             raise ConfigError(f"{where}.threshold must be a cosine in [-1, 1], got {self.threshold}")
         if self.noise_ratio < 0:
@@ -83,6 +104,12 @@ class DebiasedSettings:
             raise ConfigError(f"{where}.step must be >= 0, got {self.step}")
         if self.noise_steps < 0:
             raise ConfigError(f"{where}.noise_steps must be >= 0, got {self.noise_steps}")
+
+    def check_with_training(self, where: str, training) -> None:
+        # a compiled step pads every batch to a multiple of its width, which unmasked attention would attend to
+        if self.attention == "unmasked" and training.compile:
+            raise ConfigError(f"{where}.attention: unmasked attends to the padding, which training.compile widens: "
+                              "not with training.compile")
 
 
 def false_negative_mask(teacher_cos: torch.Tensor, labels: torch.Tensor, threshold: float) -> torch.Tensor:
@@ -128,11 +155,14 @@ class DebiasedNegatives(ObjectiveTerm):
     key = "debiased_negatives"  # its name in params.yaml's objectives (csebench.objectives.TERMS finds it here)
     citation = "dclr"  # its paper: resources/citations.yaml
     Settings: ClassVar[type] = DebiasedSettings
-    extra_init_args: ClassVar[tuple[str, ...]] = ("run_config", "corpus_size", "teacher_cache", "corpus_path", "tokenizer")
+    extra_init_args: ClassVar[tuple[str, ...]] = ("run_config", "corpus_size", "teacher_cache", "corpus_path", "tokenizer",
+                                                  "encoder")
 
     def __init__(self, settings: DebiasedSettings, hidden_size: int, num_layers: int, run_config=None,
-                 corpus_size=None, teacher_cache=None, corpus_path=None, tokenizer=None, bank=None):
+                 corpus_size=None, teacher_cache=None, corpus_path=None, tokenizer=None, bank=None, encoder=None):
         super().__init__(settings, hidden_size, num_layers)
+        if encoder is not None:  # training and the dev selection attend as the setting says (the saved model: masked)
+            encoder.unmasked_attention = settings.attention == "unmasked"
         run_seed = int(getattr(run_config, "seed", 0) or 0)
         self.base_seed = settings.seed if settings.seed is not None else run_seed
         if bank is None:

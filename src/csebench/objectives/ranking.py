@@ -8,7 +8,8 @@ consistency between the two dropout views.
   ListNet (``loss: listnet``), over j != i:
       L_rank = mean_i  - sum_{j != i} softmax_j(t_ij / tau_t) log softmax_j(s_ij / tau_s)
   ListMLE (``loss: listmle``), over all j (the positive included), pi_i sorting t_i. descending:
-      L_rank = mean_i  reduce_k [ log sum_{m >= k} e^{s_{i pi(m)}/tau_s} - s_{i pi(k)}/tau_s ]
+      L_rank = mean_i  sum_k [ log sum_{m >= k} e^{s_{i pi(m)}/tau_s} - s_{i pi(k)}/tau_s ]
+      (``positions: mean`` divides each row's sum by its B positions)
   consistency: Jensen-Shannon divergence of the rows of softmax(s / tau) and softmax(s^T / tau)
       (view 1 against view 2, and view 2 against view 1), mean over rows.
 
@@ -21,10 +22,14 @@ by alpha; equal weights = alpha 0.5).
 Sources: the paper's text is not readable from here. The code read (perceptiveshawty/RankCSE, a
 community implementation by someone who is not an author, its README says; rankcse/models.py,
 trainers.py, run_rankcse.sh) gives: tau_s = tau_t = tau2 = 0.05 (the ListNet class builds a tau/2
-teacher similarity that its forward never uses), beta = gamma = 1, ListMLE averaged over positions,
-batch 128, lr 3e-5, fp16; its README quotes the paper for a ListNet teacher temperature tau2 / 2.
-Defaults here: ListMLE, tau_s 0.05, tau_t 0.05 (listnet: the README's paper value 0.025 is selectable),
-beta = gamma = 1, positions averaged: not checked against the paper's text (docs/methods.md).
+teacher similarity that its forward never uses), beta = gamma = 1, ListMLE, batch 128, lr 3e-5, fp16; its
+README quotes the paper for a ListNet teacher temperature tau2 / 2. Its ListMLE sums each row's loss over
+the ranked positions and averages the rows (``positions: sum``): what its head computes, since its commit
+3f04480 ("Fix ListMLE loss reduction"); its earlier revision 338e00d averaged over the positions as well
+(``positions: mean``, a term B times smaller at batch B). Neither revision printed a number: the printed
+rows are the authors' withdrawn ICLR 2023 submission's, whose code is not this one (docs/methods.md).
+Defaults here: ListMLE summed over positions, tau_s 0.05, tau_t 0.05 (listnet: the README's paper value
+0.025 is selectable), beta = gamma = 1: not checked against the paper's text.
 
 The community code's consistency term (``consistency: released``) is not the JS divergence: it
 clamps log((p+q)/2) at 1e-7 from below, which turns every entry into 1e-7, so it computes
@@ -58,7 +63,7 @@ class RankingSettings:
     weight: float = 1.0  # gamma
     consistency_weight: float = 1.0  # beta
     consistency: str = "js"  # js (the paper's divergence) | released (what the community code computes) | none
-    positions: str = "mean"  # ListMLE: mean (community code) or sum over the ranked positions
+    positions: str = "sum"  # ListMLE over the ranked positions: sum (community code's head) | mean (its revision 338e00d)
     listmle_eps: float = 0.0  # ListMLE: log(sum + eps); the community code adds 1e-7, which caps each position's loss
 
     def validate(self, where: str) -> None:
@@ -82,10 +87,11 @@ def listnet(student: torch.Tensor, teacher: torch.Tensor, tau_s: float, tau_t: f
     return -(q * log_p.masked_fill(eye, 0.0)).sum(1).mean()
 
 
-def listmle(student: torch.Tensor, teacher: torch.Tensor, tau_s: float, positions: str = "mean",
+def listmle(student: torch.Tensor, teacher: torch.Tensor, tau_s: float, positions: str = "sum",
             eps: float = 0.0) -> torch.Tensor:
-    """ListMLE: the negative log-likelihood of the teacher's order under the student's Plackett-Luce model
-    (``eps``: log(sum + eps) after subtracting the row's maximum, as the community code)."""
+    """ListMLE: the negative log-likelihood of the teacher's order under the student's Plackett-Luce model, each
+    row's positions summed (``positions: mean``: averaged), the rows averaged (``eps``: log(sum + eps) after
+    subtracting the row's maximum, as the community code)."""
     order = teacher.float().argsort(dim=1, descending=True)
     s = student.float().gather(1, order) / tau_s
     s = s - s.max(dim=1, keepdim=True).values

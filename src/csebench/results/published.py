@@ -5,7 +5,7 @@ columns), and its run binding (the row's ``run`` or ``runs``, else each column's
 of our runs stands for them. The paper items print them cell by cell. The suite tables print, beside
 each run, every registry row bound to that run whose cells are STS or transfer scores (``sts:<task>``,
 ``transfer:<task>``; paper scale), identical values merged into one line naming all their sources, each
-with its source kind (the paper, the authors' README or a third-party reprint: registry.SOURCE_KINDS).
+with its source kind (the paper, the authors' README or notebook, or a third-party reprint: registry.SOURCE_KINDS).
 """
 
 from __future__ import annotations

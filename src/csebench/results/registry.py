@@ -19,7 +19,7 @@ published number only where its ``source`` names the paper item it is copied fro
 tests/test_published.py checks the two are equal).
 
 A paper whose text is not in ../shared/papers may name ``printed: <file>``: its printed numbers, labels and
-source URL kept in ``resources/printed/`` (the authors' README or abstract, or a third-party reprint), which
+source URL kept in ``resources/printed/`` (the authors' README, notebook or abstract, or a third-party reprint), which
 the order-aware check of tests/test_reproduce.py reads as it reads a paper text.
 
 Every row with published values has a source kind (SOURCE_KINDS): where its numbers were read. The row's
@@ -52,6 +52,7 @@ ITEM_KEYS = {"id", "paper", "number", "kind", "title", "shows", "metric", "statu
 SOURCE_KINDS = {  # where a published row's values were read: kind -> its label beside the published line
     "paper": "paper",                       # the paper's own text (../shared/papers, or its abstract)
     "readme": "authors' README",            # the authors' own release, outside the paper's text
+    "notebook": "authors' notebook",        # the same, the printed output of a notebook in the authors' repository
     "reprint": "third-party reprint",       # another paper or a leaderboard reprinting the authors' numbers
 }
 SUITE = "suite"  # the "paper" of suite-level items: suite/<name>

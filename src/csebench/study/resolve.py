@@ -103,6 +103,9 @@ class RunConfig:
         layer = d["objectives"].get("layer_negatives")
         if layer and layer.get("positives") == "dropout":  # added later: the default leaves keys as they were
             layer.pop("positives")
+        debiased = d["objectives"].get("debiased_negatives")
+        if debiased and debiased.get("attention") == "masked":  # added later: the default leaves keys as they were
+            debiased.pop("attention")
         from csebench.study.teacherspec import parse_teachers, teacher_term
 
         found = teacher_term(d["objectives"])

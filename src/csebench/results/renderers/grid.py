@@ -5,8 +5,8 @@ A block: ``corner`` (the header of the label column(s); a list for several), ``c
 optional ``run``/``metric``), ``rows`` (``label`` (str or list), optional ``run``/``runs``,
 ``metric``/``metrics``, ``published`` aligned with the columns, ``source`` (where a study's row copies its
 published values from, printed on its published line), ``source_kind`` (where the values were read: the
-paper, the authors' README or a third-party reprint; registry.SOURCE_KINDS), ``note``), optional ``metric``,
-``title``. ``scale`` (row, column or block) multiplies ours, e.g. 100 where the paper prints a
+paper, the authors' README or notebook, or a third-party reprint; registry.SOURCE_KINDS), ``note``),
+optional ``metric``, ``title``. ``scale`` (row, column or block) multiplies ours, e.g. 100 where the paper prints a
 correlation in percent. A cell without a run prints "not run (reason)". The published values are the
 one source of published numbers (csebench.results.published): a suite table shows a row's values
 beside the run the row is bound to. A published line names its source kind unless it is the paper's own
@@ -235,7 +235,7 @@ def render_latex(ctx: Context, blocks) -> str:
         lines += block_table(block, cells, latex=True, item=it).latex() + [r"\par\medskip"]
     cap = (f"{ctx.paper_short} {it.number} ({ctx.scale} scale): {it.title}. {it.metric}. Ours: mean ± std over seeds; "
            f"published as printed (its source kind named where it is not the paper's own text: the authors' README "
-           f"or a third-party reprint); Δ = ours − published."
+           f"or notebook, or a third-party reprint); Δ = ours − published."
            + "".join(f" {run}: {note}." for run, note in shared_runs(blocks).items()) + mixed_note(ctx.provenance))
     lines += [r"\caption{" + latex_escape(cap) + "}", r"\label{tab:" + it.id.replace("/", "-") + "}", r"\end{table}"]
     return "\n".join(lines) + "\n"

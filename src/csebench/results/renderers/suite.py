@@ -207,7 +207,8 @@ def render_markdown(rows: list[Row], kind: str, suite: str, notes: list[str] | N
     return (f"# {k.title}: suite `{suite}`\n\n"
             f"Scores: {k.unit}. Ours: mean ± sample std over the seeds present (no ± with one seed). "
             f"Published rows are printed as in the papers (source table named, with its source kind where the values "
-            f"were not read in the paper's own text: the authors' README or a third-party reprint); Δ = ours − published.\n"
+            f"were not read in the paper's own text: the authors' README or notebook, or a third-party reprint); "
+            f"Δ = ours − published.\n"
             f"p: two-sided paired test of the average against SimCSE on the same backbone "
             f"(per-seed paired t-test with ≥ 2 common seeds, else a paired bootstrap over STS sentence pairs).\n\n"
             + "".join(f"**Demo scale:** {n}.\n\n" for n in notes or [])
