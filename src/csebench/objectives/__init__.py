@@ -96,6 +96,17 @@ def added_tokens(objectives: dict[str, dict], tokenizer, max_seq_length: int) ->
     return out
 
 
+def at_rehearsal_scale(objectives: dict[str, dict], batch_size: int, steps: int) -> dict[str, dict]:
+    """Term key -> the settings it needs to act within ``steps`` steps of ``batch_size`` sentences (the rehearsal's
+    scale; ObjectiveTerm.at_rehearsal_scale), for the terms that need any."""
+    out = {}
+    for key, settings in objectives.items():
+        cls = term_class(key)
+        if change := cls.at_rehearsal_scale(from_dict(cls.Settings, settings, f"objectives.{key}"), batch_size, steps):
+            out[key] = change
+    return out
+
+
 def generators(objectives: dict | None) -> list[str]:
     """The second pretrained models the terms load besides the backbone (DiffCSE's masked-LM ``generator``), as
     the terms' settings name them: fetched like a backbone (csebench.study.fetch), costed by csebench.results.plan and built at

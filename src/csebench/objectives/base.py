@@ -137,3 +137,16 @@ class ObjectiveTerm(nn.Module):
     def logs(self) -> dict[str, float]:
         """Scalars to log for the last step (e.g. the current alpha)."""
         return {}
+
+    def waiting(self) -> str | None:
+        """Why this term has not acted yet, where it waits for something that builds up over steps (a buffer
+        or queue that fills, a weight schedule still at 0): said when a run ends without the term having
+        changed its loss (train.json's terms_fired, the rehearsal's failure line). None: nothing to wait for."""
+        return None
+
+    @classmethod
+    def at_rehearsal_scale(cls, settings: Any, batch_size: int, steps: int) -> dict:
+        """Settings that let this term act within the rehearsal's few steps of a small batch (`csebench rehearse`:
+        a buffer of one batch, say), keeping the code path the run's own settings select; merged over the run's
+        settings there only (docs/rehearsal.md lists them). Default: none needed."""
+        return {}

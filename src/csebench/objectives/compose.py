@@ -24,21 +24,41 @@ class Objective(nn.Module):
             kwargs = {k: v for k, v in term_kwargs.items() if k in cls.extra_init_args}
             terms[key] = cls(obj, hidden_size=hidden_size, num_layers=num_layers, **kwargs)
         self.terms = nn.ModuleDict(terms)
+        # what each term did at the last step (acted): Python-side facts, no value read from the device
+        self._acts: dict[str, list[str]] = {k: [] for k in self.terms}
+        self._acts_step: int | None = None
 
     def input_views(self, ids: torch.Tensor, mask: torch.Tensor, indices: torch.Tensor,
                     step: int) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
         """The views to encode this step (ObjectiveTerm.input_views, terms in their view_order)."""
+        self._new_step(step)
         views = {"view1": (ids, mask), "view2": (ids, mask)}
-        for term in sorted(self.terms.values(), key=lambda t: t.view_order):
-            views = term.input_views(views, indices, step)
+        for key, term in sorted(self.terms.items(), key=lambda kt: kt[1].view_order):
+            changed = term.input_views(views, indices, step)
+            if changed is not views:
+                self._acts[key].append("input views")
+            views = changed
         return views
 
     def pool(self, encoder, hidden_states, ids, mask, segments) -> torch.Tensor | None:
         """The one term's pooling (PromptBERT's [MASK] state), or None for the backbone's pooler."""
-        pooled = [p for t in self.terms.values() if (p := t.pool(encoder, hidden_states, ids, mask, segments)) is not None]
+        pooled = [(k, p) for k, t in self.terms.items() if (p := t.pool(encoder, hidden_states, ids, mask, segments)) is not None]
         if len(pooled) > 1:
             raise ConfigError("two objective terms pool the representation; at most one may")
-        return pooled[0] if pooled else None
+        for key, _ in pooled:
+            self._acts[key].append("pooling")
+        return pooled[0][1] if pooled else None
+
+    def _new_step(self, step: int) -> None:
+        if self._acts_step != step:
+            self._acts = {k: [] for k in self.terms}
+            self._acts_step = step
+
+    def acted(self) -> dict[str, list[str]]:
+        """What each term did at the last step: "input views", "pooling", "extra negatives", "negative weights",
+        "contrastive context", "replaces the contrastive loss" (it changed what the loss is computed from), or
+        "extra loss" (it added a loss part: logs' loss_<key>, whose value says whether it counted)."""
+        return {k: list(v) for k, v in self._acts.items()}
 
     def intermediate_layers(self) -> list[int]:
         layers: set[int] = set()
@@ -50,14 +70,31 @@ class Objective(nn.Module):
         """The loss, and the logs: each loss part as a detached 0-d tensor on the device (reading it
         here would make the host wait for the GPU every step; the trainer reads them back every
         log_steps), the terms' own logs (``logs()``) as floats."""
-        extra = [e for t in self.terms.values() if (e := t.extra_negatives(ctx)) is not None]
+        self._new_step(ctx.step)
+        acts = self._acts
+        extra = []
+        for key, term in self.terms.items():
+            if (e := term.extra_negatives(ctx)) is not None:
+                extra.append(e)
+                if e.shape[-1]:
+                    acts[key].append("extra negatives")
         candidates = ctx  # the InfoNCE candidates: view 2, unless a term says otherwise (positives: self)
-        for term in self.terms.values():
-            candidates = term.contrastive_context(candidates)
-        weights = [w for t in self.terms.values() if (w := t.negative_weights(candidates)) is not None]
+        for key, term in self.terms.items():
+            changed = term.contrastive_context(candidates)
+            if changed is not candidates:
+                acts[key].append("contrastive context")
+            candidates = changed
+        weights = []
+        for key, term in self.terms.items():
+            if (w := term.negative_weights(candidates)) is not None:
+                weights.append(w)
+                acts[key].append("negative weights")
         contrastive = info_nce(candidates, extra, sum(weights[1:], weights[0]) if weights else None)
-        for term in self.terms.values():
-            contrastive = term.replaces_contrastive(contrastive, candidates)
+        for key, term in self.terms.items():
+            changed = term.replaces_contrastive(contrastive, candidates)
+            if changed is not contrastive:
+                acts[key].append("replaces the contrastive loss")
+            contrastive = changed
         loss = contrastive
         parts = {"loss_contrastive": contrastive}
         for key, term in self.terms.items():
@@ -65,6 +102,7 @@ class Objective(nn.Module):
             if add is not None:
                 loss = loss + add
                 parts[f"loss_{key}"] = add
+                acts[key].append("extra loss")
         logs: dict[str, float | torch.Tensor] = {k: v.detach().float().reshape(()) for k, v in parts.items()}
         for key, term in self.terms.items():
             logs.update({f"{key}/{k}": v for k, v in term.logs().items()})

@@ -165,6 +165,26 @@ class InstanceSmoothing(ObjectiveTerm):
         need = s.clusters if s.retrieval == "kmeans" else s.neighbors + int(s.push_before_retrieval)
         return self._filled >= need
 
+    def waiting(self) -> str | None:
+        if self.ready():
+            return None
+        s = self.settings
+        need = s.buffer_size if s.wait_for_full_buffer else (s.clusters if s.retrieval == "kmeans" else s.neighbors + int(s.push_before_retrieval))
+        return f"its buffer of {s.buffer_size} rows held {self._filled} (it acts from {need})"
+
+    @classmethod
+    def at_rehearsal_scale(cls, d: SmoothingSettings, batch_size: int, steps: int) -> dict:
+        """A buffer of one batch: full after the first step (after the first push with push_before_retrieval),
+        so retrieval, aggregation and the loss run from the second; the neighbours and clusters it can hold."""
+        if d.buffer_size <= batch_size:
+            return {}
+        out = {"buffer_size": batch_size}
+        if d.retrieval == "knn" and d.neighbors >= batch_size:
+            out["neighbors"] = batch_size - 1
+        if d.retrieval == "kmeans" and d.clusters > batch_size:
+            out["clusters"] = batch_size
+        return out
+
     # ------------------------------------------------------------------ smoothing
 
     def alpha(self, progress: float) -> float:

@@ -326,6 +326,7 @@ class Trainer:
         self.log_keys: list[str] = []
         self._unread: list[tuple[int, torch.Tensor]] = []  # (step, loss on the device) not yet read back
         self._needs_train_mode = True  # set the modules' training mode before the next step (Module.train walks them all)
+        self.terms_fired: dict[str, dict] = {}  # objective term -> the first step it changed the loss (_note_fired)
         self._last_logs: dict = {}
         # the selected checkpoint's weights (on the host) while its SICK-R dev score is still to be computed:
         # scored once, when a checkpoint is written or training ends, not at every new best
@@ -346,7 +347,7 @@ class Trainer:
                 "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
                 "scaler": self.scaler.state_dict() if self.scaler else None,
                 "state": self.state.__dict__, "rng": _rng_state(), "train_rows": self.train_rows,
-                "dev_rows": self.dev_rows, "log_keys": self.log_keys,
+                "dev_rows": self.dev_rows, "log_keys": self.log_keys, "terms_fired": self.terms_fired,
                 "run": {"suite": self.cfg.suite, "name": self.cfg.name, "seed": self.cfg.seed,
                         "total_steps": self.total_steps, "fingerprint": self.fingerprint, "world_size": self.world},
             })
@@ -422,6 +423,7 @@ class Trainer:
         self.state = TrainState(**blob["state"])
         _set_rng_state(blob["rng"])
         self.train_rows, self.dev_rows, self.log_keys = blob["train_rows"], blob["dev_rows"], blob["log_keys"]
+        self.terms_fired = blob.get("terms_fired") or {}
         if self.rank == 0 and (ckpt / "best_model").is_dir():
             _copy_tree(ckpt / "best_model", self.out_dir / "best_model.partial")
         log.info("resumed %s from step %d (best dev %.2f at step %d)", self.cfg.run_id, self.state.step,
@@ -526,7 +528,34 @@ class Trainer:
                                     f"Lower training.learning_rate or check the objective settings.")
         logs = dict(zip(on_device + on_host, values[len(steps) :]))
         logs["loss"] = losses[-1]
+        self._note_fired(logs, steps[-1])
         return logs
+
+    def _note_fired(self, logs: dict[str, float], step: int) -> None:
+        """Record the first read step at which each objective term changed the loss: it changed what the loss is
+        computed from (views, pooling, negatives, weights), or added a loss part that is finite and not 0. A
+        term that only waited (a buffer still filling adds a part of 0) has not fired."""
+        for key, acts in self.objective.acted().items():
+            if key in self.terms_fired:
+                continue
+            how = [a for a in acts if a != "extra loss"]
+            part = logs.get(f"loss_{key}", math.nan)
+            if "extra loss" in acts and math.isfinite(part) and part != 0:
+                how.append("extra loss")
+            if how:
+                self.terms_fired[key] = {"step": step, "how": how}
+
+    def terms_report(self) -> dict[str, dict]:
+        """train.json's terms_fired: for each objective term, the first step at which it changed the loss (as read
+        every log_steps) and how, or null and why it never did (a waiting term says what it waited for)."""
+        out = {}
+        for key, term in self.objective.terms.items():
+            if key in self.terms_fired:
+                out[key] = self.terms_fired[key]
+            else:
+                why = term.waiting() or "no step read changed the loss (nothing it returned was used, its loss part was 0)"
+                out[key] = {"step": None, "why": f"never ran in {self.state.step} steps of {self.t.batch_size} sentences: {why}"}
+        return out
 
     def backward(self, loss: torch.Tensor) -> None:
         """Gradients of the mean loss over the global batch (DDP averages the encoder's; the
@@ -599,6 +628,21 @@ class Trainer:
         finally:
             self.encoder.load_state_dict(current)
         self._best_weights = None
+
+    def step_losses(self, n: int) -> list[float]:
+        """``n`` optimizer steps of run()'s loop from where the trainer stands, each step's loss read back; no dev
+        evaluation, checkpoint or output (what a comparison of two configurations over a few steps needs)."""
+        losses = []
+        while n > 0 and self.state.step < self.total_steps:
+            batches = data_order(len(self.tokens), self.t.batch_size, self.cfg.seed, self.state.epoch, self.world)
+            while self.state.batch_in_epoch < len(batches) and n > 0 and self.state.step < self.total_steps:
+                losses.append(self.train_step(batches[self.state.batch_in_epoch], read=True)["loss"])
+                self.state.step += 1
+                self.state.batch_in_epoch += 1
+                n -= 1
+            if self.state.batch_in_epoch >= len(batches):
+                self.state.epoch, self.state.batch_in_epoch = self.state.epoch + 1, 0
+        return losses
 
     def run(self) -> dict:
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -690,6 +734,11 @@ class Trainer:
             "fp32" if self.amp_dtype is None else str(self.amp_dtype).replace("torch.", ""))
         if packages := term_packages(self.cfg.objectives):  # terms of other installed packages, with their versions
             summary["provenance"]["term_packages"] = packages
+        if self.objective.terms and self.state.step:
+            summary["terms_fired"] = self.terms_report()
+            for key, fired in summary["terms_fired"].items():
+                if fired["step"] is None and self.rank == 0:
+                    log.warning("%s: objective term %s %s", self.cfg.run_id, key, fired["why"])
         with distributed.fail_together():  # rank 0 writes; a failure there stops every rank
             if self.rank == 0:
                 try:

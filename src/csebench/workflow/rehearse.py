@@ -18,9 +18,11 @@ architectures with random weights (csebench.model.standins):
 What is made small, and why the code paths stay those of the paper runs (README, "Rehearsal"): the corpus (128 demo sentences), the steps (2), the batch (8, or the run's own where its
 settings name in-batch ranks: DistillCSE's rank-range shuffling), the length (16 tokens), the dev, STS,
 transfer and probing sets (seeded subsets, the code's own caps), and a student's teacher components
-(its first 2 seeds: the bank of M teachers is one code path for any M >= 2). Every setting that selects
+(its first 2 seeds: the bank of M teachers is one code path for any M >= 2), and what an objective term waits
+for (ObjectiveTerm.at_rehearsal_scale: IS-CSE's buffer of one batch). Every setting that selects
 code (objective terms and their options, pooler, projection head, layers, dropout, precision) is the
-run's own. The rehearsal's params.yaml is written beside its results, and every result it writes says
+run's own. Each term of a run must fire: train.json's terms_fired names the step at which it first changed
+the loss, and the run without it gives other losses (Rehearsal.terms_fired); else the run fails. The rehearsal's params.yaml is written beside its results, and every result it writes says
 "rehearsal" in its provenance.
 """
 
@@ -38,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from csebench.model.architectures import architecture
+from csebench.objectives import at_rehearsal_scale
 from csebench.study.params import deep_merge, digest
 from csebench.core.errors import ConfigError, TrainingError
 from csebench.study.typed import Params
@@ -129,6 +132,9 @@ def rehearsal_params(params: Params, suites: list[str], corpus: Path, probing: P
             if distill and cfg.train:
                 run["objectives"] = deep_merge(run.get("objectives") or {},
                                                {"distillation": {"teachers": _teachers_cut(distill["teachers"])}})
+            if cfg.train and (scaled := at_rehearsal_scale(cfg.objectives, small["batch_size"], STEPS)):
+                # a term that waits (a buffer that fills over steps) made to act within the rehearsal's steps
+                run["objectives"] = deep_merge(run.get("objectives") or {}, scaled)
             runs.append((cfg.name, run))
         spec["runs"] = dict(runs)
         spec["evaluation"] = {**(spec.get("evaluation") or {}), "max_sts_pairs": STS_PAIRS}
@@ -227,6 +233,7 @@ class Rehearsal:
         self.steps: dict[str, int] = {}
         self.transfer_kinds: set[tuple] = set()
         self.reused = 0
+        self.fired: dict[Path, dict[str, dict]] = {}  # run folder -> its train.json's terms_fired, checked
 
     def cli(self, *argv: str, params: bool = True) -> None:
         argv = [str(a) for a in argv]
@@ -271,9 +278,10 @@ class Rehearsal:
             teachers.append(str(cache))
         out = self.folder(suite, run, seed)
         again = (out / "train.json").is_file()  # rehearsed before: by an earlier `csebench rehearse`, or a run alike
-        if again and any((out / "model").glob("*.safetensors")):
+        if again and any((out / "model").glob("*.safetensors")) and self._fired_recorded(cfg, out):
             self.reused += 1
             self.trained[k] = out
+            self.fired[out] = self.terms_fired(cfg, out, teachers, ablate=False)
             return out
         active().depth = depth_for(cfg, self.depth)
         argv = ["train", "--suite", suite, "--run", run, "--seed", seed, "--senteval", self.senteval, "--out", out,
@@ -302,7 +310,62 @@ class Rehearsal:
         else:
             self.cli(*argv)
         self.trained[k] = out
+        self.fired[out] = self.terms_fired(cfg, out, teachers)
         return out
+
+    @staticmethod
+    def _fired_recorded(cfg, out: Path) -> bool:
+        """Whether a finished run's train.json says which of its terms fired (a rehearsal by an older csebench did
+        not record it: that run is rehearsed again)."""
+        from csebench.core.io import read_json
+
+        return not (cfg.train and cfg.objectives) or "terms_fired" in read_json(out / "train.json")
+
+    def terms_fired(self, cfg, out: Path, teachers: list[str], ablate: bool = True) -> dict[str, dict]:
+        """Every objective term of the run fired: train.json says at which step it first changed the loss (a
+        finite, non-zero loss part, or changed negatives, views, pooling) and, with ``ablate``, the same run
+        without the term gives other losses at the rehearsed steps. A term that did not stops the run with one
+        line naming it and why (a waiting term says what it waited for)."""
+        from csebench.core.io import read_json
+
+        if not (cfg.train and cfg.objectives):
+            return {}
+        fired = read_json(out / "train.json").get("terms_fired") or {}
+        for key in cfg.objectives:
+            record = fired.get(key)
+            if record is None:
+                raise TrainingError(f"{key}: train.json records nothing of this term (terms_fired)")
+            if record["step"] is None:
+                raise TrainingError(f"{key} {record['why']}")
+        if ablate:
+            losses = _curve_losses(out / "train_curve.csv")
+            for key in cfg.objectives:
+                without = self.losses_without(cfg, key, teachers, len(losses))
+                if without is not None and [round(x, 6) for x in without] == losses:
+                    raise TrainingError(f"{key} changed nothing: the run's losses at its {len(losses)} steps "
+                                        f"({', '.join(f'{x:.6f}' for x in losses)}) equal those of the same run without it")
+        return fired
+
+    def losses_without(self, cfg, key: str, teachers: list[str], steps: int) -> list[float] | None:
+        """The losses of the first ``steps`` steps of ``cfg`` with objective term ``key`` removed (None where the
+        other terms cannot run without it)."""
+        import dataclasses
+        import tempfile
+
+        from csebench.training.trainer import Trainer
+
+        other = dataclasses.replace(cfg, objectives={k: v for k, v in cfg.objectives.items() if k != key})
+        with tempfile.TemporaryDirectory(prefix="ablation-", dir=self.out) as tmp:
+            try:
+                tr = Trainer(other, str(self.corpus), self.senteval, tmp, cache_dir=self.cache, show_progress=False,
+                             teacher_cache=teachers or None, dev_file=cfg.dev_file)
+            except ConfigError as exc:
+                log.debug("%s without %s: not compared (%s)", cfg.run_id, key, exc)
+                return None
+            losses = tr.step_losses(steps)
+            del tr
+            gc.collect()
+        return losses
 
     def full_transfer(self, folder: Path) -> bool:
         """All 7 transfer tasks for the first model of each kind (class, width, evaluation pooler, projection:
@@ -483,6 +546,7 @@ class Outcome:
     commands: dict[str, int]
     depth: int | None
     reused: int = 0  # run folders finished by an earlier rehearsal with the same params
+    terms_fired: dict[str, int] = field(default_factory=dict)  # objective term -> passed runs it fired in
 
 
 @dataclass
@@ -552,7 +616,7 @@ def rehearse(main, selection: Selection, out: str | Path = "results/rehearsal", 
     try:
         with activate(out / "tokenizers", demo):
             r = Rehearsal(main, rp, suites, out, pfile, str(senteval / "downstream"), corpus, probing, depth)
-            failed, rep = _rehearse_all(r, groups, keep_going, keep_models, filtered=len(groups) < total)
+            failed, rep, terms_fired = _rehearse_all(r, groups, keep_going, keep_models, filtered=len(groups) < total)
     finally:
         if check is None:
             os.environ.pop("CSEBENCH_DATA_CHECK", None)
@@ -564,7 +628,7 @@ def rehearse(main, selection: Selection, out: str | Path = "results/rehearsal", 
         cls = f"{arch.model_class} {'large' if arch.layers == 24 else 'base'}" if arch else g.backbone
         classes[cls] = classes.get(cls, 0) + 1
     return Outcome(total, len(groups), len(rep), failed, classes, time.perf_counter() - t0, listed,
-                   len(set(r.trained.values()) - set(rep.values())), dict(r.steps), depth, r.reused)
+                   len(set(r.trained.values()) - set(rep.values())), dict(r.steps), depth, r.reused, terms_fired)
 
 
 def _rehearse_all(r: Rehearsal, groups: list[Distinct], keep_going: bool, keep_models: bool, filtered: bool):
@@ -573,6 +637,7 @@ def _rehearse_all(r: Rehearsal, groups: list[Distinct], keep_going: bool, keep_m
     by_listing = {listing: g for g in groups for listing in g.listings}
     failed: list[tuple[str, str]] = []
     rep: dict[str, Path] = {}  # a distinct run's id -> its rehearsed folder
+    terms_fired: dict[str, int] = {}  # objective term -> distinct runs in which it was shown to fire
 
     def folder_of(suite: str, run: str, seed: int) -> Path:
         """The rehearsed folder standing for (suite, run, seed): its own, else its distinct run's."""
@@ -604,8 +669,10 @@ def _rehearse_all(r: Rehearsal, groups: list[Distinct], keep_going: bool, keep_m
                 analyses.run(s, n, sd, name, folder)
             if not keep_models and not weights_read_later(g.listings, readers, r.key):
                 drop_weights(folder)
-            log.info("[%d/%d] %s: passed in %.1f s%s", i, len(groups), what, time.perf_counter() - t1,
-                     f" (+ {', '.join(extras)})" if extras else "")
+            fired = r.fired.get(folder) or {}
+            terms_fired.update({k: terms_fired.get(k, 0) + 1 for k in fired})
+            log.info("[%d/%d] %s: passed in %.1f s%s%s", i, len(groups), what, time.perf_counter() - t1,
+                     f" (+ {', '.join(extras)})" if extras else "", f"; terms fired: {fired_line(fired)}" if fired else "")
         except Exception as exc:  # noqa: BLE001  every failure is reported, then the next run
             rep.pop(g.id, None)
             failed.append((what, f"{exc.__class__.__name__}: {exc}"))
@@ -624,7 +691,19 @@ def _rehearse_all(r: Rehearsal, groups: list[Distinct], keep_going: bool, keep_m
                 failed.append((f"{suite}: {name}", f"{exc.__class__.__name__}: {exc}"))
                 log.error("suite analysis %s/%s: FAILED: %s", suite, name, _one_line(exc))
                 TRACEBACKS.info("suite analysis %s/%s:\n%s", suite, name, traceback.format_exc())
-    return failed, rep
+    return failed, rep, terms_fired
+
+
+def _curve_losses(path: Path) -> list[float]:
+    """Each logged step's loss in a run's train_curve.csv (every step, at the rehearsal's log_steps of 1)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    col = lines[0].split(",").index("loss")
+    return [float(line.split(",")[col]) for line in lines[1:]]
+
+
+def fired_line(fired: dict[str, dict]) -> str:
+    """The terms that fired, for a run's console line: 'instance_smoothing at step 2 (extra loss)'."""
+    return ", ".join(f"{k} at step {v['step']} ({', '.join(v['how'])})" for k, v in fired.items())
 
 
 def _one_line(exc: BaseException) -> str:
@@ -683,6 +762,9 @@ def report(o: Outcome) -> str:
              (f"{o.reused} run folders reused from an earlier rehearsal (or another run alike at the rehearsal's sizes); "
               if o.reused else "")
              + "commands run: " + ", ".join(f"{k} {v}" for k, v in sorted(o.commands.items()))]
+    if o.terms_fired:
+        lines.append("objective terms shown to fire (a loss part or changed negatives, and other losses without them): "
+                     + ", ".join(f"{k} in {n} run{'s' if n > 1 else ''}" for k, n in sorted(o.terms_fired.items())))
     for what, err in o.failed:
         lines.append(f"FAILED {what}: {err}")
     return "\n".join(lines)
