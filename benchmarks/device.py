@@ -8,9 +8,10 @@ classes (BertModel, RobertaModel) of the published shapes (csebench.model.archit
 Sections, in priority order, within --budget seconds (a section that cannot start in time is skipped, a grid
 stops where the budget ends); gpu_results.json and gpu.md are rewritten in --out after EACH section, so a
 timeout keeps what was measured:
-  1 correctness: every objective term alone and all composed, bf16 / fp16 (GradScaler) / fp32, BERT-base and
-    RoBERTa-base: every loss finite; a run stopped after its checkpoint and resumed matches the uninterrupted
-    one within RESUME_LOSS_RTOL (bitwise on CPU)
+  1 correctness: every objective term of params.yaml's methods (the zoo's included) and the core terms composed,
+    bf16 / fp16 (GradScaler) / fp32, BERT-base and RoBERTa-base: every loss finite, each term's losses apart from
+    SimCSE's (a term that never acted fails its row); a run stopped after its checkpoint and resumed matches the
+    uninterrupted one within RESUME_LOSS_RTOL (bitwise on CPU)
   2 BERT-base batch 64: training sentences/s, ours (packed, and on the padded batch) vs sentence-transformers'
     unsupervised SimCSE recipe (MultipleNegativesRankingLoss, anchor = positive, AdamW, the same autocast) and vs
     the hardware's anchor, benchmarks/plain_loop.py's plain step (padded per batch and to 32), same weights and batches
@@ -79,10 +80,12 @@ class Run:
                          paths={"data": str(self.tmp), "results": str(self.tmp)})
 
     def trainer(self, cfg, out, teacher=None):
+        from csebench.objectives import term_class
         from csebench.training.trainer import Trainer
 
+        taught = any("teacher_cache" in term_class(k).extra_init_args for k in cfg.objectives)  # DistillCSE, DCLR, RankCSE
         return Trainer(cfg, self.corpus, self.senteval, out, cache_dir=self.tmp / "cache", show_progress=False,
-                       teacher_cache=[teacher] if teacher and "distillation" in cfg.objectives else None)
+                       teacher_cache=[teacher] if teacher and taught else None)
 
     def write(self) -> None:
         self.res["seconds"] = round(time.time() - self.t0, 1)
@@ -130,6 +133,37 @@ def teacher_cache(r: Run, model: str) -> str:
 # ----------------------------------------------------------------------------- 1 correctness
 
 
+def grid_terms(batch: int, steps: int) -> dict[str, dict]:
+    """The correctness grid's rows: SimCSE; each core term alone (gpu.terms_for: GS-InfoNCE, IS-CSE with a buffer of
+    one batch, SSCL, DistillCSE); every other term of params.yaml's methods with the settings of the method that uses
+    it with the fewest terms, that method's other terms beside it (SNCSE's negation rides on PromptBERT's template),
+    its teachers the device's SimCSE teacher and what it waits for at the rehearsal's scale; the core terms composed."""
+    import copy
+    import dataclasses
+
+    from csebench.objectives import at_rehearsal_scale, term_class
+    from csebench.study.params import load_params
+
+    core = gpu.terms_for(batch, teacher=True)
+    rows = {k: v for k, v in core.items() if k != "all"}
+    smallest: dict[str, dict] = {}
+    for method in (load_params(HERE.parent / "params.yaml").get("methods") or {}).values():
+        objectives = (method or {}).get("objectives") or {}
+        for key in objectives:
+            if key not in rows and (key not in smallest or len(objectives) < len(smallest[key])):
+                smallest[key] = objectives
+    for key, objectives in smallest.items():
+        objectives = copy.deepcopy(objectives)
+        for k, settings in objectives.items():
+            if "teachers" in {f.name for f in dataclasses.fields(term_class(k).Settings)}:
+                settings = objectives[k] = dict(settings or {}, teachers={"run": "simcse", "seeds": [0]})
+        for k, change in at_rehearsal_scale(objectives, batch, steps).items():
+            objectives[k] = {**(objectives[k] or {}), **change}
+        rows[key] = objectives
+    rows["all"] = core["all"]
+    return rows
+
+
 def section_correctness(r: Run) -> dict:
     from csebench.core.io import read_json
     from csebench.workflow.rehearse import _stop_after_checkpoint
@@ -139,7 +173,7 @@ def section_correctness(r: Run) -> dict:
     rows, complete = [], True
     for model in ("bert-base", "roberta-base"):
         teacher = teacher_cache(r, model)
-        terms = gpu.terms_for(batch, teacher=True)
+        terms = grid_terms(batch, steps)
         for precision in ("bf16", "fp16", "fp32"):
             for name, objectives in terms.items():
                 if r.a.tiny and name != "all" and precision != "fp32":  # --tiny: each term once, all of them in each precision
@@ -644,8 +678,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--tiny", action="store_true", help="CPU rehearsal: toy sizes (hidden 32, 2 layers)")
     ap.add_argument("--sections", default=",".join(SECTIONS), help=f"subset of {','.join(SECTIONS)}, in this order")
     ap.add_argument("--bundle", default=str(HERE / "device-bundle"), help="benchmarks/device_bundle.py's folder")
-    ap.add_argument("--terms", help="correctness: only these term sets (comma-separated: simcse, gaussian_negatives, "
-                                    "instance_smoothing, layer_negatives, distillation, all)")
+    ap.add_argument("--terms", help="correctness: only these rows (comma-separated: simcse, a term of params.yaml's "
+                                    "methods such as instance_smoothing or momentum_negatives, all)")
     ap.add_argument("--merge", nargs="+", metavar="RESULTS.json@COMMIT",
                     help="instead of measuring: merge the gpu_results.json of calls made at those commits (oldest "
                          "first) into --out and, with --benchmarks, into that report's GPU (measured) section")

@@ -66,5 +66,5 @@ def test_a_term_whose_output_changes_nothing_fails_the_run(tmp_path, capsys, cap
     rc, err, lines, _ = _rehearse_simcse_with(tmp_path, capsys, caplog, {"gaussian_negatives": {}})
     assert rc == 2
     assert re.fullmatch(r"\[1/1\] ci/simcse seed 1 \(random\): FAILED in \d+\.\d s: TrainingError: gaussian_negatives "
-                        r"changed nothing: the run's losses at its 2 steps \([\d., ]+\) equal those of the same run "
-                        r"without it", lines[0]), lines
+                        r"changed nothing: the run's losses at its 2 steps \([\d., ]+\) and weights equal those of the "
+                        r"same run without it", lines[0]), lines

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import gc
 import io
 import logging
@@ -337,35 +338,37 @@ class Rehearsal:
                 raise TrainingError(f"{key}: train.json records nothing of this term (terms_fired)")
             if record["step"] is None:
                 raise TrainingError(f"{key} {record['why']}")
-        if ablate:
-            losses = _curve_losses(out / "train_curve.csv")
+        whole = self.short_run(cfg, teachers) if ablate else None
+        if whole is not None:
             for key in cfg.objectives:
-                without = self.losses_without(cfg, key, teachers, len(losses))
-                if without is not None and [round(x, 6) for x in without] == losses:
-                    raise TrainingError(f"{key} changed nothing: the run's losses at its {len(losses)} steps "
-                                        f"({', '.join(f'{x:.6f}' for x in losses)}) equal those of the same run without it")
+                other = dataclasses.replace(cfg, objectives={k: v for k, v in cfg.objectives.items() if k != key})
+                without = self.short_run(other, teachers)
+                if without is not None and without[0] == whole[0] and _same_weights(without[1], whole[1]):
+                    raise TrainingError(f"{key} changed nothing: the run's losses at its {len(whole[0])} steps "
+                                        f"({', '.join(f'{x:.6f}' for x in whole[0])}) and weights equal those of the same "
+                                        f"run without it")
         return fired
 
-    def losses_without(self, cfg, key: str, teachers: list[str], steps: int) -> list[float] | None:
-        """The losses of the first ``steps`` steps of ``cfg`` with objective term ``key`` removed (None where the
-        other terms cannot run without it)."""
-        import dataclasses
+    def short_run(self, cfg, teachers: list[str]) -> tuple[list[float], dict] | None:
+        """The exact losses of the rehearsed steps of ``cfg`` and the weights they leave (train_curve.csv rounds to 6
+        decimals: a term whose effect at random initialisation is smaller, such as GS-InfoNCE's, would look like
+        none), or None where the configuration cannot run (a term that needs the one removed)."""
         import tempfile
 
         from csebench.training.trainer import Trainer
 
-        other = dataclasses.replace(cfg, objectives={k: v for k, v in cfg.objectives.items() if k != key})
         with tempfile.TemporaryDirectory(prefix="ablation-", dir=self.out) as tmp:
             try:
-                tr = Trainer(other, str(self.corpus), self.senteval, tmp, cache_dir=self.cache, show_progress=False,
+                tr = Trainer(cfg, str(self.corpus), self.senteval, tmp, cache_dir=self.cache, show_progress=False,
                              teacher_cache=teachers or None, dev_file=cfg.dev_file)
             except ConfigError as exc:
-                log.debug("%s without %s: not compared (%s)", cfg.run_id, key, exc)
+                log.debug("%s with objectives %s: not compared (%s)", cfg.run_id, sorted(cfg.objectives), exc)
                 return None
-            losses = tr.step_losses(steps)
+            losses = tr.step_losses(tr.total_steps)
+            weights = {k: v.detach().clone() for k, v in tr.encoder.state_dict().items()}
             del tr
             gc.collect()
-        return losses
+        return losses, weights
 
     def full_transfer(self, folder: Path) -> bool:
         """All 7 transfer tasks for the first model of each kind (class, width, evaluation pooler, projection:
@@ -694,11 +697,10 @@ def _rehearse_all(r: Rehearsal, groups: list[Distinct], keep_going: bool, keep_m
     return failed, rep, terms_fired
 
 
-def _curve_losses(path: Path) -> list[float]:
-    """Each logged step's loss in a run's train_curve.csv (every step, at the rehearsal's log_steps of 1)."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    col = lines[0].split(",").index("loss")
-    return [float(line.split(",")[col]) for line in lines[1:]]
+def _same_weights(a: dict, b: dict) -> bool:
+    import torch
+
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
 def fired_line(fired: dict[str, dict]) -> str:
