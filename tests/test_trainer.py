@@ -143,7 +143,7 @@ def test_dev_summary_leaves_out_scores_that_are_not_finite():
 # ----------------------------------------------------------------------------- torch.compile
 
 
-def test_compiled_training_pads_to_length_buckets_and_compiles_static_graphs(inputs, monkeypatch):
+def test_compiled_training_pads_to_length_buckets_and_compiles_static_graphs(inputs, monkeypatch, caplog):
     """With ``training.compile`` every step's padded width is a multiple of compile_width_multiple and
     the model is compiled with static shapes: one graph per bucket. Dynamic lengths made inductor's
     steps 30x slower than eager on an H200 (BENCHMARKS.md, GPU section)."""
@@ -166,10 +166,17 @@ def test_compiled_training_pads_to_length_buckets_and_compiles_static_graphs(inp
                         lambda self, input_ids, *a, **kw: widths.append(input_ids.shape[1]) or real_forward(self, input_ids, *a, **kw))
     cfg = write_config(inputs / "over.yaml", ci_training(max_steps=4, eval_steps=4, batch_size=8, log_steps=1,
                                                          compile=True))
-    assert main(["--threads", "1", *train_argv(inputs, inputs / "run", cfg)]) == 0
+    import logging
+
+    with caplog.at_level(logging.INFO, logger="csebench"):
+        assert main(["--threads", "1", *train_argv(inputs, inputs / "run", cfg)]) == 0
     assert kwargs == [{"dynamic": False}]
     train_widths = widths[:4]  # the dev evaluation (eval mode, uncompiled code path) comes after
     assert train_widths and all(w % 8 == 0 for w in train_widths), widths
+    # the first step of each width builds its graph, and the log says what that cost
+    said = [r.getMessage() for r in caplog.records if "compiled the graph of padded width" in r.getMessage()]
+    assert len(said) == len(set(train_widths)) and all("training.compile: one graph per width, a multiple of 8" in x
+                                                        for x in said), said
 
 
 # ----------------------------------------------------------------------------- progress without a bar

@@ -316,8 +316,8 @@ class Trainer:
             need = -(-(self.t.max_seq_length + 64) // self.width_multiple)
             if getattr(dynamo_config, "recompile_limit", None) is not None:
                 dynamo_config.recompile_limit = max(dynamo_config.recompile_limit, need)
-            mode = self.t.compile if isinstance(self.t.compile, str) else None
-            self.forward_model = torch.compile(self.model, dynamic=False, mode=mode)
+            mode = {"mode": self.t.compile} if isinstance(self.t.compile, str) else {}
+            self.forward_model = torch.compile(self.model, dynamic=False, **mode)
         # every rank reads the dev data, so a malformed file stops all ranks (none waits in a collective)
         self.dev = DevEvaluator.for_run(cfg, senteval_dir, dev_file)
         self.state = TrainState()
@@ -327,6 +327,8 @@ class Trainer:
         self._unread: list[tuple[int, torch.Tensor]] = []  # (step, loss on the device) not yet read back
         self._needs_train_mode = True  # set the modules' training mode before the next step (Module.train walks them all)
         self.terms_fired: dict[str, dict] = {}  # objective term -> the first step it changed the loss (_note_fired)
+        self._widths_compiled: set[int] = set()  # training.compile: padded widths whose graph is built
+        self._compiling: int | None = None
         self._last_logs: dict = {}
         # the selected checkpoint's weights (on the host) while its SICK-R dev score is still to be computed:
         # scored once, when a checkpoint is written or training ends, not at every new best
@@ -446,6 +448,9 @@ class Trainer:
         # the views to encode (two dropout views of the sentence unless a term changes them), in one forward pass
         views = self.objective.input_views(ids, mask, idx_local, self.state.step)
         ids2, mask2, segments = _stack_views(views, self.encoder.tokenizer.pad_token_id or 0, self.width_multiple)
+        if self.t.compile and ids2.shape[1] not in self._widths_compiled:
+            self._widths_compiled.add(ids2.shape[1])
+            self._compiling = ids2.shape[1]  # this step compiles a graph: run() says how long it took
         rows = None
         if all(v[0] is ids and v[1] is mask for v in views.values()) and self.encoder.uses_packed:
             # the real tokens' places, from the host's copy of the mask: found on the device, they would be a
@@ -664,7 +669,14 @@ class Trainer:
             batches = data_order(len(self.tokens), self.t.batch_size, self.cfg.seed, self.state.epoch, self.world)
             while self.state.batch_in_epoch < len(batches) and self.state.step < self.total_steps:
                 batch = batches[self.state.batch_in_epoch]
+                t_step = time.perf_counter()
                 logs = self.train_step(batch, read=self.reads_logs_at(self.state.step + 1))
+                if self._compiling is not None and self.rank == 0:
+                    # the first step of each padded width compiles its graph: the rate of those steps is not the run's
+                    log.info("%s: step %d compiled the graph of padded width %d in %.1f s (training.compile: one graph "
+                             "per width, a multiple of %d; %d so far)", self.cfg.run_id, self.state.step + 1,
+                             self._compiling, time.perf_counter() - t_step, self.width_multiple, len(self._widths_compiled))
+                self._compiling = None
                 self.state.step += 1
                 self.state.batch_in_epoch += 1
                 rate.sentences += len(batch)  # the global batch: every rank's sentences
