@@ -316,3 +316,42 @@ def test_dev_metric_is_checked_and_its_default_keeps_run_keys():
     assert cfg.key() == before
     cfg.training.dev_metric = "avg_sts"
     assert cfg.key() != before
+
+
+def test_non_finite_loss_names_the_terms_whose_parts_were_not_finite_and_their_package(inputs, capsys, monkeypatch,
+                                                                                        tmp_path):
+    """A term's loss part that is NaN stops training in the one line, which names the term, and the package and
+    version of a term that is not csebench's own (the contrastive part is named when it is the one)."""
+    from csebench.objectives import TERMS
+    from test_plugins import TERM, fake_dist
+
+    monkeypatch.setattr(TERMS, "_loaded", {})
+    monkeypatch.setattr(TERMS, "_plugins", None)
+    nan_term = TERM.replace("return self.settings.weight * ctx.z1.float().mean(0).pow(2).sum()",
+                            "return ctx.z1.float().sum() * float('nan')")
+    fake_dist(tmp_path / "site", "nan-terms", {"csebench.objectives": {"centre": "nan_terms_t.term:Centre"}},
+              {"nan_terms_t/__init__.py": "", "nan_terms_t/term.py": nan_term})
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    cfg = write_config(inputs / "over.yaml", {**ci_training(max_steps=4, batch_size=8, log_steps=1),
+                                              "methods": {"simcse": {"objectives": {"centre": {}}}}})
+    assert_fails(capsys, train_argv(inputs, inputs / "run", cfg),
+                 "loss is nan at step 1 of simcse/seed1 (not finite at step 1: term centre (package nan-terms 0.1.0)); "
+                 "no checkpoint was written yet")
+
+
+def test_without_a_bar_a_line_comes_at_least_every_progress_seconds(tmp_path, monkeypatch, caplog):
+    """A log without a bar is not silent for long: a line at least every PROGRESS_SECONDS (here 0: every step),
+    whatever log_steps is, each with the last loss read."""
+    import logging
+
+    import csebench.training.trainer as trainer_mod
+    from runhelpers import train_tiny
+
+    monkeypatch.setattr(trainer_mod, "_stderr_is_tty", lambda: False)
+    monkeypatch.setattr(trainer_mod, "PROGRESS_SECONDS", 0.0)
+    with caplog.at_level(logging.INFO, logger="csebench"):
+        train_tiny(tmp_path, {}, steps=6, log_steps=4, eval_steps=3)
+    lines = _progress(caplog)
+    steps = [l[0] for l in lines]
+    assert set(steps) == {1, 2, 3, 4, 5, 6}, steps
+    assert lines[1][1] == lines[0][1]  # step 2 is not read: it says step 1's loss

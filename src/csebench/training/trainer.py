@@ -524,17 +524,30 @@ class Trainer:
         values = distributed.all_reduce_mean(vec).tolist()
         self._unread = []
         losses = values[: len(steps)]
+        logs = dict(zip(on_device + on_host, values[len(steps) :]))
         for step, value in zip(steps, losses):
             if not math.isfinite(value):
                 ckpt = self.checkpoint_file()
                 last = (f"the last good checkpoint is {ckpt.parent} (step {self._ckpt_step(ckpt)})" if ckpt
                         else "no checkpoint was written yet")
-                raise TrainingError(f"loss is {value} at step {step} of {self.cfg.run_id}; {last}. "
-                                    f"Lower training.learning_rate or check the objective settings.")
-        logs = dict(zip(on_device + on_host, values[len(steps) :]))
+                raise TrainingError(f"loss is {value} at step {step} of {self.cfg.run_id}{self._non_finite_parts(logs, steps[-1])}; "
+                                    f"{last}. Lower training.learning_rate or check the objective settings.")
         logs["loss"] = losses[-1]
         self._note_fired(logs, steps[-1])
         return logs
+
+    def _non_finite_parts(self, logs: dict[str, float], step: int) -> str:
+        """Which parts of the loss were not finite at the last step read (the terms', with the package of a term
+        that is not csebench's own), for the message that stops training: ' (not finite at step 8: ...)'."""
+        packages = term_packages(self.cfg.objectives)
+        bad = []
+        for key in sorted(k for k in logs if k.startswith("loss_") and not math.isfinite(logs[k])):
+            term = key[len("loss_"):]
+            if term == "contrastive":
+                bad.append("the contrastive loss (InfoNCE)")
+            else:
+                bad.append(f"term {term}" + (f" (package {packages[term]})" if term in packages else ""))
+        return f" (not finite at step {step}: {', '.join(bad)})" if bad else ""
 
     def _note_fired(self, logs: dict[str, float], step: int) -> None:
         """Record the first read step at which each objective term changed the loss: it changed what the loss is
@@ -665,6 +678,7 @@ class Trainer:
         resumed_from = n_before if n_before else None
         t0 = time.perf_counter() - self.state.elapsed
         rate = _Rate(self.state.step)
+        last_loss, last_line = math.nan, time.perf_counter()
         while self.state.step < self.total_steps:
             batches = data_order(len(self.tokens), self.t.batch_size, self.cfg.seed, self.state.epoch, self.world)
             while self.state.batch_in_epoch < len(batches) and self.state.step < self.total_steps:
@@ -688,8 +702,14 @@ class Trainer:
                 evaluated = self.state.step % self.t.eval_steps == 0 or self.state.step == self.total_steps
                 if evaluated:
                     last_dev = self.evaluate_and_keep_best()
-                if self.rank == 0 and (evaluated or (logged and not bar_on)):
-                    log.info("%s", self.progress_line(logs["loss"], last_dev, rate))
+                if logs is not None:
+                    last_loss = logs["loss"]
+                # without a bar: a line every log_steps, and at least every PROGRESS_SECONDS (a step can take
+                # seconds on a CPU: ten of them apart was minutes of silence in a log)
+                quiet = not bar_on and time.perf_counter() - last_line >= PROGRESS_SECONDS
+                if self.rank == 0 and (evaluated or (logged and not bar_on) or quiet):
+                    log.info("%s", self.progress_line(last_loss, last_dev, rate))
+                    last_line = time.perf_counter()
                 if logs is not None:
                     bar.set_postfix(loss=f"{logs['loss']:.4f}", dev=f"{last_dev:.2f}", refresh=False)
                 bar.update(1)
@@ -775,6 +795,9 @@ class Trainer:
             replace_dir(partial, self.out_dir / "model")
             write_json(self.out_dir / "train_timing.json", timing)
             write_json(self.out_dir / "train.json", summary)  # written last: marks the run complete
+
+
+PROGRESS_SECONDS = 30.0  # the longest a log without a progress bar stays silent while training runs
 
 
 class _Rate:
