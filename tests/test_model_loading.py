@@ -113,13 +113,14 @@ def test_damaged_weights_are_refused_naming_the_file(trained, tmp_path, capsys, 
     rc, err = run_cli(capsys, [*sts, "--model", str(run / "model"), "--no-verify"])
     assert rc == 0, err  # the user's call
     out.unlink()
-    # heavier damage: NaN weights (0xff bytes) score nothing; that is an error, not an all-null result
+    # heavier damage: NaN weights (0xff bytes) score nothing; that is an error, said before any score
     data[len(data) // 2:] = b"\xff" * (len(data) - len(data) // 2)
     weights.write_bytes(bytes(data))
-    assert_fails(capsys, [*sts, "--model", str(run / "model"), "--no-verify"],
-                 f"the STS average of {run / 'model'} is undefined (STS12, STS13, STS14, STS15, STS16, STSBenchmark, "
-                 f"SICKRelatedness: not a finite number): its embeddings are constant or not finite; {out} not written. "
-                 "Check the model's weights", outputs=[out.parent])
+    line = assert_fails(capsys, [*sts, "--model", str(run / "model"), "--no-verify"],
+                        f"the model {run / 'model'} returned a torch.Tensor of shape (", "; its row 0 (sentence ",
+                        "holds NaN (", "rows are not finite): check its weights (damaged, or from a training that diverged)",
+                        outputs=[out.parent])
+    assert not out.exists() and "\n" not in line
     (run / "model" / "mlp_head.safetensors").unlink()
     assert_fails(capsys, [*sts, "--model", str(run / "model")],
                  f"{run / 'model' / 'mlp_head.safetensors'} is missing: the model is damaged")

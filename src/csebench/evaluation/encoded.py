@@ -35,10 +35,20 @@ def _sentence(text: str, most: int = 60) -> str:
     return repr(text if len(text) <= most else text[: most - 3] + "...")
 
 
-def checked_embeddings(out, sentences: list[str], what: str = "the encode function") -> torch.Tensor:
+def encoded(encode, sentences: list[str]) -> torch.Tensor:
+    """``encode(sentences)``, checked (checked_embeddings). An encode function csebench builds names what it
+    encodes with (its ``source``, e.g. "the model DIR") and what to do about vectors that are not finite (its
+    ``remedy``); a user's function is "the encode function"."""
+    return checked_embeddings(encode(sentences), sentences, getattr(encode, "source", None) or "the encode function",
+                              getattr(encode, "remedy", None))
+
+
+def checked_embeddings(out, sentences: list[str], what: str = "the encode function",
+                       remedy: str | None = None) -> torch.Tensor:
     """``out``, what ``what`` returned for ``sentences``, as a 2-D CPU tensor with one finite row per sentence:
     a floating tensor as it came, anything else (a numpy array, nested lists) as float32. Anything else is a
-    one-line DataError; a constant embedding is logged as a warning (and scored)."""
+    one-line DataError (ending in ``remedy`` where rows are not finite, when given); a constant embedding is
+    logged as a warning (and scored)."""
     n = len(sentences)
     expected = f"expected a 2-D array of finite numbers, one row per sentence given ({n} rows, in their order)"
     came = _described(out)
@@ -67,7 +77,7 @@ def checked_embeddings(out, sentences: list[str], what: str = "the encode functi
         values = emb[bad][~torch.isfinite(emb[bad])]
         kinds = " and ".join(k for k, hit in (("NaN", bool(values.isnan().any())), ("inf", bool(values.isinf().any()))) if hit)
         raise DataError(f"{what} returned {came} for {n} sentences; its row {bad} (sentence {_sentence(sentences[bad])}) "
-                        f"holds {kinds} ({int((~finite).sum())} of the {n} rows are not finite): {expected}")
+                        f"holds {kinds} ({int((~finite).sum())} of the {n} rows are not finite): {remedy or expected}")
     if n > 1 and bool((emb == emb[0]).all()):
         log.warning("%s returned the same vector for all %d sentences (a constant embedding): every pair has the "
                     "same similarity, so there is nothing to rank; its scores are undefined (NaN) or chance", what, n)
