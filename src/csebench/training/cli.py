@@ -158,6 +158,12 @@ def cmd_train(args) -> None:
     logging.getLogger("csebench").info("hub downloads: %s", "off (HF_HUB_OFFLINE=1)" if offline() else "on")
     _refuse_view(args.out, suite, args.run, args.seed)
     _refuse_links_out(args.out)
+    if cfg.backbone.model != "random":  # before the run folder is made: a backbone folder of an architecture
+        from csebench.model.encoder import check_architecture, check_model_source  # transformers does not know
+
+        what = "--backbone" if args.backbone else f"backbones.{cfg.backbone_name}.model"
+        check_model_source(cfg.backbone.model, what)
+        check_architecture(cfg.backbone.model, what)
     # one process per run folder (under torchrun rank 0 holds the lock: the other ranks write nothing there)
     with run_lock(args.out) if int(os.environ.get("RANK", 0)) == 0 else contextlib.nullcontext():
         if os.path.isfile(os.path.join(args.out, "train.json")) and not args.force:
