@@ -300,3 +300,27 @@ def test_the_pipeline_s_model_card_of_a_run_with_the_docs_term_names_its_package
     assert all(line in text.splitlines() for line in CARD_NAMES_THE_PACKAGE), text
     assert "suite `ci`, run `centered`" in text and "### STS (SentEval)" in text
 
+
+@pytest.mark.slow(seconds=30)
+@needs_pipeline
+def test_a_renderer_named_like_a_built_in_stops_snakemake_in_the_cli_s_line(tmp_path):
+    """A package's renderer named `sweep` (a built-in renderer's name): `csebench results render` refused it in one
+    line, `snakemake -n` stopped in an input function with a 7-line traceback; now both say the same line, Snakemake
+    before it builds the DAG."""
+    from runhelpers import BIN, tool_env
+
+    renderer = ("from csebench.results.context import Renderer\n"
+                "RENDERER = Renderer(inputs=lambda ctx: [], render=lambda ctx: [])\n")
+    site = fake_dist(tmp_path / "site", "clash-renderers", {"csebench.renderers": {"sweep": "clash_r.tables:RENDERER"}},
+                     {"clash_r/__init__.py": "", "clash_r/tables.py": renderer})
+    said = ("renderer 'sweep' of the installed package 'clash-renderers' (entry point csebench.renderers: "
+            "clash_r.tables:RENDERER) has the name of a built-in renderer (csebench.results.renderers.figures:SWEEP); "
+            "rename its entry point")
+    e = _with_path(tool_env(), site)
+    cli = subprocess.run([str(BIN / "csebench"), "results", "render", "--item", "suite/ci", "--results", str(tmp_path / "r")],
+                         cwd=ROOT, env=e, capture_output=True, text=True, timeout=120)
+    assert cli.returncode == 2 and cli.stderr.strip().splitlines() == [f"csebench results: error: {said}"], cli.stderr
+    build = subprocess.run([str(BIN / "snakemake"), "-n", "--configfile", "config/ci.yaml", "--config", "plan=false"],
+                           cwd=ROOT, env=e, capture_output=True, text=True, timeout=300)
+    lines = [l for l in (build.stdout + build.stderr).splitlines() if not l.startswith("Config file config/paper.yaml")]
+    assert build.returncode == 1 and lines == [f"csebench: error: {said}"], lines
