@@ -99,10 +99,12 @@ def test_a_constant_embedding_is_scored_and_warned_about(small, caplog):
     assert not [r for r in caplog.records if "constant embedding" in r.getMessage()]
 
 
-def test_the_check_keeps_what_scored_before(small):
-    """A well-formed output scores as it did: float32 as given, float64 from numpy as float32, integers as floats."""
+def test_the_check_keeps_what_scored_before():
+    """A well-formed output scores as it did: a float tensor as given, numpy's float64 as float32, integers as
+    floats, a list of one tensor per sentence stacked."""
     import torch
 
+    from csebench.core.errors import DataError
     from csebench.evaluation.encoded import checked_embeddings
 
     s = ["a", "b", "c"]
@@ -111,3 +113,7 @@ def test_the_check_keeps_what_scored_before(small):
     assert checked_embeddings(np.ones((3, 2)), s).dtype == torch.float32
     assert checked_embeddings([[1, 2], [3, 4], [5, 7]], s).tolist() == [[1.0, 2.0], [3.0, 4.0], [5.0, 7.0]]
     assert checked_embeddings(torch.ones(3, 2, dtype=torch.float16), s).dtype == torch.float32
+    rows = [torch.tensor([1.0, 2.0], requires_grad=True), torch.tensor([3.0, 4.0]), torch.tensor([5.0, 7.0])]
+    assert checked_embeddings(rows, s).tolist() == [[1.0, 2.0], [3.0, 4.0], [5.0, 7.0]]  # one tensor per sentence
+    with pytest.raises(DataError, match=r"^the encode function returned a list of tensors of different shapes for 3 "):
+        checked_embeddings([torch.ones(2), torch.ones(3), torch.ones(2)], s)

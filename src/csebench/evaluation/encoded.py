@@ -23,11 +23,13 @@ NUMERIC_KINDS = "fiu"  # numpy's kinds of real numbers: float, signed and unsign
 
 def _described(out) -> str:
     """What came back, in words: its type, and its shape and dtype where it has them."""
+    if out is None:
+        return "None"
     kind = type(out)
-    name = "None" if out is None else f"{kind.__module__}.{kind.__qualname__}" if kind.__module__ not in ("builtins",) else kind.__qualname__
+    name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
     shape, dtype = getattr(out, "shape", None), getattr(out, "dtype", None)
     if shape is None:
-        return f"a {name}" if out is not None else "None"
+        return f"a {name}"
     return f"a {name} of shape {tuple(shape)} and dtype {str(dtype).removeprefix('torch.')}"
 
 
@@ -52,6 +54,12 @@ def checked_embeddings(out, sentences: list[str], what: str = "the encode functi
     n = len(sentences)
     expected = f"expected a 2-D array of finite numbers, one row per sentence given ({n} rows, in their order)"
     came = _described(out)
+    if isinstance(out, (list, tuple)) and out and all(isinstance(row, torch.Tensor) for row in out):
+        rows = [row.detach().cpu() for row in out]  # one tensor per sentence (sentence-transformers' lists)
+        if len({tuple(row.shape) for row in rows}) > 1:
+            raise DataError(f"{what} returned {came} of tensors of different shapes for {n} sentences: {expected}")
+        came = f"{came} of {len(rows)} tensors of shape {tuple(rows[0].shape)}"
+        out = torch.stack(rows)
     if isinstance(out, torch.Tensor):
         emb = out.detach().cpu()
         if emb.is_complex() or emb.dtype == torch.bool:
@@ -61,7 +69,7 @@ def checked_embeddings(out, sentences: list[str], what: str = "the encode functi
     else:
         try:
             arr = np.asarray(out)
-        except (ValueError, TypeError):  # rows of different lengths, objects numpy cannot stack
+        except (ValueError, TypeError, RuntimeError):  # rows of different lengths, objects numpy cannot stack
             raise DataError(f"{what} returned {came} whose rows numpy cannot stack into one array (rows of "
                             f"different lengths?) for {n} sentences: {expected}") from None
         if out is None or arr.dtype.kind not in NUMERIC_KINDS:
