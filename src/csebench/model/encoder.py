@@ -92,6 +92,7 @@ def check_architecture(model: str, what: str = "--model") -> None:
         return
     import transformers
     from transformers import AutoConfig
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
     try:
         AutoConfig.from_pretrained(str(found.parent))
@@ -102,13 +103,13 @@ def check_architecture(model: str, what: str = "--model") -> None:
         reason = exc
     where = f"model folder {model}" if Path(resolve_model_path(model)).is_dir() else f"model {model}"
     try:
-        declared = json.loads(found.read_text(encoding="utf-8")) if found else {}
+        declared = json.loads(found.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         declared = {}
     version = f"transformers {transformers.__version__}"
     not_offered = "csebench does not run code shipped with a model (trust_remote_code is not offered)"
     model_type = declared.get("model_type") if isinstance(declared, dict) else None
-    if isinstance(model_type, str) and model_type:
+    if isinstance(model_type, str) and model_type and model_type not in CONFIG_MAPPING:
         raise ConfigError(f"{where} ({what}): its config.json declares model_type '{model_type}', an architecture "
                           f"{version} does not know; upgrade transformers (pip install --upgrade transformers) if a "
                           f"newer release has it, else use another model; {not_offered}")
