@@ -16,10 +16,10 @@ from csebench.study.jobs import (Runs, all_runs_with_teachers, check_suites, dev
                                  trains)
 from csebench.study.params import run_dir
 from csebench.study.typed import Params
-from csebench.workflow.steps import (check_snakemake_config, find_cli, hub_generators, lock_error_in_one_line,
-                                     merge_default_config, offline_if_submitted, one_line, params_args, record_times,
-                                     refuse_locked_build, refuse_outside_links, restore_times, start_warm, stop_warm,
-                                     trains_from_hub)
+from csebench.workflow.steps import (check_plugins, check_snakemake_config, find_cli, hub_generators,
+                                     lock_error_in_one_line, merge_default_config, offline_if_submitted, one_line,
+                                     params_args, record_times, refuse_locked_build, refuse_outside_links,
+                                     restore_times, start_warm, stop_warm, trains_from_hub)
 from csebench.results.registry import default_suites
 
 merge_default_config(config, "config/paper.yaml")  # the papers' build, under --configfile and --config
@@ -27,6 +27,7 @@ merge_default_config(config, "config/paper.yaml")  # the papers' build, under --
 include: "workflow/rules/common.smk"  # first: checks the config against its schema
 
 with one_line():  # a mistake in params.yaml or an override: its one line, without Snakemake's stack lines
+    check_plugins()  # an installed package's term, analysis or renderer named like another
     PARAMS = Params.load(config.get("params", "params.yaml"), config.get("params_overrides", []))
     SUITES = config["suites"] if isinstance(config["suites"], list) else [config["suites"]]
     if SUITES == ["all"]:

@@ -413,3 +413,49 @@ def test_sts_pair_cap_setting(cap, ok):
         with pytest.raises(ConfigError, match="max_sts_pairs: give a whole number"):
             suite_evaluation(params, "demo")
     assert suite_evaluation(P, "paper")["max_sts_pairs"] is None  # paper scale: every pair
+
+
+# ------------------------------------------------------------- YAML that does not parse: one line, with its position
+
+
+@pytest.mark.slow(seconds=20)
+def test_invalid_yaml_in_set_and_in_a_config_file_is_one_line_with_its_position(tmp_path):
+    """PyYAML's message spans 2-4 lines ("in <unicode string>, line 1, column 1" under each mark); as a user runs
+    `csebench train`, each is one line: a --set value's column (or "the end"), a file's line and column."""
+    import sys
+
+    from runhelpers import PARAMS, env, write_corpus
+
+    write_corpus(tmp_path / "corpus.txt", n=16)
+    bad = _override(tmp_path, "suites:\n  ci:\n    training: {max_steps: 3\n", "bad.yaml")
+    own = ["train", "--params", str(PARAMS), "--backbone", "tiny", "--method", "simcse", "--corpus", str(tmp_path / "corpus.txt"),
+           "--out", str(tmp_path / "run"), "--no-progress"]
+    for argv, line in (
+            ([*own, "--set", "training.max_steps=[1, 2"],
+             "--set training.max_steps=[1, 2: not valid YAML at the end: did not find expected ',' or ']' (while parsing a "
+             "flow sequence that starts at column 1)"),
+            ([*own, "--set", "objectives.prompt.template=a: b: c"],
+             "--set objectives.prompt.template=a: b: c: not valid YAML at column 5: mapping values are not allowed in this context"),
+            (["train", "--params", str(PARAMS), "--config", str(bad), "--suite", "ci", "--run", "simcse", "--seed", "1",
+              "--corpus", str(tmp_path / "corpus.txt"), "--out", str(tmp_path / "run"), "--no-progress"],
+             f"{bad}: not valid YAML at line 4, column 1: did not find expected ',' or '}}' (while parsing a flow mapping "
+             "that starts at line 3, column 15)")):
+        proc = subprocess.run([sys.executable, "-m", "csebench", *argv], cwd=tmp_path, env=env(), capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 2 and proc.stderr.splitlines() == [f"csebench train: error: {line}"], proc.stderr
+        assert not (tmp_path / "run").exists()
+
+
+def test_yaml_errors_keep_the_parser_s_words_in_one_line():
+    from csebench.core.schema import load_yaml_text
+
+    for text, said in (("a:\n\tb: 1\n", "T: not valid YAML at line 2, column 1: found character that cannot start any token"),
+                       ("a: 1\n- b\n", "T: not valid YAML at line 2, column 1: did not find expected key (while parsing a "
+                                       "block mapping that starts at line 1, column 1)"),
+                       ("a: 'open", "T: not valid YAML at the end: found unexpected end of stream (while scanning a quoted "
+                                    "scalar that starts at column 4)"),
+                       ("a: *nope", "T: not valid YAML at column 4: found undefined alias"),
+                       ("a: \x00", "T: not valid YAML: unacceptable character #x0000")):
+        with pytest.raises(ConfigError) as err:
+            load_yaml_text(text, "T")
+        assert str(err.value).startswith(said) and "\n" not in str(err.value), str(err.value)

@@ -94,3 +94,80 @@ def test_corpus_of_one_sentence_is_an_error_in_good_grammar(inputs, capsys):
     line = assert_fails(capsys, train_argv(inputs, out, None, corpus=inputs / "one.txt"),
                         f"corpus {inputs / 'one.txt'} has 1 sentence: too few for in-batch negatives (need at least 2)")
     assert "1 sentences" not in line
+
+
+# ----------------------------------------------------------------------------- a corpus that is no regular file
+
+
+def _train_as_a_user(cwd, corpus, out, *settings, method="simcse"):
+    """`csebench train --backbone tiny --method METHOD --corpus CORPUS --out OUT [--set ...]`, the program run in
+    ``cwd`` (where its default tokenized-corpus cache, data/cache, would be made): (exit status, stderr's lines
+    but the log's)."""
+    import subprocess
+    import sys
+
+    from runhelpers import SHARED, env
+
+    cwd.mkdir(parents=True, exist_ok=True)
+    argv = ["train", "--params", str(PARAMS), "--backbone", "tiny", "--method", method, "--corpus", str(corpus),
+            "--senteval", str(SHARED / "senteval"), "--out", str(out), "--no-progress"]
+    for setting in settings:
+        argv += ["--set", setting]
+    proc = subprocess.run([sys.executable, "-m", "csebench", "--threads", "1", *argv], cwd=cwd, env=env(),
+                          capture_output=True, text=True, timeout=300)
+    return proc.returncode, [l for l in proc.stderr.splitlines() if " INFO " not in l and " WARNING " not in l]
+
+
+@pytest.mark.slow(seconds=40)
+def test_a_corpus_that_is_no_regular_file_is_named_for_what_it_is(tmp_path):
+    """/dev/zero, a folder and a named pipe exist: "corpus file not found" misled; each is said for what it is,
+    before the run folder is made (a pipe is not opened: nothing waits for a writer)."""
+    import os
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    (tmp_path / "folder").mkdir()
+    out = tmp_path / "runs" / "mine"
+    for corpus, kind in (("/dev/zero", "a character device"), (tmp_path / "folder", "a folder"), (fifo, "a named pipe (FIFO)")):
+        rc, lines = _train_as_a_user(tmp_path / "cwd", corpus, out)
+        assert rc == 2 and lines == [f"csebench train: error: corpus {corpus} is {kind}, not a regular file: a corpus is a "
+                                     "text file, one sentence per line; give that file (a stream or a device: save it "
+                                     "to a file first)"], lines
+        assert not (tmp_path / "runs").exists() and not any((tmp_path / "cwd").iterdir())
+
+
+def test_a_dangling_link_and_a_missing_file_are_not_found(tmp_path):
+    from csebench.core.corpus import read_corpus
+    from csebench.core.errors import DataError
+
+    (tmp_path / "link").symlink_to(tmp_path / "gone.txt")
+    with pytest.raises(DataError, match=rf"^corpus {tmp_path / 'link'} is a symbolic link to {tmp_path / 'gone.txt'}, "
+                                        "which does not exist: a corpus is a text file"):
+        read_corpus(tmp_path / "link")
+    with pytest.raises(DataError, match=rf"^corpus file not found: {tmp_path / 'nope.txt'}$"):
+        read_corpus(tmp_path / "nope.txt")
+
+
+# ----------------------------------------------------------------------------- a refused train leaves nothing it made
+
+NAN_LOSS = ("training.learning_rate=1e30", "training.max_steps=3", "training.batch_size=16")  # NaN at step 2 on tiny
+
+
+@pytest.mark.slow(seconds=45)
+def test_a_refused_train_leaves_nothing_it_made(tmp_path):
+    """A loss that is not finite (before any checkpoint) and a template too long for the backbone are refused in
+    one line after the run folder was made: that folder, its parents the command made and the tokenized-corpus
+    cache it made in its working folder (data/cache) are gone; a folder that was there before stays as it was."""
+    write_corpus(tmp_path / "corpus.txt", n=64)
+    cwd, out = tmp_path / "cwd", tmp_path / "made" / "deeper" / "run"
+    for method, settings, said in (
+            ("simcse", NAN_LOSS, "csebench train: error: loss is nan at step "),
+            ("promptbert", ("training.max_seq_length=128",),  # PromptBERT's template around every row: past 128 positions
+             "csebench train: error: training.max_seq_length (suite cli, run tiny-promptbert) is 128, and objectives.prompt adds")):
+        rc, lines = _train_as_a_user(cwd, tmp_path / "corpus.txt", out, *settings, method=method)
+        assert rc == 2 and len(lines) == 1 and lines[0].startswith(said), lines
+        assert not (tmp_path / "made").exists() and not any(cwd.iterdir()), sorted(map(str, tmp_path.rglob("*")))
+    before = tmp_path / "mine"  # a folder the user made: kept, and left as it was
+    before.mkdir()
+    rc, lines = _train_as_a_user(cwd, tmp_path / "corpus.txt", before, *NAN_LOSS)
+    assert rc == 2 and before.is_dir() and not any(before.iterdir()) and not any(cwd.iterdir())

@@ -113,13 +113,14 @@ def test_damaged_weights_are_refused_naming_the_file(trained, tmp_path, capsys, 
     rc, err = run_cli(capsys, [*sts, "--model", str(run / "model"), "--no-verify"])
     assert rc == 0, err  # the user's call
     out.unlink()
-    # heavier damage: NaN weights (0xff bytes) score nothing; that is an error, not an all-null result
+    # heavier damage: NaN weights (0xff bytes) score nothing; that is an error, said before any score
     data[len(data) // 2:] = b"\xff" * (len(data) - len(data) // 2)
     weights.write_bytes(bytes(data))
-    assert_fails(capsys, [*sts, "--model", str(run / "model"), "--no-verify"],
-                 f"the STS average of {run / 'model'} is undefined (STS12, STS13, STS14, STS15, STS16, STSBenchmark, "
-                 f"SICKRelatedness: not a finite number): its embeddings are constant or not finite; {out} not written. "
-                 "Check the model's weights", outputs=[out.parent])
+    line = assert_fails(capsys, [*sts, "--model", str(run / "model"), "--no-verify"],
+                        f"the model {run / 'model'} returned a torch.Tensor of shape (", "; its row 0 (sentence ",
+                        "holds NaN (", "rows are not finite): check its weights (damaged, or from a training that diverged)",
+                        outputs=[out.parent])
+    assert not out.exists() and "\n" not in line
     (run / "model" / "mlp_head.safetensors").unlink()
     assert_fails(capsys, [*sts, "--model", str(run / "model")],
                  f"{run / 'model' / 'mlp_head.safetensors'} is missing: the model is damaged")
@@ -147,3 +148,63 @@ def test_damaged_safetensors_is_one_line(tmp_path, capsys, tiny_encoder, small, 
     cfg = write_config(tmp_path / "over.yaml", {"backbones": {"mine": {"model": str(model), "pooler": "avg"}},
                                                 "suites": {"ci": {"runs": [{"name": "simcse", "backbone": "mine", "method": "simcse"}]}}})
     assert_fails(capsys, train_argv(tmp_path, tmp_path / "run", cfg), message)
+
+
+# ----------------------------------------------------------------------------- an architecture transformers does not know
+
+
+def _unknown_architecture(folder: Path, tiny_encoder, model_type: str | None) -> Path:
+    """A model folder whose config.json declares ``model_type`` (None: none at all), weights and tokenizer
+    otherwise whole: what transformers cannot build."""
+    enc = tiny_encoder("cls")
+    enc.backbone.save_pretrained(folder)
+    enc.tokenizer.save_pretrained(folder)
+    config = json.loads((folder / "config.json").read_text())
+    config.pop("architectures", None)
+    config.pop("model_type")
+    if model_type is not None:
+        config["model_type"] = model_type
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+@pytest.mark.slow(seconds=45)
+@pytest.mark.parametrize("model_type", ["hsecformer", None])
+def test_an_architecture_transformers_does_not_know_is_one_line(tmp_path, tiny_encoder, small, model_type):
+    """eval-sts, embed and train --backbone as a user runs them (the program, a subprocess), and evaluate_sts(DIR):
+    one line naming the folder, the model_type, the transformers version and what to do, no 34-line traceback."""
+    import subprocess
+    import sys
+
+    import transformers
+
+    import csebench
+    from csebench.core.errors import ConfigError
+    from runhelpers import ROOT, env, write_corpus, write_mini_senteval
+
+    model = _unknown_architecture(tmp_path / "hsec", tiny_encoder, model_type)
+    version = f"transformers {transformers.__version__}"
+    if model_type:
+        said = (f"its config.json declares model_type 'hsecformer', an architecture {version} does not know; upgrade "
+                "transformers (pip install --upgrade transformers) if a newer release has it, else use another model; "
+                "csebench does not run code shipped with a model (trust_remote_code is not offered)")
+    else:
+        said = (f"its config.json declares no model_type, so {version} cannot tell its architecture; add the model_type "
+                "of the architecture it was saved from (e.g. \"bert\", \"roberta\") to its config.json; csebench does not "
+                "run code shipped with a model (trust_remote_code is not offered)")
+    write_corpus(tmp_path / "corpus.txt", n=16)
+    write_mini_senteval(tmp_path / "se", pairs=12)
+    out = tmp_path / "out"
+    for argv, option in ((["eval-sts", "--model", str(model), "--senteval", str(small), *STS_FAST, "--out", str(out / "s.json")], "--model"),
+                         (["embed", "--model", str(model), "--senteval", str(small), "--no-transfer", *STS_FAST,
+                           "--out", str(out / "e.npz")], "--model"),
+                         (["train", "--backbone", str(model), "--method", "simcse", "--corpus", str(tmp_path / "corpus.txt"),
+                           "--senteval", str(tmp_path / "se"), "--out", str(out / "run"), "--no-progress"], "--backbone")):
+        proc = subprocess.run([sys.executable, "-m", "csebench", "--threads", "1", *argv], cwd=ROOT, env=env(),
+                              capture_output=True, text=True, timeout=300)
+        lines = [l for l in proc.stderr.splitlines() if " INFO " not in l]
+        assert proc.returncode == 2 and lines == [f"csebench {argv[0]}: error: model folder {model} ({option}): {said}"], proc.stderr
+        assert not out.exists(), argv[0]
+    with pytest.raises(ConfigError) as err:
+        csebench.evaluate_sts(str(model), senteval=small)
+    assert str(err.value) == f"model folder {model} (--model): {said}"

@@ -19,7 +19,7 @@ import yaml
 
 from csebench.core.errors import ConfigError
 from csebench.core.lazy import LazyRegistry
-from runhelpers import ROOT, ci_training, env, train_argv, write_config, write_corpus, write_mini_senteval
+from runhelpers import ROOT, ci_training, env, needs_pipeline, train_argv, write_config, write_corpus, write_mini_senteval
 
 DOC = ROOT / "docs" / "methods.md"
 TERM = textwrap.dedent('''
@@ -199,11 +199,9 @@ def _doc_block(lang: str, index: int = 0) -> str:
     return re.findall(rf"```{lang}\n(.*?)```", section, re.S)[index]
 
 
-@pytest.mark.slow(seconds=15)
-def test_the_docs_package_installed_outside_the_repository_trains_with_its_term(tmp_path):
-    """docs/methods.md's package, as written there (pyproject.toml, the term's module, the config), installed with
-    pip into a folder outside the repository and put on the path of a `csebench train` subprocess: two steps of
-    the ci suite's tiny model with the method that uses its term."""
+def _install_docs_package(tmp_path: Path) -> Path:
+    """docs/methods.md's package as written there (pyproject.toml, the term's module), installed with pip into a
+    folder outside the repository: that folder, to put on a subprocess's PYTHONPATH."""
     project = tmp_path / "my-csebench-terms"
     (project / "my_csebench_terms").mkdir(parents=True)
     (project / "pyproject.toml").write_text(_doc_block("toml"), encoding="utf-8")
@@ -213,6 +211,29 @@ def test_the_docs_package_installed_outside_the_repository_trains_with_its_term(
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", "--no-build-isolation",
                     "--target", str(site), str(project)], check=True, capture_output=True, timeout=120)
     assert not str(site).startswith(str(ROOT))
+    return site
+
+
+def _with_path(e: dict, site: Path) -> dict:
+    return {**e, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), e.get("PYTHONPATH")]))}
+
+
+CARD_NAMES_THE_PACKAGE = [  # what a card of a run with the docs' term says of it: its paper, package and version
+    "- **center-penalty**: weight * ||mean of the batch's anchors||^2: the batch's centre pulled to the origin. "
+    "(objective `center_penalty` of the package `my-csebench-terms 0.1.0`, not csebench's own)",
+    "`center-penalty` is the paper of the objective `center_penalty` of the package `my-csebench-terms 0.1.0`, which is "
+    "not part of csebench.",
+    "@misc{center-penalty, title = {A centre penalty for sentence embeddings}, year = {2026}}",
+]
+
+
+@pytest.mark.slow(seconds=25)
+def test_the_docs_package_installed_outside_the_repository_trains_with_its_term(tmp_path):
+    """docs/methods.md's package, as written there (pyproject.toml, the term's module, the config), installed with
+    pip into a folder outside the repository and put on the path of a `csebench train` subprocess: two steps of
+    the ci suite's tiny model with the method that uses its term; `csebench model-card` on the run then cites the
+    term's paper and names its package and version."""
+    site = _install_docs_package(tmp_path)
 
     config = yaml.safe_load(_doc_block("yaml"))
     config["suites"]["ci"]["training"] = ci_training(max_steps=2, eval_steps=2, log_steps=1, batch_size=8)["suites"]["ci"]["training"]
@@ -221,8 +242,7 @@ def test_the_docs_package_installed_outside_the_repository_trains_with_its_term(
     write_mini_senteval(tmp_path / "se", pairs=16)
     argv = train_argv(tmp_path, tmp_path / "run", cfg)
     argv[argv.index("--run") + 1] = "centered"
-    e = env()
-    e["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), e.get("PYTHONPATH")]))
+    e = _with_path(env(), site)
     proc = subprocess.run([sys.executable, "-m", "csebench", "--threads", "1", *argv], cwd=ROOT, env=e,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -236,7 +256,71 @@ def test_the_docs_package_installed_outside_the_repository_trains_with_its_term(
     for row in rows[1:]:  # each logged step: the total is InfoNCE plus the package's term, which is on
         v = dict(zip(head, map(float, row.split(","))))
         assert v["loss_center_penalty"] > 0 and v["loss"] == pytest.approx(v["loss_contrastive"] + v["loss_center_penalty"], abs=2e-6)
+    # its model card (a KeyError: 'term' before): the term's paper, cited, beside its package and version
+    proc = subprocess.run([sys.executable, "-m", "csebench", "model-card", "--run", str(tmp_path / "run")], cwd=ROOT, env=e,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    card = (tmp_path / "run" / "model" / "README.md").read_text()
+    assert all(line in card.splitlines() for line in CARD_NAMES_THE_PACKAGE), card
+    assert "- center-penalty" in card.split("---")[1]  # the paper's hub tag in the metadata block
+    # the package uninstalled, the card cannot cite it: one line naming what train.json recorded
+    proc = subprocess.run([sys.executable, "-m", "csebench", "model-card", "--run", str(tmp_path / "run")], cwd=ROOT,
+                          env=env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1] == (
+        f"csebench model-card: error: {tmp_path / 'run'} was trained with the objective 'center_penalty' of the package "
+        "my-csebench-terms 0.1.0, which is not installed here: install it to write the card (its citation is in that "
+        "package)"), proc.stderr
     # without the package on the path the same command fails in one line, naming the unknown term
     proc = subprocess.run([sys.executable, "-m", "csebench", "--threads", "1", *argv[:-1], "--force", "--no-progress"],
                           cwd=ROOT, env=env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and "unknown objective 'center_penalty'" in proc.stderr.strip().splitlines()[-1], proc.stderr
+
+
+@pytest.mark.slow(seconds=60)
+@needs_pipeline
+def test_the_pipeline_s_model_card_of_a_run_with_the_docs_term_names_its_package(tmp_path, monkeypatch, terms):
+    """The model_card rule, as a build runs it: the docs' package installed outside the repository and on the build's
+    path, its config as the params override, Snakemake asked for that run's card (it trains, evaluates and writes it)."""
+    from csebench.study.jobs import run_folder
+    from csebench.study.params import load_params
+    from runhelpers import BIN, copy_project, tool_env, write_small_shared
+
+    site = _install_docs_package(tmp_path)
+    monkeypatch.syspath_prepend(str(site))  # this process too resolves the run (its folder), with the package's term
+    proj = copy_project(tmp_path / "proj")
+    config = write_config(tmp_path / "centered.yaml", yaml.safe_load(_doc_block("yaml")))
+    card = f"{run_folder(load_params(proj / 'params.yaml', [config]), 'ci', 'centered', 1)}/model_card.md"
+    e = _with_path(tool_env(write_small_shared(tmp_path / "shared")), site)
+    e["CSEBENCH_DATA_CHECK"] = "0"  # the small shared data are cut from SentEval's
+    proc = subprocess.run([str(BIN / "snakemake"), "--cores", "2", "--configfile", "config/ci.yaml", "--config", "plan=false",
+                           "threads=1", f"params_overrides=[{config}]", "--", card], cwd=proj, env=e, capture_output=True,
+                          text=True, timeout=900)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    text = (proj / card).read_text()
+    assert all(line in text.splitlines() for line in CARD_NAMES_THE_PACKAGE), text
+    assert "suite `ci`, run `centered`" in text and "### STS (SentEval)" in text
+
+
+@pytest.mark.slow(seconds=30)
+@needs_pipeline
+def test_a_renderer_named_like_a_built_in_stops_snakemake_in_the_cli_s_line(tmp_path):
+    """A package's renderer named `sweep` (a built-in renderer's name): `csebench results render` refused it in one
+    line, `snakemake -n` stopped in an input function with a 7-line traceback; now both say the same line, Snakemake
+    before it builds the DAG."""
+    from runhelpers import BIN, tool_env
+
+    renderer = ("from csebench.results.context import Renderer\n"
+                "RENDERER = Renderer(inputs=lambda ctx: [], render=lambda ctx: [])\n")
+    site = fake_dist(tmp_path / "site", "clash-renderers", {"csebench.renderers": {"sweep": "clash_r.tables:RENDERER"}},
+                     {"clash_r/__init__.py": "", "clash_r/tables.py": renderer})
+    said = ("renderer 'sweep' of the installed package 'clash-renderers' (entry point csebench.renderers: "
+            "clash_r.tables:RENDERER) has the name of a built-in renderer (csebench.results.renderers.figures:SWEEP); "
+            "rename its entry point")
+    e = _with_path(tool_env(), site)
+    cli = subprocess.run([str(BIN / "csebench"), "results", "render", "--item", "suite/ci", "--results", str(tmp_path / "r")],
+                         cwd=ROOT, env=e, capture_output=True, text=True, timeout=120)
+    assert cli.returncode == 2 and cli.stderr.strip().splitlines() == [f"csebench results: error: {said}"], cli.stderr
+    build = subprocess.run([str(BIN / "snakemake"), "-n", "--configfile", "config/ci.yaml", "--config", "plan=false"],
+                           cwd=ROOT, env=e, capture_output=True, text=True, timeout=300)
+    lines = [l for l in (build.stdout + build.stderr).splitlines() if not l.startswith("Config file config/paper.yaml")]
+    assert build.returncode == 1 and lines == [f"csebench: error: {said}"], lines

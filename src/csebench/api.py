@@ -61,9 +61,6 @@ def _senteval(senteval: str | os.PathLike | None, params: Callable):
 def _encoder(model: Any, pooler: str | None, batch_size: int | None, precision: str,
              params: Callable) -> tuple[Callable, str | None]:
     """An encode function (sentences -> (n, d) tensor) and the pooler it uses."""
-    import numpy as np
-    import torch
-
     from csebench.evaluation.embeddings import encode_with
     from csebench.model.encoder import SentenceEncoder, eval_pooler_of
 
@@ -86,9 +83,8 @@ def _encoder(model: Any, pooler: str | None, batch_size: int | None, precision: 
 
         raise ConfigError(f"model: a name or path, a csebench encoder, an object with encode(), or a function; got {type(model).__name__}")
 
-    def wrapped(sentences: list[str]) -> torch.Tensor:
-        out = encode(list(sentences))
-        return out.detach().float().cpu() if isinstance(out, torch.Tensor) else torch.from_numpy(np.asarray(out, dtype=np.float32))
+    def wrapped(sentences: list[str]):
+        return encode(list(sentences))  # as it came: the evaluator checks it before any score (evaluation.encoded)
 
     return wrapped, None
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 
 from csebench.core.errors import DataError
-from csebench.core.io import read_utf8
+from csebench.core.io import not_a_regular_file, read_utf8
 from csebench.core.provenance import (record_corpus)
 
 
@@ -24,12 +24,21 @@ _CONTROL = _C0_C1 + _INVISIBLE
 _CONTROL_LINE = re.compile(rf"^(?:[^\S\n]|[{_CONTROL}])*[{_CONTROL}](?:[^\S\n]|[{_CONTROL}])*$", re.M)
 
 
+def check_corpus_file(path: str | os.PathLike) -> None:
+    """The corpus is a regular file: else one line saying what it is (missing, a folder, a device, a pipe)."""
+    kind = not_a_regular_file(path)
+    if kind == "not found":
+        raise DataError(f"corpus file not found: {path}")
+    if kind:
+        raise DataError(f"corpus {path} is {kind}: a corpus is a text file, one sentence per line; give that file "
+                        "(a stream or a device: save it to a file first)")
+
+
 def read_corpus(path: str | os.PathLike) -> list[str]:
     """Sentences of a corpus file: one per "\n"-separated line (str.splitlines would also split at
     U+2028, U+0085, form feeds...), stripped, blank lines dropped. Errors name the file."""
     p = Path(path)
-    if not p.is_file():
-        raise DataError(f"corpus file not found: {p}")
+    check_corpus_file(p)
     text = read_utf8(p, "corpus ")
     bad = _CONTROL_LINE.search(text)
     if bad:

@@ -190,6 +190,26 @@ def write_text(path: str | os.PathLike, text: str) -> None:
         tmp.write_text(text, encoding="utf-8")
 
 
+def not_a_regular_file(path: str | os.PathLike) -> str | None:
+    """What ``path`` is when it is no regular file to read (None when it is one): missing, a dangling link, a
+    folder, a device (/dev/zero would be read forever), a named pipe (read once, then gone), a socket. Said so,
+    since "not found" misleads about a path that exists."""
+    import stat
+
+    p = Path(path)
+    try:
+        mode = p.stat().st_mode
+    except FileNotFoundError:
+        return f"a symbolic link to {os.readlink(p)}, which does not exist" if p.is_symlink() else "not found"
+    except OSError as exc:
+        return f"not readable ({exc.strerror})"
+    if stat.S_ISREG(mode):
+        return None
+    kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"))
+    return next((f"{kind}, not a regular file" for test, kind in kinds if test(mode)), "not a regular file")
+
+
 def read_utf8(path: Path, what: str = "") -> str:
     """A text file that must be UTF-8, its byte-order mark dropped; else one line naming ``what`` (e.g.
     "corpus "), the file and the line of the first bad byte."""

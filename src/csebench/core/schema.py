@@ -178,7 +178,30 @@ def load_yaml_text(text: str, name: str):
     except DuplicateKeyError as exc:
         raise ConfigError(f"{name}:{exc.line}: {exc.message}") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{name}: not valid YAML: {exc}") from None
+        raise ConfigError(f"{name}: not valid YAML{_yaml_problem(exc, text)}") from None
+
+
+def _yaml_problem(exc: yaml.YAMLError, text: str) -> str:
+    """The parser's complaint in one line, with its position: in a one-line text (a --set value) the column, in
+    a file the line and column (PyYAML's own message spans 2-4 lines of "in <unicode string>, line ...")."""
+    one_line = "\n" not in text.rstrip("\n")
+
+    def at(mark) -> str:
+        if mark is None:
+            return ""
+        if one_line:
+            return "the end" if mark.index >= len(text.rstrip("\n")) else f"column {mark.column + 1}"
+        return f"line {mark.line + 1}, column {mark.column + 1}"
+
+    if not isinstance(exc, yaml.MarkedYAMLError) or not (exc.problem or exc.context):
+        return ": " + " ".join(str(exc).replace('in "<unicode string>", ', "").split())
+    problem, context = exc.problem or exc.context, exc.context if exc.problem else None
+    where = at(exc.problem_mark or exc.context_mark)
+    out = f" at {where}: {problem}" if where else f": {problem}"
+    if context:
+        start = at(exc.context_mark) if exc.context_mark is not None and exc.context_mark is not exc.problem_mark else ""
+        out += f" ({context}{' that starts at ' + start if start and start != where else ''})"
+    return out
 
 
 def read_yaml(path: str | os.PathLike):

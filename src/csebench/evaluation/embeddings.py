@@ -204,6 +204,8 @@ def table_encode(table: EmbeddingTable | str | os.PathLike, model_dir: str | os.
     encode.table = table  # type: ignore[attr-defined]
     encode.missing = 0  # type: ignore[attr-defined]
     encode.pooler = made_with  # type: ignore[attr-defined]
+    encode.source = f"the embeddings table {path}"  # type: ignore[attr-defined]  (evaluation.encoded's messages)
+    encode.remedy = f"check the weights of {made_from} and rerun `csebench embed`"  # type: ignore[attr-defined]
     return encode
 
 
@@ -241,6 +243,8 @@ def model_encoder(model: str, pooler: str | None = None, batch_size: int | None 
     enc = load_eval_model(model, pooler)
     encode = encode_with(enc, batch_size, precision, progress)
     encode.pooler = enc.pooler  # type: ignore[attr-defined]
+    encode.source = f"the model {model}"  # type: ignore[attr-defined]  (evaluation.encoded's messages)
+    encode.remedy = "check its weights (damaged, or from a training that diverged)"  # type: ignore[attr-defined]
     return encode
 
 

@@ -28,6 +28,7 @@ from csebench.core.errors import ConfigError, DataError
 from csebench.core.io import read_utf8
 from csebench.core.provenance import record_data
 from csebench.evaluation import STS_TASKS
+from csebench.evaluation.encoded import encoded
 
 log = logging.getLogger(__name__)
 
@@ -345,7 +346,7 @@ def evaluate_sts(encode: EncodeFn, root: str | os.PathLike, tasks: list[str] | N
     sets = pairsets or load_test_tasks(root, tasks, max_pairs, seed)
     extra = extra or {}
     everything = sorted({s for ps in (*sets.values(), *extra.values()) for s in (*ps.sent1, *ps.sent2)})
-    emb = encode(everything)
+    emb = encoded(encode, everything)
     row = {s: i for i, s in enumerate(everything)}
 
     def cosines(ps: PairSet) -> np.ndarray:

@@ -64,6 +64,7 @@ from torch import nn
 from csebench.core.errors import ConfigError, DataError
 from csebench.core.provenance import record_data
 from csebench.evaluation import TRANSFER_TASKS
+from csebench.evaluation.encoded import encoded
 
 log = logging.getLogger(__name__)
 
@@ -654,10 +655,7 @@ def evaluate_tasks(encode: EncodeFn, data: dict[str, TaskData], cfg: ClassifierC
     everything = task_sentences(data)
     t0 = time.perf_counter()
     log.info("encoding %d distinct sentences for %s", len(everything), ", ".join(tasks))
-    emb = encode(everything)
-    if emb.shape[0] != len(everything):
-        raise ValueError(f"encode returned {emb.shape[0]} rows for {len(everything)} sentences")
-    emb = emb.detach().float().cpu()
+    emb = encoded(encode, everything).float()
     encode_seconds = time.perf_counter() - t0
     row = {s: i for i, s in enumerate(everything)}
     capped = any(data[t].info.get("capped") for t in tasks)

@@ -81,6 +81,45 @@ def check_model_source(model: str, what: str = "--model") -> None:
         raise ConfigError(f"model folder not found: {model}; {what} takes {MODEL_ACCEPTS}")
 
 
+def check_architecture(model: str, what: str = "--model") -> None:
+    """Before a model's tokenizer or weights are read: its config.json names an architecture this transformers
+    knows. One that names another (a newer release's, a model shipping its own code) or none stops in one line
+    naming the folder, the model_type, the transformers version and what to do. A model's own code is never run
+    (transformers' trust_remote_code), so that is no remedy here. A config.json that is not there (a hub id not
+    in the local cache) or not readable is left to the loaders, which say so."""
+    found = _model_file(model, "config.json")  # a folder's, or a hub id's in the local cache: nothing downloaded
+    if found is None:
+        return
+    import transformers
+    from transformers import AutoConfig
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    try:
+        AutoConfig.from_pretrained(str(found.parent))
+        return
+    except OSError:
+        return
+    except ValueError as exc:
+        reason = exc
+    where = f"model folder {model}" if Path(resolve_model_path(model)).is_dir() else f"model {model}"
+    try:
+        declared = json.loads(found.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        declared = {}
+    version = f"transformers {transformers.__version__}"
+    not_offered = "csebench does not run code shipped with a model (trust_remote_code is not offered)"
+    model_type = declared.get("model_type") if isinstance(declared, dict) else None
+    if isinstance(model_type, str) and model_type and model_type not in CONFIG_MAPPING:
+        raise ConfigError(f"{where} ({what}): its config.json declares model_type '{model_type}', an architecture "
+                          f"{version} does not know; upgrade transformers (pip install --upgrade transformers) if a "
+                          f"newer release has it, else use another model; {not_offered}")
+    if isinstance(declared, dict) and "model_type" not in declared:
+        raise ConfigError(f"{where} ({what}): its config.json declares no model_type, so {version} cannot tell its "
+                          "architecture; add the model_type of the architecture it was saved from (e.g. \"bert\", "
+                          f"\"roberta\") to its config.json; {not_offered}")
+    raise ConfigError(f"{where} ({what}): {version} cannot read its config.json: {_one_line(reason)}")
+
+
 MODEL_FILES = "model_files"  # train.json: {file under model/: sha256} of every file the run wrote there
 VERIFY_WEIGHTS = [True]  # the CLI's --no-verify turns it off for one command
 _HASHES: dict[tuple, str] = {}  # (path, size, mtime_ns) -> sha256
@@ -637,6 +676,7 @@ def build_encoder(backbone: BackboneConfig, seed: int = 0, dropout: float | None
                   what: str = "the backbone's model", projection_head: str = "linear") -> SentenceEncoder:
     if backbone.model != "random":
         check_model_source(backbone.model, what)
+        check_architecture(backbone.model, what)
         if Path(resolve_model_path(backbone.model)).is_dir():  # a run's model as the backbone: the one it trained
             verify_weights(resolve_model_path(backbone.model))
     tokenizer = load_tokenizer(backbone)
@@ -800,6 +840,7 @@ def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None, what: 
     from transformers import AutoModel, AutoTokenizer
 
     check_model_source(str(model_dir), what)
+    check_architecture(str(model_dir), what)
     path = Path(resolve_model_path(str(model_dir)))
     if path.is_dir():
         verify_weights(path)

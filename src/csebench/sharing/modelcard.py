@@ -148,17 +148,45 @@ def _papers(r: dict) -> list[dict]:
     papers = dict(citations()["papers"])
     from csebench.objectives import TERMS, term_citation
 
+    recorded = ((r.get("train") or {}).get("provenance") or {}).get("term_packages") or {}
+    for term in r["config"].get("objectives") or {}:
+        if term not in TERMS:  # another package's term, that package not installed here: its citation is its own
+            given = f"the package {recorded[term]}" if term in recorded else "a package"
+            raise DataError(f"{r.get('dir', 'the run')} was trained with the objective '{term}' of {given}, which is not installed "
+                            "here: install it to write the card (its citation is in that package)")
+
     for term in r["config"].get("objectives") or {}:  # a term of another package may carry its own BibTeX
         key = term_citation(term)
-        bibtex = getattr(TERMS.get(term), "bibtex", None) if term not in TERMS.builtin_names() else None
+        cls = TERMS.get(term) if term not in TERMS.builtin_names() else None
+        bibtex = getattr(cls, "bibtex", None)
         if key not in papers and isinstance(bibtex, str) and bibtex.strip():
-            papers[key] = {"name": key, "tag": key, "bibtex": bibtex}
+            doc = " ".join((cls.__doc__ or "").split())
+            papers[key] = {"name": key, "tag": key, "bibtex": bibtex,
+                           "term": doc or f"the objective `{term}` of an installed package (its class has no docstring)"}
     keys = cited_keys(r["config"].get("objectives"))
     missing = [k for k in keys if k not in papers]
     if missing:
         raise DataError(f"resources/citations.yaml has no paper {', '.join(missing)}: an objective term cites it "
                         "(its citation), add its BibTeX there (a term of another package: its class's bibtex)")
-    return [papers[k] for k in keys]
+    return [{**papers[k], "key": k} for k in keys]
+
+
+def term_packages(r: dict) -> dict[str, str]:
+    """Term -> "<package> <version>" of each term of the run that is not csebench's own: as train.json recorded it
+    when the run trained (provenance.term_packages), else as installed now (a run trained before that was recorded)."""
+    terms = list(r["config"].get("objectives") or {})
+    recorded = ((r.get("train") or {}).get("provenance") or {}).get("term_packages") or {}
+    from csebench.objectives import TERMS, term_packages as installed
+
+    missing = [t for t in terms if t not in recorded and t not in TERMS.builtin_names()]
+    return {t: p for t, p in {**recorded, **(installed(missing) if missing else {})}.items() if t in terms}
+
+
+def _packages_of(r: dict, paper_key: str) -> list[str]:
+    """"objective `t` of the package `p v`" for each term of another package that cites ``paper_key``."""
+    from csebench.objectives import term_citation
+
+    return [f"objective `{t}` of the package `{p}`" for t, p in term_packages(r).items() if term_citation(t) == paper_key]
 
 
 def _base_model(model: str) -> str | None:
@@ -216,7 +244,8 @@ def _what(r: dict) -> list[str]:
                 f"(suite `{cfg['suite']}`, run `{cfg['name']}`, seed {cfg['seed']}) from `{bb['model']}`: "
                 f"{train.get('steps')} steps of batch {cfg['training']['batch_size']} on {train.get('corpus_sentences')} "
                 "sentences.", "", "## Method", "",
-                *[f"- **{p['name']}**: {p['term']}" for p in papers],
+                *[f"- **{p['name']}**: {p['term']}" + "".join(f" ({w}, not csebench's own)" for w in _packages_of(r, p['key']))
+                  for p in papers],
                 "", f"Objective terms and their resolved settings: `{dumps_json(cfg.get('objectives') or {}, indent=None)}` "
                 "(none: SimCSE alone). Every setting is listed under [Hyperparameters](#hyperparameters).", ""]
     pooler, eval_pooler = meta.get("pooler", bb["pooler"]), meta.get("eval_pooler", "cls_before_pooler")
@@ -370,7 +399,10 @@ def _citation(r: dict) -> list[str]:
     papers = _papers(r)
     if not papers:
         return []
-    return ["## Citation", "", "```bibtex", *[p["bibtex"].rstrip() for p in papers], "```", ""]
+    given = [f"`{p['key']}` is the paper of the {w}, which is not part of csebench." for p in papers
+             for w in _packages_of(r, p["key"])]
+    return ["## Citation", "", *([" ".join(given), ""] if given else []), "```bibtex",
+            *[p["bibtex"].rstrip() for p in papers], "```", ""]
 
 
 def render_card(run_dir: str | os.PathLike, repo_id: str | None = None) -> str:

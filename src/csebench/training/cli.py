@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from pathlib import Path
 
 from csebench.core.commands import (BATCH_SIZE, KEY, MODEL, NO_PROGRESS, NO_VERIFY, OUT, PARAMS, SENTEVAL, Commands,
                                     option, positive_int)
@@ -132,6 +133,54 @@ def _one_line_run(args, params: Params) -> Params:
                 help="train again into a folder holding a finished run (it is replaced only when the new run completes)"),
                   NO_VERIFY, out_folder=True)
 def cmd_train(args) -> None:
+    with _nothing_left_if_refused(args):
+        _train(args)
+
+
+def _missing_folders(path: str | None) -> list[Path]:
+    """``path`` and its parents that do not exist yet, deepest first: what creating it would make."""
+    made: list[Path] = []
+    p = Path(path).absolute() if path else None
+    while p is not None and not os.path.lexists(p) and p != p.parent:
+        made.append(p)
+        p = p.parent
+    return made
+
+
+@contextlib.contextmanager
+def _nothing_left_if_refused(args):
+    """A refused `train` (a bad corpus, a template too long, a loss that is not finite: any one-line error)
+    leaves nothing it created: the --out folder it made (and its parents it made), unless it holds a
+    checkpoint, which the error names to resume from; the tokenized-corpus cache in a --cache-dir it made. A
+    folder that was there before is left as it is, and so is a folder another process holds the lock of."""
+    from csebench.core.errors import CsebenchError
+    from csebench.core.io import remove_path
+    from csebench.training.runlock import LOCK_NAME
+
+    args.out_made = _missing_folders(args.out)  # a computed --out (a run of your own) sets it where it is chosen
+    cache = _missing_folders(args.cache_dir)
+    try:
+        yield
+    except CsebenchError:
+        if int(os.environ.get("RANK", 0)) != 0:  # under torchrun rank 0 made the folders (it holds the lock)
+            raise
+        out = args.out_made
+        run = Path(args.out).absolute() if args.out else None
+        if out and run == out[0] and run.is_dir() and not run.is_symlink() and not (run / LOCK_NAME).exists() \
+                and not any((run / name).exists() for name in ("checkpoint", ".checkpoint.old")):
+            remove_path(run)
+        if cache:
+            for f in cache[0].glob("tokens-*.npz") if cache[0].is_dir() else ():
+                f.unlink(missing_ok=True)
+        for folder in [*out, *cache]:  # deepest first; one that is not empty (another process's) stays
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
+        raise
+
+
+def _train(args) -> None:
     from csebench.core import distributed
     from csebench.core.io import dumps_json
     from csebench.training.runlock import run_lock
@@ -154,10 +203,21 @@ def cmd_train(args) -> None:
         from csebench.core.paths import key_dir
 
         args.out = key_dir(params.paths.results, cfg.key(), args.seed)
+        args.out_made = _missing_folders(args.out)
         logging.getLogger("csebench").info("run %s, key %s: %s", args.run, cfg.key(), args.out)
     logging.getLogger("csebench").info("hub downloads: %s", "off (HF_HUB_OFFLINE=1)" if offline() else "on")
     _refuse_view(args.out, suite, args.run, args.seed)
     _refuse_links_out(args.out)
+    if cfg.train and args.corpus:  # before the run folder is made: a corpus that is no file is said at once
+        from csebench.core.corpus import check_corpus_file
+
+        check_corpus_file(args.corpus)
+    if cfg.backbone.model != "random":  # and a backbone folder of an architecture transformers does not know
+        from csebench.model.encoder import check_architecture, check_model_source
+
+        what = "--backbone" if args.backbone else f"backbones.{cfg.backbone_name}.model"
+        check_model_source(cfg.backbone.model, what)
+        check_architecture(cfg.backbone.model, what)
     # one process per run folder (under torchrun rank 0 holds the lock: the other ranks write nothing there)
     with run_lock(args.out) if int(os.environ.get("RANK", 0)) == 0 else contextlib.nullcontext():
         if os.path.isfile(os.path.join(args.out, "train.json")) and not args.force:

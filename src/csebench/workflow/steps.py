@@ -30,6 +30,18 @@ def one_line():
         raise SystemExit(1) from None
 
 
+def check_plugins() -> None:
+    """The terms, analyses and renderers of installed packages (their entry points, read without importing
+    them): a name that is a built-in's or another package's stops the build before its DAG is built, in the
+    line the CLI gives (an input function meeting it stopped Snakemake with its exception and stack lines)."""
+    from csebench.analysis import ANALYSES
+    from csebench.objectives import TERMS
+    from csebench.results.render import RENDERERS
+
+    for registry in (TERMS, ANALYSES, RENDERERS):
+        registry.plugins()
+
+
 def merge_default_config(config: dict, path: str = "config/paper.yaml") -> None:
     """``path`` (the papers' build) under what --configfile and --config give, merged as Snakemake's
     ``configfile:`` directive merged it, in place, without the directive's log line that the file "is
