@@ -77,6 +77,10 @@ def test_evaluate_sts_takes_an_encoder_a_function_or_an_encode_object(small, tin
 
     by_object = csebench.evaluate_sts(Model(), senteval=small)
     assert by_object.pooler is None and by_object.tasks == pytest.approx(direct["tasks"], abs=1e-6)
+    assert by_object.pooler_origin.startswith("Model.encode: its vectors scored as it returns them")
+    assert csebench.evaluate_sts(as_numpy, senteval=small).pooler_origin.startswith("an encode function")
+    assert result.pooler_origin == "the encoder's own pooler"
+    assert csebench.evaluate_sts(tiny_encoder("cls"), senteval=small, pooler="avg").pooler_origin == "pooler="
     other = csebench.evaluate_sts(tiny_encoder("cls"), senteval=small)
     assert other.tasks != result.tasks  # the encoder's pooler is used, not a fixed one
     transfer = csebench.evaluate_transfer(enc, senteval=small, tasks=["MR"])
@@ -104,6 +108,62 @@ def test_eval_sts_takes_a_backbone_name_finds_the_shared_data_and_says_the_poole
                  "SentEval data folder not found")
 
 
+def test_a_sentence_transformers_object_reports_its_pooling_module(small, tokenizer):
+    """An object with encode() that is a sentence-transformers model: its Pooling module is the pooler its encode()
+    applies, and the result says so (mean -> avg); pooler= is refused for it, as for a function."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+    try:
+        from sentence_transformers.sentence_transformer.modules import Pooling  # sentence-transformers 6
+    except ImportError:
+        from sentence_transformers.models import Pooling
+
+    import csebench
+    from csebench.core.errors import ConfigError
+
+    class Vectors(torch.nn.Module):  # a stand-in transformer module: token embeddings of one vector per token id
+        def __init__(self):
+            super().__init__()
+            self.emb = torch.nn.Embedding(tokenizer.vocab_size, 16)
+
+        def tokenize(self, texts, **_):
+            return tokenizer(list(texts), padding=True, truncation=True, max_length=32, return_tensors="pt")
+
+        def forward(self, features):
+            return {**features, "token_embeddings": self.emb(features["input_ids"])}
+
+    model = SentenceTransformer(modules=[Vectors(), Pooling(16, pooling_mode="mean")], device="cpu")
+    result = csebench.evaluate_sts(model, senteval=small)
+    assert result.pooler == "avg" and "own Pooling module (mode mean)" in result.pooler_origin
+    with pytest.raises(ConfigError, match="pooler='avg': .* gives its own vectors"):
+        csebench.evaluate_sts(model, senteval=small, pooler="avg")
+
+
+def test_the_api_names_what_it_could_not_find(tmp_path, monkeypatch):
+    """From a folder with no params.yaml: a params= that is not there, no shared data at $CSEBENCH_SHARED, and
+    csebench installed from no checkout at all are each said by name."""
+    import csebench
+    import csebench.study.params as study_params
+    from csebench.core.errors import ConfigError, DataError
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=r"params='nope.yaml': no such file \(.*nope.yaml\)"):
+        csebench.evaluate_sts(lambda s: np.ones((len(s), 2)), params="nope.yaml")
+    monkeypatch.setenv("CSEBENCH_SHARED", str(tmp_path / "empty"))
+    with pytest.raises(DataError, match=r"not at .*empty/senteval \(\$CSEBENCH_SHARED/senteval\)"):
+        csebench.evaluate_sts(lambda s: np.ones((len(s), 2)))
+    monkeypatch.delenv("CSEBENCH_SHARED")
+    monkeypatch.setattr(study_params, "installed_checkout", lambda: None)
+    with pytest.raises(DataError, match=r"no senteval= given, \$CSEBENCH_SHARED not set, and no params.yaml"):
+        csebench.evaluate_sts(lambda s: np.ones((len(s), 2)))
+
+
+def test_the_installed_checkout_is_found_from_the_package():
+    from csebench.study.params import installed_checkout
+
+    assert installed_checkout() == ROOT  # this checkout: the package runs from its src/ (pip install -e .)
+
+
 def test_training_says_when_it_pools_otherwise_than_the_model_declares(caplog):
     from csebench.study.params import BackboneConfig
     from csebench.model.encoder import build_encoder
@@ -126,6 +186,31 @@ def test_the_api_page_runs_as_written(capsys):
     assert re.search(r"^[\d.]+ with pooler avg \(capped\)$", out, re.M)
     assert re.search(r"^characters: [\d.]+$", out, re.M)
     assert np.isfinite(float(re.search(r"characters: ([\d.]+)", out).group(1)))
+
+
+def test_the_api_page_s_first_example_runs_from_a_folder_outside_the_checkout(tmp_path):
+    """docs/api.md's first block, as a script in an empty folder outside the checkout, with the user's
+    environment (no CSEBENCH_* variable; the shared data beside the checkout csebench is installed from): it
+    prints its scores with the pooler, and nothing of transformers' (no load report, no loading bar)."""
+    import subprocess
+    import sys
+
+    from runhelpers import user_env
+
+    block = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "api.md").read_text(encoding="utf-8"), re.S)[0]
+    script = tmp_path / "example.py"
+    script.write_text(block, encoding="utf-8")
+    env = user_env()
+    if not (ROOT.parent / "shared").is_dir():  # a checkout without ../shared beside it: the shared data named
+        from runhelpers import SHARED
+
+        env["CSEBENCH_SHARED"] = str(SHARED)
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert re.fullmatch(r"[\d.]+ with pooler avg \(capped\)\n\{'STS12': [\d.]+, .*'SICKRelatedness': [\d.]+\}\n",
+                        proc.stdout), proc.stdout
+    assert "LOAD REPORT" not in proc.stderr and "Loading weights" not in proc.stderr, proc.stderr[-2000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["example.py"]
 
 
 @pytest.mark.slow(seconds=70)

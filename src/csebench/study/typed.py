@@ -137,12 +137,13 @@ class Suite:
 
 
 class Params(Mapping):
-    def __init__(self, raw: Mapping):
+    def __init__(self, raw: Mapping, file: str | os.PathLike | None = None):
         self._raw = dict(raw)
+        self.file = None if file is None else os.path.abspath(file)  # the params.yaml it was read from, if any
 
     @classmethod
     def load(cls, path: str | os.PathLike = "params.yaml", overrides: list[str | os.PathLike] | None = None) -> "Params":
-        return cls(load_params(path, overrides))
+        return cls(load_params(path, overrides), path)
 
     @classmethod
     def of(cls, params: "Params | Mapping | None") -> "Params":
@@ -226,10 +227,13 @@ class Params(Mapping):
         """The model of the backbone called ``name`` (``minilm`` -> ``packaged:minilm``); None where it names none."""
         return named_backbone_model(self._raw, name)
 
-    def shared_senteval(self, missing: str, other: str) -> str:
-        """The shared SentEval folder (paths.shared/senteval, $CSEBENCH_SHARED); where it is not there, a DataError
-        that begins with ``missing`` and ends with ``other``, the caller's own way to name one."""
-        return shared_senteval(self._raw, missing, other)
+    def shared_senteval(self, missing: str, other: str, beside_file: bool = False) -> str:
+        """The shared SentEval folder ($CSEBENCH_SHARED/senteval, else paths.shared/senteval); where it is not
+        there, a DataError that begins with ``missing`` and ends with ``other``, the caller's own way to name one.
+        beside_file: a relative paths.shared is read from the folder of the params.yaml these were loaded from
+        (the Python API, called from anywhere), not from the current folder (the commands, run in the checkout)."""
+        base = os.path.dirname(self.file) if beside_file and self.file else None
+        return shared_senteval(self._raw, missing, other, base, self.file)
 
     def probing_source(self, name: str) -> ProbingSourceConfig:
         """Where a data source's probing-task files come from (its `probing:` entry)."""
