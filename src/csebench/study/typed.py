@@ -184,18 +184,23 @@ class Params(Mapping):
         corpus and settings (training / objectives), so that its key is the one the pipeline gives that run."""
         raw = self.raw_copy()
         backbones, data = raw.setdefault("backbones", {}), raw.setdefault("data", {})
-        name = backbone
-        if name not in backbones:  # a folder or a hub id: a backbone of its own, pooled as --pooler says (cls: SimCSE's)
+        name, named = backbone, backbone in backbones
+        if not named:  # a folder or a hub id: a backbone of its own, pooled as --pooler says (cls: SimCSE's)
             name = "model-" + digest([backbone, pooler or "cls"], 8)
             backbones[name] = {"model": backbone, "pooler": pooler or "cls"}
-        elif pooler:
-            raise ConfigError(f"--pooler is for a backbone given as a folder or hub id; {name} of params.yaml pools with "
-                              f"{backbones[name].get('pooler')} (set it in params.yaml or a --config file)")
+        elif pooler and pooler != (backbones[name] or {}).get("pooler", "cls"):
+            # params.yaml's backbone with another pooler: the same run as a suite's on a backbone entry of that model
+            # and pooler (names and labels are not in a run's key)
+            spec = {**(backbones[name] or {}), "pooler": pooler}
+            name = f"{backbone}-{pooler}"
+            if name in backbones and backbones[name] != spec:
+                name = f"{backbone}-{pooler}-{digest(spec, 6)}"
+            backbones[name] = spec
         if method not in (raw.get("methods") or {}):
             raise ConfigError(f"unknown method '{method}' (params.yaml methods: {', '.join(raw.get('methods') or {})})")
         source = "corpus-" + digest(corpus, 8)
         data[source] = {"corpus": {"path": corpus}, "senteval": {"path": "{shared}/senteval"}}
-        run = f"{backbone if backbone == name else 'model'}-{method}"
+        run = f"{name if named else 'model'}-{method}"
         check_name("run", run)
         raw.setdefault("suites", {})["cli"] = {"data": source, "seeds": [seed],
                                                "runs": [{"name": run, "backbone": name, "method": method, **settings}]}
