@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runhelpers import ROOT, assert_fails
+from runhelpers import ROOT, assert_fails, needs_pipeline
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -213,11 +213,16 @@ def test_the_api_page_s_first_example_runs_from_a_folder_outside_the_checkout(tm
     assert sorted(p.name for p in tmp_path.iterdir()) == ["example.py"]
 
 
-@pytest.mark.slow(seconds=70)
-def test_the_readme_s_one_line_training_trains_the_run_the_pipeline_would(tmp_path):
-    """The README's `csebench train --backbone minilm --method simcse --corpus my-corpus.txt`, as typed, in
-    the README's layout: it trains into results/runs/KEY/seed42, and KEY is the key a suite of params.yaml
-    listing that run on that corpus resolves to, so the pipeline finds it built."""
+@pytest.mark.slow(seconds=110)
+@needs_pipeline
+def test_the_readme_s_one_line_training_is_the_run_the_build_reuses(tmp_path):
+    """The README's `csebench train --backbone minilm --method simcse --corpus my-corpus.txt`, as typed (a quick
+    closing comparison: --max-sts-pairs), in the README's layout: it trains into results/runs/KEY/seed42, KEY is the
+    key a suite of your own listing that run on that corpus resolves to, it ends with the trained model's STS beside
+    the untrained MiniLM's, both pooled as `eval-sts --model minilm` pools (avg), and the README's build of that
+    suite (`snakemake ... 'params_overrides=["my-suite.yaml"]'`, dry) plans no train job for it: neither before the
+    build prepared data/<source>/ nor after."""
+    import shlex
     import subprocess
 
     import yaml
@@ -231,16 +236,44 @@ def test_the_readme_s_one_line_training_trains_the_run_the_pipeline_would(tmp_pa
     proj = readme_checkout(tmp_path)
     lines = (ROOT.parent / "shared" / "corpus" / "demo-sentences.txt").read_text(encoding="utf-8").splitlines()[:64]
     (proj / "my-corpus.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")  # one step of batch 64
-    proc = subprocess.run(cmd.split() + ["--no-progress"], cwd=proj, env=user_env(), capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(cmd.split() + ["--no-progress", "--max-sts-pairs", "40"], cwd=proj, env=user_env(),
+                          capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     key, folder = re.search(r"run minilm-simcse, key ([0-9a-f]+): (\S+)", proc.stderr).groups()
     assert folder == f"results/runs/{key}/seed42" and (proj / folder / "train.json").is_file()
-    mine = proj / "mine.yaml"
-    mine.write_text(yaml.safe_dump({"data": {"my": {"corpus": {"path": "my-corpus.txt"}, "senteval": {"path": "{shared}/senteval"}}},
-                                    "suites": {"mine": {"data": "my", "seeds": [42],
-                                                        "runs": {"simcse": {"backbone": "minilm", "method": "simcse"}}}}}))
-    params = load_params(str(proj / "params.yaml"), [str(mine)])
+    out = proc.stdout.splitlines()
+    assert out[0].startswith("STS, Spearman x100, both pooled with avg (capped: about 40 pairs")
+    assert re.fullmatch(r"untrained minilm( +-?\d+\.\d\d){8}", out[2]) and re.fullmatch(r"minilm-simcse/seed42( +-?\d+\.\d\d){8}", out[3])
+    assert out[-1] == f"{folder}: model/, train.json, sts_vs_untrained.json"
+    assert re.search(rf"done: minilm-simcse/seed42: 1 step, STS-B dev \d+\.\d\d at step 1; {folder} \(model/, train.json\)\n",
+                     proc.stderr)
+    # a suite of your own listing the same run (README, "A suite of your own")
+    (proj / "my-suite.yaml").write_text(yaml.safe_dump({
+        "data": {"my": {"corpus": {"path": "my-corpus.txt"}, "senteval": {"path": "{shared}/senteval"}}},
+        "suites": {"mine": {"data": "my", "seeds": [42], "runs": {"simcse": {"backbone": "minilm", "method": "simcse"}}}}}))
+    params = load_params(str(proj / "params.yaml"), [str(proj / "my-suite.yaml")])
     assert resolve_run(params, "mine", "simcse", 42).key() == key
+    build = next(c for c in readme_block("A suite of your own") if c.startswith("snakemake "))
+    assert "'params_overrides=[\"my-suite.yaml\"]'" in build
+
+    def dry_run() -> str:
+        dry = subprocess.run(shlex.split(build) + ["-n"], cwd=proj, env=user_env(), capture_output=True, text=True, timeout=600)
+        assert dry.returncode == 0, dry.stderr[-3000:]
+        return dry.stdout + dry.stderr
+
+    before = dry_run()
+    assert re.search(r"^rule eval_sts:", before, re.M) and "prepare_senteval" in before  # the suite is not built yet
+    assert not re.search(r"^rule train:", before, re.M), before[-3000:]
+    assert "prepare_corpus" not in before  # a finished run reads no corpus: nothing asks for it
+    prepare = subprocess.run(shlex.split(build) + ["--", "data/my/senteval/ROOT", "data/my/corpus.txt"], cwd=proj,
+                             env=user_env(), capture_output=True, text=True, timeout=600)
+    assert prepare.returncode == 0, prepare.stderr[-3000:]
+    assert (proj / "data/my/corpus.txt").stat().st_mtime > (proj / folder / "train.json").stat().st_mtime
+    after = dry_run()  # the data now prepared after the run: still not stale
+    assert not re.search(r"^rule train:", after, re.M), after[-3000:]
+    forced = subprocess.run(shlex.split(build) + ["-n", "--forcerun", "train"], cwd=proj, env=user_env(),
+                            capture_output=True, text=True, timeout=600)
+    assert re.search(r"^rule train:", forced.stdout + forced.stderr, re.M)  # the dry run would show one (forced)
 
 
 def test_a_run_of_one_s_own_is_checked_before_it_trains(capsys, tmp_path):
@@ -253,6 +286,5 @@ def test_a_run_of_one_s_own_is_checked_before_it_trains(capsys, tmp_path):
     assert_fails(capsys, base + ["--method", "nope"], "unknown method 'nope'")
     assert_fails(capsys, base + ["--method", "simcse", "--suite", "ci"], "give either --backbone and --method")
     assert_fails(capsys, base + ["--method", "simcse", "--set", "learning_rate=1"], "--set learning_rate=1: expected training.KEY=VALUE")
-    assert_fails(capsys, base + ["--method", "simcse", "--pooler", "avg"], "--pooler is for a backbone given as a folder or hub id")
     assert_fails(capsys, ["train", "--suite", "ci", "--run", "simcse", "--out", str(tmp_path / "r")], "--seed is required")
     assert_fails(capsys, ["train", "--suite", "ci", "--run", "simcse", "--seed", "1"], "--out is required")
