@@ -131,6 +131,15 @@ def test_train_ends_with_the_trained_model_beside_the_untrained_backbone(tmp_pat
                     f"{summary['best_step']}; {out} (model/, train.json)"]
     assert any(r.getMessage() == "tiny-simcse/seed42 pools with cls (its MLP head in training only), evaluated with "
                "cls_before_pooler: backbones.tiny.pooler (cls)" for r in caplog.records)
+    # the untrained backbone's scores are kept with the corpus cache: a run trained again reads them
+    cached = list((tmp_path / "cache").glob("untrained-sts-*.json"))
+    assert len(cached) == 1 and json.loads(cached[0].read_text())["scores"]["tasks"] == saved["untrained"]["tasks"]
+    caplog.clear()
+    assert main(argv + ["--force"]) == 0
+    again = json.loads((out / "sts_vs_untrained.json").read_text())
+    assert again["untrained"] == saved["untrained"] and again["trained"]["tasks"] == pytest.approx(saved["trained"]["tasks"], abs=1e-9)
+    assert any(r.getMessage() == f"untrained tiny: its STS scores from {cached[0]}" for r in caplog.records)
+    assert capsys.readouterr().out.splitlines()[2:5] == printed[2:5]
     # --no-sts: no comparison, and the one of the training it replaces is gone
     assert main(argv + ["--force", "--no-sts"]) == 0
     assert "STS, Spearman" not in capsys.readouterr().out and not (out / "sts_vs_untrained.json").exists()

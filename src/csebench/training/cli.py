@@ -219,7 +219,7 @@ def cmd_train(args) -> None:
         from csebench.training.compare import compare_with_untrained, comparison_lines
 
         comparison = compare_with_untrained(cfg, args.out, args.senteval, args.max_sts_pairs,
-                                            suite.evaluation.get("precision") or "fp32")
+                                            suite.evaluation.get("precision") or "fp32", args.cache_dir)
         for line in comparison_lines(comparison):
             print(line, flush=True)
     log.info("done: %s", done_line(summary, args.out))
