@@ -154,8 +154,48 @@ def test_the_api_names_what_it_could_not_find(tmp_path, monkeypatch):
         csebench.evaluate_sts(lambda s: np.ones((len(s), 2)))
     monkeypatch.delenv("CSEBENCH_SHARED")
     monkeypatch.setattr(study_params, "installed_checkout", lambda: None)
-    with pytest.raises(DataError, match=r"no senteval= given, \$CSEBENCH_SHARED not set, and no params.yaml"):
+    monkeypatch.setattr(study_params, "packaged_params_file", lambda: None)
+    with pytest.raises(DataError, match=r"no senteval= given, \$CSEBENCH_SHARED not set, and csebench is not installed "
+                                        r"from a checkout with the shared data beside it"):
         csebench.evaluate_sts(lambda s: np.ones((len(s), 2)))
+    with pytest.raises(ConfigError, match=r"minilm is not in this machine's Hugging Face cache .*; no params.yaml was "
+                                          r"found to read backbone names from"):
+        csebench.evaluate_sts("minilm", senteval=tmp_path)
+
+
+@pytest.mark.slow(seconds=40)
+def test_a_wheel_carries_params_yaml_and_the_api_reads_it_without_a_checkout(tmp_path, monkeypatch, small):
+    """Installed from a wheel (no checkout): the wheel's csebench/resources/params.yaml, copied from params.yaml when
+    it was built (setup.py), gives the backbone names; the shared data must then be named (senteval= or
+    $CSEBENCH_SHARED): nothing is beside a file in site-packages."""
+    import subprocess
+    import sys
+    import zipfile
+
+    import csebench
+    import csebench.study.params as study_params
+    from csebench.core.errors import DataError
+    from runhelpers import copy_project
+
+    proj = copy_project(tmp_path / "proj")
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--no-index",
+                           str(proj), "-w", str(tmp_path / "wheel")], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (wheel,) = (tmp_path / "wheel").glob("csebench-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        packaged = zf.read("csebench/resources/params.yaml")
+    assert packaged == (ROOT / "params.yaml").read_bytes()
+    copy = tmp_path / "site" / "params.yaml"
+    copy.parent.mkdir()
+    copy.write_bytes(packaged)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CSEBENCH_SHARED", raising=False)
+    monkeypatch.setattr(study_params, "installed_checkout", lambda: None)
+    monkeypatch.setattr(study_params, "packaged_params_file", lambda: copy)
+    result = csebench.evaluate_sts("minilm", senteval=small)  # a backbone name of the wheel's params.yaml
+    assert result.pooler == "avg" and len(result.tasks) == 7
+    with pytest.raises(DataError, match=r"csebench is not installed from a checkout with the shared data beside it"):
+        csebench.evaluate_sts("minilm")
 
 
 def test_the_installed_checkout_is_found_from_the_package():
@@ -253,7 +293,7 @@ def test_the_readme_s_one_line_training_is_the_run_the_build_reuses(tmp_path):
         "suites": {"mine": {"data": "my", "seeds": [42], "runs": {"simcse": {"backbone": "minilm", "method": "simcse"}}}}}))
     params = load_params(str(proj / "params.yaml"), [str(proj / "my-suite.yaml")])
     assert resolve_run(params, "mine", "simcse", 42).key() == key
-    build = next(c for c in readme_block("A suite of your own") if c.startswith("snakemake "))
+    build = next(c for c in readme_block("**A suite of your own**") if c.startswith("snakemake "))
     assert "'params_overrides=[\"my-suite.yaml\"]'" in build
 
     def dry_run() -> str:

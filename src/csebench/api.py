@@ -46,12 +46,12 @@ class TransferResult:
 def _params_of(params: str | os.PathLike | None) -> Callable:
     """The params whose backbone names and paths.shared the call reads, loaded on first use and once per call:
     ``params`` when given (an error naming it where it is not there), else the params.yaml of the checkout
-    csebench is installed from (csebench.study.params.installed_checkout), whatever the current folder; None
-    where csebench is not installed from a checkout. Never the current folder's params.yaml: another project's
-    (DVC's default name) would be read as csebench's."""
+    csebench is installed from (csebench.study.params.installed_checkout), whatever the current folder, else the
+    one a wheel of csebench carries (packaged_params_file); None where there is none. Never the current folder's
+    params.yaml: another project's (DVC's default name) would be read as csebench's."""
     import functools
 
-    from csebench.study.params import installed_checkout
+    from csebench.study.params import installed_checkout, packaged_params_file
     from csebench.study.typed import Params
 
     def load():
@@ -63,7 +63,10 @@ def _params_of(params: str | os.PathLike | None) -> Callable:
                                   "read the params.yaml of the checkout csebench is installed from")
             return Params.load(params)
         checkout = installed_checkout()
-        return Params.load(checkout / "params.yaml") if checkout is not None else None
+        if checkout is not None:
+            return Params.load(checkout / "params.yaml")
+        packaged = packaged_params_file()
+        return Params.load(packaged) if packaged is not None else None
 
     return functools.cache(load)
 
@@ -73,15 +76,16 @@ def _senteval(senteval: str | os.PathLike | None, params: Callable):
     (a relative paths.shared beside that params.yaml: ../shared beside the checkout)."""
     from csebench.core.errors import DataError
     from csebench.evaluation.locate import senteval_root
-    from csebench.study.params import SHARED_ENV
+    from csebench.study.params import SHARED_ENV, packaged_params_file
     from csebench.study.typed import Params
 
     if senteval is None:
         found = params()
-        if found is None and not os.environ.get(SHARED_ENV):
-            raise DataError(f"no senteval= given, ${SHARED_ENV} not set, and no params.yaml to read paths.shared from "
-                            "(csebench is not installed from a checkout; pass params=FILE): pass senteval=FOLDER, "
-                            "SentEval's data folder")
+        packaged = found is not None and found.file == str(packaged_params_file())
+        if (found is None or packaged) and not os.environ.get(SHARED_ENV):  # a wheel's params.yaml: no folder beside it
+            raise DataError(f"no senteval= given, ${SHARED_ENV} not set, and csebench is not installed from a checkout "
+                            "with the shared data beside it: pass senteval=FOLDER (SentEval's data folder) or set "
+                            f"${SHARED_ENV}")
         senteval = Params.of(found).shared_senteval("no senteval= given and", "pass senteval=FOLDER", beside_file=True)
     return senteval_root(senteval)
 
@@ -156,8 +160,8 @@ def _encoder(model: Any, pooler: str | None, batch_size: int | None, precision: 
             if named is None and may_name_backbone(name):  # a bare word: say which backbone names were read
                 found = params()
                 names = (f"it is no backbone name of {found.file} ({', '.join(found.backbones)})" if found is not None
-                         else "no params.yaml was found to read backbone names from (csebench is not installed from a "
-                              "checkout; pass params=FILE)")
+                         else "no params.yaml was found to read backbone names from (csebench is neither installed from "
+                              "a checkout nor from a wheel that carries one; pass params=FILE)")
                 raise ConfigError(f"{exc}; {names}") from None
             raise
         return encode, used, origin

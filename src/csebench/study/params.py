@@ -237,6 +237,15 @@ def installed_checkout() -> Path | None:
     return folder if (folder / "params.yaml").is_file() else None
 
 
+def packaged_params_file() -> Path | None:
+    """The params.yaml a wheel of csebench carries (csebench/resources/params.yaml, copied from the checkout's when
+    the wheel was built: setup.py), None in a checkout or an editable install, which read the checkout's own."""
+    import importlib.resources
+
+    packaged = importlib.resources.files("csebench").joinpath("resources/params.yaml")
+    return Path(str(packaged)) if packaged.is_file() else None
+
+
 def may_name_backbone(model: str) -> bool:
     """Whether a model argument may be a backbone name of params.yaml (``minilm``), not a path that exists,
     a packaged model or an ORG/NAME hub id: only then are the params read for it (named_backbone_model)."""
