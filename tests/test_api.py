@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runhelpers import ROOT, assert_fails
+from runhelpers import ROOT, assert_fails, needs_pipeline
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -77,6 +77,10 @@ def test_evaluate_sts_takes_an_encoder_a_function_or_an_encode_object(small, tin
 
     by_object = csebench.evaluate_sts(Model(), senteval=small)
     assert by_object.pooler is None and by_object.tasks == pytest.approx(direct["tasks"], abs=1e-6)
+    assert by_object.pooler_origin.startswith("Model.encode: its vectors scored as it returns them")
+    assert csebench.evaluate_sts(as_numpy, senteval=small).pooler_origin.startswith("an encode function")
+    assert result.pooler_origin == "the encoder's own pooler"
+    assert csebench.evaluate_sts(tiny_encoder("cls"), senteval=small, pooler="avg").pooler_origin == "pooler="
     other = csebench.evaluate_sts(tiny_encoder("cls"), senteval=small)
     assert other.tasks != result.tasks  # the encoder's pooler is used, not a fixed one
     transfer = csebench.evaluate_transfer(enc, senteval=small, tasks=["MR"])
@@ -104,6 +108,102 @@ def test_eval_sts_takes_a_backbone_name_finds_the_shared_data_and_says_the_poole
                  "SentEval data folder not found")
 
 
+def test_a_sentence_transformers_object_reports_its_pooling_module(small, tokenizer):
+    """An object with encode() that is a sentence-transformers model: its Pooling module is the pooler its encode()
+    applies, and the result says so (mean -> avg); pooler= is refused for it, as for a function."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+    try:
+        from sentence_transformers.sentence_transformer.modules import Pooling  # sentence-transformers 6
+    except ImportError:
+        from sentence_transformers.models import Pooling
+
+    import csebench
+    from csebench.core.errors import ConfigError
+
+    class Vectors(torch.nn.Module):  # a stand-in transformer module: token embeddings of one vector per token id
+        def __init__(self):
+            super().__init__()
+            self.emb = torch.nn.Embedding(tokenizer.vocab_size, 16)
+
+        def tokenize(self, texts, **_):
+            return tokenizer(list(texts), padding=True, truncation=True, max_length=32, return_tensors="pt")
+
+        def forward(self, features):
+            return {**features, "token_embeddings": self.emb(features["input_ids"])}
+
+    model = SentenceTransformer(modules=[Vectors(), Pooling(16, pooling_mode="mean")], device="cpu")
+    result = csebench.evaluate_sts(model, senteval=small)
+    assert result.pooler == "avg" and "own Pooling module (mode mean)" in result.pooler_origin
+    with pytest.raises(ConfigError, match="pooler='avg': .* gives its own vectors"):
+        csebench.evaluate_sts(model, senteval=small, pooler="avg")
+
+
+def test_the_api_names_what_it_could_not_find(tmp_path, monkeypatch):
+    """From a folder with no params.yaml: a params= that is not there, no shared data at $CSEBENCH_SHARED, and
+    csebench installed from no checkout at all are each said by name."""
+    import csebench
+    import csebench.study.params as study_params
+    from csebench.core.errors import ConfigError, DataError
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=r"params='nope.yaml': no such file \(.*nope.yaml\)"):
+        csebench.evaluate_sts(lambda s: np.ones((len(s), 2)), params="nope.yaml")
+    monkeypatch.setenv("CSEBENCH_SHARED", str(tmp_path / "empty"))
+    with pytest.raises(DataError, match=r"not at .*empty/senteval \(\$CSEBENCH_SHARED/senteval\)"):
+        csebench.evaluate_sts(lambda s: np.ones((len(s), 2)))
+    monkeypatch.delenv("CSEBENCH_SHARED")
+    monkeypatch.setattr(study_params, "installed_checkout", lambda: None)
+    monkeypatch.setattr(study_params, "packaged_params_file", lambda: None)
+    with pytest.raises(DataError, match=r"no senteval= given, \$CSEBENCH_SHARED not set, and csebench is not installed "
+                                        r"from a checkout with the shared data beside it"):
+        csebench.evaluate_sts(lambda s: np.ones((len(s), 2)))
+    with pytest.raises(ConfigError, match=r"minilm is not in this machine's Hugging Face cache .*; no params.yaml was "
+                                          r"found to read backbone names from"):
+        csebench.evaluate_sts("minilm", senteval=tmp_path)
+
+
+@pytest.mark.slow(seconds=40)
+def test_a_wheel_carries_params_yaml_and_the_api_reads_it_without_a_checkout(tmp_path, monkeypatch, small):
+    """Installed from a wheel (no checkout): the wheel's csebench/resources/params.yaml, copied from params.yaml when
+    it was built (setup.py), gives the backbone names; the shared data must then be named (senteval= or
+    $CSEBENCH_SHARED): nothing is beside a file in site-packages."""
+    import subprocess
+    import sys
+    import zipfile
+
+    import csebench
+    import csebench.study.params as study_params
+    from csebench.core.errors import DataError
+    from runhelpers import copy_project
+
+    proj = copy_project(tmp_path / "proj")
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--no-index",
+                           str(proj), "-w", str(tmp_path / "wheel")], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (wheel,) = (tmp_path / "wheel").glob("csebench-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        packaged = zf.read("csebench/resources/params.yaml")
+    assert packaged == (ROOT / "params.yaml").read_bytes()
+    copy = tmp_path / "site" / "params.yaml"
+    copy.parent.mkdir()
+    copy.write_bytes(packaged)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CSEBENCH_SHARED", raising=False)
+    monkeypatch.setattr(study_params, "installed_checkout", lambda: None)
+    monkeypatch.setattr(study_params, "packaged_params_file", lambda: copy)
+    result = csebench.evaluate_sts("minilm", senteval=small)  # a backbone name of the wheel's params.yaml
+    assert result.pooler == "avg" and len(result.tasks) == 7
+    with pytest.raises(DataError, match=r"csebench is not installed from a checkout with the shared data beside it"):
+        csebench.evaluate_sts("minilm")
+
+
+def test_the_installed_checkout_is_found_from_the_package():
+    from csebench.study.params import installed_checkout
+
+    assert installed_checkout() == ROOT  # this checkout: the package runs from its src/ (pip install -e .)
+
+
 def test_training_says_when_it_pools_otherwise_than_the_model_declares(caplog):
     from csebench.study.params import BackboneConfig
     from csebench.model.encoder import build_encoder
@@ -128,11 +228,41 @@ def test_the_api_page_runs_as_written(capsys):
     assert np.isfinite(float(re.search(r"characters: ([\d.]+)", out).group(1)))
 
 
-@pytest.mark.slow(seconds=70)
-def test_the_readme_s_one_line_training_trains_the_run_the_pipeline_would(tmp_path):
-    """The README's `csebench train --backbone minilm --method simcse --corpus my-corpus.txt`, as typed, in
-    the README's layout: it trains into results/runs/KEY/seed42, and KEY is the key a suite of params.yaml
-    listing that run on that corpus resolves to, so the pipeline finds it built."""
+def test_the_api_page_s_first_example_runs_from_a_folder_outside_the_checkout(tmp_path):
+    """docs/api.md's first block, as a script in an empty folder outside the checkout, with the user's
+    environment (no CSEBENCH_* variable; the shared data beside the checkout csebench is installed from): it
+    prints its scores with the pooler, and nothing of transformers' (no load report, no loading bar)."""
+    import subprocess
+    import sys
+
+    from runhelpers import user_env
+
+    block = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "api.md").read_text(encoding="utf-8"), re.S)[0]
+    script = tmp_path / "example.py"
+    script.write_text(block, encoding="utf-8")
+    env = user_env()
+    if not (ROOT.parent / "shared").is_dir():  # a checkout without ../shared beside it: the shared data named
+        from runhelpers import SHARED
+
+        env["CSEBENCH_SHARED"] = str(SHARED)
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert re.fullmatch(r"[\d.]+ with pooler avg \(capped\)\n\{'STS12': [\d.]+, .*'SICKRelatedness': [\d.]+\}\n",
+                        proc.stdout), proc.stdout
+    assert "LOAD REPORT" not in proc.stderr and "Loading weights" not in proc.stderr, proc.stderr[-2000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["example.py"]
+
+
+@pytest.mark.slow(seconds=110)
+@needs_pipeline
+def test_the_readme_s_one_line_training_is_the_run_the_build_reuses(tmp_path):
+    """The README's `csebench train --backbone minilm --method simcse --corpus my-corpus.txt`, as typed (a quick
+    closing comparison: --max-sts-pairs), in the README's layout: it trains into results/runs/KEY/seed42, KEY is the
+    key a suite of your own listing that run on that corpus resolves to, it ends with the trained model's STS beside
+    the untrained MiniLM's, both pooled as `eval-sts --model minilm` pools (avg), and the README's build of that
+    suite (`snakemake ... 'params_overrides=["my-suite.yaml"]'`, dry) plans no train job for it: neither before the
+    build prepared data/<source>/ nor after."""
+    import shlex
     import subprocess
 
     import yaml
@@ -146,16 +276,44 @@ def test_the_readme_s_one_line_training_trains_the_run_the_pipeline_would(tmp_pa
     proj = readme_checkout(tmp_path)
     lines = (ROOT.parent / "shared" / "corpus" / "demo-sentences.txt").read_text(encoding="utf-8").splitlines()[:64]
     (proj / "my-corpus.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")  # one step of batch 64
-    proc = subprocess.run(cmd.split() + ["--no-progress"], cwd=proj, env=user_env(), capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(cmd.split() + ["--no-progress", "--max-sts-pairs", "40"], cwd=proj, env=user_env(),
+                          capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     key, folder = re.search(r"run minilm-simcse, key ([0-9a-f]+): (\S+)", proc.stderr).groups()
     assert folder == f"results/runs/{key}/seed42" and (proj / folder / "train.json").is_file()
-    mine = proj / "mine.yaml"
-    mine.write_text(yaml.safe_dump({"data": {"my": {"corpus": {"path": "my-corpus.txt"}, "senteval": {"path": "{shared}/senteval"}}},
-                                    "suites": {"mine": {"data": "my", "seeds": [42],
-                                                        "runs": {"simcse": {"backbone": "minilm", "method": "simcse"}}}}}))
-    params = load_params(str(proj / "params.yaml"), [str(mine)])
+    out = proc.stdout.splitlines()
+    assert out[0].startswith("STS, Spearman x100, both pooled with avg (capped: about 40 pairs")
+    assert re.fullmatch(r"untrained minilm( +-?\d+\.\d\d){8}", out[2]) and re.fullmatch(r"minilm-simcse/seed42( +-?\d+\.\d\d){8}", out[3])
+    assert out[-1] == f"{folder}: model/, train.json, sts_vs_untrained.json"
+    assert re.search(rf"done: minilm-simcse/seed42: 1 step, STS-B dev \d+\.\d\d at step 1; {folder} \(model/, train.json\)\n",
+                     proc.stderr)
+    # a suite of your own listing the same run (README, "A suite of your own")
+    (proj / "my-suite.yaml").write_text(yaml.safe_dump({
+        "data": {"my": {"corpus": {"path": "my-corpus.txt"}, "senteval": {"path": "{shared}/senteval"}}},
+        "suites": {"mine": {"data": "my", "seeds": [42], "runs": {"simcse": {"backbone": "minilm", "method": "simcse"}}}}}))
+    params = load_params(str(proj / "params.yaml"), [str(proj / "my-suite.yaml")])
     assert resolve_run(params, "mine", "simcse", 42).key() == key
+    build = next(c for c in readme_block("**A suite of your own**") if c.startswith("snakemake "))
+    assert "'params_overrides=[\"my-suite.yaml\"]'" in build
+
+    def dry_run() -> str:
+        dry = subprocess.run(shlex.split(build) + ["-n"], cwd=proj, env=user_env(), capture_output=True, text=True, timeout=600)
+        assert dry.returncode == 0, dry.stderr[-3000:]
+        return dry.stdout + dry.stderr
+
+    before = dry_run()
+    assert re.search(r"^rule eval_sts:", before, re.M) and "prepare_senteval" in before  # the suite is not built yet
+    assert not re.search(r"^rule train:", before, re.M), before[-3000:]
+    assert "prepare_corpus" not in before  # a finished run reads no corpus: nothing asks for it
+    prepare = subprocess.run(shlex.split(build) + ["--", "data/my/senteval/ROOT", "data/my/corpus.txt"], cwd=proj,
+                             env=user_env(), capture_output=True, text=True, timeout=600)
+    assert prepare.returncode == 0, prepare.stderr[-3000:]
+    assert (proj / "data/my/corpus.txt").stat().st_mtime > (proj / folder / "train.json").stat().st_mtime
+    after = dry_run()  # the data now prepared after the run: still not stale
+    assert not re.search(r"^rule train:", after, re.M), after[-3000:]
+    forced = subprocess.run(shlex.split(build) + ["-n", "--forcerun", "train"], cwd=proj, env=user_env(),
+                            capture_output=True, text=True, timeout=600)
+    assert re.search(r"^rule train:", forced.stdout + forced.stderr, re.M)  # the dry run would show one (forced)
 
 
 def test_a_run_of_one_s_own_is_checked_before_it_trains(capsys, tmp_path):
@@ -168,6 +326,5 @@ def test_a_run_of_one_s_own_is_checked_before_it_trains(capsys, tmp_path):
     assert_fails(capsys, base + ["--method", "nope"], "unknown method 'nope'")
     assert_fails(capsys, base + ["--method", "simcse", "--suite", "ci"], "give either --backbone and --method")
     assert_fails(capsys, base + ["--method", "simcse", "--set", "learning_rate=1"], "--set learning_rate=1: expected training.KEY=VALUE")
-    assert_fails(capsys, base + ["--method", "simcse", "--pooler", "avg"], "--pooler is for a backbone given as a folder or hub id")
     assert_fails(capsys, ["train", "--suite", "ci", "--run", "simcse", "--out", str(tmp_path / "r")], "--seed is required")
     assert_fails(capsys, ["train", "--suite", "ci", "--run", "simcse", "--seed", "1"], "--out is required")

@@ -304,6 +304,9 @@ def test_readmes_queued_sweep_gives_two_experiments_with_their_metrics(tmp_path)
     _sh(["dvc", "exp", "run", "--queue", "-S", "suites.exp.training.learning_rate=-1", "exp"], proj, env)
     ran = _sh(block[1], proj, env)  # DVC's --run-all exits 0 whatever failed, and says so
     assert "Failed to reproduce experiment(s)" in ran and "learning_rate" in ran, ran[-3000:]
+    # each experiment shows its progress, job by job (the stages' Snakemake is not --quiet about it)
+    assert re.search(r"^Finished jobid: \d+ \(Rule: train\)$", ran, re.M), ran[-3000:]
+    assert re.search(r"^\d+ of \d+ steps \(100%\) done$", ran, re.M), ran[-3000:]
     shown = json.loads(_sh(["dvc", "exp", "show", "--json"], proj, env))
     exps = [e for row in shown for e in row.get("experiments") or []]
     assert sorted(e["executor"]["state"] for e in exps) == ["failed", "success", "success"], exps

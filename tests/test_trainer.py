@@ -200,7 +200,8 @@ def _progress(caplog) -> list[tuple]:
 def test_no_progress_logs_a_line_every_log_steps_with_loss_dev_rate_and_eta(inputs, capsys, caplog):
     """`csebench train --no-progress`: one line at each logged step (step 1, then every log_steps) and each dev
     evaluation, saying the step, the loss of train_curve.csv, the last dev score, the rate and the time left;
-    the record every log step writes (train_curve.csv) and the closing JSON line are as before."""
+    the record every log step writes (train_curve.csv) is as before; the last line reads as a sentence (the JSON
+    summary is train.json's)."""
     import csv
     import logging
 
@@ -222,8 +223,10 @@ def test_no_progress_logs_a_line_every_log_steps_with_loss_dev_rate_and_eta(inpu
     dev = {int(r["step"]): float(r["stsb_dev"]) for r in csv.DictReader(open(inputs / "run" / "dev_curve.csv"))}
     assert [float(l[2]) for l in lines if l[2] is not None] == pytest.approx([dev[3], dev[3], dev[6]], abs=0.006)
     assert lines[-1][5] == "0s"
-    done = [r.getMessage() for r in caplog.records if r.getMessage().startswith("done: {")]
-    assert len(done) == 1 and json.loads(done[0][len("done: "):])["steps"] == 6
+    done = [r.getMessage() for r in caplog.records if r.getMessage().startswith("done: ")]
+    summary = json.loads((inputs / "run" / "train.json").read_text())  # the whole summary is in the file
+    assert summary["steps"] == 6 and done == [f"done: simcse/seed1: 6 steps, STS-B dev {summary['stsb_dev_best']:.2f} "
+                                              f"at step {summary['best_step']}; {inputs / 'run'} (model/, train.json)"]
 
 
 @pytest.mark.parametrize("tty, steps", [(True, [3, 6]), (False, [1, 2, 3, 4, 6])])

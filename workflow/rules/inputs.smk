@@ -13,9 +13,17 @@ def teacher_caches_of(w):  # DistillCSE: its teachers' caches, each in the teach
     return [teacher_cache(PARAMS, suite, t, s) for t, s in teacher_jobs(PARAMS, suite, run, int(w.seed))]
 
 
+def prepared_for_train(w, files):  # a finished run is not retrained for data a build prepares after it (steps.py)
+    return finished_run_inputs(workflow, key_dir(RESULTS, w.key, w.seed), files)
+
+
 def train_corpus_of(w):  # an evaluation-only run (`train: false`) reads no corpus
     suite, run = first_listed(w)
-    return corpus_of(w) if trains(PARAMS, suite, run) else []
+    return prepared_for_train(w, [corpus_of(w)] if trains(PARAMS, suite, run) else [])
+
+
+def train_senteval_of(w):
+    return prepared_for_train(w, [senteval_of(w)])
 
 
 def dev_set_of(w):  # `training.dev_set`: checkpoints selected on your own STS data (csebench reads the file from params)
@@ -32,7 +40,7 @@ def backbone_of(w):  # a hub backbone and a term's hub generator: fetched on the
     name, run = first_listed(w)
     suite = PARAMS.suite(name)
     notes = [f"{DATA}/backbones/{suite.run(run)['backbone']}.json"] if trains_from_hub(suite, run) else []
-    return notes + [f"{DATA}/generators/{g}.json" for g in hub_generators(suite, run, int(w.seed))]
+    return prepared_for_train(w, notes + [f"{DATA}/generators/{g}.json" for g in hub_generators(suite, run, int(w.seed))])
 
 
 # ---- evaluation (embed.smk, sts.smk, transfer.smk, probing.smk, mteb.smk)

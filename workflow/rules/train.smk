@@ -7,7 +7,7 @@ rule train:  # with `train: false` it writes the untrained backbone as model/ (c
         CONDA_ENV
     input:
         corpus=train_corpus_of,
-        senteval=senteval_of,
+        senteval=train_senteval_of,
         teachers=teacher_caches_of,
         dev_set=dev_set_of,
         backbone=backbone_of,

@@ -16,7 +16,8 @@ def run_model_folder(args) -> list[tuple[str, bool]]:
     return [(os.path.join(args.run, "model"), True)]
 
 
-FINISHED_RUN = option("--run", required=True, help="a finished run folder, RESULTS/SUITE/runs/RUN/seedN")
+FINISHED_RUN = option("--run", required=True, help="a finished run: its own folder, RESULTS/runs/KEY/seedN (its train.json's "
+                      "names), or a suite's view of it, RESULTS/SUITE/runs/RUN/seedN (that suite's names and results)")
 
 
 @COMMANDS.command("model-card", "write a run's model card: RUN/model_card.md and RUN/model/README.md", FINISHED_RUN, also_writes=run_model_folder)

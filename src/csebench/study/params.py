@@ -180,11 +180,16 @@ def digest(obj, length: int = 16) -> str:
 # ----------------------------------------------------------------------------- params
 
 
-def shared_dir(params: dict | None = None) -> str:
+def shared_dir(params: dict | None = None, base: str | os.PathLike | None = None) -> str:
+    """The shared folder: $CSEBENCH_SHARED, else params' paths.shared (default ../shared). A relative
+    paths.shared is read from the current folder (the commands run in the checkout), or from ``base`` when
+    given (the Python API: the folder of the params.yaml it read, wherever the caller is)."""
     env = os.environ.get(SHARED_ENV)
     if env:
         return env
     value = str((params or {}).get("paths", {}).get("shared", "../shared"))
+    if base is not None and not os.path.isabs(value):
+        return os.path.normpath(os.path.join(base, value))
     if not os.path.isabs(value) and not os.path.exists(value):
         origin = experiment_origin()
         if origin is not None and (origin / value).exists():
@@ -192,17 +197,55 @@ def shared_dir(params: dict | None = None) -> str:
     return value
 
 
-def shared_senteval(params: dict | None, missing: str, other: str) -> str:
+def shared_senteval(params: dict | None, missing: str, other: str, base: str | os.PathLike | None = None,
+                    params_file: str | os.PathLike | None = None) -> str:
     """The shared SentEval folder params.yaml names (paths.shared/senteval, $CSEBENCH_SHARED), for a command or
     call that was given none; where it is not there, a DataError that begins with ``missing`` and ends with
-    ``other``, the caller's own way to name one."""
-    path = os.path.join(shared_dir(params), "senteval")
+    ``other``, the caller's own way to name one. ``base``: as for shared_dir; ``params_file``: the file whose
+    paths.shared the error names."""
+    path = os.path.join(shared_dir(params, base), "senteval")
     if not os.path.isdir(path):
         from csebench.core.errors import DataError
 
-        raise DataError(f"{missing} the shared SentEval data are not at {path}: put the shared folder beside the "
-                        f"checkout (../shared), or set $CSEBENCH_SHARED or paths.shared, or {other}")
+        if os.environ.get(SHARED_ENV):
+            where = f"${SHARED_ENV}/senteval"
+        else:
+            where = f"paths.shared/senteval of {params_file}" if params_file else "paths.shared/senteval"
+        raise DataError(f"{missing} the shared SentEval data are not at {path} ({where}): put the shared folder "
+                        f"beside the checkout (../shared), or set ${SHARED_ENV} or paths.shared, or {other}")
     return path
+
+
+def installed_checkout() -> Path | None:
+    """The checkout csebench is installed from, holding its params.yaml: found from the package's own files
+    (an editable install, ``pip install -e .``, runs them in place, src/csebench/ of the checkout), else from
+    pip's record of where a copy in site-packages came from (``pip install .``: the distribution's
+    direct_url.json, PEP 610). None where neither is a folder with a params.yaml (a wheel built elsewhere)."""
+    here = Path(__file__).resolve().parents[2]  # src/csebench/study/params.py -> src/
+    if here.name == "src" and (here.parent / "params.yaml").is_file():
+        return here.parent
+    try:
+        import json as _json
+        from importlib.metadata import PackageNotFoundError, distribution
+        from urllib.parse import unquote, urlparse
+
+        record = distribution("csebench").read_text("direct_url.json")
+        url = urlparse(_json.loads(record)["url"]) if record else None
+    except (PackageNotFoundError, ValueError, KeyError, TypeError):
+        return None
+    if url is None or url.scheme != "file":
+        return None
+    folder = Path(unquote(url.path))
+    return folder if (folder / "params.yaml").is_file() else None
+
+
+def packaged_params_file() -> Path | None:
+    """The params.yaml a wheel of csebench carries (csebench/resources/params.yaml, copied from the checkout's when
+    the wheel was built: setup.py), None in a checkout or an editable install, which read the checkout's own."""
+    import importlib.resources
+
+    packaged = importlib.resources.files("csebench").joinpath("resources/params.yaml")
+    return Path(str(packaged)) if packaged.is_file() else None
 
 
 def may_name_backbone(model: str) -> bool:

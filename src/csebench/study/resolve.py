@@ -51,6 +51,7 @@ class RunConfig:
     train: bool = True  # false: an evaluation-only run, its model the untrained backbone (csebench.training.untrained_run)
     teacher_keys: dict[str, str] = field(default_factory=dict)  # DistillCSE: teacher run name -> its key()
     dev_file: str | None = None  # the file of training.dev_set (data.<source>.sts_pairs), None without one
+    pooler_origin: str = ""  # why the run pools as it does: its backbone's pooler, or what its method needs instead
 
     @property
     def run_id(self) -> str:
@@ -74,7 +75,7 @@ class RunConfig:
         run names in the suite. seed=False: what the run's seeds share."""
         d = self.to_dict()
         for name in ("paths", "suite", "name", "method", "method_label", "backbone_name", "data_name", "teacher_keys",
-                     "dev_file"):
+                     "dev_file", "pooler_origin"):
             d.pop(name)
         d["backbone"].pop("label")
         for source in d["data"].values():
@@ -321,6 +322,7 @@ def resolve_run(params: dict, suite: str, run_name: str, seed: int, _students: t
 
     objectives = deep_merge(method_objectives, run.get("objectives"))
     objectives = TERM_SETTINGS.get("check")(objectives, f"run {suite}/{run_name}", training)
+    backbone, pooler_origin = method_pooler(backbone, run, training, objectives)
 
     data_name = suite_spec.get("data")
     if not data_name:
@@ -337,8 +339,26 @@ def resolve_run(params: dict, suite: str, run_name: str, seed: int, _students: t
         backbone_name=run["backbone"], backbone=backbone, data_name=data_name,
         data=data_config(params, data_name), training=training, objectives=objectives, paths=paths,
         train=run["train"], teacher_keys=_teacher_keys(params, suite, run_name, int(seed), run, objectives, _students),
-        dev_file=dev_file,
+        dev_file=dev_file, pooler_origin=pooler_origin,
     )
+
+
+def method_pooler(backbone: BackboneConfig, run: dict, training: TrainingConfig, objectives: dict
+                  ) -> tuple[BackboneConfig, str]:
+    """The backbone as the run pools it, and why. A run pools with its backbone's pooler (one pooler for training
+    and evaluation: a sentence-transformers backbone's own, e.g. MiniLM's mean) unless its method needs another:
+    DiffCSE's BatchNorm training head (projection_head batchnorm, its released --pooler_type cls --batchnorm) is the
+    cls pooler's, so such a run pools with cls whatever its backbone's pooler; a template term (PromptBERT, SNCSE)
+    represents a sentence by its template's [MASK] state, for which the pooler is not used."""
+    name = f"backbones.{run['backbone']}.pooler"
+    if training.projection_head == "batchnorm" and backbone.pooler != "cls":
+        why = (f"cls, not {name} {backbone.pooler}: method {run['method']}'s training head (projection_head batchnorm, "
+               "DiffCSE's BatchNorm MLP) is the cls pooler's")
+        return dataclasses.replace(backbone, pooler="cls"), why
+    if "prompt" in objectives:
+        return backbone, (f"the [MASK] state of method {run['method']}'s template (objectives.prompt), in training and "
+                          f"evaluation; {name} ({backbone.pooler}) is not used for it")
+    return backbone, f"{name} ({backbone.pooler})"
 
 
 def run_label(params: dict, run: dict) -> str:

@@ -137,12 +137,13 @@ class Suite:
 
 
 class Params(Mapping):
-    def __init__(self, raw: Mapping):
+    def __init__(self, raw: Mapping, file: str | os.PathLike | None = None):
         self._raw = dict(raw)
+        self.file = None if file is None else os.path.abspath(file)  # the params.yaml it was read from, if any
 
     @classmethod
     def load(cls, path: str | os.PathLike = "params.yaml", overrides: list[str | os.PathLike] | None = None) -> "Params":
-        return cls(load_params(path, overrides))
+        return cls(load_params(path, overrides), path)
 
     @classmethod
     def of(cls, params: "Params | Mapping | None") -> "Params":
@@ -183,18 +184,23 @@ class Params(Mapping):
         corpus and settings (training / objectives), so that its key is the one the pipeline gives that run."""
         raw = self.raw_copy()
         backbones, data = raw.setdefault("backbones", {}), raw.setdefault("data", {})
-        name = backbone
-        if name not in backbones:  # a folder or a hub id: a backbone of its own, pooled as --pooler says (cls: SimCSE's)
+        name, named = backbone, backbone in backbones
+        if not named:  # a folder or a hub id: a backbone of its own, pooled as --pooler says (cls: SimCSE's)
             name = "model-" + digest([backbone, pooler or "cls"], 8)
             backbones[name] = {"model": backbone, "pooler": pooler or "cls"}
-        elif pooler:
-            raise ConfigError(f"--pooler is for a backbone given as a folder or hub id; {name} of params.yaml pools with "
-                              f"{backbones[name].get('pooler')} (set it in params.yaml or a --config file)")
+        elif pooler and pooler != (backbones[name] or {}).get("pooler", "cls"):
+            # params.yaml's backbone with another pooler: the same run as a suite's on a backbone entry of that model
+            # and pooler (names and labels are not in a run's key)
+            spec = {**(backbones[name] or {}), "pooler": pooler}
+            name = f"{backbone}-{pooler}"
+            if name in backbones and backbones[name] != spec:
+                name = f"{backbone}-{pooler}-{digest(spec, 6)}"
+            backbones[name] = spec
         if method not in (raw.get("methods") or {}):
             raise ConfigError(f"unknown method '{method}' (params.yaml methods: {', '.join(raw.get('methods') or {})})")
         source = "corpus-" + digest(corpus, 8)
         data[source] = {"corpus": {"path": corpus}, "senteval": {"path": "{shared}/senteval"}}
-        run = f"{backbone if backbone == name else 'model'}-{method}"
+        run = f"{name if named else 'model'}-{method}"
         check_name("run", run)
         raw.setdefault("suites", {})["cli"] = {"data": source, "seeds": [seed],
                                                "runs": [{"name": run, "backbone": name, "method": method, **settings}]}
@@ -226,10 +232,13 @@ class Params(Mapping):
         """The model of the backbone called ``name`` (``minilm`` -> ``packaged:minilm``); None where it names none."""
         return named_backbone_model(self._raw, name)
 
-    def shared_senteval(self, missing: str, other: str) -> str:
-        """The shared SentEval folder (paths.shared/senteval, $CSEBENCH_SHARED); where it is not there, a DataError
-        that begins with ``missing`` and ends with ``other``, the caller's own way to name one."""
-        return shared_senteval(self._raw, missing, other)
+    def shared_senteval(self, missing: str, other: str, beside_file: bool = False) -> str:
+        """The shared SentEval folder ($CSEBENCH_SHARED/senteval, else paths.shared/senteval); where it is not
+        there, a DataError that begins with ``missing`` and ends with ``other``, the caller's own way to name one.
+        beside_file: a relative paths.shared is read from the folder of the params.yaml these were loaded from
+        (the Python API, called from anywhere), not from the current folder (the commands, run in the checkout)."""
+        base = os.path.dirname(self.file) if beside_file and self.file else None
+        return shared_senteval(self._raw, missing, other, base, self.file)
 
     def probing_source(self, name: str) -> ProbingSourceConfig:
         """Where a data source's probing-task files come from (its `probing:` entry)."""

@@ -62,7 +62,7 @@ def _refuse_view(out: str, suite: Suite, run: str, seed: int) -> None:
 
 
 RUN_OUTPUTS = ("model", "train.json", "train_curve.csv", "dev_curve.csv", "train_timing.json", "checkpoint",
-               "best_model.partial", "model.partial", ".lock")
+               "best_model.partial", "model.partial", ".lock", "sts_vs_untrained.json")
 
 
 def _refuse_links_out(out: str) -> None:
@@ -109,9 +109,31 @@ def _one_line_run(args, params: Params) -> Params:
         for part in parts[:-1]:
             node = node.setdefault(part, {})
         node[parts[-1]] = _setting_value(value, f"--set {item}")
+    pooler = args.pooler
+    if pooler is None and args.backbone not in params.backbones:  # a folder or hub id: its own pooling, if it declares one
+        from csebench.model.encoder import own_pooler
+
+        own = own_pooler(args.backbone)  # a pooling csebench does not compute: an error asking for --pooler
+        # its CLS as SimCSE trains it (cls: the MLP head in training only, evaluated as cls_before_pooler)
+        pooler = ("cls" if own[0] == "cls_before_pooler" else own[0]) if own else None
     params, args.suite, args.run = params.with_run_of_your_own(args.backbone, args.method, args.corpus, settings,
-                                                               args.pooler, args.seed)
+                                                               pooler, args.seed)
     return params
+
+
+def _pooler_line(cfg, given: str | None) -> str:
+    """Which pooler the run trains and is evaluated with, and why (the log's line before training)."""
+    evaluated = "cls_before_pooler" if cfg.backbone.pooler == "cls" else cfg.backbone.pooler
+    why = cfg.pooler_origin
+    if given and cfg.suite == "cli" and cfg.pooler_origin.startswith("backbones."):
+        why = f"--pooler {given}"
+    elif cfg.suite == "cli" and cfg.backbone_name.startswith("model-") and cfg.pooler_origin.startswith("backbones."):
+        from csebench.model.encoder import own_pooler
+
+        own = own_pooler(cfg.backbone.model)
+        why = f"{cfg.backbone.model}'s own pooling ({own[1]})" if own else "no pooling declared by the model: cls, SimCSE's"
+    head = " (its MLP head in training only)" if cfg.backbone.pooler == "cls" else ""
+    return f"{cfg.run_id} pools with {cfg.backbone.pooler}{head}, evaluated with {evaluated}: {why}"
 
 
 @COMMANDS.command("train", "train one run; resumes from its checkpoint if present", PARAMS,
@@ -122,7 +144,8 @@ def _one_line_run(args, params: Params) -> Params:
                   option("--method", help="a run of your own: a method of params.yaml (simcse, iscse, ...)"),
                   option("--set", action="append", default=[], metavar="KEY=VALUE",
                 help="a run of your own: a setting, training.KEY=VALUE or objectives.TERM.KEY=VALUE (repeatable)"),
-                  option("--pooler", default=None, help="a run of your own on a folder or hub id: its pooler (default cls)"),
+                  option("--pooler", default=None, help="a run of your own: its pooler (default: the backbone's in params.yaml; "
+                         "for a folder or hub id the pooling the model declares for itself, else cls)"),
                   option("--corpus", default=None, help="training corpus (required unless the run has train: false)"), SENTEVAL,
                   OUT.but(required=False, default=None,
                  help="run folder: model/, train.json, curves (default with --backbone: results/runs/KEY/seedN, where "
@@ -131,6 +154,11 @@ def _one_line_run(args, params: Params) -> Params:
                   option("--teacher-cache", action="append", default=[], help="cached teacher embeddings (DistillCSE)"), NO_PROGRESS,
                   option("--force", action="store_true",
                 help="train again into a folder holding a finished run (it is replaced only when the new run completes)"),
+                  option("--max-sts-pairs", type=positive_int, default=None,
+                         help="a run of your own: its closing STS comparison on a seeded subset of about N pairs a task "
+                              "(a quick look, protocol capped; default: the full protocol)"),
+                  option("--no-sts", action="store_true",
+                         help="a run of your own: end without the STS comparison of the trained model and the untrained backbone"),
                   NO_VERIFY, out_folder=True)
 def cmd_train(args) -> None:
     with _nothing_left_if_refused(args):
@@ -182,7 +210,6 @@ def _nothing_left_if_refused(args):
 
 def _train(args) -> None:
     from csebench.core import distributed
-    from csebench.core.io import dumps_json
     from csebench.training.runlock import run_lock
 
     from csebench.study.fetch import offline
@@ -206,6 +233,7 @@ def _train(args) -> None:
         args.out_made = _missing_folders(args.out)
         logging.getLogger("csebench").info("run %s, key %s: %s", args.run, cfg.key(), args.out)
     logging.getLogger("csebench").info("hub downloads: %s", "off (HF_HUB_OFFLINE=1)" if offline() else "on")
+    logging.getLogger("csebench").info("%s", _pooler_line(cfg, args.pooler if args.suite == "cli" else None))
     _refuse_view(args.out, suite, args.run, args.seed)
     _refuse_links_out(args.out)
     if cfg.train and args.corpus:  # before the run folder is made: a corpus that is no file is said at once
@@ -240,8 +268,35 @@ def _train(args) -> None:
                 summary = trainer.run()
             finally:
                 distributed.shutdown()
-    if distributed.local_rank() == 0:
-        logging.getLogger("csebench").info("done: %s", dumps_json(summary, indent=None))
+    if distributed.local_rank() != 0:
+        return
+    log = logging.getLogger("csebench")
+    from csebench.training.compare import COMPARISON_FILE
+
+    if os.path.exists(os.path.join(args.out, COMPARISON_FILE)):  # a comparison of the training this one replaced
+        os.remove(os.path.join(args.out, COMPARISON_FILE))
+    if args.suite == "cli" and not args.no_sts and cfg.train:  # a run of your own: did training help?
+        from csebench.training.compare import compare_with_untrained, comparison_lines
+
+        comparison = compare_with_untrained(cfg, args.out, args.senteval, args.max_sts_pairs,
+                                            suite.evaluation.get("precision") or "fp32", args.cache_dir)
+        for line in comparison_lines(comparison):
+            print(line, flush=True)
+    log.info("done: %s", done_line(summary, args.out))
+
+
+def done_line(summary: dict, out: str) -> str:
+    """The train command's last line, for a reader: the run, its steps, the dev score that selected the checkpoint,
+    and where it is (train.json holds the whole summary, provenance included)."""
+    steps = f"{summary.get('steps')} step{'' if summary.get('steps') == 1 else 's'}"
+    if summary.get("trained") is False:
+        steps = "not trained (evaluation only)"
+    name, dev = ((f"{summary['dev_set']} dev", summary.get("dev_best")) if summary.get("dev_set")
+                 else ("STS-B dev", summary.get("stsb_dev_best")))
+    dev = f"{name} {dev:.2f} at step {summary.get('best_step')}" if isinstance(dev, (int, float)) else f"no finite {name} score"
+    if "capped" in (summary.get("stsb_dev_protocol"), summary.get("dev_protocol")):
+        dev += " (a seeded subset of the dev pairs)"
+    return f"{summary.get('run')}: {steps}, {dev}; {out} (model/, train.json)"
 
 
 @COMMANDS.command("teacher-cache", "DistillCSE: a frozen teacher's normalized corpus embeddings", PARAMS,

@@ -25,17 +25,26 @@ from csebench.core.io import dumps_json, replace_dir, staged_outputs, write_csv,
 log = logging.getLogger(__name__)
 
 
+def untrained_encoder(cfg: RunConfig):
+    """The run's encoder as its training starts: the backbone as loaded (a random backbone drawn from the run's
+    seed), the run's pooler, layers and, with training.projection_dim, a head initialised from the run's seed."""
+    from csebench.training.trainer import set_seed
+
+    t = cfg.training
+    set_seed(cfg.seed)  # the projection head (if any) is drawn from the run's seed
+    return build_encoder(cfg.backbone, seed=cfg.seed, projection_dim=t.projection_dim, num_layers=t.num_layers,
+                         projection_head=t.projection_head, what=f"backbones.{cfg.backbone_name}.model")
+
+
 def write_untrained_run(cfg: RunConfig, senteval_dir: str | os.PathLike, out_dir: str | os.PathLike,
                         dev_file: str | os.PathLike | None = None) -> dict:
     """Write an evaluation-only run's outputs; train.json last (it marks the run complete)."""
-    from csebench.training.trainer import DevEvaluator, pick_device, set_seed
+    from csebench.training.trainer import DevEvaluator, pick_device
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     t = cfg.training
-    set_seed(cfg.seed)  # the projection head (if any) is drawn from the run's seed
-    encoder = build_encoder(cfg.backbone, seed=cfg.seed, projection_dim=t.projection_dim, num_layers=t.num_layers,
-                            projection_head=t.projection_head, what=f"backbones.{cfg.backbone_name}.model")
+    encoder = untrained_encoder(cfg)
     device = pick_device()
     encoder.to(device)
     dev = DevEvaluator.for_run(cfg, senteval_dir, dev_file)

@@ -22,7 +22,9 @@ from csebench.core.paths import times_record
 from csebench.core.schema import read_yaml
 from csebench.study.typed import Params, Suite
 
-SNAKEMAKE = "snakemake --cores all --resources gpu=1 --quiet"
+# Snakemake without its rule blocks and host header, with its progress: a stage (and a queued experiment, whose output
+# is all `dvc exp run` shows) says each job as it finishes and "N of M steps (P%) done"; `--quiet` alone said nothing
+SNAKEMAKE = "snakemake --cores all --resources gpu=1 --quiet rules host"
 CODE = ["Snakefile", "workflow", "src/csebench"]
 # what a suite's results depend on besides its own `suites.<name>`: any run may take its backbone,
 # method and defaults from these sections (the run's key, docs/runs.md, tells Snakemake which changed)
