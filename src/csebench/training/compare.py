@@ -25,7 +25,7 @@ def compare_with_untrained(cfg: RunConfig, out: str | os.PathLike, senteval: str
     pooler (and template, for a template method), written atomically to ``out``/sts_vs_untrained.json. The untrained
     backbone's scores are kept in ``cache_dir`` (the tokenized corpus's cache): the next run on that backbone, pooler,
     sets and precision reads them instead of encoding the STS sentences again (on a CPU, minutes)."""
-    from csebench.core.io import write_json
+    from csebench.core.io import dumps_json, write_json
     from csebench.evaluation.embeddings import model_encoder
     from csebench.evaluation.locate import senteval_root
     from csebench.evaluation.sts import evaluate_sts
@@ -58,7 +58,7 @@ def _untrained_scores(cfg: RunConfig, pooler: str, prompt, root, max_pairs: int 
 
     import torch
 
-    from csebench.core.io import write_json
+    from csebench.core.io import dumps_json, write_json
     from csebench.evaluation.embeddings import encode_with
     from csebench.evaluation.sts import evaluate_sts
     from csebench.study.params import digest
@@ -75,7 +75,7 @@ def _untrained_scores(cfg: RunConfig, pooler: str, prompt, root, max_pairs: int 
     if cached is not None and cached.is_file():
         try:
             found = json.loads(cached.read_text(encoding="utf-8"))
-            if found.get("what") == json.loads(json.dumps(what)):
+            if found.get("what") == json.loads(dumps_json(what)):  # as written (tuples as lists)
                 log.info("untrained %s: its STS scores from %s", cfg.backbone_name, cached)
                 return found["scores"]
         except (ValueError, KeyError, AttributeError):  # a damaged cache file: scored again and written anew
