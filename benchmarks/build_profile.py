@@ -25,6 +25,7 @@ STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
 START = re.compile(r"^(?:local)?rule (\S+):$")
 FINISHED = re.compile(r"^Finished jobid: (\d+) \(Rule: (\S+)\)")
 CLOCK = re.compile(r"csebench \S+: ran ([\d.]+) s, of which start-up ([\d.]+) s")
+PEAK = re.compile(r"csebench \S+: ran .*, peak memory (\d+) MiB")
 
 
 @dataclass
@@ -37,6 +38,7 @@ class Job:
     log: str | None = None
     ran: float | None = None  # the command's own clock (its log's last line)
     startup: float | None = None
+    peak_mib: float | None = None  # the command's peak resident memory (its clock line)
 
     @property
     def seconds(self) -> float:
@@ -90,6 +92,9 @@ def parse_log(path: Path, workdir: Path | None = None) -> Build:
             clock = CLOCK.findall((base / job.log).read_text(encoding="utf-8", errors="replace"))
             if clock:
                 job.ran, job.startup = (float(x) for x in clock[-1])
+            peak = PEAK.findall((base / job.log).read_text(encoding="utf-8", errors="replace"))
+            if peak:
+                job.peak_mib = float(peak[-1])
     return build
 
 
@@ -98,8 +103,10 @@ def profile(build: Build) -> dict:
     done = [j for j in build.jobs if j.end is not None]
     rules: dict[str, dict] = {}
     for j in done:
-        r = rules.setdefault(j.rule, {"jobs": 0, "seconds": 0.0, "longest": 0.0, "startup": 0.0, "timed": 0})
+        r = rules.setdefault(j.rule, {"jobs": 0, "seconds": 0.0, "longest": 0.0, "startup": 0.0, "timed": 0, "peak_mib": None})
         r["jobs"] += 1
+        if j.peak_mib is not None:
+            r["peak_mib"] = max(r["peak_mib"] or 0.0, j.peak_mib)
         r["seconds"] += j.seconds * j.threads
         r["longest"] = max(r["longest"], j.seconds)
         if j.startup is not None:
@@ -121,6 +128,7 @@ def profile(build: Build) -> dict:
         "job_seconds": sum(r["seconds"] for r in rules.values()),
         "startup_seconds": sum(r["startup"] for r in rules.values()),
         "timed_jobs": sum(r["timed"] for r in rules.values()),
+        "peak_mib": max((r["peak_mib"] for r in rules.values() if r["peak_mib"] is not None), default=None),
         "cores": build.cores,
         "planning_seconds": first - (build.began or first),
         "span_seconds": span,
@@ -130,7 +138,8 @@ def profile(build: Build) -> dict:
 
 
 def render(p: dict, markdown: bool = False) -> str:
-    rows = [(rule, r["jobs"], r["seconds"], r["longest"], r["startup"]) for rule, r in p["rules"].items()]
+    rows = [(rule, r["jobs"], r["seconds"], r["longest"], r["startup"], r.get("peak_mib")) for rule, r in p["rules"].items()]
+    mib = lambda v: f"{v:.0f}" if v is not None else "-"  # noqa: E731
     total = p["job_seconds"] or 1.0
     timed = p["timed_jobs"] > 0  # a build of a csebench without the clock line: start-up unknown, not zero
 
@@ -139,19 +148,19 @@ def render(p: dict, markdown: bool = False) -> str:
 
     lines = []
     if markdown:
-        lines += ["| rule | jobs | job-seconds | share | longest job (s) | start-up (s) | start-up share |",
-                  "|---|---:|---:|---:|---:|---:|---:|"]
-        for rule, n, s, longest, st in rows:
-            lines.append(f"| {rule} | {n} | {s:.0f} | {100 * s / total:.0f}% | {longest:.1f} | {' | '.join(startup(st, s))} |")
+        lines += ["| rule | jobs | job-seconds | share | longest job (s) | start-up (s) | start-up share | peak memory (MiB) |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for rule, n, s, longest, st, peak in rows:
+            lines.append(f"| {rule} | {n} | {s:.0f} | {100 * s / total:.0f}% | {longest:.1f} | {' | '.join(startup(st, s))} | {mib(peak)} |")
         a, b = startup(p["startup_seconds"], total)
-        lines.append(f"| **all** | **{p['jobs']}** | **{p['job_seconds']:.0f}** | 100% | | **{a}** | **{b}** |")
+        lines.append(f"| **all** | **{p['jobs']}** | **{p['job_seconds']:.0f}** | 100% | | **{a}** | **{b}** | {mib(p['peak_mib'])} |")
     else:
-        lines.append(f"{'rule':<30} {'jobs':>5} {'job-s':>8} {'share':>6} {'longest':>8} {'start-up':>9} {'share':>6}")
-        for rule, n, s, longest, st in rows:
+        lines.append(f"{'rule':<30} {'jobs':>5} {'job-s':>8} {'share':>6} {'longest':>8} {'start-up':>9} {'share':>6} {'peak MiB':>9}")
+        for rule, n, s, longest, st, peak in rows:
             a, b = startup(st, s)
-            lines.append(f"{rule:<30} {n:>5} {s:>8.0f} {100 * s / total:>5.0f}% {longest:>8.1f} {a:>9} {b:>6}")
+            lines.append(f"{rule:<30} {n:>5} {s:>8.0f} {100 * s / total:>5.0f}% {longest:>8.1f} {a:>9} {b:>6} {mib(peak):>9}")
         a, b = startup(p["startup_seconds"], total)
-        lines.append(f"{'all':<30} {p['jobs']:>5} {p['job_seconds']:>8.0f} {100:>5}% {'':>8} {a:>9} {b:>6}")
+        lines.append(f"{'all':<30} {p['jobs']:>5} {p['job_seconds']:>8.0f} {100:>5}% {'':>8} {a:>9} {b:>6} {mib(p['peak_mib']):>9}")
     lines.append("")
     lines.append(f"jobs ran {p['span_seconds']:.0f} s (first start to last end); {p['cores']} cores; idle core-seconds while jobs ran "
                  f"{p['idle_core_seconds']:.0f} ({100 * p['idle_core_seconds'] / max(p['cores'] * p['span_seconds'], 1):.0f}% "

@@ -42,13 +42,14 @@ Finished jobid: 6 (Rule: embed)
 def test_profile_adds_job_seconds_per_rule_startup_and_idle_cores(tmp_path):
     (tmp_path / "logs").mkdir()
     (tmp_path / "logs/train.a.log").write_text("13:00:40 INFO csebench: csebench train: ran 29.50 s, of which start-up 4.25 s "
-                                                "(before the command 0.25 s, imports 4.00 s)\n")
+                                                "(before the command 0.25 s, imports 4.00 s), peak memory 812 MiB\n")
     (tmp_path / "logs/embed.a.log").write_text("no clock line: the stamps count\n")
     log = tmp_path / "x.snakemake.log"
     log.write_text(LOG)
     p = build_profile.profile(build_profile.parse_log(log, tmp_path))
     rules = p["rules"]
-    assert rules["train"] == {"jobs": 1, "seconds": 29.5, "longest": 29.5, "startup": 4.25, "timed": 1}
+    assert rules["train"] == {"jobs": 1, "seconds": 29.5, "longest": 29.5, "startup": 4.25, "timed": 1, "peak_mib": 812.0}
+    assert rules["embed"]["peak_mib"] is None and p["peak_mib"] == 812.0  # a log without the clock line: unknown
     assert rules["embed"]["seconds"] == 40.0  # 20 s on 2 threads
     assert rules["view_trained"]["seconds"] == 2.0 and rules["view_trained"]["timed"] == 0
     assert list(rules) == ["embed", "train", "view_trained"]  # costliest first
@@ -56,11 +57,11 @@ def test_profile_adds_job_seconds_per_rule_startup_and_idle_cores(tmp_path):
     # 13:00:10-12 two jobs, 12-40 one job (one core idle), 40-60 embed on both cores
     assert p["idle_core_seconds"] == 2 * 50 - (2 * 2 + 28 + 2 * 20)
     text = build_profile.render(p, markdown=True)
-    assert "| train | 1 | 30 |" in text and "idle core-seconds while jobs ran 28" in text
+    assert "| train | 1 | 30 |" in text and "idle core-seconds while jobs ran 28" in text and "| 812 |" in text
     for job in p["rules"].values():  # a build without the clock lines: start-up unknown, shown as such
         job["timed"] = 0
     p["timed_jobs"] = 0
-    assert "| train | 1 | 30 | 41% | 29.5 | - | - |" in build_profile.render(p, markdown=True)
+    assert "| train | 1 | 30 | 41% | 29.5 | - | - | 812 |" in build_profile.render(p, markdown=True)
 
 
 def test_the_command_line_ends_with_its_clock(tmp_path):
@@ -71,6 +72,7 @@ def test_the_command_line_ends_with_its_clock(tmp_path):
     ran, startup = (float(x) for x in build_profile.CLOCK.findall(proc.stderr)[-1])
     assert 0 < startup <= ran
     assert "csebench show-config: ran" in proc.stderr.strip().splitlines()[-1]
+    assert 50 < float(build_profile.PEAK.findall(proc.stderr)[-1]) < 4000  # its peak memory, in MiB
 
 
 def test_the_import_clock_counts_outermost_imports_only():

@@ -3,7 +3,7 @@ it imports (torch alone takes seconds). A build runs a couple of hundred short c
 where much of a small build's time goes; `csebench` ends each command's log with one line of it, which
 benchmarks/build_profile.py adds up per rule:
 
-    csebench embed: ran 61.2 s, of which start-up 4.1 s (before the command 0.3 s, imports 3.8 s)
+    csebench embed: ran 61.2 s, of which start-up 4.1 s (before the command 0.3 s, imports 3.8 s), peak memory 812 MiB
 
 The import clock times the outermost ``import`` statement in progress (nested imports are inside it);
 modules that a library imports lazily outside any import statement are not counted, so the figure is
@@ -74,5 +74,20 @@ class CommandClock:
     def line(self, command: str) -> str:
         self.imports.uninstall()
         ran = self.before + time.perf_counter() - self.t0
+        peak = peak_memory_mib()
         return (f"{command}: ran {ran:.2f} s, of which start-up {self.before + self.imports.seconds:.2f} s "
-                f"(before the command {self.before:.2f} s, imports {self.imports.seconds:.2f} s)")
+                f"(before the command {self.before:.2f} s, imports {self.imports.seconds:.2f} s)"
+                + (f", peak memory {peak:.0f} MiB" if peak is not None else ""))
+
+
+def peak_memory_mib() -> float | None:
+    """This process's peak resident memory (Linux and macOS), None where the platform does not say: how many model
+    jobs fit beside each other (the Makefile's demo slots) is read from it."""
+    try:
+        import resource
+        import sys
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak / 1024 ** 2 if sys.platform == "darwin" else peak / 1024  # bytes on macOS, KiB on Linux
+    except (ImportError, OSError, ValueError):
+        return None
