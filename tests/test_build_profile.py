@@ -72,7 +72,7 @@ def test_the_command_line_ends_with_its_clock(tmp_path):
     ran, startup = (float(x) for x in build_profile.CLOCK.findall(proc.stderr)[-1])
     assert 0 < startup <= ran
     assert "csebench show-config: ran" in proc.stderr.strip().splitlines()[-1]
-    assert 50 < float(build_profile.PEAK.findall(proc.stderr)[-1]) < 4000  # its peak memory, in MiB
+    assert 10 < float(build_profile.PEAK.findall(proc.stderr)[-1]) < 4000  # its peak memory, in MiB
 
 
 def test_the_import_clock_counts_outermost_imports_only():
