@@ -28,21 +28,27 @@ $(BIN)/.installed-demo: pyproject.toml
 
 setup: $(BIN)/.installed
 
-# CPU demo: no GPU; the gpu resource only caps concurrent model jobs (1 torch thread each, config/demo.yaml)
-DEMO_SLOTS ?= 2
+# CPU demo: no GPU; the gpu resource caps concurrent model jobs (1 torch thread each, config/demo.yaml): one per core
+# this make may use (taskset, cpusets, a cgroup quota), as many as fit in the available memory at the demo's largest
+# model job's measured peak (DEMO_JOB_MIB: a training job, BENCHMARKS.md "The two commands, measured")
+DEMO_JOB_MIB ?= 1700
+DEMO_SLOTS ?= $(shell $(PYTHON) src/csebench/core/slots.py --job-mib $(DEMO_JOB_MIB) 2>/dev/null || echo 2)
 
 demo: $(BIN)/.installed-demo  ## the offline CPU demo suite through Snakemake
 	$(BIN)/snakemake --cores $(CORES) --configfile config/demo.yaml --profile workflow/profiles/default --resources gpu=$(DEMO_SLOTS)
 
-# workers for make test: as many as the machine has cores, at most 4 (each test module stays on one
-# worker: module fixtures such as the SLURM cluster start once). TEST_WORKERS=0 runs the suite in one process.
-TEST_WORKERS ?= auto
+# workers for make test: one per core, as many as fit in the available memory at TEST_WORKER_MIB each (each test
+# module stays on one worker: module fixtures such as the SLURM cluster start once; the largest module, RoBERTa-large
+# trained at its real shape, peaks near 6.5 GB in one worker while the others stay under 3). TEST_WORKERS=0 runs the
+# suite in one process.
+TEST_WORKER_MIB ?= 4096
+TEST_WORKERS ?= $(shell $(PYTHON) src/csebench/core/slots.py --job-mib $(TEST_WORKER_MIB) 2>/dev/null || echo auto)
 
 test: setup  ## the test suite (CI runs exactly this)
-	$(BIN)/python -m pytest -q -ra -n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile --no-loadscope-reorder
+	$(BIN)/python -m pytest -q -ra -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test-fast: setup
-	$(BIN)/python -m pytest -q -ra -n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile --no-loadscope-reorder -m "not slow and not slurm"
+	$(BIN)/python -m pytest -q -ra -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not slow and not slurm"
 
 test-slurm: setup  ## root: install Debian SLURM, run the ci suite through workflow/profiles/slurm (docs/cluster.md)
 	CSEBENCH_SLURM_TEST=1 $(BIN)/python -m pytest -q -ra -s -m slurm tests/test_slurm.py
