@@ -13,7 +13,9 @@ benchmarks/build_profile.py reports each rule's largest (BENCHMARKS.md, "The two
 from __future__ import annotations
 
 import argparse
+import math
 import os
+from pathlib import Path
 
 
 def usable_cores() -> int:
@@ -23,27 +25,32 @@ def usable_cores() -> int:
     except (AttributeError, OSError):  # no affinity on this platform
         cores = os.cpu_count() or 1
     quota = cgroup_cpu_quota()
-    return max(1, min(cores, int(quota)) if quota else cores)
+    return max(1, min(cores, math.ceil(quota)) if quota else cores)  # 1.5 cores' quota: two jobs still overlap
 
 
 def cgroup_cpu_quota() -> float | None:
-    """Cores' worth of CPU time a cgroup quota allows (v2 cpu.max, v1 cfs_quota_us / cfs_period_us), None: no quota."""
-    for path, parse in (("/sys/fs/cgroup/cpu.max", lambda t: t.split()),
-                        ("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", None)):
-        try:
-            with open(path, encoding="ascii") as fh:
-                text = fh.read().strip()
-        except OSError:
-            continue
-        if parse is not None:
-            quota, period = parse(text)
-        else:
-            with open("/sys/fs/cgroup/cpu/cpu.cfs_period_us", encoding="ascii") as fh:
-                quota, period = text, fh.read().strip()
-        if quota in ("max", "-1"):
-            return None
-        return int(quota) / int(period)
-    return None
+    """Cores' worth of CPU time the quota of this process's cgroup allows (v2 cpu.max, v1 cpu.cfs_quota_us over
+    cpu.cfs_period_us), None: no quota (or none readable)."""
+    v2, v1 = "", None
+    try:
+        with open("/proc/self/cgroup", encoding="ascii") as fh:
+            for line in fh:
+                _, controllers, path = line.rstrip("\n").split(":", 2)
+                if controllers == "":
+                    v2 = path
+                elif "cpu" in controllers.split(","):
+                    v1 = path
+    except (OSError, ValueError):
+        pass
+    try:
+        if v1 is not None:
+            base = Path("/sys/fs/cgroup/cpu") / v1.lstrip("/")
+            quota = int((base / "cpu.cfs_quota_us").read_text())
+            return None if quota < 0 else quota / int((base / "cpu.cfs_period_us").read_text())
+        quota, period = (Path("/sys/fs/cgroup") / v2.lstrip("/") / "cpu.max").read_text().split()
+        return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        return None
 
 
 def available_mib() -> int | None:
