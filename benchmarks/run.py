@@ -21,7 +21,6 @@ import datetime as _dt
 import json
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
@@ -42,7 +41,9 @@ TEMPERATURE = 0.05
 
 
 def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
+    from csebench.core.startup import peak_memory_mib
+
+    return peak_memory_mib() or 0.0  # this trial process's own high-water mark, not its parent's
 
 
 def _shared() -> Path:
@@ -838,7 +839,7 @@ def write_report(path: Path, info: dict, cmd: str, res: dict, started: float) ->
             w("")
     if tr or ev:
         w("## 5. Peak memory (RSS)\n")
-        w("Peak resident set size of each trial's process (ru_maxrss; includes Python, torch and the model), median.\n")
+        w("Peak resident set size of each trial's process (VmHWM; includes Python, torch and the model), median.\n")
         w("| | csebench | sentence-transformers |\n|---|---|---|")
         if tr:
             w(f"| training ({A('training')['steps'] + A('training')['warmup']} steps + STS-B dev) | {fmt(tr['ours']['rss_mb'], 0)} MB | {fmt(tr['st']['rss_mb'], 0)} MB |")

@@ -75,6 +75,19 @@ def test_the_command_line_ends_with_its_clock(tmp_path):
     assert 10 < float(build_profile.PEAK.findall(proc.stderr)[-1]) < 4000  # its peak memory, in MiB
 
 
+def test_a_command_started_by_a_large_parent_reports_its_own_peak(tmp_path):
+    """A test worker or a scheduler that holds gigabytes and forks a command: the command's peak is its own, not the
+    parent's (getrusage's ru_maxrss carries the parent's size across fork and exec)."""
+    ballast = bytearray(768 * 1024 * 1024)
+    ballast[::4096] = b"x" * len(ballast[::4096])  # resident, not only reserved
+    proc = subprocess.run([str(BIN / "csebench"), "show-config", "--suite", "ci", "--run", "simcse", "--seed", "1"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          preexec_fn=lambda: None)  # a real fork (no vfork), as a busy parent would do
+    del ballast
+    assert proc.returncode == 0, proc.stderr
+    assert 10 < float(build_profile.PEAK.findall(proc.stderr)[-1]) < 500
+
+
 def test_the_import_clock_counts_outermost_imports_only():
     import importlib
     import time

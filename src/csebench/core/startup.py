@@ -82,7 +82,18 @@ class CommandClock:
 
 def peak_memory_mib() -> float | None:
     """This process's peak resident memory (Linux and macOS), None where the platform does not say: how many model
-    jobs fit beside each other (the Makefile's demo slots) is read from it."""
+    jobs fit beside each other (the Makefile's demo slots) is read from it.
+
+    On Linux it is VmHWM, the high-water mark of this process's own address space: getrusage's ru_maxrss survives
+    fork and exec, so a command started by a large parent (a test worker holding models) would report the parent's
+    size instead of its own."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024  # kB
+    except (OSError, ValueError, IndexError):
+        pass
     try:
         import resource
         import sys
