@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run a command as the slowest CPU class the budgets must hold on (an AVX2-only CPU without bf16, such as a 2-core
 # AMD EPYC Zen 3 VM) on a newer machine (BENCHMARKS.md, "The slow class and its stand-in"):
-#   1. the instruction set: ATen's kernels at AVX2 (ATEN_CPU_CAPABILITY), oneDNN and MKL limited to AVX2, and no
+#   1. the instruction set: ATen's kernels at AVX2 (ATEN_CPU_CAPABILITY), oneDNN, MKL and FBGEMM (the int8 kernels)
+#      limited to AVX2, and no
 #      bf16 (CSEBENCH_CPU_BF16=0: the demo's `fast` precision is fp32);
 #   2. the rest of the gap (clock, caches, memory: on that Zen 3 every rule took 1.5x what the ISA limits alone give
 #      on a Zen 4) as a CPU quota: the command's cgroup gets CORES / SLOWDOWN cores' worth of time (root, cgroup v1 or v2).
@@ -11,7 +12,7 @@
 set -euo pipefail
 [ $# -gt 0 ] || { echo "usage: benchmarks/slow_class.sh COMMAND [ARGS...]" >&2; exit 2; }
 slowdown=${SLOWDOWN:-1.5}
-export CSEBENCH_CPU_BF16=0 ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2
+export CSEBENCH_CPU_BF16=0 ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2 FBGEMM_ENABLE_INSTRUCTIONS=AVX2
 if [ "$slowdown" != "1" ]; then
   cores=$(nproc)
   period=100000

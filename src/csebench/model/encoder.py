@@ -441,17 +441,18 @@ class SentenceEncoder(nn.Module):
             batches = tqdm(batches, desc="encode", unit="batch", leave=False)
         dtype = eval_autocast_dtype(precision, device)
         amp = torch.autocast(device.type, dtype=dtype) if dtype is not None else _null()
+        model = int8_copy(self) if len(uniq) and eval_int8(precision, device) else self
         try:
             delta = None
             if selection and self._prompt_ids is not None and self.dev_denoise is not None and len(uniq):
                 with amp:
-                    delta = self.template_delta(int(tokens.lengths().max()) - 1, device)
+                    delta = model.template_delta(int(tokens.lengths().max()) - 1, device)
             for start in batches:
                 idx = order[start : start + batch_size]
                 x, m = (torch.from_numpy(a) for a in tokens.batch(idx, pad))
                 with amp:
-                    emb = self(x.to(device), m.to(device), train_head=bool(self.projection_dim), delta=delta,
-                               selection=selection)
+                    emb = model(x.to(device), m.to(device), train_head=bool(self.projection_dim), delta=delta,
+                                selection=selection)
                 out[torch.as_tensor(idx)] = emb.float().cpu()
         finally:
             self.train(was_training)
@@ -533,10 +534,13 @@ def eval_autocast_dtype(precision: str, device: torch.device) -> torch.dtype | N
     """Evaluation autocast: "fp32" none (SentEval's numbers); "bf16" bf16 on any device; "auto" bf16
     on GPUs that compute it natively (compute capability 8+), else fp32; "fast" bf16 wherever the
     hardware computes it natively (those GPUs, AVX512-BF16/AMX CPUs: about 1.8-4x faster than fp32
-    there, CPU-dependent), else fp32. bf16 cosines
-    agree with fp32 to about 1e-4 (measured STS differences: docs/senteval-agreement.md)."""
+    there, CPU-dependent), else fp32 on a GPU and int8 on a CPU (:func:`eval_int8`: no autocast, the
+    Linear layers quantized). bf16 cosines agree with fp32 to about 1e-4 (measured STS differences:
+    docs/senteval-agreement.md)."""
     if precision not in EVAL_PRECISIONS:
         raise ConfigError(f"unknown evaluation precision '{precision}' (valid: {', '.join(EVAL_PRECISIONS)})")
+    if precision == "int8":
+        return None
     gpu_bf16 = device.type == "cuda" and cuda_has_native_bf16()
     if precision == "bf16" or (precision == "auto" and gpu_bf16):
         return torch.bfloat16
@@ -545,9 +549,48 @@ def eval_autocast_dtype(precision: str, device: torch.device) -> torch.dtype | N
     return None
 
 
+def int8_engine() -> str | None:
+    """The quantized engine dynamic int8 Linear layers run on here (x86: FBGEMM and oneDNN; ARM: QNNPACK), None
+    where this torch has none."""
+    engine = torch.backends.quantized.engine
+    return engine if engine and engine != "none" and engine in torch.backends.quantized.supported_engines else None
+
+
+def eval_int8(precision: str, device: torch.device) -> bool:
+    """Whether evaluation at ``precision`` encodes with int8 Linear layers: "int8" (a CPU path; asked for on a GPU
+    it is an error), or "fast" on a CPU without native bf16 that has a quantized engine. The demo's "fast" suites
+    take it on such CPUs (AVX2-only laptops and VMs): the encoder's matrix products, most of an embedding pass, run
+    about 2.5x faster than fp32 there; the scores it gives differ from fp32 by the amount docs/senteval-agreement.md
+    measures and tests/test_int8_eval.py bounds. No paper-scale suite asks for it: they evaluate in fp32 or "auto"."""
+    if precision == "int8":
+        if device.type != "cpu":
+            raise ConfigError(f"evaluation precision int8 runs on a CPU only (this evaluation is on {device.type}); "
+                              "use fp32, bf16 or fast there")
+        if int8_engine() is None:
+            raise ConfigError("evaluation precision int8: this torch has no quantized engine "
+                              f"(supported: {', '.join(torch.backends.quantized.supported_engines)}); use fp32")
+        return True
+    return (precision == "fast" and device.type == "cpu" and not cpu_has_native_bf16()
+            and os.environ.get("CSEBENCH_CPU_INT8", "").strip() != "0" and int8_engine() is not None)
+
+
+def int8_copy(model: nn.Module) -> nn.Module:
+    """An evaluation copy of ``model`` whose nn.Linear layers are dynamically quantized to int8: weights per output
+    channel, each batch's activations per tensor at run time (the model itself is left as it is)."""
+    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+    with warnings.catch_warnings():  # torch.ao.quantization announces its move to torchao on every call
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        return quantize_dynamic(model, {nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8, inplace=False)
+
+
 def autocast_name(precision: str, device=None) -> str:
-    """The dtype evaluation at ``precision`` computes in on ``device`` (default: the evaluation device)."""
+    """What evaluation at ``precision`` computes in on ``device`` (default: the evaluation device): fp32, bf16 or
+    int8."""
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    if eval_int8(precision, device):
+        return "int8"
     dtype = eval_autocast_dtype(precision, device)
     return "fp32" if dtype is None else str(dtype).replace("torch.", "")
 
