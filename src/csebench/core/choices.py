@@ -8,8 +8,8 @@ from __future__ import annotations
 
 POOLERS = ("cls", "cls_before_pooler", "avg", "avg_first_last", "avg_top2")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16", "fast")  # training autocast: trainer.autocast_dtype
-# encoding for evaluation: encoder.eval_autocast_dtype and encoder.eval_int8 (int8: CPU only, the Linear layers
-# dynamically quantized; "fast" picks it on CPUs without native bf16)
+# encoding for evaluation: encoder.eval_autocast_dtype and encoder.eval_int8 (int8: on a CPU, the Linear layers
+# dynamically quantized; asked for by name only, a screening precision)
 EVAL_PRECISIONS = ("auto", "fp32", "bf16", "fast", "int8")
 PROJECTION_HEADS = ("linear", "linear_tanh", "batchnorm")  # training.projection_head (SSCL Table 5: paper, released code; DiffCSE's BatchNorm MLP)
 # training.dev_metric: what selects the checkpoint. stsb: STS-B dev Spearman (SimCSE's metric_for_best_model

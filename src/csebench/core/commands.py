@@ -120,7 +120,8 @@ POOLER = option("--pooler", default=None, help="override the saved evaluation po
 BATCH_SIZE = option("--batch-size", type=positive_int, default=None,
                     help="encoding batch size (default: 128 on a GPU, 64 on CPU, the faster there)")
 PRECISION = option("--precision", default=None, choices=EVAL_PRECISIONS,
-                   help="encoding precision (default: the table's, else auto = bf16 on bf16 GPUs, fp32 on CPU)")
+                   help="encoding precision (default: the table's, else auto = bf16 on bf16 GPUs, fp32 on CPU; "
+                        "int8: a CPU screening precision, not exact)")
 TABLE = option("--embeddings", default=None,
                help="embeddings table from `csebench embed` (RUN_DIR/embeddings.npz): look sentences up instead of encoding")
 # how an evaluation encodes: the model (or its embeddings table), its pooler, batch size and precision

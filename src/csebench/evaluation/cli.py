@@ -46,7 +46,8 @@ def _eval_encode_fn(args):
                   SENTEVAL, OUT.but(help="embeddings table (.npz)"), POOLER, BATCH_SIZE,
                   option("--precision", default="fp32", choices=EVAL_PRECISIONS,
                 help="fp32 (default: SentEval's numbers), bf16, auto (bf16 on bf16 GPUs), fast (bf16 where native: bf16 "
-                     "GPUs, AVX512-BF16/AMX CPUs)"),
+                     "GPUs, AVX512-BF16/AMX CPUs), int8 (CPU: Linear layers quantized; faster, not exact: "
+                     "docs/senteval-agreement.md)"),
                   option("--no-transfer", action="store_true", help="STS sentences only"),
                   option("--max-train-sentences", type=int, default=None, help="the transfer cap eval-transfer will use"),
                   option("--max-test-sentences", type=int, default=None, help="the held-out split cap eval-transfer will use"),

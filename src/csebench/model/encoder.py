@@ -534,9 +534,8 @@ def eval_autocast_dtype(precision: str, device: torch.device) -> torch.dtype | N
     """Evaluation autocast: "fp32" none (SentEval's numbers); "bf16" bf16 on any device; "auto" bf16
     on GPUs that compute it natively (compute capability 8+), else fp32; "fast" bf16 wherever the
     hardware computes it natively (those GPUs, AVX512-BF16/AMX CPUs: about 1.8-4x faster than fp32
-    there, CPU-dependent), else fp32 on a GPU and int8 on a CPU (:func:`eval_int8`: no autocast, the
-    Linear layers quantized). bf16 cosines agree with fp32 to about 1e-4 (measured STS differences:
-    docs/senteval-agreement.md)."""
+    there, CPU-dependent), else fp32; "int8" no autocast (:func:`eval_int8`: the Linear layers quantized, on a
+    CPU). bf16 cosines agree with fp32 to about 1e-4 (measured STS differences: docs/senteval-agreement.md)."""
     if precision not in EVAL_PRECISIONS:
         raise ConfigError(f"unknown evaluation precision '{precision}' (valid: {', '.join(EVAL_PRECISIONS)})")
     if precision == "int8":
@@ -557,21 +556,20 @@ def int8_engine() -> str | None:
 
 
 def eval_int8(precision: str, device: torch.device) -> bool:
-    """Whether evaluation at ``precision`` encodes with int8 Linear layers: "int8" (a CPU path; asked for on a GPU
-    it is an error), or "fast" on a CPU without native bf16 that has a quantized engine. The demo's "fast" suites
-    take it on such CPUs (AVX2-only laptops and VMs): the encoder's matrix products, most of an embedding pass, run
-    about 2.5x faster than fp32 there; the scores it gives differ from fp32 by the amount docs/senteval-agreement.md
-    measures and tests/test_int8_eval.py bounds. No paper-scale suite asks for it: they evaluate in fp32 or "auto"."""
-    if precision == "int8":
-        if device.type != "cpu":
-            raise ConfigError(f"evaluation precision int8 runs on a CPU only (this evaluation is on {device.type}); "
-                              "use fp32, bf16 or fast there")
-        if int8_engine() is None:
-            raise ConfigError("evaluation precision int8: this torch has no quantized engine "
-                              f"(supported: {', '.join(torch.backends.quantized.supported_engines)}); use fp32")
-        return True
-    return (precision == "fast" and device.type == "cpu" and not cpu_has_native_bf16()
-            and os.environ.get("CSEBENCH_CPU_INT8", "").strip() != "0" and int8_engine() is not None)
+    """Whether evaluation at ``precision`` encodes with int8 Linear layers: only when asked for by name ("int8", a CPU
+    path: on a GPU it is an error). A screening precision, never a default: on the demo's MiniLM at the demo's caps
+    it encodes 1.7x (AVX2) to 2.9x (AVX512-VNNI) faster than fp32 but moves STS by -0.8 and transfer by -1.7 points
+    on average, MRPC by -6.4 (bf16: 0.00 and -0.06; docs/senteval-agreement.md), so the demo's "fast" stays bf16 or
+    fp32. Each batch's activations share one scale: a sentence's vector depends a little on its batch."""
+    if precision != "int8":
+        return False
+    if device.type != "cpu":
+        raise ConfigError(f"evaluation precision int8 runs on a CPU only (this evaluation is on {device.type}); "
+                          "use fp32, bf16 or fast there")
+    if int8_engine() is None:
+        raise ConfigError("evaluation precision int8: this torch has no quantized engine "
+                          f"(supported: {', '.join(torch.backends.quantized.supported_engines)}); use fp32")
+    return True
 
 
 def int8_copy(model: nn.Module) -> nn.Module:
