@@ -131,22 +131,7 @@ def advance(tr, n: int, like_run: bool = False) -> list[float]:
     """n optimizer steps of Trainer.run's loop (no dev evaluation); the losses read back. Every
     step's loss by default (the correctness checks compare them); with ``like_run`` only where
     Trainer.run reads them (log steps, ...), so a timing sees the loop's host waits and no more."""
-    from csebench.training.trainer import data_order
-
-    losses = []
-    while n > 0:
-        batches = data_order(len(tr.tokens), tr.t.batch_size, tr.cfg.seed, tr.state.epoch, tr.world)
-        while tr.state.batch_in_epoch < len(batches) and n > 0:
-            read = not like_run or tr.reads_logs_at(tr.state.step + 1)
-            logs = tr.train_step(batches[tr.state.batch_in_epoch], read=read)
-            if logs is not None:
-                losses.append(logs["loss"])
-            tr.state.step += 1
-            tr.state.batch_in_epoch += 1
-            n -= 1
-        if tr.state.batch_in_epoch >= len(batches):
-            tr.state.epoch, tr.state.batch_in_epoch = tr.state.epoch + 1, 0
-    return losses
+    return tr.step_losses(n, like_run=like_run, past_the_end=True)
 
 
 def free(*objs) -> None:

@@ -647,14 +647,20 @@ class Trainer:
             self.encoder.load_state_dict(current)
         self._best_weights = None
 
-    def step_losses(self, n: int) -> list[float]:
-        """``n`` optimizer steps of run()'s loop from where the trainer stands, each step's loss read back; no dev
-        evaluation, checkpoint or output (what a comparison of two configurations over a few steps needs)."""
+    def step_losses(self, n: int, like_run: bool = False, past_the_end: bool = False) -> list[float]:
+        """``n`` optimizer steps of run()'s loop from where the trainer stands; no dev evaluation, checkpoint or output
+        (what a comparison of two configurations over a few steps needs). Every step's loss is read back, or with
+        ``like_run`` only where run() reads it (a timing then sees the loop's host waits and no more). The steps stop at
+        the run's last unless ``past_the_end`` (a benchmark's warm-up and timed steps)."""
         losses = []
-        while n > 0 and self.state.step < self.total_steps:
+        end = float("inf") if past_the_end else self.total_steps
+        while n > 0 and self.state.step < end:
             batches = data_order(len(self.tokens), self.t.batch_size, self.cfg.seed, self.state.epoch, self.world)
-            while self.state.batch_in_epoch < len(batches) and n > 0 and self.state.step < self.total_steps:
-                losses.append(self.train_step(batches[self.state.batch_in_epoch], read=True)["loss"])
+            while self.state.batch_in_epoch < len(batches) and n > 0 and self.state.step < end:
+                logs = self.train_step(batches[self.state.batch_in_epoch],
+                                       read=not like_run or self.reads_logs_at(self.state.step + 1))
+                if logs is not None:
+                    losses.append(logs["loss"])
                 self.state.step += 1
                 self.state.batch_in_epoch += 1
                 n -= 1
