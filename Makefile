@@ -30,8 +30,8 @@ setup: $(BIN)/.installed
 
 # CPU demo: no GPU; the gpu resource caps concurrent model jobs (1 torch thread each, config/demo.yaml): one per core
 # this make may use (taskset, cpusets, a cgroup quota), as many as fit in the available memory at the demo's largest
-# model job's measured peak (DEMO_JOB_MIB: a training job, BENCHMARKS.md "The two commands, measured")
-DEMO_JOB_MIB ?= 1700
+# model job's measured peak (DEMO_JOB_MIB: a bf16 training job, 1,871 MiB; BENCHMARKS.md "The two commands by CPU class")
+DEMO_JOB_MIB ?= 1900
 DEMO_SLOTS ?= $(shell $(PYTHON) src/csebench/core/slots.py --job-mib $(DEMO_JOB_MIB) 2>/dev/null || echo 2)
 
 demo: $(BIN)/.installed-demo  ## the offline CPU demo suite through Snakemake

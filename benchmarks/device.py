@@ -1,4 +1,4 @@
-"""The GPU check that works on its first call (issue 29 part 5): run by benchmarks/device.sh (docs/gpu.md).
+"""The GPU check that works on its first call: run by benchmarks/device.sh (docs/gpu.md).
 
 On a machine with its own python3 (torch, transformers, sentence-transformers preinstalled), no network and
 nothing installed: the checkout's src/ on PYTHONPATH, the git-ignored benchmarks/device-bundle/ beside it

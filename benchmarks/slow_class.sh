@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run a command as the slowest CPU class the budgets must hold on (an AVX2-only CPU without bf16, such as a 2-core
-# AMD EPYC Zen 3 VM) on a newer machine (BENCHMARKS.md, "The slow class and its stand-in"):
+# AMD EPYC Zen 3 VM) on a newer machine (BENCHMARKS.md, "The two commands by CPU class"):
 #   1. the instruction set: ATen's kernels at AVX2 (ATEN_CPU_CAPABILITY), oneDNN, MKL and FBGEMM (the int8 kernels)
 #      limited to AVX2, and no
 #      bf16 (CSEBENCH_CPU_BF16=0: the demo's `fast` precision is fp32);

@@ -36,7 +36,7 @@ def test_make_demo_and_make_test_follow_the_cores_they_are_given():
     cores = len(os.sched_getaffinity(0))
     demo = re.search(r"--resources gpu=(\d+)", _make_n("demo")).group(1)
     workers = re.search(r"pytest -q -ra -n (\d+)", _make_n("test")).group(1)
-    assert int(demo) == slots(1700) and 1 <= int(demo) <= cores
+    assert int(demo) == slots(1900) and 1 <= int(demo) <= cores
     assert int(workers) == slots(4096)
     one = _make_n("demo", "taskset", "-c", "0")  # one core given: one model job at a time
     assert "--resources gpu=1" in one and "pytest" not in one

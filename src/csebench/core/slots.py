@@ -3,7 +3,7 @@ cpusets and container limits respected), as many as fit in the memory available 
 
 The Makefile reads it before anything is installed (standard library only, run as a file):
 
-    python3 src/csebench/core/slots.py --job-mib 1700     # the demo's model jobs at a time
+    python3 src/csebench/core/slots.py --job-mib 1900     # the demo's model jobs at a time
     python3 src/csebench/core/slots.py --job-mib 3072     # make test's workers
 
 A job's peak is measured, not guessed: every csebench command's clock line ends with its peak memory, and
