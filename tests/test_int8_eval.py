@@ -43,19 +43,19 @@ def test_int8_encoding_leaves_the_model_as_it_was_and_stays_close_to_fp32(tiny_e
 
 
 def test_int8_sts_on_the_demo_backbone_stays_within_its_stated_bound(shared_dir):
-    """The packaged MiniLM on the 7 STS tasks at 150 pairs each: int8 against fp32 (measured here: -0.9 on average,
-    -2.0 at most). docs/senteval-agreement.md has the demo's caps (500 pairs a task, and transfer)."""
+    """The packaged MiniLM on the 7 STS tasks at 100 pairs each: int8 against fp32 (measured: -0.38 on average, -2.32
+    to +1.89 per task; at 500 pairs -0.68, at most 1.26). docs/senteval-agreement.md has the demo's caps (and transfer)."""
     from csebench.evaluation.embeddings import load_eval_model
     from csebench.evaluation.sts import evaluate_sts
 
     enc = load_eval_model("packaged:minilm", "avg")
-    scores = {p: evaluate_sts(lambda s, p=p: enc.encode(list(s), precision=p), shared_dir / "senteval" / "downstream", max_pairs=150)["tasks"]
+    scores = {p: evaluate_sts(lambda s, p=p: enc.encode(list(s), precision=p), shared_dir / "senteval" / "downstream", max_pairs=100)["tasks"]
               for p in ("fp32", "int8")}
     tasks = list(scores["fp32"])
     assert len(tasks) == 7, scores["fp32"]
     diffs = {t: scores["int8"][t] - scores["fp32"][t] for t in tasks}
     assert any(d != 0 for d in diffs.values())  # int8 really ran
-    assert max(abs(d) for d in diffs.values()) < 3.0, diffs
+    assert max(abs(d) for d in diffs.values()) < 3.5, diffs
     assert abs(sum(diffs.values()) / len(diffs)) < 1.5, diffs
 
 
