@@ -12,7 +12,6 @@ quotes its output; benchmarks/slow_class.sh in front gives the AVX2-only timings
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import time
@@ -47,14 +46,14 @@ def main(argv: list[str] | None = None) -> None:
     enc = load_eval_model(args.model, args.pooler)
     sentences = evaluation_sentences(root, transfer=True, max_train_sentences=args.max_transfer,
                                      max_sts_pairs=args.max_sts_pairs, max_test_sentences=args.max_transfer)
+    table = {s: i for i, s in enumerate(sentences)}
     rows = {}
     for precision in args.precisions:
         t0 = time.perf_counter()
         emb = enc.encode(sentences, precision=precision)
         seconds = time.perf_counter() - t0
-        table = {s: i for i, s in enumerate(sentences)}
 
-        def lookup(batch, emb=emb, table=table):
+        def lookup(batch, emb=emb):
             return emb[torch.as_tensor([table[s] for s in batch])]
 
         sts = evaluate_sts(lookup, root, max_pairs=args.max_sts_pairs)
@@ -69,12 +68,11 @@ def main(argv: list[str] | None = None) -> None:
         a, b = rows[first], rows[precision]
         sts = {t: round(b["sts"][t] - a["sts"][t], 2) for t in a["sts"]}
         tr = {t: round(b["transfer"][t] - a["transfer"][t], 2) for t in a["transfer"]}
-        rows[precision]["minus_" + first] = {"sts": sts, "sts_avg": round(b["sts_avg"] - a["sts_avg"], 2),
-                                             "transfer": tr, "transfer_avg": round(b["transfer_avg"] - a["transfer_avg"], 2),
-                                             "speedup": round(a["encode_s"] / b["encode_s"], 2)}
-        print(f"{precision} - {first}: STS {sts} avg {rows[precision]['minus_' + first]['sts_avg']:+.2f}; "
-              f"transfer {tr} avg {rows[precision]['minus_' + first]['transfer_avg']:+.2f}; "
-              f"encoding {rows[precision]['minus_' + first]['speedup']}x faster", flush=True)
+        d = b["minus_" + first] = {"sts": sts, "sts_avg": round(b["sts_avg"] - a["sts_avg"], 2),
+                                   "transfer": tr, "transfer_avg": round(b["transfer_avg"] - a["transfer_avg"], 2),
+                                   "speedup": round(a["encode_s"] / b["encode_s"], 2)}
+        print(f"{precision} - {first}: STS {sts} avg {d['sts_avg']:+.2f}; transfer {tr} avg {d['transfer_avg']:+.2f}; "
+              f"encoding {d['speedup']}x faster", flush=True)
     if args.out:
         from csebench.core.io import write_json
 

@@ -4,10 +4,10 @@ cpusets and container limits respected), as many as fit in the memory available 
 The Makefile reads it before anything is installed (standard library only, run as a file):
 
     python3 src/csebench/core/slots.py --job-mib 1900     # the demo's model jobs at a time
-    python3 src/csebench/core/slots.py --job-mib 3072     # make test's workers
+    python3 src/csebench/core/slots.py --job-mib 4096     # make test's workers
 
 A job's peak is measured, not guessed: every csebench command's clock line ends with its peak memory, and
-benchmarks/build_profile.py reports each rule's largest (BENCHMARKS.md, "The two commands, measured").
+benchmarks/build_profile.py reports each rule's largest (BENCHMARKS.md, "The two commands by CPU class").
 """
 
 from __future__ import annotations
