@@ -1,5 +1,7 @@
-"""The demo's evaluation at a faster precision against fp32, on the demo's own caps: STS (500 pairs a task) and
-transfer (250 training and 250 held-out sentences a task), the same model encoded once per precision.
+"""The demo's evaluation at a faster precision against fp32, at demo-scale caps (by default those the int8 table of
+docs/senteval-agreement.md was measured at, 2026-11-28: STS 500 pairs a task, transfer 250 training and 250 held-out
+sentences a task; the demo's caps today: --max-sts-pairs 250 --max-transfer 150), the same model encoded once per
+precision.
 
     python benchmarks/precision_agreement.py                         # the packaged MiniLM, fp32 against int8
     python benchmarks/precision_agreement.py --model results/demo/runs/simcse/seed42/model --precisions fp32 int8 bf16

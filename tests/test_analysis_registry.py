@@ -125,3 +125,28 @@ def test_a_suites_targets_follow_its_readme_order():
         "results/ci/figures/layers.png", "results/ci/figures/align_uniform.png",  # the figures, in the config's order
         "results/ci/analysis/topk_negatives.json", "results/ci/figures/topk_negatives.png",  # the suite's own
         "results/ci/tables/neighbours.md"]  # then the tables
+
+
+def test_a_capped_suite_s_analyses_of_stsb_read_its_capped_pairs_and_an_uncapped_one_s_the_whole_split():
+    """The demo caps STS at max_sts_pairs and `embed` then encodes no STS-B split whole: each analysis job
+    given SentEval data is told the cap (it reads the pairs eval-sts scores, all in the table), a suite
+    without a cap is told nothing (the papers' whole split)."""
+    from types import SimpleNamespace
+
+    from csebench.analysis.pipeline import AnalysisPipeline
+    from csebench.study.jobs import Runs, eval_name, suite_evaluation
+    from csebench.study.params import load_params
+    from runhelpers import PARAMS
+
+    params = load_params(PARAMS)
+    pipe = AnalysisPipeline(params, {"analyses": ["layers", "align_uniform", "neighbours"]}, Runs(params))
+    for suite, run in (("demo", "simcse"), ("ci", "simcse")):
+        cap = suite_evaluation(params, suite)["max_sts_pairs"]
+        w = SimpleNamespace(key=pipe.runs.key(suite, run), seed="42", ev=eval_name(suite_evaluation(params, suite)))
+        for name in ("layers", "align_uniform", "neighbours"):
+            a = ANALYSES.get(name)
+            argv = pipe.command(a)(w, pipe.outputs(a)).split()
+            assert ("--max-sts-pairs" in argv) == (cap is not None and "senteval" in a.inputs()), (suite, name, argv)
+            if "--max-sts-pairs" in argv:
+                assert argv[argv.index("--max-sts-pairs") + 1] == str(cap)
+    assert suite_evaluation(params, "demo")["max_sts_pairs"] and suite_evaluation(params, "ci")["max_sts_pairs"] is None

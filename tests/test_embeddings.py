@@ -118,6 +118,10 @@ def _cli(*argv):
 def test_evaluators_from_the_table_match_direct_encoding(tiny_encoder, tmp_path, shared_dir):
     """eval-sts / eval-transfer / align-uniform with --embeddings give the numbers of encoding directly,
     and the table is written atomically with its provenance."""
+    from csebench.evaluation.embeddings import sentence_key
+    from csebench.evaluation.locate import senteval_root
+    from csebench.evaluation.sts import cap_pairs, load_stsb
+
     enc = tiny_encoder("avg")
     enc.save(tmp_path / "model")
     se = shared_dir / "senteval"
@@ -137,13 +141,23 @@ def test_evaluators_from_the_table_match_direct_encoding(tiny_encoder, tmp_path,
         for task, value in direct["tasks"].items():
             tol = 1e-3 if name == "eval-sts" else 0.5  # fp32 batch neighbours; a classifier may flip a test item
             assert abs(table["tasks"][task] - value) <= tol, (name, task, value, table["tasks"][task])
-    # (align_uniform reads every STS-B test sentence: no --max-sts-pairs, which an analysis that ignores it refuses)
-    _cli("analyze", "align_uniform", "--model", tmp_path / "model", "--senteval", se, "--embeddings", tmp_path / "emb.npz",
-         "--out", tmp_path / "au.json")
-    _cli("analyze", "align_uniform", "--model", tmp_path / "model", "--senteval", se, "--out", tmp_path / "au-direct.json")
-    au, au_direct = (json.loads((tmp_path / f).read_text()) for f in ("au.json", "au-direct.json"))
-    assert au["alignment"] == pytest.approx(au_direct["alignment"], rel=1e-4)
-    assert au["uniformity"] == pytest.approx(au_direct["uniformity"], rel=1e-4)
+    # an analysis of STS-B sentences at the same cap reads the capped STS-B test pairs, all of them in the table
+    # (which holds no STS-B split whole at a cap); without the cap it reads the whole split, the table's misses encoded
+    for tag, extra in (("capped", sts_cap), ("whole", [])):
+        _cli("analyze", "align_uniform", "--model", tmp_path / "model", "--senteval", se, *extra, "--embeddings",
+             tmp_path / "emb.npz", "--out", tmp_path / f"au-{tag}.json")
+        _cli("analyze", "align_uniform", "--model", tmp_path / "model", "--senteval", se, *extra,
+             "--out", tmp_path / f"au-{tag}-direct.json")
+        au, au_direct = (json.loads((tmp_path / f).read_text()) for f in (f"au-{tag}.json", f"au-{tag}-direct.json"))
+        assert au["alignment"] == pytest.approx(au_direct["alignment"], rel=1e-4)
+        assert au["uniformity"] == pytest.approx(au_direct["uniformity"], rel=1e-4)
+        stsb = cap_pairs(load_stsb(senteval_root(se), "test"), 300 if extra else None)
+        assert au["n_sentences"] == len(set(stsb.sent1) | set(stsb.sent2))
+        assert ("seeded subset of about 300 pairs" in au["data"]) == bool(extra)
+    assert json.loads((tmp_path / "au-capped.json").read_text())["n_sentences"] < au["n_sentences"]
+    assert not meta["stsb_whole"]
+    table = EmbeddingTable(tmp_path / "emb.npz")
+    assert any(sentence_key(s) not in table.row for s in (*stsb.sent1, *stsb.sent2))  # STS-B test is not whole in it
 
 
 def test_bf16_evaluation_is_close_to_fp32(tiny_encoder):

@@ -46,6 +46,11 @@ INPUTS: dict[str, Option] = {
     "markdown": option("--markdown", help="also write a Markdown table"),
     "title": option("--title", default="", help="figure title"),
 }
+# with --senteval: a capped evaluation's STS pairs (the suite's evaluation.max_sts_pairs, CPU demo scale): an
+# analysis of STS-B sentences reads the seeded subset eval-sts scores at that cap (analysis.core.stsb_pairs)
+STS_CAP = option("--max-sts-pairs", type=positive_int, default=None,
+                 help="read each STS-B split as the seeded subset of about N pairs that `eval-sts --max-sts-pairs N` "
+                      "scores (CPU demo scale; the pipeline passes its suite's evaluation.max_sts_pairs)")
 MODEL_INPUTS = ("model", "teacher", "models", "self_teacher", "other_teachers", "other_students")
 # every analysis: its name in figures, how the vectors are made
 ENCODING = (option("--label", default="", help="model name in figures (default: the run folder)"), POOLER, BATCH_SIZE, PRECISION)

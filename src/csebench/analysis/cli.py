@@ -19,16 +19,19 @@ COMMANDS = Commands(stage=40)
 
 
 def _build_analyze(parser) -> None:
-    from csebench.analysis.base import ENCODING, INPUTS, settings_options
+    from csebench.analysis.base import ENCODING, INPUTS, STS_CAP, settings_options
 
     sub = parser.add_subparsers(dest="analysis", required=True, metavar="ANALYSIS", title="analyses")
     for name, a in ANALYSES.items():
         sp = sub.add_parser(name, help=a.summary, description=a.summary)
         needs = [INPUTS[i].but(help=f"{INPUTS[i].kwargs['help']} (required)") for i in a.needs]
-        add_options(sp, *needs, *(INPUTS[i] for i in a.inputs()), a.options, ENCODING,
+        sts_cap = [STS_CAP] if "senteval" in a.inputs() else []
+        add_options(sp, *needs, *(INPUTS[i] for i in a.inputs()), *sts_cap, a.options, ENCODING,
                     option("--out", required=True, help="JSON result"), settings_options(a.Settings), PARAMS, NO_VERIFY)
         # the inputs it does not take read as not given (the envelope asks every analysis the same)
         sp.set_defaults(**{i: opt.kwargs.get("default") for i, opt in INPUTS.items() if i not in a.inputs()})
+        if not sts_cap:
+            sp.set_defaults(max_sts_pairs=None)
 
 
 @COMMANDS.command("analyze", "one of the papers' analyses of a model (JSON; some also PNG or Markdown): analyze NAME --help",

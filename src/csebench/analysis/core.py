@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from csebench.evaluation.sts import PairSet, cosine_rows, evaluate_sts, load_stsb, spearman100
+from csebench.evaluation.sts import PairSet, cap_pairs, cosine_rows, evaluate_sts, load_stsb, spearman100
 from csebench.analysis import measures as M
 from csebench.results.analysis_plots import GROUP_LABELS
 
@@ -32,24 +32,37 @@ def _pair_embeddings(encode: EncodeFn, ps: PairSet) -> tuple[torch.Tensor, torch
     return emb[torch.as_tensor([row[s] for s in ps.sent1])], emb[torch.as_tensor([row[s] for s in ps.sent2])], emb
 
 
+def stsb_pairs(senteval_root: str | os.PathLike, split: str = "test", max_pairs: int | None = None) -> PairSet:
+    """An STS-B split as the analyses read it: whole, or at a capped evaluation (``max_pairs``: the suite's
+    evaluation.max_sts_pairs, CPU demo scale) the seeded subset that eval-sts scores at that cap, so that the
+    embeddings table `csebench embed --max-sts-pairs` writes holds every sentence of it."""
+    return cap_pairs(load_stsb(Path(senteval_root), split), max_pairs)
+
+
+def stsb_data(split: str, max_pairs: int | None = None) -> str:
+    """What an analysis of STS-B sentences read, for its result's ``data``."""
+    return f"STS-B {split}" + (f", a seeded subset of about {max_pairs} pairs (max_sts_pairs)" if max_pairs else "")
+
+
 # ------------------------------------------------------------------ IS-CSE Fig. 3
 
 def align_uniform(encode: EncodeFn, senteval_root: str | os.PathLike, split: str = "test",
-                  threshold: float = 4.0, alpha: float = 2.0, t: float = 2.0) -> dict:
+                  threshold: float = 4.0, alpha: float = 2.0, t: float = 2.0, max_pairs: int | None = None) -> dict:
     """Alignment over STS-B pairs with gold score > threshold, uniformity over all STS-B sentences."""
-    ps = load_stsb(Path(senteval_root), split)
+    ps = stsb_pairs(senteval_root, split, max_pairs)
     e1, e2, allemb = _pair_embeddings(encode, ps)
     pos = torch.as_tensor(ps.scores > threshold)
-    return {"analysis": "align_uniform", "data": f"STS-B {split}", "alignment": M.alignment(e1[pos], e2[pos], alpha),
+    return {"analysis": "align_uniform", "data": stsb_data(split, max_pairs), "alignment": M.alignment(e1[pos], e2[pos], alpha),
             "uniformity": M.uniformity(allemb, t), "alpha": alpha, "t": t, "threshold": threshold,
             "n_positive_pairs": int(pos.sum()), "n_sentences": int(len(allemb))}
 
 
 # ------------------------------------------------------------------ IS-CSE Fig. 4
 
-def cosine_distribution(encode: EncodeFn, senteval_root: str | os.PathLike, split: str = "test") -> dict:
+def cosine_distribution(encode: EncodeFn, senteval_root: str | os.PathLike, split: str = "test",
+                        max_pairs: int | None = None) -> dict:
     """Cosine similarity of every STS-B pair, grouped by gold score into [0,1), ..., [4,5]."""
-    ps = load_stsb(Path(senteval_root), split)
+    ps = stsb_pairs(senteval_root, split, max_pairs)
     e1, e2, _ = _pair_embeddings(encode, ps)
     sims = cosine_rows(e1, e2)
     g = M.score_groups(ps.scores)
@@ -60,7 +73,7 @@ def cosine_distribution(encode: EncodeFn, senteval_root: str | os.PathLike, spli
                          "std": float(s.std()) if len(s) else None,
                          "quartiles": [float(v) for v in np.percentile(s, [25, 50, 75])] if len(s) else None,
                          "cosines": [round(float(v), 6) for v in s]}
-    return {"analysis": "cosine_dist", "data": f"STS-B {split}", "spearman": spearman100(sims, ps.scores), "groups": groups}
+    return {"analysis": "cosine_dist", "data": stsb_data(split, max_pairs), "spearman": spearman100(sims, ps.scores), "groups": groups}
 
 
 # ------------------------------------------------------------------ SSCL Fig. 1, 4 and 5
@@ -145,8 +158,8 @@ def token_matrices(encoders: dict, sentence: str, layer: int = -1, exclude_speci
     return {"analysis": "token_matrix", "sentence": sentence, "exclude_special": exclude_special, "models": models}
 
 
-def stsb_sentences(senteval_root: str | os.PathLike, split: str = "test") -> list[str]:
-    ps = load_stsb(Path(senteval_root), split)
+def stsb_sentences(senteval_root: str | os.PathLike, split: str = "test", max_pairs: int | None = None) -> list[str]:
+    ps = stsb_pairs(senteval_root, split, max_pairs)
     return sorted(set(ps.sent1) | set(ps.sent2))
 
 

@@ -83,6 +83,8 @@ class Job:
 
     def senteval(self) -> None:
         self.inputs["senteval"] = paths.senteval_pointer(self.pipe.data, self.params.suite(self.suite).data)
+        # a capped evaluation (CPU demo) is capped for its analyses too: the STS-B pairs eval-sts scores
+        self.option("max_sts_pairs", self.evaluation("max_sts_pairs"))
 
     def label(self) -> None:
         """A run's own result is labelled by its key (each suite's view relabels it with its run's name)."""

@@ -52,9 +52,10 @@ def _eval_encode_fn(args):
                   option("--max-train-sentences", type=int, default=None, help="the transfer cap eval-transfer will use"),
                   option("--max-test-sentences", type=int, default=None, help="the held-out split cap eval-transfer will use"),
                   option("--senteval-seed", type=int, default=1111, help="the transfer (and STS cap) seed eval-transfer/eval-sts will use"),
-                  option("--stsb-whole", nargs="*", choices=("dev", "test"), default=["test"],
+                  option("--stsb-whole", nargs="*", choices=("dev", "test"), default=None,
                 help="STS-B splits encoded in full for the analyses of STS-B sentences (default: test, their default "
-                     "split; a sentence the table lacks is encoded when an analysis asks for it)"),
+                     "split; none with --max-sts-pairs, whose analyses read the capped pairs eval-sts scores; a "
+                     "sentence the table lacks is encoded when an analysis asks for it)"),
                   STS_CAP, NO_PROGRESS, NO_VERIFY)
 def cmd_embed(args) -> None:
     from csebench.evaluation.locate import senteval_root
@@ -65,6 +66,8 @@ def cmd_embed(args) -> None:
     from csebench.core.provenance import collect
 
     t0 = time.perf_counter()
+    if args.stsb_whole is None:  # a capped evaluation's analyses read the capped STS-B pairs (analysis.core.stsb_pairs)
+        args.stsb_whole = [] if args.max_sts_pairs else ["test"]
     extra = load_extra_sets(args.sts_pairs, args.max_sts_pairs, args.senteval_seed)
     sentences = evaluation_sentences(senteval_root(args.senteval), transfer=not args.no_transfer,
                                      max_train_sentences=args.max_train_sentences, seed=args.senteval_seed,

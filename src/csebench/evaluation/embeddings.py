@@ -1,7 +1,8 @@
 """Evaluation embeddings of one model: a DAG artefact its evaluators and analyses share.
 
 `csebench embed` encodes every distinct sentence that STS (7 test tasks), the transfer tasks (after
-the suite's training-set cap) and the STS-based analyses (STS-B test in full; ``--stsb-whole``) need,
+the suite's training-set cap) and the STS-based analyses (STS-B test in full, or at a capped evaluation
+the capped pairs STS already holds; ``--stsb-whole``) need,
 once, length-sorted, and writes
 
     RUN_DIR/embeddings.npz   keys  (n, 20) uint8  sha1 of each UTF-8 sentence

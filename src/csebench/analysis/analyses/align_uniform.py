@@ -9,7 +9,7 @@ from csebench.analysis.base import Analysis, Combine, StsbSplit
 def run(ctx) -> dict:
     from csebench.analysis.core import align_uniform
 
-    return align_uniform(ctx.encode(), ctx.senteval_root, split=ctx.settings.split)
+    return align_uniform(ctx.encode(), ctx.senteval_root, split=ctx.settings.split, max_pairs=ctx.max_sts_pairs)
 
 
 def draw(results: dict, out: str, args, footer: str) -> None:

@@ -22,11 +22,11 @@ def mean_pair_cosine(emb) -> dict:
 
 
 def run(ctx) -> dict:
-    from csebench.analysis.core import stsb_sentences
+    from csebench.analysis.core import stsb_data, stsb_sentences
 
     split = ctx.settings.split
-    sentences = stsb_sentences(ctx.senteval_root, split)
-    return {"analysis": "anisotropy", "data": f"STS-B {split}", **mean_pair_cosine(ctx.encode()(sentences))}
+    sentences = stsb_sentences(ctx.senteval_root, split, ctx.max_sts_pairs)
+    return {"analysis": "anisotropy", "data": stsb_data(split, ctx.max_sts_pairs), **mean_pair_cosine(ctx.encode()(sentences))}
 
 
 def draw(results: dict, out: str, args, footer: str) -> None:

@@ -23,7 +23,7 @@ class DistillLossSettings(Settings):
 
 def run(ctx) -> dict:
     from csebench.analysis import distill
-    from csebench.analysis.core import stsb_sentences
+    from csebench.analysis.core import stsb_data, stsb_sentences
 
     s = ctx.settings
     settings, trained_len = distill.run_settings(ctx.model)
@@ -34,11 +34,11 @@ def run(ctx) -> dict:
     teachers = [distill.batch_embedder(ctx.encoder(t, pooler=None), max_len, train_head=False) for t in ctx.teacher]
     res = distill.distillation_loss(
         distill.batch_embedder(student, max_len, train_head=train_head), teachers,
-        {"train": ctx.corpus(), "test": stsb_sentences(ctx.senteval_root, "test")},
+        {"train": ctx.corpus(), "test": stsb_sentences(ctx.senteval_root, "test", ctx.max_sts_pairs)},
         settings=distill.measurement_settings(settings, student_temperature=s.student_temperature,
                                               teacher_temperature=s.teacher_temperature, reduction=s.reduction),
         batch_size=s.logit_batch_size, n_batches=s.n_batches, seed=s.seed)
-    res.update({"data": {"train": ctx.args.corpus, "test": "STS-B test sentences"}, "max_seq_length": max_len,
+    res.update({"data": {"train": ctx.args.corpus, "test": stsb_data("test", ctx.max_sts_pairs) + " sentences"}, "max_seq_length": max_len,
                 "student_representation": s.student_representation, "student_head": train_head,
                 "settings_source": "training_config.json" if settings else "defaults", "teachers_paths": list(ctx.teacher)})
     return res

@@ -14,12 +14,12 @@ class LayersSettings(StsbSplit):
 
 
 def run(ctx) -> dict:
-    from csebench.analysis.core import layer_similarities, stsb_sentences
+    from csebench.analysis.core import layer_similarities, stsb_data, stsb_sentences
 
     s = ctx.settings
-    res = layer_similarities(ctx.encoder(), stsb_sentences(ctx.senteval_root, s.split), batch_size=ctx.batch_size,
-                             exclude_special=not s.include_special)
-    res["data"] = f"STS-B {s.split}"
+    res = layer_similarities(ctx.encoder(), stsb_sentences(ctx.senteval_root, s.split, ctx.max_sts_pairs),
+                             batch_size=ctx.batch_size, exclude_special=not s.include_special)
+    res["data"] = stsb_data(s.split, ctx.max_sts_pairs)
     return res
 
 

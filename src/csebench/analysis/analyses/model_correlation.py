@@ -42,10 +42,8 @@ def _table_encoders(ctx, models: list[str]) -> dict:
 
 
 def run(ctx) -> dict:
-    from pathlib import Path
-
-    from csebench.evaluation.sts import load_stsb
     from csebench.analysis import distill
+    from csebench.analysis.core import stsb_data, stsb_pairs
 
     groups = {g: getattr(ctx, g) for g in GROUPS}
     paths = [ctx.model] + [m for ms in groups.values() for m in ms]
@@ -53,8 +51,8 @@ def run(ctx) -> dict:
     others = list(dict.fromkeys(paths[1:]))
     labels = dict(zip(others, unique_labels([model_label(p) for p in others])))
     res = distill.model_correlation(encoders[ctx.model], {k: [(labels[m], encoders[m]) for m in ms] for k, ms in groups.items()},
-                                    load_stsb(Path(ctx.senteval_root), "dev"))
-    res["data"] = "STS-B dev"
+                                    stsb_pairs(ctx.senteval_root, "dev", ctx.max_sts_pairs))
+    res["data"] = stsb_data("dev", ctx.max_sts_pairs)
     res["paths"] = {k: {labels[m]: m for m in ms} for k, ms in groups.items()}
     res["tables"] = {p: str(encoders[p].table.path) if encoders[p].table is not None else None for p in encoders}
     res["pooler"] = {p: encoders[p].pooler for p in encoders}

@@ -22,16 +22,14 @@ class TeacherLogitsSettings(Settings):
 
 
 def run(ctx) -> dict:
-    from pathlib import Path
-
-    from csebench.evaluation.sts import load_stsb
-    from csebench.analysis.core import teacher_logit_stats
+    from csebench.analysis.core import stsb_data, stsb_pairs, teacher_logit_stats
 
     s = ctx.settings
     encs = [ctx.encode_with(ctx.encoder(p, "--teacher"), precision=None) for p in ctx.teacher]
-    res = teacher_logit_stats(encs, ctx.corpus(), load_stsb(Path(ctx.senteval_root), "dev"), batch_size=s.logit_batch_size,
+    res = teacher_logit_stats(encs, ctx.corpus(), stsb_pairs(ctx.senteval_root, "dev", ctx.max_sts_pairs), batch_size=s.logit_batch_size,
                               n_batches=s.n_batches, temperature=s.temperature, seed=s.seed)
     res["teachers_paths"] = list(ctx.teacher)
+    res["testing_data"] = stsb_data("dev", ctx.max_sts_pairs)
     if ctx.figure:
         from csebench.results.analysis_plots import plot_teacher_logits
 
