@@ -2,6 +2,7 @@
 
     python benchmarks/build_profile.py                      # the newest log in .snakemake/log/
     python benchmarks/build_profile.py .snakemake/log/X.snakemake.log --markdown
+    python benchmarks/build_profile.py --slots 2 4 8        # also: the same jobs replayed on N cores
 
 Reads Snakemake's own log (each job's start and finish, one-second stamps, its threads and its log
 file). Each csebench command ends its log with one line saying how long it ran and how much of that
@@ -10,6 +11,11 @@ matplotlib, ...; `csebench.cli._report_clock`); those lines give the start-up sh
 than the log's one-second stamps. A core is idle when fewer job threads run than the build has cores
 (`Provided cores`), between the first job's start and the last job's end (Snakemake's planning comes before
 its log's first line: the build's own wall time, e.g. from /usr/bin/time, holds it).
+
+`--slots N ...` replays the build's jobs on N cores (one one-thread job per core, as `make demo` runs them):
+each job takes the time it measured, starts when the jobs whose outputs it reads have ended and a core is
+free, the job with the longest chain of work still behind it first. It answers "what would this build take
+with more cores" from one measured build; it assumes a job runs as fast beside N-1 others as beside one.
 """
 
 from __future__ import annotations
@@ -39,6 +45,8 @@ class Job:
     ran: float | None = None  # the command's own clock (its log's last line)
     startup: float | None = None
     peak_mib: float | None = None  # the command's peak resident memory (its clock line)
+    inputs: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
 
     @property
     def seconds(self) -> float:
@@ -80,6 +88,9 @@ def parse_log(path: Path, workdir: Path | None = None) -> Build:
             running[current.jobid] = current
         elif current is not None and line.startswith("threads:"):
             current.threads = int(line.split(":")[1])
+        elif current is not None and line.startswith(("input:", "output:")):
+            files = [f.strip() for f in line.split(":", 1)[1].split(",") if f.strip()]
+            (current.inputs if line.startswith("input:") else current.outputs).extend(files)
         elif current is not None and line.startswith("log:"):
             current.log = line.split(":", 1)[1].strip().split(",")[0].strip()
         elif (m := FINISHED.match(line)) and now is not None:
@@ -137,6 +148,40 @@ def profile(build: Build) -> dict:
     }
 
 
+def replay(build: Build, slots: int) -> float:
+    """The build's finished jobs on ``slots`` cores (see the module's docstring): the seconds from the first
+    start to the last end. A job's threads take as many cores (at most ``slots``)."""
+    import heapq
+
+    jobs = [j for j in build.jobs if j.end is not None]
+    made_by = {o: i for i, j in enumerate(jobs) for o in j.outputs}
+    after = [sorted({made_by[f] for f in j.inputs if f in made_by and made_by[f] != i}) for i, j in enumerate(jobs)]
+    before: list[list[int]] = [[] for _ in jobs]
+    for i, deps in enumerate(after):
+        for d in deps:
+            before[d].append(i)
+    tail = [0.0] * len(jobs)  # the work on the longest chain from a job to the end, itself included
+    for i in sorted(range(len(jobs)), key=lambda i: -jobs[i].start):  # dependants started later: done first
+        tail[i] = jobs[i].seconds + max((tail[k] for k in before[i]), default=0.0)
+    waiting = [len(d) for d in after]
+    ready = [(-tail[i], i) for i, n in enumerate(waiting) if n == 0]
+    heapq.heapify(ready)
+    running: list[tuple[float, int]] = []  # (end, job)
+    now, free = 0.0, slots
+    while ready or running:
+        while ready and min(jobs[ready[0][1]].threads, slots) <= free:
+            _, i = heapq.heappop(ready)
+            free -= min(jobs[i].threads, slots)
+            heapq.heappush(running, (now + jobs[i].seconds, i))
+        now, i = heapq.heappop(running)
+        free += min(jobs[i].threads, slots)
+        for k in before[i]:
+            waiting[k] -= 1
+            if waiting[k] == 0:
+                heapq.heappush(ready, (-tail[k], k))
+    return now
+
+
 def render(p: dict, markdown: bool = False) -> str:
     rows = [(rule, r["jobs"], r["seconds"], r["longest"], r["startup"], r.get("peak_mib")) for rule, r in p["rules"].items()]
     mib = lambda v: f"{v:.0f}" if v is not None else "-"  # noqa: E731
@@ -180,12 +225,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("log", nargs="?", help="a Snakemake log (default: the newest in .snakemake/log/)")
     ap.add_argument("--workdir", default=".", help="the folder Snakemake ran in (job logs are relative to it)")
     ap.add_argument("--markdown", action="store_true", help="a Markdown table (BENCHMARKS.md)")
+    ap.add_argument("--slots", type=int, nargs="+", default=[], metavar="N",
+                    help="also replay the build's jobs on N cores each (one one-thread job per core)")
     args = ap.parse_args(argv)
+    if any(n < 1 for n in args.slots):
+        raise SystemExit("build_profile: --slots takes whole numbers of at least 1")
     workdir = Path(args.workdir)
     log = Path(args.log) if args.log else newest_log(workdir)
     if not log.is_file():
         raise SystemExit(f"build_profile: no such log: {log}")
-    print(render(profile(parse_log(log, workdir.resolve())), args.markdown))
+    build = parse_log(log, workdir.resolve())
+    p = profile(build)
+    print(render(p, args.markdown))
+    for n in args.slots:
+        print(f"replayed on {n} cores: jobs run {replay(build, n):.0f} s (measured on {p['cores']}: {p['span_seconds']:.0f} s)")
     return 0
 
 

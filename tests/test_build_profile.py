@@ -64,6 +64,42 @@ def test_profile_adds_job_seconds_per_rule_startup_and_idle_cores(tmp_path):
     assert "| train | 1 | 30 | 41% | 29.5 | - | - | 812 |" in build_profile.render(p, markdown=True)
 
 
+def _job(rule: str, jobid: int, start: str, outputs: list[str], inputs: list[str]) -> str:
+    return (f"[Fri Nov 27 {start} 2026]\nlocalrule {rule}:\n" + (f"    input: {', '.join(inputs)}\n" if inputs else "")
+            + f"    output: {', '.join(outputs)}\n    jobid: {jobid}\n")
+
+
+def test_a_build_replayed_on_more_cores_keeps_its_dependencies(tmp_path):
+    """Four 10-s trainings, each followed by a 5-s embedding, then one 1-s table of all four: on 2 cores the jobs
+    take 31 s, on 4 cores 16 s (each chain on its own core), on 8 still 16 (the chains bound it); on 1, 61 s."""
+    lines, jobid = ["Provided cores: 2"], 0
+    clock = {}  # second -> what started and finished then, in the 2-core build as it ran
+    for i in range(4):
+        t0 = 10 * (i // 2)  # two trainings at a time
+        clock.setdefault(t0, []).append(("train", i, [f"m{i}"], []))
+        clock.setdefault(20 + 5 * (i // 2), []).append(("embed", 10 + i, [f"e{i}"], [f"m{i}"]))
+    clock.setdefault(30, []).append(("table", 20, ["t"], [f"e{i}" for i in range(4)]))
+    ends = {**{i: 10 * (i // 2) + 10 for i in range(4)}, **{10 + i: 25 + 5 * (i // 2) for i in range(4)}, 20: 31}
+    events = sorted([(t, 1, job) for t, jobs in clock.items() for job in jobs] + [(e, 0, j) for j, e in ends.items()],
+                    key=lambda x: (x[0], x[1]))
+    for t, kind, job in events:
+        stamp = f"13:00:{t:02d}"
+        if kind == 1:
+            lines.append(_job(job[0], job[1], stamp, job[2], job[3]).rstrip("\n"))
+        else:
+            lines += [f"[Fri Nov 27 {stamp} 2026]", f"Finished jobid: {job} (Rule: x)"]
+    log = tmp_path / "x.snakemake.log"
+    log.write_text("\n".join(lines) + "\n")
+    build = build_profile.parse_log(log, tmp_path)
+    assert build_profile.profile(build)["span_seconds"] == 31
+    embed = next(j for j in build.jobs if j.jobid == 10)
+    assert embed.inputs == ["m0"] and embed.outputs == ["e0"]
+    assert [round(build_profile.replay(build, n)) for n in (1, 2, 4, 8)] == [61, 31, 16, 16]
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks/build_profile.py"), str(log), "--workdir", str(tmp_path),
+                          "--slots", "4"], capture_output=True, text=True, check=True).stdout
+    assert "replayed on 4 cores: jobs run 16 s (measured on 2: 31 s)" in out
+
+
 def test_the_command_line_ends_with_its_clock(tmp_path):
     """A csebench command run as a program logs its wall time and start-up last: the line the profile reads."""
     proc = subprocess.run([str(BIN / "csebench"), "show-config", "--suite", "ci", "--run", "simcse", "--seed", "1"],
