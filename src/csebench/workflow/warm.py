@@ -210,15 +210,27 @@ def serve(path: str, parent: int, program, warm_up=None) -> None:
     except Exception:  # what fails here fails (and says so) in the child
         pass
     stopping = []
+    # SIGTERM (stop) wakes the loop at once through this pair: select() resumes after a handler that returns,
+    # so without it the build's end waited out the rest of the 1 s timeout
+    wake_r, wake_w = socket.socketpair()
+    wake_r.setblocking(False)
+    wake_w.setblocking(False)
+    signal.set_wakeup_fd(wake_w.fileno(), warn_on_full_buffer=False)
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sel = selectors.DefaultSelector()
     sel.register(listener, selectors.EVENT_READ, ("listen", None))
+    sel.register(wake_r, selectors.EVENT_READ, ("wake", None))
     jobs: dict[int, tuple[socket.socket, int | None]] = {}  # child pid -> (its client, its pidfd)
     while not stopping and os.getppid() == parent:
         for key, _ in sel.select(timeout=1.0):
             kind, pid = key.data
-            if kind == "listen":
+            if kind == "wake":
+                try:
+                    wake_r.recv(64)
+                except OSError:
+                    pass
+            elif kind == "listen":
                 try:
                     conn, _ = listener.accept()
                     conn.settimeout(30)
@@ -233,8 +245,9 @@ def serve(path: str, parent: int, program, warm_up=None) -> None:
                     continue
                 child = os.fork()
                 if child == 0:
-                    _run_child(request, fds, [listener, sel, conn, *(x for job in jobs.values() for x in job if x is not None)],
-                               program)
+                    signal.set_wakeup_fd(-1)
+                    _run_child(request, fds, [listener, sel, conn, wake_r, wake_w,
+                                              *(x for job in jobs.values() for x in job if x is not None)], program)
                 for fd in fds:
                     os.close(fd)
                 try:
@@ -288,9 +301,11 @@ def start() -> subprocess.Popen | None:
     """Start the build's server and point this process's future jobs at it (``CSEBENCH_WARM``)."""
     folder = tempfile.mkdtemp(prefix="csebench-warm-")  # private (0700), and short: a socket path is at most ~100 bytes
     path = os.path.join(folder, "socket")
-    # not -m: one module object, one IN_CHILD
-    code = ("from csebench.cli import build_parser, main; from csebench.workflow.warm import serve; "
-            f"serve({path!r}, {os.getpid()}, main, build_parser)")
+    # not -m: one module object, one IN_CHILD. Once serve returns (its children stopped), the server ends at once:
+    # a normal interpreter exit with torch, transformers and sklearn loaded took 2-3 s of the build's end (1.9 CPU-s)
+    # tearing those modules down; the server has nothing buffered to flush and no exit handler of its own
+    code = ("import os; from csebench.cli import build_parser, main; from csebench.workflow.warm import serve; "
+            f"serve({path!r}, {os.getpid()}, main, build_parser); os._exit(0)")
     proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 10
