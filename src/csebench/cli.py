@@ -22,7 +22,6 @@ import csebench
 from csebench.core.commands import Command, add_commands, positive_int
 from csebench.core.errors import CsebenchError
 from csebench.core.startup import CommandClock
-from csebench.study.cli import resolve_inputs
 
 
 def _setup_logging(verbose: bool) -> None:
@@ -168,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
             import torch
 
             torch.set_num_threads(args.threads)
+        from csebench.study.cli import resolve_inputs  # here: a job forwarded to its warm server never parses params
+
         resolve_inputs(args)
         args.func(args)
     except CsebenchError as exc:

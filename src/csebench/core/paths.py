@@ -15,7 +15,9 @@ the Snakemake rules and csebench.workflow.dvcgen ask for a path (docs/runs.md). 
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")  # no '/', never '.' or '..', no leading '-' (an option) or '.' (hidden)
 
@@ -158,3 +160,11 @@ def _groups(folder, only: str | None = None):
     for stem in sorted(stems):
         if only is None or stem == only:
             yield folder, times_record(folder, stem)
+
+
+def user_cache_dir() -> Path:
+    """The per-user cache (downloads, checked settings): $CSEBENCH_CACHE, else $XDG_CACHE_HOME/csebench
+    (~/.cache/csebench)."""
+    if os.environ.get("CSEBENCH_CACHE"):
+        return Path(os.environ["CSEBENCH_CACHE"]).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "csebench"

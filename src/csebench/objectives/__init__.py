@@ -15,7 +15,9 @@ composed into one module) and the terms import it.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import functools
 from typing import TYPE_CHECKING, Any
 
 from csebench.core.errors import ConfigError
@@ -70,18 +72,100 @@ def term_packages(keys) -> dict[str, str]:
 
 
 def validate_objectives(objectives: dict | None, where: str, training: Any = None) -> dict[str, dict]:
-    """Check every term's settings (unknown keys, ranges); return them with defaults filled in."""
+    """Check every term's settings (unknown keys, ranges); return them with defaults filled in. A built-in
+    term's settings that passed before are read back from the checked-settings cache (below): planning a
+    build checks every run of params.yaml, and a term's module imports torch (2 CPU-s a process)."""
     out = {}
     for key, settings in (objectives or {}).items():
         if key not in TERMS:
             raise ConfigError(f"{where}: objectives: {TERMS.unknown(key)}")
+        cache = _checked_file(key, settings, training)
+        if cache is not None and (known := _read_checked(cache)) is not None:
+            out[key] = known
+            continue
         cls = term_class(key)
         obj = from_dict(cls.Settings, settings or {}, f"{where}: objectives.{key}")
         check = getattr(obj, "check_with_training", None)
         if check and training is not None:
             check(f"{where}: objectives.{key}", training)
         out[key] = dataclasses.asdict(obj) if dataclasses.is_dataclass(obj) else dict(obj)
+        if cache is not None:
+            _write_checked(cache, out[key])
     return out
+
+
+# The checked-settings cache: a built-in term's settings as validate_objectives returned them, one small file per
+# (term, its settings as given, the run's training settings, csebench's source), in the user cache
+# (core.paths.user_cache_dir()/checked-settings). The source is all of csebench's modules by content, so an edit
+# to any check is a miss; settings that fail are never stored (their error is raised each time). Stored as a
+# Python literal (tuples stay tuples); a file that does not read back is a miss. CSEBENCH_NO_SETTINGS_CACHE=1: off.
+_checked_memo: dict[str, dict] = {}
+
+
+@functools.cache
+def _source_digest() -> str:
+    """All of csebench's modules by content (5 ms, once a process)."""
+    import hashlib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]  # the csebench package
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _checked_file(key: str, settings, training):
+    """The cache file of these settings, or None: a term of another package, the cache off, or settings that do
+    not print as a literal (nothing to key them by)."""
+    import hashlib
+    import os
+
+    if os.environ.get("CSEBENCH_NO_SETTINGS_CACHE", "").strip() not in ("", "0") or key not in TERMS.builtin_names():
+        return None
+    from csebench.core.paths import user_cache_dir
+
+    given = repr(sorted((settings or {}).items()))
+    trained = repr(sorted(vars(training).items())) if training is not None and hasattr(training, "__dict__") else repr(training)
+    if " object at 0x" in given + trained:  # an object whose repr is its address says nothing about its value
+        return None
+    digest = hashlib.sha256("\0".join((key, given, trained, _source_digest())).encode()).hexdigest()
+    return user_cache_dir() / "checked-settings" / f"{key}-{digest[:32]}.txt"
+
+
+def _read_checked(path) -> dict | None:
+    import ast
+
+    if str(path) in _checked_memo:
+        return copy.deepcopy(_checked_memo[str(path)])
+    try:
+        value = ast.literal_eval(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if not isinstance(value, dict):
+        return None
+    _checked_memo[str(path)] = value
+    return copy.deepcopy(value)
+
+
+def _write_checked(path, value: dict) -> None:
+    import ast
+
+    text = repr(value)
+    try:
+        if ast.literal_eval(text) != value:  # e.g. nan, inf: not a literal; checked again next time
+            return
+    except (ValueError, SyntaxError):
+        return
+    try:
+        from csebench.core.io import atomic_path
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(path) as tmp:
+            tmp.write_text(text, encoding="utf-8")
+        _checked_memo[str(path)] = copy.deepcopy(value)
+    except OSError:  # a read-only or full cache: the settings were checked, only not remembered
+        pass
 
 
 def added_tokens(objectives: dict[str, dict], tokenizer, max_seq_length: int) -> dict[str, tuple[int, str]]:

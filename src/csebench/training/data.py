@@ -127,9 +127,9 @@ def offline() -> bool:
 
 def download_cache_dir() -> Path:
     """$CSEBENCH_CACHE, else $XDG_CACHE_HOME/csebench (~/.cache/csebench)."""
-    if os.environ.get("CSEBENCH_CACHE"):
-        return Path(os.environ["CSEBENCH_CACHE"]).expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "csebench"
+    from csebench.core.paths import user_cache_dir
+
+    return user_cache_dir()
 
 
 def url_download(url: str, dest: Path, timeout: float = 120) -> Path:
