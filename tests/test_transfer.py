@@ -317,7 +317,7 @@ def test_suite_transfer_caps_are_validated():
 
     params = load_params(PARAMS)
     ev = suite_evaluation(params, "demo")
-    assert ev["max_train_sentences"] == 150 and ev["max_test_sentences"] == 150
+    assert ev["max_train_sentences"] == 120 and ev["max_test_sentences"] == 120
     params["suites"]["demo"]["transfer"]["max_test_sentnces"] = 3
     with pytest.raises(ConfigError, match="unknown key 'max_test_sentnces'"):
         suite_evaluation(params, "demo")
