@@ -125,13 +125,6 @@ def offline() -> bool:
                for v in ("CSEBENCH_OFFLINE", "HF_HUB_OFFLINE"))
 
 
-def download_cache_dir() -> Path:
-    """$CSEBENCH_CACHE, else $XDG_CACHE_HOME/csebench (~/.cache/csebench)."""
-    from csebench.core.paths import user_cache_dir
-
-    return user_cache_dir()
-
-
 def url_download(url: str, dest: Path, timeout: float = 120) -> Path:
     """Fetch ``url`` to ``dest`` once (atomic); a cached file is reused, also offline."""
     if dest.is_file():
@@ -169,7 +162,7 @@ def prepare_probing(source: ProbingSourceConfig, out_dir: str | os.PathLike, tas
     """Resolve SentEval's probing files to a folder; write a pointer file ``out_dir/ROOT``.
 
     A local folder is used in place; a URL source downloads ``URL/<file>`` into the download cache
-    (:func:`download_cache_dir`, one folder per URL), where later runs and offline runs find it.
+    (:func:`csebench.core.paths.user_cache_dir`, one folder per URL), where later runs and offline runs find it.
     Every file is parsed once here, so a truncated or wrong download fails now, naming the file.
     """
     from csebench.evaluation.probing import PROBING_FILES, SSCL_TASKS, load_probing_task, resolve_tasks
@@ -179,7 +172,9 @@ def prepare_probing(source: ProbingSourceConfig, out_dir: str | os.PathLike, tas
         root = check_probing_dir(source.path, tasks)
     else:
         base = source.url.rstrip("/")
-        root = download_cache_dir() / "probing" / hashlib.sha256(base.encode()).hexdigest()[:12]
+        from csebench.core.paths import user_cache_dir
+
+        root = user_cache_dir() / "probing" / hashlib.sha256(base.encode()).hexdigest()[:12]
         for t in tasks:
             url_download(f"{base}/{PROBING_FILES[t]}", root / PROBING_FILES[t])
     for t in tasks:
