@@ -66,6 +66,24 @@ def test_tokenized_corpus_cache_roundtrip(tmp_path, tokenizer):
     assert np.array_equal(a.ids, b.ids) and np.array_equal(a.offsets, b.offsets)
 
 
+def test_tokenizer_fingerprint_is_remembered_until_the_vocabulary_grows():
+    import hashlib
+
+    from csebench.study.params import BackboneConfig
+    from csebench.model.encoder import load_tokenizer
+    from csebench.model.tokens import tokenizer_fingerprint
+
+    tok = load_tokenizer(BackboneConfig(model="random"))  # its own copy: tokens are added below
+    h = hashlib.sha256(tok.__class__.__name__.encode())  # the hash spelled out: caches made before stay valid
+    for t, i in sorted(tok.get_vocab().items(), key=lambda kv: kv[1]):
+        h.update(f"{i}:{t}\n".encode())
+    h.update(str(tok.do_lower_case).encode())
+    first = tokenizer_fingerprint(tok)
+    assert first == h.hexdigest()[:16] and tokenizer_fingerprint(tok) == first
+    tok.add_tokens(["zqxjv"])
+    assert tokenizer_fingerprint(tok) != first
+
+
 def test_senteval_dir_check_names_missing_files(tmp_path):
     with pytest.raises(DataError, match="STS12-en-test"):
         check_senteval_dir(tmp_path)

