@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import gc
+import importlib
 import json
 import math
 import os
@@ -135,8 +137,6 @@ def advance(tr, n: int, like_run: bool = False) -> list[float]:
 
 
 def free(*objs) -> None:
-    import gc
-
     import torch
 
     for o in objs:
@@ -600,6 +600,10 @@ def main(argv=None) -> dict:
     res = {"info": device_info(device),
            "command": "python benchmarks/gpu.py" + (" " + " ".join(sys.argv[1:] if argv is None else argv)).rstrip(),
            "args": {"steps": a.steps, "warmup": a.warmup, "tiny": a.tiny, "st": a.st}}
+    # every section frees its models with a full collection (free); what torch, transformers and the trainer loaded
+    # lives to the end: frozen, no collection rescans it (as benchmarks/device.py does)
+    importlib.import_module("csebench.training.trainer")
+    gc.freeze()
     try:
         for name, fn in (("correctness", section_correctness), ("training", section_training),
                          ("eval", section_eval), ("group_p", section_group_p)):
@@ -608,6 +612,7 @@ def main(argv=None) -> dict:
                 res[name] = fn(c)
                 print(f"  ({name}: {time.time() - t0:.1f} s)", flush=True)
     finally:
+        gc.unfreeze()
         shutil.rmtree(c.cache, ignore_errors=True)
     res["date"] = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     res["minutes"] = round((time.time() - started) / 60, 1)

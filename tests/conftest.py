@@ -24,11 +24,11 @@ def pytest_sessionstart(session):
     if getattr(session.config.option, "numprocesses", None) and "PYTEST_XDIST_WORKER" not in os.environ:
         return  # xdist's controller: it runs no test
     import gc
-
-    import torch  # noqa: F401
-    import transformers.modeling_utils  # noqa: F401
+    import importlib
 
     from csebench.cli import collect_less
+
+    importlib.import_module("transformers.modeling_utils")  # and torch
 
     gc.freeze()
     collect_less()

@@ -141,11 +141,12 @@ def test_depth_for_keeps_the_layers_a_run_uses():
     assert depth_for(c, 2) is None
 
 
-@pytest.mark.slow(seconds=45)
 def test_every_run_of_the_default_target_resolves_and_builds(rehearsing):
     """Every run of the default target resolves, and its model and objective terms build: the real class at the
     published width, at the depth its settings need (csebench.model.standins.depth_for); models alike in every
-    setting that shapes them are built once."""
+    setting that shapes them are built once. On the meta device: the classes, shapes and terms are built, no weights
+    drawn (drawing them was 20 of this test's 25 s; the real-shape tests below train one run of each class with
+    weights, and `make rehearse` every run)."""
     from csebench.study.jobs import all_runs_with_teachers, runs_of
     from csebench.study.resolve import resolve_run
     from csebench.model.encoder import build_encoder
@@ -178,18 +179,21 @@ def test_every_run_of_the_default_target_resolves_and_builds(rehearsing):
         if shape not in built or (wants_encoder and shape not in encoders):
             rehearsing.depth = depth
             try:
-                enc = build_encoder(cfg.backbone, seed=cfg.seed, dropout=t.dropout, projection_dim=t.projection_dim,
-                                    num_layers=t.num_layers, projection_head=t.projection_head)
+                with torch.device("meta"):
+                    enc = build_encoder(cfg.backbone, seed=cfg.seed, dropout=t.dropout, projection_dim=t.projection_dim,
+                                        num_layers=t.num_layers, projection_head=t.projection_head)
             finally:
                 rehearsing.depth = None
             assert enc.hidden_size == arch.hidden and enc.backbone.config.num_attention_heads == arch.heads
+            assert all(p.is_meta for p in enc.parameters())
             built[shape] = (enc.out_dim, enc.num_layers, enc.backbone.__class__.__name__)
             if wants_encoder:
                 encoders[shape] = enc
             del enc
         out_dim, layers, cls = built[shape]
         assert cls == arch.model_class
-        Objective(terms, out_dim, layers, run_config=cfg, corpus_size=1000, encoder=encoders.get(shape))
+        with torch.device("meta"):
+            Objective(terms, out_dim, layers, run_config=cfg, corpus_size=1000, encoder=encoders.get(shape))
     assert {c for _, _, c in built.values()} == {"BertModel", "RobertaModel"}
 
 

@@ -99,27 +99,24 @@ def test_corpus_of_one_sentence_is_an_error_in_good_grammar(inputs, capsys):
 # ----------------------------------------------------------------------------- a corpus that is no regular file
 
 
-def _train_as_a_user(cwd, corpus, out, *settings, method="simcse"):
-    """`csebench train --backbone tiny --method METHOD --corpus CORPUS --out OUT [--set ...]`, the program run in
-    ``cwd`` (where its default tokenized-corpus cache, data/cache, would be made): (exit status, stderr's lines
-    but the log's)."""
-    import subprocess
-    import sys
-
-    from runhelpers import SHARED, env
+def _train_as_a_user(capsys, monkeypatch, cwd, corpus, out, *settings, method="simcse"):
+    """`csebench train --backbone tiny --method METHOD --corpus CORPUS --out OUT [--set ...]` run in ``cwd`` (where its
+    default tokenized-corpus cache, data/cache, would be made), through the program's main() in this process (a
+    fresh process each was 5 CPU-s of imports): (exit status, stderr's lines but the log's)."""
+    from runhelpers import SHARED, run_cli
 
     cwd.mkdir(parents=True, exist_ok=True)
-    argv = ["train", "--params", str(PARAMS), "--backbone", "tiny", "--method", method, "--corpus", str(corpus),
-            "--senteval", str(SHARED / "senteval"), "--out", str(out), "--no-progress"]
+    argv = ["--threads", "1", "train", "--params", str(PARAMS), "--backbone", "tiny", "--method", method, "--corpus",
+            str(corpus), "--senteval", str(SHARED / "senteval"), "--out", str(out), "--no-progress"]
     for setting in settings:
         argv += ["--set", setting]
-    proc = subprocess.run([sys.executable, "-m", "csebench", "--threads", "1", *argv], cwd=cwd, env=env(),
-                          capture_output=True, text=True, timeout=300)
-    return proc.returncode, [l for l in proc.stderr.splitlines() if " INFO " not in l and " WARNING " not in l]
+    with monkeypatch.context() as mp:
+        mp.chdir(cwd)
+        rc, err = run_cli(capsys, argv)
+    return rc, [l for l in err.splitlines() if " INFO " not in l and " WARNING " not in l]
 
 
-@pytest.mark.slow(seconds=40)
-def test_a_corpus_that_is_no_regular_file_is_named_for_what_it_is(tmp_path):
+def test_a_corpus_that_is_no_regular_file_is_named_for_what_it_is(tmp_path, capsys, monkeypatch):
     """/dev/zero, a folder and a named pipe exist: "corpus file not found" misled; each is said for what it is,
     before the run folder is made (a pipe is not opened: nothing waits for a writer)."""
     import os
@@ -129,7 +126,7 @@ def test_a_corpus_that_is_no_regular_file_is_named_for_what_it_is(tmp_path):
     (tmp_path / "folder").mkdir()
     out = tmp_path / "runs" / "mine"
     for corpus, kind in (("/dev/zero", "a character device"), (tmp_path / "folder", "a folder"), (fifo, "a named pipe (FIFO)")):
-        rc, lines = _train_as_a_user(tmp_path / "cwd", corpus, out)
+        rc, lines = _train_as_a_user(capsys, monkeypatch, tmp_path / "cwd", corpus, out)
         assert rc == 2 and lines == [f"csebench train: error: corpus {corpus} is {kind}, not a regular file: a corpus is a "
                                      "text file, one sentence per line; give that file (a stream or a device: save it "
                                      "to a file first)"], lines
@@ -153,8 +150,7 @@ def test_a_dangling_link_and_a_missing_file_are_not_found(tmp_path):
 NAN_LOSS = ("training.learning_rate=1e30", "training.max_steps=3", "training.batch_size=16")  # NaN at step 2 on tiny
 
 
-@pytest.mark.slow(seconds=45)
-def test_a_refused_train_leaves_nothing_it_made(tmp_path):
+def test_a_refused_train_leaves_nothing_it_made(tmp_path, capsys, monkeypatch):
     """A loss that is not finite (before any checkpoint) and a template too long for the backbone are refused in
     one line after the run folder was made: that folder, its parents the command made and the tokenized-corpus
     cache it made in its working folder (data/cache) are gone; a folder that was there before stays as it was."""
@@ -164,10 +160,10 @@ def test_a_refused_train_leaves_nothing_it_made(tmp_path):
             ("simcse", NAN_LOSS, "csebench train: error: loss is nan at step "),
             ("promptbert", ("training.max_seq_length=128",),  # PromptBERT's template around every row: past 128 positions
              "csebench train: error: training.max_seq_length (suite cli, run tiny-promptbert) is 128, and objectives.prompt adds")):
-        rc, lines = _train_as_a_user(cwd, tmp_path / "corpus.txt", out, *settings, method=method)
+        rc, lines = _train_as_a_user(capsys, monkeypatch, cwd, tmp_path / "corpus.txt", out, *settings, method=method)
         assert rc == 2 and len(lines) == 1 and lines[0].startswith(said), lines
         assert not (tmp_path / "made").exists() and not any(cwd.iterdir()), sorted(map(str, tmp_path.rglob("*")))
     before = tmp_path / "mine"  # a folder the user made: kept, and left as it was
     before.mkdir()
-    rc, lines = _train_as_a_user(cwd, tmp_path / "corpus.txt", before, *NAN_LOSS)
+    rc, lines = _train_as_a_user(capsys, monkeypatch, cwd, tmp_path / "corpus.txt", before, *NAN_LOSS)
     assert rc == 2 and before.is_dir() and not any(before.iterdir()) and not any(cwd.iterdir())

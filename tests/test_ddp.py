@@ -123,8 +123,10 @@ def _worker(rank: int, world: int, port: int, tmp: str) -> None:
 
 @pytest.fixture(scope="module")
 def ddp(inputs) -> list[dict]:
-    """All DDP jobs in one spawn of 2 gloo processes (process start-up dominates the cost)."""
-    torch.multiprocessing.spawn(_worker, args=(2, _free_port(), str(inputs)), nprocs=2, join=True)
+    """All DDP jobs in 2 gloo processes, forked from this one: torch and csebench are imported already (spawned, each
+    imported them again: process start-up was most of the cost)."""
+    torch.multiprocessing.start_processes(_worker, args=(2, _free_port(), str(inputs)), nprocs=2, join=True,
+                                          start_method="fork")
     return [torch.load(inputs / f"rank{r}.pt", weights_only=False) for r in range(2)]
 
 
@@ -151,7 +153,7 @@ def inputs(tmp_path_factory):
     return tmp
 
 
-@pytest.mark.slow(seconds=20)
+@pytest.mark.slow(seconds=5)
 def test_ddp_loss_and_gradients_equal_single_process(inputs, ddp):
     single = run_steps(inputs, PLAIN, steps=2)
     ranks = [r["plain"] for r in ddp]

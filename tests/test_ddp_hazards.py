@@ -105,7 +105,8 @@ def ranks(tmp_path_factory) -> list[dict]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    torch.multiprocessing.spawn(_worker, args=(port, str(tmp)), nprocs=WORLD, join=True)
+    # forked: the ranks start with torch and csebench imported (spawned, each imported them again)
+    torch.multiprocessing.start_processes(_worker, args=(port, str(tmp)), nprocs=WORLD, join=True, start_method="fork")
     return [torch.load(tmp / f"rank{r}.pt", weights_only=False) for r in range(WORLD)]
 
 

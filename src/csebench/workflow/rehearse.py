@@ -619,8 +619,9 @@ def rehearse(main, selection: Selection, out: str | Path = "results/rehearsal", 
     try:
         with activate(out / "tokenizers", demo):
             r = Rehearsal(main, rp, suites, out, pfile, str(senteval / "downstream"), corpus, probing, depth)
-            from csebench.training.trainer import Trainer  # noqa: F401  torch and transformers, imported before the freeze
+            import importlib
 
+            importlib.import_module("csebench.training.trainer")  # torch and transformers, imported before the freeze
             # a full collection follows every run; the objects that live through the whole rehearsal (the imports'
             # above all) are frozen, so that no collection rescans them (0.2-0.3 s a run), and thawed after it
             gc.freeze()
