@@ -1,6 +1,7 @@
 """Saved models load cleanly, carry a model card, and `csebench push` uploads them."""
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -17,42 +18,52 @@ SENTS = ["a sentence", "another longer sentence here"]
 
 LOAD = textwrap.dedent("""
     import sys, torch
-    from safetensors.torch import load_file
     from transformers import AutoModel
     from sentence_transformers import SentenceTransformer
-    folder = sys.argv[1]
-    SENTS = sys.argv[3:]
-    model, info = AutoModel.from_pretrained(folder, output_loading_info=True)
-    print("INFO", sorted((k, sorted(v)) for k, v in info.items() if k != "error_msgs"))
-    st = SentenceTransformer(folder, device="cpu")
-    torch.save({"st": torch.as_tensor(st.encode(SENTS)), "pooler": model.pooler.dense.weight.detach()}, sys.argv[2])
+    SENTS = sys.argv[2:]
+    for i, folder in enumerate(sys.argv[1].split(",")):
+        print(f"== FOLDER {i}", flush=True)
+        model, info = AutoModel.from_pretrained(folder, output_loading_info=True)
+        print("INFO", sorted((k, sorted(v)) for k, v in info.items() if k != "error_msgs"), flush=True)
+        st = SentenceTransformer(folder, device="cpu")
+        torch.save({"st": torch.as_tensor(st.encode(SENTS)), "pooler": model.pooler.dense.weight.detach()},
+                   f"{folder}.out.pt")
 """)
 
+SAVED = {"packaged:minilm-cls": ("packaged:minilm", "cls", None), "random-avg-8": ("random", "avg", 8)}
 
-def _load_like_a_user(folder, tmp_path) -> tuple[str, dict]:
-    """AutoModel and SentenceTransformer in a fresh interpreter at the libraries' default verbosity, as a
-    user runs them (the CLI silences transformers' load reports in its own process): everything printed."""
-    script = tmp_path / "load.py"
+
+@pytest.fixture(scope="module")
+def loaded_like_a_user(tmp_path_factory) -> dict:
+    """Each of SAVED built, saved, then loaded with AutoModel and SentenceTransformer in one fresh interpreter at the
+    libraries' default verbosity, as a user runs them (the CLI silences transformers' load reports in its own
+    process): name -> (the encoder, everything printed while its folder loaded, what it loaded)."""
+    tmp = tmp_path_factory.mktemp("saved")
+    encoders = {}
+    for name, (backbone, pooler, projection) in SAVED.items():
+        torch.manual_seed(0)
+        encoders[name] = build_encoder(BackboneConfig(model=backbone, pooler=pooler), projection_dim=projection)
+        encoders[name].save(tmp / name)
+    script = tmp / "load.py"
     script.write_text(LOAD)
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TRANSFORMERS_VERBOSITY="warning")
-    proc = subprocess.run([sys.executable, str(script), str(folder), str(tmp_path / "out.pt"), *SENTS], env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc.stdout + proc.stderr, torch.load(tmp_path / "out.pt")
+    proc = subprocess.run([sys.executable, "-u", str(script), ",".join(str(tmp / n) for n in SAVED), *SENTS], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    printed = re.split(r"^== FOLDER \d+\n", proc.stdout, flags=re.M)[1:]
+    assert len(printed) == len(SAVED), proc.stdout[-3000:]
+    return {name: (encoders[name], text, torch.load(f"{tmp / name}.out.pt")) for name, text in zip(SAVED, printed)}
 
 
-@pytest.mark.parametrize("backbone, pooler, projection", [("packaged:minilm", "cls", None), ("random", "avg", 8)])
-def test_saved_model_loads_without_missing_or_unexpected_weights(tmp_path, backbone, pooler, projection):
-    torch.manual_seed(0)
-    enc = build_encoder(BackboneConfig(model=backbone, pooler=pooler), projection_dim=projection)
-    enc.save(tmp_path / "model")
-    printed, out = _load_like_a_user(tmp_path / "model", tmp_path)
+@pytest.mark.parametrize("name", list(SAVED))
+def test_saved_model_loads_without_missing_or_unexpected_weights(loaded_like_a_user, name):
+    enc, printed, out = loaded_like_a_user[name]
     assert "INFO [('mismatched_keys', []), ('missing_keys', []), ('unexpected_keys', [])]" in printed, printed
     for word in ("MISSING", "UNEXPECTED", "newly initialized", "not initialized", "not used"):
         assert word not in printed, printed
     # SentenceTransformer gives the evaluated embedding (with the projection head: its Dense module)
     assert torch.allclose(out["st"], enc.encode(SENTS), atol=1e-4)
-    if pooler == "cls":  # pooler_output is the trained MLP head, as in SimCSE's released checkpoints
+    if SAVED[name][1] == "cls":  # pooler_output is the trained MLP head, as in SimCSE's released checkpoints
         assert torch.equal(out["pooler"], enc.head.dense.weight.detach())
     else:  # the backbone's own pooler (a random BERT's: drawn from the seed)
         assert torch.equal(out["pooler"], enc.backbone.pooler_weights["pooler.dense.weight"])
