@@ -690,8 +690,8 @@ def detach_pooler(model: nn.Module) -> nn.Module:
     pooler = getattr(model, "pooler", None)
     model.pooler_weights = {}
     if isinstance(pooler, nn.Module):
-        model.pooler_weights = {f"pooler.{k}": v.detach().clone() if v.is_meta else v.detach().cpu().clone()  # meta: a shape-only build
-                                for k, v in pooler.state_dict().items()}
+        model.pooler_weights = {f"pooler.{k}": v.detach().clone() if v.is_meta else v.detach().cpu().clone()
+                                for k, v in pooler.state_dict().items()}  # meta: a build of shapes only
         model.pooler = None
     return model
 

@@ -53,8 +53,8 @@ def tokenizer_fingerprint(tokenizer) -> str:
     h = hashlib.sha256()
     h.update(tokenizer.__class__.__name__.encode())
     vocab = tokenizer.get_vocab()
-    entries = sorted(vocab.items(), key=lambda kv: kv[1])[:50000]
-    h.update("".join(f"{idx}:{tok}\n" for tok, idx in entries).encode())  # one update: the same digest, 3x faster
+    for tok, idx in sorted(vocab.items(), key=lambda kv: kv[1])[:50000]:
+        h.update(f"{idx}:{tok}\n".encode())
     h.update(str(getattr(tokenizer, "do_lower_case", "")).encode())
     fingerprint = h.hexdigest()[:16]
     try:

@@ -32,6 +32,7 @@ import contextlib
 import copy
 import dataclasses
 import gc
+import importlib
 import io
 import logging
 import re
@@ -619,8 +620,6 @@ def rehearse(main, selection: Selection, out: str | Path = "results/rehearsal", 
     try:
         with activate(out / "tokenizers", demo):
             r = Rehearsal(main, rp, suites, out, pfile, str(senteval / "downstream"), corpus, probing, depth)
-            import importlib
-
             importlib.import_module("csebench.training.trainer")  # torch and transformers, imported before the freeze
             # a full collection follows every run; the objects that live through the whole rehearsal (the imports'
             # above all) are frozen, so that no collection rescans them (0.2-0.3 s a run), and thawed after it
