@@ -26,7 +26,6 @@ timeout keeps what was measured:
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import math
 import platform
@@ -710,6 +709,7 @@ def main(argv=None) -> dict:
         ap.error(f"{a.bundle} is missing: run `python benchmarks/device_bundle.py` where ../shared is, and carry it (docs/gpu.md)")
     import torch
 
+    from csebench.core.startup import frozen_imports
     from csebench.model.standins import activate
 
     if not torch.cuda.is_available() and not a.tiny:
@@ -717,13 +717,11 @@ def main(argv=None) -> dict:
     if a.tiny:
         torch.set_num_threads(min(2, torch.get_num_threads()))
     r = Run(a)
-    r.res["versions"] = versions()
-    # every section frees its models with a full collection (gpu.free); the modules imported by now (torch,
-    # transformers, sentence-transformers) live to the end: frozen, no collection rescans them. 44 collections
-    # took 12 s of the CPU rehearsal's 33 without this.
-    gc.freeze()
+    r.res["versions"] = versions()  # torch, transformers and sentence-transformers imported
     print("device: " + ", ".join(f"{k} {v}" for k, v in r.res["versions"].items()), flush=True)
-    with activate(r.bundle, r.corpus, shape=TINY_SHAPE if a.tiny else None):
+    # every section frees its models with a full collection (gpu.free): frozen, the imports' objects are not rescanned
+    # by each (44 collections took 12 s of the CPU rehearsal's 33 without this)
+    with activate(r.bundle, r.corpus, shape=TINY_SHAPE if a.tiny else None), frozen_imports():
         for i, name in enumerate(a.sections.split(","), 1):
             if r.left() < MIN_SECONDS[name] * (0.2 if a.tiny else 1):
                 r.res["sections"][name] = {"skipped": f"budget: {r.left():.0f} s left"}

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import gc
-import importlib
 import json
 import math
 import os
@@ -600,19 +599,17 @@ def main(argv=None) -> dict:
     res = {"info": device_info(device),
            "command": "python benchmarks/gpu.py" + (" " + " ".join(sys.argv[1:] if argv is None else argv)).rstrip(),
            "args": {"steps": a.steps, "warmup": a.warmup, "tiny": a.tiny, "st": a.st}}
-    # every section frees its models with a full collection (free); what torch, transformers and the trainer loaded
-    # lives to the end: frozen, no collection rescans it (as benchmarks/device.py does)
-    importlib.import_module("csebench.training.trainer")
-    gc.freeze()
+    from csebench.core.startup import frozen_imports
+
     try:
-        for name, fn in (("correctness", section_correctness), ("training", section_training),
-                         ("eval", section_eval), ("group_p", section_group_p)):
-            if name in a.sections.split(","):
-                t0 = time.time()
-                res[name] = fn(c)
-                print(f"  ({name}: {time.time() - t0:.1f} s)", flush=True)
+        with frozen_imports("csebench.training.trainer"):  # every section frees its models with a full collection
+            for name, fn in (("correctness", section_correctness), ("training", section_training),
+                             ("eval", section_eval), ("group_p", section_group_p)):
+                if name in a.sections.split(","):
+                    t0 = time.time()
+                    res[name] = fn(c)
+                    print(f"  ({name}: {time.time() - t0:.1f} s)", flush=True)
     finally:
-        gc.unfreeze()
         shutil.rmtree(c.cache, ignore_errors=True)
     res["date"] = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     res["minutes"] = round((time.time() - started) / 60, 1)

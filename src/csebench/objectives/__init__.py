@@ -158,11 +158,10 @@ def _write_checked(path, value: dict) -> None:
     except (ValueError, SyntaxError):
         return
     try:
-        from csebench.core.io import atomic_path
+        from csebench.core.io import write_text
 
         path.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_path(path) as tmp:
-            tmp.write_text(text, encoding="utf-8")
+        write_text(path, text)
         _checked_memo[str(path)] = copy.deepcopy(value)
     except OSError:  # a read-only or full cache: the settings were checked, only not remembered
         pass

@@ -32,7 +32,6 @@ import contextlib
 import copy
 import dataclasses
 import gc
-import importlib
 import io
 import logging
 import re
@@ -45,6 +44,7 @@ from csebench.model.architectures import architecture
 from csebench.objectives import at_rehearsal_scale
 from csebench.study.params import deep_merge, digest
 from csebench.core.errors import ConfigError, TrainingError
+from csebench.core.startup import frozen_imports
 from csebench.study.typed import Params
 
 log = logging.getLogger("csebench.workflow.rehearse")  # a line per run as it passes or fails (the console shows this logger)
@@ -620,14 +620,8 @@ def rehearse(main, selection: Selection, out: str | Path = "results/rehearsal", 
     try:
         with activate(out / "tokenizers", demo):
             r = Rehearsal(main, rp, suites, out, pfile, str(senteval / "downstream"), corpus, probing, depth)
-            importlib.import_module("csebench.training.trainer")  # torch and transformers, imported before the freeze
-            # a full collection follows every run; the objects that live through the whole rehearsal (the imports'
-            # above all) are frozen, so that no collection rescans them (0.2-0.3 s a run), and thawed after it
-            gc.freeze()
-            try:
+            with frozen_imports("csebench.training.trainer"):  # a full collection follows every run
                 failed, rep, terms_fired = _rehearse_all(r, groups, keep_going, keep_models, filtered=len(groups) < total)
-            finally:
-                gc.unfreeze()
     finally:
         if check is None:
             os.environ.pop("CSEBENCH_DATA_CHECK", None)
