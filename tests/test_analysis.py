@@ -68,21 +68,67 @@ def test_toksim_matches_pairwise_definition():
 
 # ------------------------------------------------------------------ GS-InfoNCE
 
-def test_topk_negatives_of_a_constructed_batch():
-    # unit vectors at known cosines with e0: pairs (0,1)=0.9, (0,2)=0.5, (0,3)=0.1; others computed
-    e = torch.zeros(4, 4)
-    for i, c in enumerate([1.0, 0.9, 0.5, 0.1]):
-        e[i, 0], e[i, i if i else 1] = c, math.sqrt(1 - c * c)
-    x = torch.nn.functional.normalize(e.double(), dim=-1)
-    sim = (x @ x.T).numpy()
-    expected = np.sort(sim[np.triu_indices(4, 1)])[::-1][:4]
-    out = M.topk_negative_similarities(e, k=4)
-    np.testing.assert_allclose(out, expected)
-    assert out[0] == pytest.approx(0.9)
-    batched = M.topk_negatives_batched(e, np.array([[0, 1, 2, 3], [3, 2, 1, 0]]), k=2)
-    np.testing.assert_allclose(batched, [expected[:2], expected[:2]])
-    # duplicate sentences in a batch give a negative pair of cosine 1
-    assert M.topk_negative_similarities(torch.stack([e[1], e[1], e[2]]), k=1)[0] == pytest.approx(1.0)
+# A hand-made batch: sentences with these exact cosines (rows of the Cholesky factor of the matrix).
+BATCH_COSINES = [[1.0, 0.9, 0.5, 0.1, 0.1],
+                 [0.9, 1.0, 0.3, 0.2, 0.2],
+                 [0.5, 0.3, 1.0, 0.4, 0.3],
+                 [0.1, 0.2, 0.4, 1.0, 0.6],
+                 [0.1, 0.2, 0.3, 0.6, 1.0]]
+
+
+def batch_with_cosines(n: int) -> torch.Tensor:
+    return torch.linalg.cholesky(torch.tensor(BATCH_COSINES, dtype=torch.float64)[:n, :n])
+
+
+def test_topk_negatives_is_the_papers_per_sentence_top_k_of_a_hand_made_batch():
+    """GS-InfoNCE v1: the N x N matrix, diagonal masked, each column sorted, its top k rows, each row's mean."""
+    four = batch_with_cosines(4)
+    # sentences' nearest others: s0 .9 .5 .1 | s1 .9 .3 .2 | s2 .5 .4 .3 | s3 .4 .2 .1
+    np.testing.assert_allclose(M.topk_neighbour_similarities(four, k=3), [0.675, 0.35, 0.175], atol=1e-12)
+    np.testing.assert_allclose(M.topk_neighbour_similarities(four, k=2), [0.675, 0.35], atol=1e-12)
+    # the paper's top 4 needs five sentences: s0 .9 .5 .1 .1 | s1 .9 .3 .2 .2 | s2 .5 .4 .3 .3 | s3 .6 .4 .2 .1
+    # | s4 .6 .3 .2 .1
+    five = batch_with_cosines(5)
+    np.testing.assert_allclose(M.topk_neighbour_similarities(five, k=4), [0.70, 0.38, 0.20, 0.16], atol=1e-12)
+    # not the batch's 4 largest pair cosines (.9 .6 .5 .4), what this analysis computed before
+    assert not np.allclose(M.topk_neighbour_similarities(five, k=4), [0.9, 0.6, 0.5, 0.4])
+    # batched: any order of the same sentences, and two batches of the pool at once
+    batched = M.topk_neighbours_batched(five, np.array([[0, 1, 2, 3, 4], [4, 2, 0, 3, 1], [0, 1, 2, 3, 3]]), k=2)
+    np.testing.assert_allclose(batched[:2], [[0.70, 0.38], [0.70, 0.38]], atol=1e-12)
+    # a sentence twice in a batch is its own copy's nearest neighbour: cosine 1 (s3's copy), the diagonal masked
+    assert batched[2, 0] == pytest.approx((0.9 + 0.9 + 0.5 + 1.0 + 1.0) / 5)
+    with pytest.raises(ValueError, match="more than 4 sentences"):
+        M.topk_neighbour_similarities(four, k=4)
+
+
+def test_topk_noise_side_matches_a_loop():
+    g = torch.Generator().manual_seed(3)
+    emb, noise = torch.randn(10, 6, generator=g), torch.randn(2, 9, 6, generator=g, dtype=torch.float64)
+    idx = np.array([[0, 3, 5, 7], [9, 1, 2, 4]])
+    expected = []
+    for r in range(2):  # each sentence: its k largest cosines to the batch's noise, each rank averaged over sentences
+        per = [sorted((float(torch.nn.functional.cosine_similarity(emb[i].double(), v, dim=0)) for v in noise[r]),
+                      reverse=True)[:3] for i in idx[r]]
+        expected.append(np.mean(per, axis=0))
+    np.testing.assert_allclose(M.topk_noise_batched(emb, idx, noise, k=3), expected, atol=1e-12)
+
+
+def test_topk_negatives_averages_every_batch_on_both_sides():
+    from csebench.analysis import topk_negatives
+
+    five = batch_with_cosines(5).float()
+    corpus = [f"s{i}" for i in range(5)]
+    encode = lambda sents: five[torch.as_tensor([int(s[1:]) for s in sents])]  # noqa: E731
+    res = topk_negatives(encode, corpus, batch_sizes=(4, 5, 8), k=4, repeats=3, pool_size=5)
+    assert list(res["batch_sizes"]) == ["5"]  # 4: no 4 other sentences; 8: more than the pool
+    got = res["batch_sizes"]["5"]
+    np.testing.assert_allclose(got["topk_mean"], [0.70, 0.38, 0.20, 0.16], atol=1e-6)  # every batch is the pool
+    np.testing.assert_allclose(got["topk_std"], 0.0, atol=1e-6)
+    # the Gaussian side: 15 fresh standard normal vectors per batch (M = 3N), so it varies from batch to batch
+    assert len(got["gaussian_topk_mean"]) == 4 and min(got["gaussian_topk_std"]) > 0
+    assert got["gaussian_topk_mean"] == sorted(got["gaussian_topk_mean"], reverse=True)
+    assert all(-1 < v < 1 for v in got["gaussian_topk_mean"])
+    assert res["gaussian_ratio"] == 3 and res["repeats"] == 3
 
 
 # ------------------------------------------------------------------ DistillCSE
