@@ -307,3 +307,65 @@ def test_scatter_labels_of_coinciding_points_do_not_overlap():
     gaps = [abs(frac[a] - frac[b]) for a in near for b in near if a < b]
     assert min(gaps) >= 0.055 - 1e-9
     assert slots[3] == pytest.approx(-1.70)  # an isolated point keeps its label beside it
+
+
+# ------------------------------------------------------------------ IS-CSE Table 9
+
+def test_neighbours_retrieve_on_the_runs_training_head(tmp_path, tiny_encoder):
+    """IS-CSE's kNN retrieves on normalised MLP-head outputs: the analysis attaches the run's saved head, and on a
+    head that is not the identity its neighbours differ from the raw-[CLS] ones (representation: eval)."""
+    import json
+
+    from csebench.analysis.core import training_representation
+    from csebench.cli import main
+    from csebench.model.encoder import load_encoder
+
+    enc = tiny_encoder()
+    with torch.no_grad():
+        enc.head.dense.weight.copy_(torch.randn(enc.head.dense.weight.shape, generator=torch.Generator().manual_seed(1)))
+    enc.save(tmp_path / "model")
+    model = tmp_path / "model"
+    words = "the a cat dog man woman plays sings runs guitar piano park river city red blue old young".split()
+    rng = np.random.default_rng(0)
+    sentences = sorted({" ".join(rng.choice(words, size=rng.integers(3, 9))) for _ in range(80)})
+    (tmp_path / "corpus.txt").write_text("\n".join(sentences) + "\n")
+
+    # what it retrieves on: tanh(W [CLS] + b) of the saved head, dropout off, one sentence at a time here
+    loaded = load_encoder(model)
+    encode, what = training_representation(loaded, str(model), batch_size=7)
+    assert what == {"representation": "training", "head": True, "max_seq_length": 32, "dropout": "off (eval mode)"}
+    direct = load_encoder(model).eval()
+    head = torch.nn.Linear(enc.hidden_size, enc.hidden_size)
+    head.load_state_dict(enc.head.dense.state_dict())
+    with torch.no_grad():
+        rows = []
+        for s in sentences[:10]:
+            ids = torch.as_tensor([direct.tokenizer(s, truncation=True, max_length=32)["input_ids"]])
+            cls = direct.backbone(input_ids=ids, attention_mask=torch.ones_like(ids)).last_hidden_state[:, 0]
+            rows.append(torch.tanh(head(cls))[0])
+    torch.testing.assert_close(encode(sentences[:10]), torch.stack(rows), atol=1e-5, rtol=1e-4)
+
+    results = {}
+    for rep in ("training", "eval"):
+        out = tmp_path / f"{rep}.json"
+        assert main(["analyze", "neighbours", "--model", str(model), "--corpus", str(tmp_path / "corpus.txt"),
+                     "--buffer-size", "60", "--n-queries", "6", "--representation", rep, "--out", str(out),
+                     "--markdown", str(tmp_path / f"{rep}.md")]) == 0
+        results[rep] = json.loads(out.read_text())
+    retrieved = {rep: [[nb["sentence"] for nb in it["neighbours"]] for it in r["items"]] for rep, r in results.items()}
+    assert [it["query"] for it in results["training"]["items"]] == [it["query"] for it in results["eval"]["items"]]
+    assert retrieved["training"] != retrieved["eval"]
+    assert results["training"]["head"] is True and results["eval"]["representation"] == "eval"
+    assert "training head" in (tmp_path / "training.md").read_text()
+    assert "the evaluation embedding" in (tmp_path / "eval.md").read_text()
+
+
+def test_neighbours_of_a_run_without_a_head_retrieve_on_its_pooled_output(tmp_path, tiny_encoder):
+    from csebench.analysis.core import training_representation
+    from csebench.model.encoder import load_encoder
+
+    tiny_encoder("avg").save(tmp_path / "model")
+    encode, what = training_representation(load_encoder(tmp_path / "model"), str(tmp_path / "model"))
+    assert what["head"] is False  # an avg run trains on its pooled output: that is what is retrieved on
+    sents = ["a man plays a guitar", "the cat sleeps", "a dog runs in the park"]
+    torch.testing.assert_close(encode(sents), load_encoder(tmp_path / "model").encode(sents), atol=1e-5, rtol=1e-4)

@@ -322,11 +322,40 @@ def projected_sts(encode: EncodeFn, senteval_root: str | os.PathLike, dims: Sequ
 
 # ------------------------------------------------------------------ IS-CSE Table 9
 
+REPRESENTATION_TEXT = {"training": "the training representation (the run's saved training head, dropout off), as "
+                                   "IS-CSE's kNN retrieves", "eval": "the evaluation embedding"}
+
+
+def training_representation(enc, model_dir: str, batch_size: int | None = None) -> tuple[EncodeFn, dict]:
+    """What IS-CSE's kNN retrieves on during training, for a saved run: the pooler and the training head the run
+    saved (SimCSE's MLP over [CLS]; a run without one: its pooled output, which is then what it trained on),
+    the sentences truncated at the run's max_seq_length as training tokenizes them (training_config.json, else
+    32), l2-normalized by the retrieval. The released code (dll-wu/IS-CSE simcse/models.py) retrieves on view 2
+    of a training step, i.e. with dropout on; here the model is in eval mode (dropout off), so that the table is
+    one deterministic function of the run: the dropout-free centre of the views training retrieved on (a
+    buffer of training views also mixes older models' outputs, which a finished run cannot give back).
+    Returns (encode, what it is: ``representation``, ``head``, ``max_seq_length``)."""
+    from csebench.analysis.distill import attach_training_head, batch_embedder, run_settings
+
+    head = attach_training_head(enc, model_dir)
+    max_len = run_settings(model_dir)[1] or 32
+    embed = batch_embedder(enc, int(max_len), train_head=head)
+    size = batch_size or 64
+
+    def encode(sentences: list[str]) -> torch.Tensor:
+        parts = [embed(sentences[i:i + size]) for i in range(0, len(sentences), size)]
+        return torch.cat(parts) if parts else torch.empty(0, enc.out_dim)
+
+    return encode, {"representation": "training", "head": bool(head), "max_seq_length": int(max_len),
+                    "dropout": "off (eval mode)"}
+
+
 def retrieve_neighbours(encode: EncodeFn, corpus: Sequence[str], queries: Sequence[str] | None = None,
                         buffer_size: int = 1024, k: int = 3, n_queries: int = 4, seed: int = 0) -> dict:
     """Fill a buffer with the embeddings of ``buffer_size`` random corpus sentences (IS-CSE's memory
     of size L) and retrieve each query's k nearest buffer sentences by cosine. Without ``queries``,
-    ``n_queries`` other random corpus sentences are the queries."""
+    ``n_queries`` other random corpus sentences are the queries. ``encode`` gives the representation
+    retrieved on (IS-CSE Table 9: ``training_representation``)."""
     rng = np.random.default_rng(seed)
     uniq = sorted(set(corpus))
     perm = rng.permutation(len(uniq))
@@ -345,7 +374,10 @@ def neighbours_markdown(res: dict, title: str = "") -> str:
     """IS-CSE Table 9 layout: a query row, then its retrieved sentences ranked 1..k."""
     esc = lambda s: s.replace("|", "\\|")  # noqa: E731
     lines = [f"## {title}" if title else "", "",
-             f"Buffer of L = {res['buffer_size']} corpus sentences; top {res['k']} by cosine similarity.", "",
+             f"Buffer of L = {res['buffer_size']} corpus sentences; top {res['k']} by cosine similarity of "
+             f"{REPRESENTATION_TEXT.get(res.get('representation'), 'the embeddings')}"
+             + (" (the run has no training head: its pooled output)" if res.get("representation") == "training"
+                and not res.get("head") else "") + ".", "",
              "| | Rank | Sentence | Cosine |", "|---|---|---|---|"]
     for it in res["items"]:
         lines.append(f"| **Query** | | {esc(it['query'])} | |")
