@@ -153,7 +153,7 @@ def plot_topk_negatives(res: dict, out: str | os.PathLike, model_label: str = ""
     batch's sentences, then over batches; error bars: std over batches) against batch size, r = 1..k, and the
     same of each sentence against the batch's Gaussian noise vectors (dotted)."""
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
     sizes = [int(n) for n in res["batch_sizes"]]
     at = lambda key: np.array([res["batch_sizes"][str(n)][key] for n in sizes])  # noqa: E731  (sizes, k)
     tops, sds, gauss = at("topk_mean"), at("topk_std"), at("gaussian_topk_mean")
@@ -169,7 +169,7 @@ def plot_topk_negatives(res: dict, out: str | os.PathLike, model_label: str = ""
     ax.set_title(f"Top-{tops.shape[1]} negative similarities per sentence"
                  + (f"\n({model_label}, {res['repeats']} batches each)" if model_label else ""))
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, ncol=2, loc="best")
     save_png(fig, out, footer=footer)  # footer: the provenance line of the results drawn
 
 
