@@ -13,7 +13,7 @@ from csebench.core.paths import key_dir
 from csebench.core.schema import schema_path
 from csebench.study.jobs import (Runs, all_runs_with_teachers, check_suites, dev_set_file, evaluated_jobs, sts_sets,
                                  suite_data, suite_evaluation, suite_jobs, suite_mteb_tasks, teacher_cache, teacher_jobs,
-                                 trains)
+                                 teacher_representation, trains)
 from csebench.study.params import run_dir
 from csebench.study.typed import Params
 from csebench.workflow.steps import (check_plugins, check_snakemake_config, find_cli, finished_run_inputs,

@@ -68,21 +68,67 @@ def test_toksim_matches_pairwise_definition():
 
 # ------------------------------------------------------------------ GS-InfoNCE
 
-def test_topk_negatives_of_a_constructed_batch():
-    # unit vectors at known cosines with e0: pairs (0,1)=0.9, (0,2)=0.5, (0,3)=0.1; others computed
-    e = torch.zeros(4, 4)
-    for i, c in enumerate([1.0, 0.9, 0.5, 0.1]):
-        e[i, 0], e[i, i if i else 1] = c, math.sqrt(1 - c * c)
-    x = torch.nn.functional.normalize(e.double(), dim=-1)
-    sim = (x @ x.T).numpy()
-    expected = np.sort(sim[np.triu_indices(4, 1)])[::-1][:4]
-    out = M.topk_negative_similarities(e, k=4)
-    np.testing.assert_allclose(out, expected)
-    assert out[0] == pytest.approx(0.9)
-    batched = M.topk_negatives_batched(e, np.array([[0, 1, 2, 3], [3, 2, 1, 0]]), k=2)
-    np.testing.assert_allclose(batched, [expected[:2], expected[:2]])
-    # duplicate sentences in a batch give a negative pair of cosine 1
-    assert M.topk_negative_similarities(torch.stack([e[1], e[1], e[2]]), k=1)[0] == pytest.approx(1.0)
+# A hand-made batch: sentences with these exact cosines (rows of the Cholesky factor of the matrix).
+BATCH_COSINES = [[1.0, 0.9, 0.5, 0.1, 0.1],
+                 [0.9, 1.0, 0.3, 0.2, 0.2],
+                 [0.5, 0.3, 1.0, 0.4, 0.3],
+                 [0.1, 0.2, 0.4, 1.0, 0.6],
+                 [0.1, 0.2, 0.3, 0.6, 1.0]]
+
+
+def batch_with_cosines(n: int) -> torch.Tensor:
+    return torch.linalg.cholesky(torch.tensor(BATCH_COSINES, dtype=torch.float64)[:n, :n])
+
+
+def test_topk_negatives_is_the_papers_per_sentence_top_k_of_a_hand_made_batch():
+    """GS-InfoNCE v1: the N x N matrix, diagonal masked, each column sorted, its top k rows, each row's mean."""
+    four = batch_with_cosines(4)
+    # sentences' nearest others: s0 .9 .5 .1 | s1 .9 .3 .2 | s2 .5 .4 .3 | s3 .4 .2 .1
+    np.testing.assert_allclose(M.topk_neighbour_similarities(four, k=3), [0.675, 0.35, 0.175], atol=1e-12)
+    np.testing.assert_allclose(M.topk_neighbour_similarities(four, k=2), [0.675, 0.35], atol=1e-12)
+    # the paper's top 4 needs five sentences: s0 .9 .5 .1 .1 | s1 .9 .3 .2 .2 | s2 .5 .4 .3 .3 | s3 .6 .4 .2 .1
+    # | s4 .6 .3 .2 .1
+    five = batch_with_cosines(5)
+    np.testing.assert_allclose(M.topk_neighbour_similarities(five, k=4), [0.70, 0.38, 0.20, 0.16], atol=1e-12)
+    # not the batch's 4 largest pair cosines (.9 .6 .5 .4), what this analysis computed before
+    assert not np.allclose(M.topk_neighbour_similarities(five, k=4), [0.9, 0.6, 0.5, 0.4])
+    # batched: any order of the same sentences, and two batches of the pool at once
+    batched = M.topk_neighbours_batched(five, np.array([[0, 1, 2, 3, 4], [4, 2, 0, 3, 1], [0, 1, 2, 3, 3]]), k=2)
+    np.testing.assert_allclose(batched[:2], [[0.70, 0.38], [0.70, 0.38]], atol=1e-12)
+    # a sentence twice in a batch is its own copy's nearest neighbour: cosine 1 (s3's copy), the diagonal masked
+    assert batched[2, 0] == pytest.approx((0.9 + 0.9 + 0.5 + 1.0 + 1.0) / 5)
+    with pytest.raises(ValueError, match="more than 4 sentences"):
+        M.topk_neighbour_similarities(four, k=4)
+
+
+def test_topk_noise_side_matches_a_loop():
+    g = torch.Generator().manual_seed(3)
+    emb, noise = torch.randn(10, 6, generator=g), torch.randn(2, 9, 6, generator=g, dtype=torch.float64)
+    idx = np.array([[0, 3, 5, 7], [9, 1, 2, 4]])
+    expected = []
+    for r in range(2):  # each sentence: its k largest cosines to the batch's noise, each rank averaged over sentences
+        per = [sorted((float(torch.nn.functional.cosine_similarity(emb[i].double(), v, dim=0)) for v in noise[r]),
+                      reverse=True)[:3] for i in idx[r]]
+        expected.append(np.mean(per, axis=0))
+    np.testing.assert_allclose(M.topk_noise_batched(emb, idx, noise, k=3), expected, atol=1e-12)
+
+
+def test_topk_negatives_averages_every_batch_on_both_sides():
+    from csebench.analysis import topk_negatives
+
+    five = batch_with_cosines(5).float()
+    corpus = [f"s{i}" for i in range(5)]
+    encode = lambda sents: five[torch.as_tensor([int(s[1:]) for s in sents])]  # noqa: E731
+    res = topk_negatives(encode, corpus, batch_sizes=(4, 5, 8), k=4, repeats=3, pool_size=5)
+    assert list(res["batch_sizes"]) == ["5"]  # 4: no 4 other sentences; 8: more than the pool
+    got = res["batch_sizes"]["5"]
+    np.testing.assert_allclose(got["topk_mean"], [0.70, 0.38, 0.20, 0.16], atol=1e-6)  # every batch is the pool
+    np.testing.assert_allclose(got["topk_std"], 0.0, atol=1e-6)
+    # the Gaussian side: 15 fresh standard normal vectors per batch (M = 3N), so it varies from batch to batch
+    assert len(got["gaussian_topk_mean"]) == 4 and min(got["gaussian_topk_std"]) > 0
+    assert got["gaussian_topk_mean"] == sorted(got["gaussian_topk_mean"], reverse=True)
+    assert all(-1 < v < 1 for v in got["gaussian_topk_mean"])
+    assert res["gaussian_ratio"] == 3 and res["repeats"] == 3
 
 
 # ------------------------------------------------------------------ DistillCSE
@@ -261,3 +307,65 @@ def test_scatter_labels_of_coinciding_points_do_not_overlap():
     gaps = [abs(frac[a] - frac[b]) for a in near for b in near if a < b]
     assert min(gaps) >= 0.055 - 1e-9
     assert slots[3] == pytest.approx(-1.70)  # an isolated point keeps its label beside it
+
+
+# ------------------------------------------------------------------ IS-CSE Table 9
+
+def test_neighbours_retrieve_on_the_runs_training_head(tmp_path, tiny_encoder):
+    """IS-CSE's kNN retrieves on normalised MLP-head outputs: the analysis attaches the run's saved head, and on a
+    head that is not the identity its neighbours differ from the raw-[CLS] ones (representation: eval)."""
+    import json
+
+    from csebench.analysis.core import training_representation
+    from csebench.cli import main
+    from csebench.model.encoder import load_encoder
+
+    enc = tiny_encoder()
+    with torch.no_grad():
+        enc.head.dense.weight.copy_(torch.randn(enc.head.dense.weight.shape, generator=torch.Generator().manual_seed(1)))
+    enc.save(tmp_path / "model")
+    model = tmp_path / "model"
+    words = "the a cat dog man woman plays sings runs guitar piano park river city red blue old young".split()
+    rng = np.random.default_rng(0)
+    sentences = sorted({" ".join(rng.choice(words, size=rng.integers(3, 9))) for _ in range(80)})
+    (tmp_path / "corpus.txt").write_text("\n".join(sentences) + "\n")
+
+    # what it retrieves on: tanh(W [CLS] + b) of the saved head, dropout off, one sentence at a time here
+    loaded = load_encoder(model)
+    encode, what = training_representation(loaded, str(model), batch_size=7)
+    assert what == {"representation": "training", "head": True, "max_seq_length": 32, "dropout": "off (eval mode)"}
+    direct = load_encoder(model).eval()
+    head = torch.nn.Linear(enc.hidden_size, enc.hidden_size)
+    head.load_state_dict(enc.head.dense.state_dict())
+    with torch.no_grad():
+        rows = []
+        for s in sentences[:10]:
+            ids = torch.as_tensor([direct.tokenizer(s, truncation=True, max_length=32)["input_ids"]])
+            cls = direct.backbone(input_ids=ids, attention_mask=torch.ones_like(ids)).last_hidden_state[:, 0]
+            rows.append(torch.tanh(head(cls))[0])
+    torch.testing.assert_close(encode(sentences[:10]), torch.stack(rows), atol=1e-5, rtol=1e-4)
+
+    results = {}
+    for rep in ("training", "eval"):
+        out = tmp_path / f"{rep}.json"
+        assert main(["analyze", "neighbours", "--model", str(model), "--corpus", str(tmp_path / "corpus.txt"),
+                     "--buffer-size", "60", "--n-queries", "6", "--representation", rep, "--out", str(out),
+                     "--markdown", str(tmp_path / f"{rep}.md")]) == 0
+        results[rep] = json.loads(out.read_text())
+    retrieved = {rep: [[nb["sentence"] for nb in it["neighbours"]] for it in r["items"]] for rep, r in results.items()}
+    assert [it["query"] for it in results["training"]["items"]] == [it["query"] for it in results["eval"]["items"]]
+    assert retrieved["training"] != retrieved["eval"]
+    assert results["training"]["head"] is True and results["eval"]["representation"] == "eval"
+    assert "training head" in (tmp_path / "training.md").read_text()
+    assert "the evaluation embedding" in (tmp_path / "eval.md").read_text()
+
+
+def test_neighbours_of_a_run_without_a_head_retrieve_on_its_pooled_output(tmp_path, tiny_encoder):
+    from csebench.analysis.core import training_representation
+    from csebench.model.encoder import load_encoder
+
+    tiny_encoder("avg").save(tmp_path / "model")
+    encode, what = training_representation(load_encoder(tmp_path / "model"), str(tmp_path / "model"))
+    assert what["head"] is False  # an avg run trains on its pooled output: that is what is retrieved on
+    sents = ["a man plays a guitar", "the cat sleeps", "a dog runs in the park"]
+    torch.testing.assert_close(encode(sents), load_encoder(tmp_path / "model").encode(sents), atol=1e-5, rtol=1e-4)

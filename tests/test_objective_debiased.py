@@ -208,7 +208,8 @@ def test_noise_is_per_step_and_seeded():
                                  {"teachers": {"run": "simcse"}, "loss": "bce"},
                                  {"teachers": {"run": "simcse"}, "false_negatives": "kept"},
                                  {"teachers": {"run": "simcse"}, "noise_steps": -1},
-                                 {"teachers": {"run": "simcse"}, "attention": "none"}])
+                                 {"teachers": {"run": "simcse"}, "attention": "none"},
+                                 {"teachers": {"run": "simcse"}, "teacher_representation": "head"}])
 def test_bad_settings_are_one_line_errors(bad):
     with pytest.raises(ConfigError) as e:
         validate_objectives({"debiased_negatives": bad}, "methods.dclr")
@@ -349,3 +350,30 @@ def test_unmasked_attention_trains_and_changes_the_loss_on_a_padded_batch(tmp_pa
     floor = abs(losses["masked-padded"] - losses["masked"])
     assert floor <= 1e-6 * losses["masked"], losses
     assert abs(losses["unmasked"] - losses["masked"]) > max(100 * floor, 1e-5 * losses["masked"]), losses
+
+
+def test_the_complementary_models_representation_picks_its_cache():
+    """teacher_representation: training (the released code's pooler_output: a SimCSE run's MLP head) reads
+    teacher/training.npy, which rule teacher_cache_training builds; eval, the default, teacher/embeddings.npy and
+    leaves run keys as they were; the plan counts the cache it adds."""
+    from csebench.results.plan import suite_plan
+    from csebench.study.jobs import teacher_cache, teacher_jobs, teacher_representation
+    from csebench.study.params import load_params
+    from csebench.study.resolve import resolve_run
+    from csebench.study.typed import Params
+    from runhelpers import PARAMS
+
+    params = load_params(PARAMS)
+    before = resolve_run(params, "paper-dclr", "bert-base-dclr", 42).key()
+    assert teacher_representation(params, "paper-dclr", "bert-base-dclr", 42) in ("eval", "training")
+    for rep in ("eval", "training"):
+        params["methods"]["dclr"]["objectives"]["debiased_negatives"]["teacher_representation"] = rep
+        assert teacher_representation(params, "paper-dclr", "bert-base-dclr", 42) == rep
+        (teacher, seed), = teacher_jobs(params, "paper-dclr", "bert-base-dclr", 42)
+        assert teacher_cache(params, "paper-dclr", teacher, seed, rep).endswith(
+            "/teacher/embeddings.npy" if rep == "eval" else "/teacher/training.npy")
+        key = resolve_run(params, "paper-dclr", "bert-base-dclr", 42).key()
+        assert (key == before) == (rep == resolve_run(load_params(PARAMS), "paper-dclr", "bert-base-dclr", 42)
+                                   .objectives["debiased_negatives"].get("teacher_representation", "eval"))
+        plan = suite_plan(Params.of(params).suite("paper-dclr"))
+        assert sum(k[0] == "teacher" and k[-1] == "training" for k in plan.units) == (2 if rep == "training" else 0)

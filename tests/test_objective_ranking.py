@@ -32,15 +32,17 @@ def naive_listnet(s, t, tau_s, tau_t):
     return total / n
 
 
-def naive_listmle(s, t, tau, positions="sum"):
+def naive_listmle(s, t, tau, positions="sum", eps=0.0):
     """Per row, the teacher's order pi and, summed over its positions k, log sum_{m >= k} e^{s_pi(m)/tau} -
-    s_pi(k)/tau (``positions="mean"``: divided by the number of positions); the rows averaged."""
+    s_pi(k)/tau (``positions="mean"``: divided by the number of positions); the rows averaged. ``eps``: inside the
+    log after the row's largest logit c is taken out, log(sum_{m >= k} e^{s_pi(m)/tau - c} + eps) - (s_pi(k)/tau - c)."""
     s, t = s.tolist(), t.tolist()
     total = 0.0
     for i in range(len(s)):
         order = sorted(range(len(s[i])), key=lambda j: -t[i][j])
-        terms = [math.log(sum(math.exp(s[i][order[m]] / tau) for m in range(k, len(order)))) - s[i][order[k]] / tau
-                 for k in range(len(order))]
+        c = max(s[i]) / tau
+        terms = [math.log(sum(math.exp(s[i][order[m]] / tau - c) for m in range(k, len(order))) + eps)
+                 - (s[i][order[k]] / tau - c) for k in range(len(order))]
         total += sum(terms) / (len(terms) if positions == "mean" else 1)
     return total / len(s)
 
@@ -93,15 +95,31 @@ def test_listnet_matches_the_direct_and_released_computations(batch):
     s = cosm(z1, z2)
     got = listnet(s, t, 0.05, 0.025)
     assert float(got) == pytest.approx(naive_listnet(s, t, 0.05, 0.025), rel=1e-6)
-    # the code read: the teacher logits come in already divided by tau2, the student by the same tau2
+    # the code read: the teacher logits come in already divided by tau2 (trainers.py), the student's by --temp
+    # (models.py's cls.sim); run_rankcse.sh sets both to 0.05
     assert float(listnet(s, t, 0.05, 0.05)) == pytest.approx(float(released_listnet(t / 0.05, z1, z2, 0.05)), rel=1e-6)
 
 
 @pytest.mark.parametrize("positions", ["mean", "sum"])
-def test_listmle_matches_the_direct_computation(batch, positions):
+@pytest.mark.parametrize("eps", [0.0, 1e-7, 1e-2])
+def test_listmle_matches_the_direct_computation(batch, positions, eps):
     z1, z2, t = batch
     s = cosm(z1, z2)
-    assert float(listmle(s, t, 0.05, positions)) == pytest.approx(naive_listmle(s, t, 0.05, positions), rel=1e-6)
+    assert float(listmle(s, t, 0.05, positions, eps)) == pytest.approx(naive_listmle(s, t, 0.05, positions, eps), rel=1e-6)
+
+
+def test_listmle_eps_defaults_to_the_community_codes_value(batch):
+    """1e-7 inside ListMLE's log (rankcse/models.py ListMLE.eps): the default; 0 (the plain log) stays selectable."""
+    z1, z2, t = batch
+    s = cosm(z1, z2)
+    assert RankingSettings(teachers={"run": "simcse"}).listmle_eps == 1e-7
+    term = RankingDistillation(RankingSettings(teachers={"run": "simcse"}, consistency="none"), 8, 2, bank=FakeBank(t))
+    ctx = StepContext(z1=z1, z2=z2, temperature=0.05, step=0, total_steps=1, indices=torch.arange(6), all_indices=torch.arange(6))
+    assert float(term.extra_loss(ctx)) == pytest.approx(naive_listmle(s, t, 0.05, eps=1e-7), rel=1e-6)
+    plain = RankingDistillation(RankingSettings(teachers={"run": "simcse"}, consistency="none", listmle_eps=0.0), 8, 2,
+                                bank=FakeBank(t))
+    assert float(plain.extra_loss(ctx)) == pytest.approx(naive_listmle(s, t, 0.05, eps=0.0), rel=1e-6)
+    assert float(plain.extra_loss(ctx)) != pytest.approx(float(term.extra_loss(ctx)), rel=1e-3)
 
 
 def test_listmle_sums_over_positions_by_default(batch):
@@ -110,8 +128,9 @@ def test_listmle_sums_over_positions_by_default(batch):
     s = cosm(z1, z2)
     assert RankingSettings(teachers={"run": "simcse"}).positions == "sum"
     got = float(listmle(s, t, 0.05))
-    assert got == pytest.approx(naive_listmle(s, t, 0.05), rel=1e-6)
+    assert got == pytest.approx(naive_listmle(s, t, 0.05, eps=1e-7), rel=1e-6)
     assert got == pytest.approx(len(s) * float(listmle(s, t, 0.05, "mean")), rel=1e-6)
+    assert float(listmle(s, t, 0.05, eps=0.0)) == pytest.approx(len(s) * float(listmle(s, t, 0.05, "mean", 0.0)), rel=1e-6)
 
 
 @pytest.mark.parametrize(("positions", "revision"), [("sum", "17c5226"), ("mean", "338e00d")])
@@ -119,7 +138,7 @@ def test_listmle_matches_the_released_computation(batch, positions, revision):
     z1, z2, t = batch
     got = listmle(cosm(z1, z2), t, 0.05, positions, eps=1e-7)
     assert float(got) == pytest.approx(float(released_listmle(t / 0.05, z1, z2, 0.05, revision=revision)), rel=1e-6)
-    assert float(listmle(cosm(z1, z2), t, 0.05, positions)) != pytest.approx(float(got), rel=1e-3)  # the eps matters here
+    assert float(listmle(cosm(z1, z2), t, 0.05, positions, eps=0.0)) != pytest.approx(float(got), rel=1e-3)  # the eps matters here
 
 
 def test_js_consistency_matches_the_definition(batch):
@@ -153,7 +172,7 @@ def test_objective_is_infonce_plus_beta_consistency_plus_gamma_rank(batch, loss)
     ctx = StepContext(z1=z1, z2=z2, temperature=0.05, step=0, total_steps=1, indices=torch.arange(6), all_indices=torch.arange(6))
     got, _ = obj(ctx)
     s = cosm(z1, z2)
-    rank = naive_listnet(s, t, 0.05, 0.05) if loss == "listnet" else naive_listmle(s, t, 0.05)  # positions summed
+    rank = naive_listnet(s, t, 0.05, 0.05) if loss == "listnet" else naive_listmle(s, t, 0.05, eps=1e-7)  # positions summed
     want = float(info_nce(ctx)) + 0.3 * float(js_consistency(s / 0.05, s.T / 0.05)) + 0.7 * rank
     assert float(got) == pytest.approx(want, rel=1e-6)
 

@@ -9,7 +9,8 @@ import torch.nn.functional as F
 from csebench.core.errors import ConfigError
 from csebench.objectives import validate_objectives
 from csebench.objectives.compose import Objective
-from csebench.objectives.smoothing import InstanceSmoothing, SmoothingSettings, cosine_alpha, spherical_kmeans
+from csebench.objectives.smoothing import (InstanceSmoothing, SmoothingSettings, cosine_alpha, pddp_groups,
+                                          spherical_kmeans)
 from runhelpers import assert_train_fails, has_term, random_step_context as make_ctx
 
 D = 8
@@ -167,6 +168,84 @@ def test_kmeans_loss_matches_equation_5():
     assert float(loss.detach()) == pytest.approx(0.1 * naive_smoothing_loss(ctx, smoothed), rel=1e-5)
 
 
+def naive_pddp_partition(members, groups):
+    """The released code's PDDP tree (dll-wu/IS-CSE simcse/models.py, find_neighbors_and_aggregation, mode 'pddp'),
+    step by step: X = set^T centred over the rows; groups - 1 times the first (largest) group's full SVD, its first
+    right singular vector split <= 0 | > 0, [L, R, rest] sorted by size; a split with an empty side puts the node
+    back (and the next pass repeats it). The vector's sign: ours (largest entry positive)."""
+    x = members.double().T
+    x = x - x.mean(-1, keepdim=True)
+    nodes, parts = [x], [list(range(members.shape[0]))]
+    for _ in range(1, groups):
+        node, idx = nodes[0], parts[0]
+        v = torch.linalg.svd(node)[2][0]
+        v = v * torch.sign(v[v.abs().argmax()])
+        left = [j for j, val in zip(idx, v.tolist()) if val <= 0]
+        right = [j for j, val in zip(idx, v.tolist()) if val > 0]
+        new_nodes, new_parts = nodes[1:], parts[1:]
+        if right:
+            new_nodes, new_parts = [node[:, v > 0]] + new_nodes, [right] + new_parts
+        if left:
+            new_nodes, new_parts = [node[:, v <= 0]] + new_nodes, [left] + new_parts
+        ordered = sorted(zip(new_nodes, new_parts), key=lambda t: len(t[1]), reverse=True)
+        nodes, parts = [t[0] for t in ordered], [t[1] for t in ordered]
+    return parts
+
+
+def naive_pddp_smoothed(query, others, groups, beta):
+    """Each h+ (row i of the set) attends to the rows of its own group: softmax_j(h+ . b_j / beta), sum w_j b_j."""
+    members = torch.cat([query, others]).double()
+    group_of = {j: g for g, part in enumerate(naive_pddp_partition(members, groups)) for j in part}
+    out = []
+    for i in range(query.shape[0]):
+        mates = [j for j in range(members.shape[0]) if group_of[j] == group_of[i]]
+        scores = [float(torch.dot(members[i], members[j])) / beta for j in mates]
+        top = max(scores)
+        weights = [math.exp(v - top) for v in scores]
+        out.append(sum(w / sum(weights) * members[j] for w, j in zip(weights, mates)))
+    return out
+
+
+def test_pddp_groups_match_the_released_tree_step_by_step():
+    g = torch.Generator().manual_seed(4)
+    for rows, groups in ((40, 8), (64, 64), (7, 3)):
+        x = F.normalize(torch.randn(rows, D, generator=g, dtype=torch.float64), dim=1)
+        gid = pddp_groups(x, groups)
+        got = sorted(sorted(torch.nonzero(gid == k).flatten().tolist()) for k in gid.unique().tolist())
+        assert got == sorted(sorted(p) for p in naive_pddp_partition(x, groups))
+    # rows are centred once, not per group: the tree stops well short of 64 groups, as the released loop does
+    assert 1 < len(naive_pddp_partition(x, 64)) and len(torch.unique(pddp_groups(F.normalize(torch.randn(64, D, generator=g), dim=1), 64))) < 64
+
+
+@pytest.mark.parametrize("push_first", [False, True])
+def test_pddp_loss_matches_the_released_group_attention(push_first):
+    settings = {"buffer_size": 24, "retrieval": "pddp", "clusters": 6, "beta": 2.0, "push_before_retrieval": push_first}
+    term = filled_term(settings)
+    previous = term.entries().clone()
+    ctx = make_ctx(b=5)
+    loss = term.extra_loss(ctx)
+    # the set: the 5 positives (differentiable), then the newest 24 - 5 rows of previous steps (push-first: the
+    # rows before the batch's own copies; the same rows)
+    query = F.normalize(ctx.z2.detach().double(), dim=1)
+    smoothed = naive_pddp_smoothed(query, previous[5:].double(), 6, 2.0)
+    assert len({tuple(sorted(p)) for p in naive_pddp_partition(torch.cat([query, previous[5:].double()]), 6)}) > 1
+    assert float(loss.detach()) == pytest.approx(0.1 * naive_smoothing_loss(ctx, smoothed), rel=1e-5)
+
+
+def test_pddp_gradient_reaches_the_in_batch_members_of_a_group():
+    """Released: the group's in-batch rows keep their gradient (``undetached_buf``); buffer rows are constants."""
+    term = InstanceSmoothing(SmoothingSettings(buffer_size=16, retrieval="pddp", clusters=4), D, 2)
+    g = torch.Generator().manual_seed(2)
+    z2 = torch.randn(6, D, generator=g, requires_grad=True)
+    bank = F.normalize(torch.randn(16, D, generator=g), dim=1).requires_grad_(True)
+    smoothed = term.smooth(z2, bank)
+    smoothed[0].sum().backward()
+    gid = pddp_groups(torch.cat([F.normalize(z2.detach(), dim=1), bank.detach()[6:]]), 4)
+    mates = (gid[:6] == gid[0]).tolist()
+    assert bank.grad is None
+    assert all((z2.grad[r].abs().sum() > 0) == mate for r, mate in enumerate(mates))
+
+
 # ------------------------------------------------------------------ stop-gradients, warm-up
 
 
@@ -235,7 +314,8 @@ def test_alpha_follows_training_progress():
 
 @pytest.mark.parametrize("bad,key", [
     ({"neighbors": 16, "buffer_size": 16}, "neighbors"), ({"beta": 0}, "beta"), ({"alpha": -0.1}, "alpha"),
-    ({"alpha_schedule": "linear"}, "alpha_schedule"), ({"retrieval": "pddp"}, "retrieval"),
+    ({"alpha_schedule": "linear"}, "alpha_schedule"), ({"retrieval": "pdp"}, "retrieval"),
+    ({"retrieval": "pddp", "clusters": 0}, "clusters"),
     ({"retrieval": "kmeans", "clusters": 2048}, "clusters"), ({"retrieval": "kmeans", "gamma": 1.5}, "gamma"),
     ({"buffer": 5}, "buffer"),
 ])

@@ -177,6 +177,53 @@ def test_cli_teacher_cache(tmp_path, teachers, capsys):
     assert meta["max_seq_length"] == 7 and meta["teacher_run"]["name"] == "simcse"
 
 
+def test_training_representation_cache_is_the_saved_heads_output(tmp_path, teachers, tiny_encoder):
+    """DCLR's complementary model as released (teacher_representation: training): the pooler's output through the
+    run's saved training head, as a converted SimCSE checkpoint's pooler_output; the bank refuses a cache of the other
+    representation in one line, and a cache written before the key existed counts as eval."""
+    from csebench.objectives.distillation import open_teacher_bank
+
+    corpus, ts = teachers
+    enc = tiny_encoder("cls", seed=3)
+    with torch.no_grad():  # a head far from the identity
+        enc.head.dense.weight.copy_(torch.randn(enc.head.dense.weight.shape, generator=torch.Generator().manual_seed(5)))
+    enc.save(tmp_path / "model")
+    caches = {}
+    for rep in ("eval", "training"):
+        caches[rep] = tmp_path / rep / "c.npy"
+        assert main(["teacher-cache", "--model", str(tmp_path / "model"), "--corpus", str(corpus), "--out",
+                     str(caches[rep]), "--max-seq-length", str(MAX_LEN), "--representation", rep]) == 0
+        meta = json.loads(meta_path(caches[rep]).read_text())
+        assert meta["representation"] == rep and meta["training_head"] == (rep == "training")
+    direct = load_encoder(tmp_path / "model").eval()
+    with torch.no_grad():
+        cls = torch.stack([direct.backbone(input_ids=torch.as_tensor([ids])).last_hidden_state[0, 0] for ids in
+                           direct.tokenizer(SENTENCES, truncation=True, max_length=MAX_LEN)["input_ids"]])
+        head = torch.nn.functional.normalize(torch.tanh(cls @ enc.head.dense.weight.T + enc.head.dense.bias), dim=-1)
+    np.testing.assert_allclose(np.load(caches["training"]), head.numpy(), atol=2e-5)
+    np.testing.assert_allclose(np.load(caches["eval"]), torch.nn.functional.normalize(cls, dim=-1).numpy(), atol=2e-5)
+    assert not np.allclose(np.load(caches["training"]), np.load(caches["eval"]), atol=1e-2)
+    for have, want in (("eval", "training"), ("training", "eval")):
+        with pytest.raises(DataError, match=f"holds the teacher's {have} representation, the student reads its {want}") as e:
+            open_teacher_bank("debiased_negatives", {"run": "simcse"}, 0, teacher_cache=[str(caches[have])],
+                              representation=want)
+        assert "\n" not in str(e.value)
+        TeacherBank([caches[want]], representation=want)
+    from csebench.objectives.debiased import DebiasedNegatives, DebiasedSettings  # the term reads what it is set to
+
+    released = DebiasedSettings(teachers={"run": "simcse"}, teacher_representation="training")
+    assert DebiasedNegatives(released, 32, 2, teacher_cache=[str(caches["training"])]).bank.rows == len(SENTENCES)
+    with pytest.raises(DataError, match="--representation training"):
+        DebiasedNegatives(released, 32, 2, teacher_cache=[str(caches["eval"])])
+    TeacherBank([ts[0][1]], representation="eval")
+    meta = json.loads(meta_path(ts[0][1]).read_text())
+    meta.pop("representation")
+    meta_path(ts[0][1]).write_text(json.dumps(meta))
+    TeacherBank([ts[0][1]], representation="eval")
+    with pytest.raises(DataError, match="holds the teacher's eval representation"):
+        TeacherBank([ts[0][1]], representation="training")
+
+
 # ------------------------------------------------ teachers that do not exist or do not fit the student, through the CLI
 
 

@@ -8,9 +8,10 @@ import os
 
 # ---- training (train.smk, teachers.smk)
 
-def teacher_caches_of(w):  # DistillCSE: its teachers' caches, each in the teacher run's own folder
-    suite, run = first_listed(w)
-    return [teacher_cache(PARAMS, suite, t, s) for t, s in teacher_jobs(PARAMS, suite, run, int(w.seed))]
+def teacher_caches_of(w):  # DistillCSE: its teachers' caches, each in the teacher run's own folder (DCLR's
+    suite, run = first_listed(w)  # teacher_representation: training reads teacher/training.npy, rule teacher_cache_training)
+    rep = teacher_representation(PARAMS, suite, run, int(w.seed))
+    return [teacher_cache(PARAMS, suite, t, s, rep) for t, s in teacher_jobs(PARAMS, suite, run, int(w.seed))]
 
 
 def prepared_for_train(w, files):  # a finished run is not retrained for data a build prepares after it (steps.py)

@@ -26,3 +26,29 @@ rule teacher_cache:
     shell:
         "csebench --threads {threads} teacher-cache {params.cfg} --model $(dirname {input.summary})/model --corpus {input.corpus}"
         " --out {output.emb} --max-seq-length {params.max_len} --cache-dir {params.cache} 2> {log}"
+
+
+# DCLR's complementary model as released (objectives.debiased_negatives.teacher_representation: training): the
+# teacher's pooler and the training head it saved (a SimCSE run's MLP over [CLS], as a SimCSE checkpoint converted
+# by simcse_to_huggingface.py gives it as pooler_output), in teacher/training.npy beside the evaluation cache.
+rule teacher_cache_training:
+    conda:
+        CONDA_ENV
+    input:
+        summary=f"{RUN}/train.json",
+        corpus=corpus_of,
+    output:
+        emb=f"{RUN}/teacher/training.npy",
+        meta=f"{RUN}/teacher/training.json",
+    params:
+        cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
+        max_len=teacher_max_len,
+        cache=f"{DATA}/cache",
+    resources:
+        gpu=1,
+    threads: config.get("threads", 4)
+    log:
+        f"{RUN}/logs/teacher_cache_training.log",
+    shell:
+        "csebench --threads {threads} teacher-cache {params.cfg} --model $(dirname {input.summary})/model --corpus {input.corpus}"
+        " --representation training --out {output.emb} --max-seq-length {params.max_len} --cache-dir {params.cache} 2> {log}"

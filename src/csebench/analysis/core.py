@@ -168,32 +168,44 @@ def stsb_sentences(senteval_root: str | os.PathLike, split: str = "test", max_pa
 def topk_negatives(encode: EncodeFn, corpus: Sequence[str], batch_sizes: Sequence[int] = (16, 32, 64, 128, 256, 512, 1024),
                    k: int = 4, repeats: int = 100, pool_size: int = 4096, seed: int = 0,
                    gaussian_ratio: int = 3) -> dict:
-    """Top-k negative-pair cosines of random batches of N corpus sentences, averaged over repeats.
+    """GS-InfoNCE Fig. 1 as its v1 text computes it: for each batch size N, ``repeats`` random batches of N
+    corpus sentences; in each, the N x N cosine matrix with its diagonal masked, each column sorted and its
+    top k rows kept (every sentence's k nearest other sentences), each rank averaged over the N sentences,
+    then over the batches (``topk_mean``; ``topk_std``: the std of the per-batch means over the batches).
 
-    A pool of ``pool_size`` distinct corpus sentences is embedded once; each repeat draws N of them
-    without replacement. ``gaussian`` is the same statistic for the cosines between the batch and
-    gaussian_ratio x N standard normal vectors (GS-InfoNCE's noise negatives, M = 3 x batch size)."""
+    The Gaussian side, over the same batches: each batch gets gaussian_ratio x N standard normal vectors
+    (GS-InfoNCE's noise negatives, M = 3 x batch size), and the same statistic is taken of every sentence's
+    cosines to them (``gaussian_topk_mean``, ``gaussian_topk_std``).
+
+    A pool of ``pool_size`` distinct corpus sentences is embedded once; each batch draws N of them without
+    replacement. A batch size of at most k sentences (no k other sentences) or above the pool is skipped."""
     rng = np.random.default_rng(seed)
     uniq = sorted(set(corpus))
     pool = [uniq[i] for i in rng.choice(len(uniq), size=min(pool_size, len(uniq)), replace=False)]
-    emb = encode(pool).double()
+    emb = encode(pool).float()  # float32 cosines: the statistic's error about 1e-7, half double's time
     gen = torch.Generator().manual_seed(seed)
     out = {}
     for n in batch_sizes:
-        if n > len(pool):
-            log.warning("batch size %d exceeds the pool of %d sentences; skipped", n, len(pool))
+        if n > len(pool) or n <= k:
+            log.warning("batch size %d: %s; skipped", n, f"exceeds the pool of {len(pool)} sentences" if n > len(pool)
+                        else f"a sentence has fewer than k = {k} other sentences")
             continue
         idx = np.stack([rng.choice(len(pool), size=n, replace=False) for _ in range(repeats)])
-        chunks = [M.topk_negatives_batched(emb, idx[i:i + max(1, 2 ** 22 // (n * n))], k)
-                  for i in range(0, repeats, max(1, 2 ** 22 // (n * n)))]
-        top = np.concatenate(chunks)  # (repeats, k)
-        x = torch.nn.functional.normalize(emb[torch.as_tensor(idx[0])], dim=-1)
-        noise = torch.nn.functional.normalize(torch.randn(gaussian_ratio * n, emb.shape[1], generator=gen, dtype=torch.float64), dim=-1)
-        gtop = torch.topk((x @ noise.T).flatten(), k).values.numpy()
+        chunk = max(1, 2 ** 22 // (n * n))  # batches per vectorized step: about 4M cosines of the batch matrices
+        tops, gtops = [], []
+        for i in range(0, repeats, chunk):
+            b = idx[i:i + chunk]
+            tops.append(M.topk_neighbours_batched(emb, b, k))
+            noise = torch.randn(len(b), gaussian_ratio * n, emb.shape[1], generator=gen)  # float32: cosines near 0
+            gtops.append(M.topk_noise_batched(emb, b, noise, k))
+        top, gtop = np.concatenate(tops), np.concatenate(gtops)  # (repeats, k) each
         out[str(n)] = {"topk_mean": [float(v) for v in top.mean(0)], "topk_std": [float(v) for v in top.std(0)],
-                       "mean_of_topk": float(top.mean()), "gaussian_topk": [float(v) for v in gtop]}
-    return {"analysis": "topk_negatives", "k": k, "repeats": repeats, "pool_size": len(pool), "seed": seed,
-            "batch_sizes": out}
+                       "mean_of_topk": float(top.mean()),
+                       "gaussian_topk_mean": [float(v) for v in gtop.mean(0)],
+                       "gaussian_topk_std": [float(v) for v in gtop.std(0)]}
+    return {"analysis": "topk_negatives", "statistic": "per-sentence top-k (diagonal masked), mean over the batch's "
+            "sentences, then over batches (GS-InfoNCE v1)", "k": k, "repeats": repeats, "pool_size": len(pool),
+            "seed": seed, "gaussian_ratio": gaussian_ratio, "batch_sizes": out}
 
 
 # ------------------------------------------------------------------ DistillCSE Fig. 1, Tables 1-2
@@ -310,11 +322,40 @@ def projected_sts(encode: EncodeFn, senteval_root: str | os.PathLike, dims: Sequ
 
 # ------------------------------------------------------------------ IS-CSE Table 9
 
+REPRESENTATION_TEXT = {"training": "the training representation (the run's saved training head, dropout off), as "
+                                   "IS-CSE's kNN retrieves", "eval": "the evaluation embedding"}
+
+
+def training_representation(enc, model_dir: str, batch_size: int | None = None) -> tuple[EncodeFn, dict]:
+    """What IS-CSE's kNN retrieves on during training, for a saved run: the pooler and the training head the run
+    saved (SimCSE's MLP over [CLS]; a run without one: its pooled output, which is then what it trained on),
+    the sentences truncated at the run's max_seq_length as training tokenizes them (training_config.json, else
+    32), l2-normalized by the retrieval. The released code (dll-wu/IS-CSE simcse/models.py) retrieves on view 2
+    of a training step, i.e. with dropout on; here the model is in eval mode (dropout off), so that the table is
+    one deterministic function of the run: the dropout-free centre of the views training retrieved on (a
+    buffer of training views also mixes older models' outputs, which a finished run cannot give back).
+    Returns (encode, what it is: ``representation``, ``head``, ``max_seq_length``)."""
+    from csebench.analysis.distill import attach_training_head, batch_embedder, run_settings
+
+    head = attach_training_head(enc, model_dir)
+    max_len = run_settings(model_dir)[1] or 32
+    embed = batch_embedder(enc, int(max_len), train_head=head)
+    size = batch_size or 64
+
+    def encode(sentences: list[str]) -> torch.Tensor:
+        parts = [embed(sentences[i:i + size]) for i in range(0, len(sentences), size)]
+        return torch.cat(parts) if parts else torch.empty(0, enc.out_dim)
+
+    return encode, {"representation": "training", "head": bool(head), "max_seq_length": int(max_len),
+                    "dropout": "off (eval mode)"}
+
+
 def retrieve_neighbours(encode: EncodeFn, corpus: Sequence[str], queries: Sequence[str] | None = None,
                         buffer_size: int = 1024, k: int = 3, n_queries: int = 4, seed: int = 0) -> dict:
     """Fill a buffer with the embeddings of ``buffer_size`` random corpus sentences (IS-CSE's memory
     of size L) and retrieve each query's k nearest buffer sentences by cosine. Without ``queries``,
-    ``n_queries`` other random corpus sentences are the queries."""
+    ``n_queries`` other random corpus sentences are the queries. ``encode`` gives the representation
+    retrieved on (IS-CSE Table 9: ``training_representation``)."""
     rng = np.random.default_rng(seed)
     uniq = sorted(set(corpus))
     perm = rng.permutation(len(uniq))
@@ -333,7 +374,10 @@ def neighbours_markdown(res: dict, title: str = "") -> str:
     """IS-CSE Table 9 layout: a query row, then its retrieved sentences ranked 1..k."""
     esc = lambda s: s.replace("|", "\\|")  # noqa: E731
     lines = [f"## {title}" if title else "", "",
-             f"Buffer of L = {res['buffer_size']} corpus sentences; top {res['k']} by cosine similarity.", "",
+             f"Buffer of L = {res['buffer_size']} corpus sentences; top {res['k']} by cosine similarity of "
+             f"{REPRESENTATION_TEXT.get(res.get('representation'), 'the embeddings')}"
+             + (" (the run has no training head: its pooled output)" if res.get("representation") == "training"
+                and not res.get("head") else "") + ".", "",
              "| | Rank | Sentence | Cosine |", "|---|---|---|---|"]
     for it in res["items"]:
         lines.append(f"| **Query** | | {esc(it['query'])} | |")

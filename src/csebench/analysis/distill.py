@@ -146,16 +146,10 @@ def batch_embedder(enc, max_seq_length: int, train_head: bool) -> EncodeFn:
 
 
 def attach_training_head(enc, model_dir: str) -> bool:
-    """Give a saved cls-pooler model its training MLP head back; True if it has one."""
-    from csebench.model.encoder import MLPHead, has_head_weights, load_head_weights, read_encoder_meta
+    """Give a saved cls-pooler model its training head back; True if it has one (model.encoder.attach_saved_head)."""
+    from csebench.model.encoder import attach_saved_head
 
-    if enc.head is not None:
-        return True
-    if read_encoder_meta(model_dir).get("pooler") != "cls" or not has_head_weights(model_dir):
-        return False
-    head = load_head_weights(MLPHead(enc.hidden_size), model_dir)
-    enc.head = head.to(next(enc.parameters()).device)
-    return True
+    return attach_saved_head(enc, model_dir)
 
 
 def run_settings(model_dir: str) -> tuple[DistillationSettings | None, int | None]:

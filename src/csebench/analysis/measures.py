@@ -6,7 +6,9 @@ Definitions:
   uniformity     log E_{x,y~p_data} exp(-t ||f(x) - f(y)||_2^2) over distinct pairs, t = 2.
   SetSim         SSCL Eq. 2: cosine of one sentence's representations at adjacent layers.
   TokSim         SSCL Eq. 1: 1/(m(m-1)) sum_{u != v} cos(x_u, x_v) over a sentence's m tokens.
-  top-k negatives GS-InfoNCE Fig. 1: the k largest cosines among the N(N-1)/2 negative pairs of a batch.
+  top-k neighbours GS-InfoNCE Fig. 1 (v1's text): the batch's N x N cosine matrix, diagonal masked, each
+                 column sorted and its top k rows kept (each sentence's k nearest other sentences), each
+                 rank averaged over the N sentences; the same of each sentence against Gaussian noise vectors.
   sharpness, KL  DistillCSE Fig. 1 / Table 1: sorted logit curves, Gaussian and histogram KL.
   teacher variance DistillCSE Table 2: std across teachers, Gaussian differential entropy.
 """
@@ -67,22 +69,39 @@ def toksim(hidden, mask) -> np.ndarray:
 
 # ------------------------------------------------------------------ GS-InfoNCE
 
-def topk_negative_similarities(emb, k: int = 4) -> np.ndarray:
-    """The k largest cosine similarities among the distinct negative pairs (i < j) of one batch."""
-    x = F.normalize(_t(emb).double(), dim=-1)
-    sim = x @ x.T
-    iu = torch.triu_indices(len(x), len(x), offset=1)
-    return torch.topk(sim[iu[0], iu[1]], k).values.numpy()
+def topk_neighbour_similarities(emb, k: int = 4) -> np.ndarray:
+    """GS-InfoNCE Fig. 1 of one batch (rows of ``emb``): the (k,) curve whose entry r is the cosine of each
+    sentence's r-th most similar other sentence of the batch, averaged over the N sentences."""
+    return topk_neighbours_batched(emb, np.arange(len(emb))[None, :], k)[0]
 
 
-def topk_negatives_batched(emb, batch_idx, k: int = 4) -> np.ndarray:
-    """Top-k negative cosines of many batches at once: emb (P, d) pool, batch_idx (R, N) rows of a
-    pool; returns (R, k). Vectorized over the R repeats."""
-    x = F.normalize(_t(emb).double(), dim=-1)[_t(batch_idx).long()]  # (R, N, d)
+def topk_neighbours_batched(emb, batch_idx, k: int = 4) -> np.ndarray:
+    """``topk_neighbour_similarities`` of many batches at once: emb (P, d) pool, batch_idx (R, N) rows of the
+    pool; returns (R, k). As GS-InfoNCE v1 says: the N x N cosine matrix of a batch, its diagonal (a sentence
+    with itself) masked, each column sorted descending and its top k rows kept (the k closest neighbours of
+    each sentence), each of those rows averaged over the N columns. Vectorized over the R batches; in the
+    embeddings' precision (float32 at least)."""
+    e = _t(emb)
+    x = F.normalize(e.to(torch.promote_types(e.dtype, torch.float32)), dim=-1)[_t(batch_idx).long()]  # (R, N, d)
+    n = x.shape[1]
+    if not 1 <= k < n:
+        raise ValueError(f"top-{k} neighbours need a batch of more than {k} sentences, got {n}")
     sim = x @ x.transpose(1, 2)
-    n = sim.shape[-1]
-    iu = torch.triu_indices(n, n, offset=1)
-    return torch.topk(sim[:, iu[0], iu[1]], k, dim=-1).values.numpy()
+    sim.diagonal(dim1=1, dim2=2).fill_(float("-inf"))
+    # the matrix is symmetric, so sentence j's column is its row (contiguous): its k largest, then each rank's mean
+    return torch.topk(sim, k, dim=2).values.mean(1).double().numpy()
+
+
+def topk_noise_batched(emb, batch_idx, noise, k: int = 4) -> np.ndarray:
+    """The Gaussian side of GS-InfoNCE Fig. 1 for R batches: each sentence's k largest cosines to its batch's
+    noise vectors ``noise`` (R, M, d), each rank averaged over the N sentences; returns (R, k). In the
+    noise's dtype (float32 noise: the sentences are cast to it)."""
+    noise = _t(noise)
+    x = F.normalize(_t(emb).to(noise.dtype), dim=-1)[_t(batch_idx).long()]  # (R, N, d)
+    if not 1 <= k <= noise.shape[1]:
+        raise ValueError(f"top-{k} noise similarities need at least {k} noise vectors, got {noise.shape[1]}")
+    sim = x @ F.normalize(noise, dim=-1).transpose(1, 2)  # (R, N, M)
+    return torch.topk(sim, k, dim=2).values.mean(1).double().numpy()
 
 
 # ------------------------------------------------------------------ DistillCSE

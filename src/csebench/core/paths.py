@@ -74,9 +74,11 @@ def eval_analysis(eval_folder: str, name: str, ext: str = "json") -> str:
     return f"{eval_folder}/analysis/{name}.{ext}"
 
 
-def teacher_cache(run_folder: str) -> str:
-    """A teacher run's cached corpus embeddings (DistillCSE), in its own folder."""
-    return f"{run_folder}/teacher/embeddings.npy"
+def teacher_cache(run_folder: str, representation: str = "eval") -> str:
+    """A teacher run's cached corpus embeddings (DistillCSE), in its own folder: of its evaluation embedding
+    (``eval``), or of its training representation, pooler and saved training head (``training``: DCLR's
+    complementary model as released, ``teacher_representation: training``)."""
+    return f"{run_folder}/teacher/" + ("embeddings.npy" if representation == "eval" else f"{representation}.npy")
 
 
 

@@ -795,6 +795,27 @@ def load_head_weights(head: nn.Module, model_dir: str | os.PathLike) -> nn.Modul
     return head
 
 
+def attach_saved_head(enc: "SentenceEncoder", model_dir: str | os.PathLike) -> bool:
+    """Give a saved cls-pooler model, loaded for evaluation (no head), the training head it saved back (SimCSE's
+    MLP, or DiffCSE's BatchNorm head, told apart by the saved weights' names), so that ``enc(..., train_head=True)``
+    gives the training representation, as a converted SimCSE checkpoint's ``pooler_output`` does. True if the
+    model has a training head (also one already attached, or a projection head kept at evaluation)."""
+    if enc.head is not None:
+        return True
+    if read_encoder_meta(model_dir).get("pooler") != "cls" or not has_head_weights(model_dir):
+        return False
+    head: nn.Module = MLPHead(enc.hidden_size)
+    saved = Path(model_dir) / HEAD_FILE
+    if saved.is_file():  # else load_head_weights refuses the older pickle with its one line
+        from safetensors import safe_open
+
+        with safe_open(str(saved), "pt") as fh:
+            if "dense.weight" not in set(fh.keys()):
+                head = BatchNormHead(enc.hidden_size)
+    enc.head = load_head_weights(head, model_dir).to(next(enc.parameters()).device)
+    return True
+
+
 def read_encoder_meta(model_dir: str | os.PathLike) -> dict:
     """csebench's metadata of a saved model ({} for other folders and hub ids)."""
     meta = Path(model_dir) / ENCODER_META

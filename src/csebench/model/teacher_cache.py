@@ -67,7 +67,8 @@ class TeacherBank:
 
     def __init__(self, paths: list[str | os.PathLike], corpus_size: int | None = None,
                  corpus_path: str | os.PathLike | None = None, tokenizer=None, max_seq_length: int | None = None,
-                 expected_runs: list[tuple[str, str, int]] | None = None, in_memory_limit: int = IN_MEMORY_LIMIT):
+                 expected_runs: list[tuple[str, str, int]] | None = None, in_memory_limit: int = IN_MEMORY_LIMIT,
+                 representation: str | None = None):
         if not paths:
             raise ConfigError("DistillCSE needs at least one teacher cache")
         self.paths = [Path(p) for p in paths]
@@ -88,6 +89,10 @@ class TeacherBank:
                 raise DataError(f"teacher cache {p}: the teacher ({meta['model']}) uses a different tokenizer than the "
                                 f"student (fingerprint {meta['tokenizer']} vs {tok}); teacher and student must share "
                                 f"one tokenizer so both see the same sentences")
+            if representation is not None and meta.get("representation", "eval") != representation:
+                raise DataError(f"teacher cache {p} holds the teacher's {meta.get('representation', 'eval')} representation, "
+                                f"the student reads its {representation} one; build it with `csebench teacher-cache "
+                                f"--representation {representation}`")
             if max_seq_length is not None and meta["max_seq_length"] != max_seq_length:
                 raise DataError(f"teacher cache {p} was tokenized with max length {meta['max_seq_length']}, the student "
                                 f"trains with {max_seq_length}; rebuild it with --max-seq-length {max_seq_length}")

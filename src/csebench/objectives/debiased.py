@@ -35,11 +35,20 @@ evaluation loads the saved model with its mask. Default ``masked``: nothing read
 numbers were trained with that forward (docs/methods.md, DCLR).
 
 The complementary model is a frozen SimCSE run of the same suite, read through the teacher machinery
-DistillCSE uses (``teachers: {run: simcse}``; ``csebench teacher-cache`` caches its corpus embeddings).
+DistillCSE uses (``teachers: {run: simcse}``; ``csebench teacher-cache`` caches its corpus embeddings), in the
+representation ``teacher_representation`` names: ``eval`` (the default), its evaluation embedding, the raw [CLS]
+state; ``training``, its [CLS] state through the MLP head the run saved, which is what the released code compares
+(teacher/training.npy, ``csebench teacher-cache --representation training``).
 Every difference from the released code (the same list as docs/methods.md, DCLR):
-  * sim_C: there the frozen SimCSE checkpoint's pooler output of the batch's two dropout views (the frozen
-    model in training mode, run without an attention mask too) compared against phi x 20 = phi / tau at
-    tau = 0.05; here the cosine of a SimCSE run's cached embeddings (dropout-free, masked) against phi;
+  * sim_C, head against raw [CLS]: there the frozen checkpoint's ``encoder.pooler`` output, which for the SimCSE
+    checkpoint run.sh names (princeton-nlp's, converted by SimCSE's simcse_to_huggingface.py, which renames
+    ``mlp`` to ``pooler``) is SimCSE's trained MLP head over [CLS]; here, by default, the raw [CLS] state of a
+    SimCSE run (``teacher_representation: training`` reads the run's saved head instead: the ``dclr`` method of
+    params.yaml sets it);
+  * sim_C's views: there the frozen model's outputs on the batch's two dropout views (in training mode, run
+    without an attention mask too) compared against phi x 20 = phi / tau at tau = 0.05; here the cosine of
+    the run's cached corpus embeddings (dropout-free, masked) against phi, a SimCSE run of the suite rather than
+    the released SimCSE checkpoint;
   * the representation: there the backbone's pretrained pooler (dense + tanh, trained along) over [CLS], then the
     MLP head in training, and that pooler's output without the head in the dev scores (models.py 767); here
     the [CLS] state, then the MLP head in training and the raw [CLS] state in the dev scores, as SimCSE (the
@@ -47,7 +56,11 @@ Every difference from the released code (the same list as docs/methods.md, DCLR)
   * attention (default): masked here, unmasked there (``attention: unmasked`` selects it; the dev batches' padding
     then follows csebench's length-sorted batches, not SentEval's);
   * precision: fp32 there (run.sh's --fp16 commented out), ``precision: auto`` here;
-  * one process only here (its large rows train on 4 GPUs from SimCSE-large checkpoints: not run).
+  * one process only here (its large rows train on 4 GPUs from SimCSE-large checkpoints: not run). In run.sh's
+    large rows (``--is_base False``) the complementary model is still SimCSE-base (``--c_model_name_or_path
+    unsup-simcse-bert-base-uncased`` / ``-roberta-base``) with its head: ``is_base`` only skips the trained
+    model's extra MLP (models.py 588: ``if is_base and is_fix == False``), so the large model trains on its
+    own pooler, i.e. the SimCSE-large head it starts from, and no MLP is added.
 The paper's own equations were not readable here (only its opening); the settings' sources are in
 docs/methods.md.
 """
@@ -62,7 +75,7 @@ import torch
 import torch.nn.functional as F
 
 from csebench.core.errors import ConfigError
-from csebench.study.teacherspec import parse_teachers
+from csebench.study.teacherspec import TEACHER_REPRESENTATIONS, parse_teachers
 from csebench.objectives.base import ObjectiveTerm, StepContext, cosine_matrix
 from csebench.objectives.contrastive import contrastive_logits
 
@@ -85,6 +98,9 @@ class DebiasedSettings:
     noise_weighted: bool = False  # the noise steps' loss with the instance weights (released: without)
     seed: int | None = None  # base seed of the noise draws; None: the run's seed
     attention: str = "masked"  # masked | unmasked: the encoder attends to padding in training and dev selection (released)
+    # the complementary model's representation: eval (its evaluation embedding: raw [CLS] for a SimCSE run) | training
+    # (its pooler and saved MLP head: a converted SimCSE checkpoint's pooler_output, what the released code compares)
+    teacher_representation: str = "eval"
 
     def validate(self, where: str) -> None:
         parse_teachers(self.teachers, where)
@@ -94,6 +110,9 @@ class DebiasedSettings:
             raise ConfigError(f"{where}.false_negatives: unknown '{self.false_negatives}' (valid: {', '.join(FALSE_NEGATIVES)})")
         if self.attention not in ATTENTIONS:
             raise ConfigError(f"{where}.attention: unknown '{self.attention}' (valid: {', '.join(ATTENTIONS)})")
+        if self.teacher_representation not in TEACHER_REPRESENTATIONS:
+            raise ConfigError(f"{where}.teacher_representation: unknown '{self.teacher_representation}' "
+                              f"(valid: {', '.join(TEACHER_REPRESENTATIONS)})")
         if not -1 <= self.threshold <= 1:
             raise ConfigError(f"{where}.threshold must be a cosine in [-1, 1], got {self.threshold}")
         if self.noise_ratio < 0:
@@ -169,7 +188,7 @@ class DebiasedNegatives(ObjectiveTerm):
             from csebench.objectives.distillation import open_teacher_bank
 
             bank = open_teacher_bank(self.key, settings.teachers, run_seed, run_config, corpus_size, teacher_cache,
-                                     corpus_path, tokenizer)
+                                     corpus_path, tokenizer, representation=settings.teacher_representation)
         self.bank = bank
         self._masked = torch.zeros(())
 

@@ -250,10 +250,12 @@ def distill_loss(student: torch.Tensor, teacher: torch.Tensor, tau_s: float, tau
 
 
 def open_teacher_bank(key: str, teachers, seed: int, run_config=None, corpus_size: int | None = None,
-                      teacher_cache: list[str] | None = None, corpus_path: str | None = None, tokenizer=None):
+                      teacher_cache: list[str] | None = None, corpus_path: str | None = None, tokenizer=None,
+                      representation: str = "eval"):
     """The frozen teachers' cached corpus embeddings (csebench.model.teacher_cache.TeacherBank) for the term
     ``objectives.<key>`` (DistillCSE's teachers, DCLR's complementary model, RankCSE's teachers),
-    checked against the runs its ``teachers`` setting names."""
+    checked against the runs its ``teachers`` setting names and the ``representation`` it reads (eval: the
+    teachers' evaluation embeddings; training: their pooler and saved training head)."""
     from csebench.model.teacher_cache import TeacherBank
 
     if not teacher_cache:
@@ -269,7 +271,7 @@ def open_teacher_bank(key: str, teachers, seed: int, run_config=None, corpus_siz
     return TeacherBank(
         teacher_cache, corpus_size=corpus_size, corpus_path=corpus_path, tokenizer=tokenizer,
         max_seq_length=run_config.training.max_seq_length if run_config is not None else None,
-        expected_runs=expected_runs)
+        expected_runs=expected_runs, representation=representation)
 
 
 class Distillation(ObjectiveTerm):

@@ -9,7 +9,8 @@ consistency between the two dropout views.
       L_rank = mean_i  - sum_{j != i} softmax_j(t_ij / tau_t) log softmax_j(s_ij / tau_s)
   ListMLE (``loss: listmle``), over all j (the positive included), pi_i sorting t_i. descending:
       L_rank = mean_i  sum_k [ log sum_{m >= k} e^{s_{i pi(m)}/tau_s} - s_{i pi(k)}/tau_s ]
-      (``positions: mean`` divides each row's sum by its B positions)
+      (``positions: mean`` divides each row's sum by its B positions; ``listmle_eps``, default 1e-7: the log is
+      log(sum_{m >= k} e^{s_{i pi(m)}/tau_s - c_i} + eps) + c_i, c_i the row's largest s_ij/tau_s)
   consistency: Jensen-Shannon divergence of the rows of softmax(s / tau) and softmax(s^T / tau)
       (view 1 against view 2, and view 2 against view 1), mean over rows.
 
@@ -21,15 +22,19 @@ by alpha; equal weights = alpha 0.5).
 
 Sources: the paper's text is not readable from here. The code read (perceptiveshawty/RankCSE, a
 community implementation by someone who is not an author, its README says; rankcse/models.py,
-trainers.py, run_rankcse.sh) gives: tau_s = tau_t = tau2 = 0.05 (the ListNet class builds a tau/2
-teacher similarity that its forward never uses), beta = gamma = 1, ListMLE, batch 128, lr 3e-5, fp16; its
-README quotes the paper for a ListNet teacher temperature tau2 / 2. Its ListMLE sums each row's loss over
+trainers.py, run_rankcse.sh, at its head 17c5226) gives: the student's scores are cos / --temp (models.py's
+cls.sim, the InfoNCE logits themselves) and only the teacher's are divided by --tau2 (trainers.py 508, 526-527),
+both 0.05 in run_rankcse.sh, so tau_s = --temp and tau_t = --tau2 (the ListNet and ListMLE classes build
+Similarity(tau2) and, for ListNet, Similarity(tau2 / 2) objects that their forwards never use); beta = gamma = 1,
+ListMLE, batch 128, lr 3e-5, fp16; its README quotes the paper for a ListNet teacher temperature tau2 / 2. Its
+ListMLE adds 1e-7 inside the log (log(sum + 1e-7) after the row's largest logit is taken out): ``listmle_eps``,
+1e-7 by default, 0 the plain log (this term's default until issue 64). Its ListMLE sums each row's loss over
 the ranked positions and averages the rows (``positions: sum``): what its head computes, since its commit
 3f04480 ("Fix ListMLE loss reduction"); its earlier revision 338e00d averaged over the positions as well
 (``positions: mean``, a term B times smaller at batch B). Neither revision printed a number: the printed
 rows are the authors' withdrawn ICLR 2023 submission's, whose code is not this one (docs/methods.md).
-Defaults here: ListMLE summed over positions, tau_s 0.05, tau_t 0.05 (listnet: the README's paper value
-0.025 is selectable), beta = gamma = 1: not checked against the paper's text.
+Defaults here: ListMLE summed over positions with eps 1e-7, tau_s 0.05, tau_t 0.05 (listnet: the README's paper
+value 0.025 is selectable), beta = gamma = 1: not checked against the paper's text.
 
 The community code's consistency term (``consistency: released``) is not the JS divergence: it
 clamps log((p+q)/2) at 1e-7 from below, which turns every entry into 1e-7, so it computes
@@ -58,13 +63,13 @@ REDUCTIONS = ("mean", "sum")
 class RankingSettings:
     teachers: Any = None  # {run: simcse, seeds: [..]}: runs of the same suite
     loss: str = "listmle"  # listnet | listmle
-    student_temperature: float = 0.05  # tau_s
-    teacher_temperature: float = 0.05  # tau_t (ListNet in the paper, per the code's README: tau_s / 2)
+    student_temperature: float = 0.05  # tau_s: the community code's --temp (its student scores are the InfoNCE logits)
+    teacher_temperature: float = 0.05  # tau_t: the community code's --tau2 (ListNet in the paper, per its README: tau_s / 2)
     weight: float = 1.0  # gamma
     consistency_weight: float = 1.0  # beta
     consistency: str = "js"  # js (the paper's divergence) | released (what the community code computes) | none
     positions: str = "sum"  # ListMLE over the ranked positions: sum (community code's head) | mean (its revision 338e00d)
-    listmle_eps: float = 0.0  # ListMLE: log(sum + eps); the community code adds 1e-7, which caps each position's loss
+    listmle_eps: float = 1.0e-7  # ListMLE: log(sum + eps), the community code's 1e-7 (caps each position's loss); 0: the plain log
 
     def validate(self, where: str) -> None:
         parse_teachers(self.teachers, where)
@@ -88,7 +93,7 @@ def listnet(student: torch.Tensor, teacher: torch.Tensor, tau_s: float, tau_t: f
 
 
 def listmle(student: torch.Tensor, teacher: torch.Tensor, tau_s: float, positions: str = "sum",
-            eps: float = 0.0) -> torch.Tensor:
+            eps: float = 1.0e-7) -> torch.Tensor:
     """ListMLE: the negative log-likelihood of the teacher's order under the student's Plackett-Luce model, each
     row's positions summed (``positions: mean``: averaged), the rows averaged (``eps``: log(sum + eps) after
     subtracting the row's maximum, as the community code)."""

@@ -27,9 +27,27 @@ Paper vs released code (dll-wu/IS-CSE):
   * warm-up: the paper is silent on a partly empty buffer; the code skips the smoothing loss
     until the buffer is full. We do the same by default (``wait_for_full_buffer``); with it off,
     retrieval uses the filled rows once there are at least k (K-means: k') of them.
-  * K-means is described in the paper but not in the released code; gamma is not published
-    (default 0.5 is ours). We run spherical k-means (cosine) on the buffer each step, started
-    from k' evenly spaced buffer rows so it is deterministic and identical on every rank.
+  * K-means (Eq. 5, ``retrieval: kmeans``) is not in the released code, nor is gamma published (default 0.5
+    is ours). We run spherical k-means (cosine) on the buffer each step, started from k' evenly spaced
+    buffer rows so it is deterministic and identical on every rank.
+  * The released code's other grouping, ``pddp`` (``find_neighbors_and_aggregation(mode='pddp')``; its
+    training forward calls mode 'knn' only), is selectable as ``retrieval: pddp``: the set is the batch's
+    positives h+ (with their gradient) followed by the newest L - B buffer rows of previous steps (the
+    released buffer after its push, the batch's copies replaced by the differentiable rows); the rows are
+    centred once, on the whole set, and split by Principal Direction Divisive Partitioning into at most
+    ``clusters`` groups (released: buffer_size // 16 = 1024 // 16 = 64, Table 3's number): the largest group is
+    split by the sign of its top singular vector over its rows (<= 0 | > 0), the groups re-sorted by size
+    (stable, largest first); each h+ attends to the members of its own group,
+        h^{s+} = softmax_{j in group(h+)}(h+ . b_j / beta) b_j                                  (released, beta 2)
+    an attention over the group rather than Eq. 5's gamma-mix with a centre, and the in-batch members keep
+    their gradient (released: ``undetached_buf``). As released, a group is not re-centred before it is split,
+    so once the largest group's singular vector has one sign the split is a no-op and the released loop repeats
+    it to its end: the tree stops there (here, the loop ends): on random buffers of 1024 rows it stops at
+    5-9 groups, not 64. The sign of a singular vector is arbitrary (LAPACK's there); ours has its largest entry
+    positive, which decides only rows at exactly 0 and the order of two halves of equal size. Which grouping
+    printed Table 3's "K-means" column is not known: the paper describes Eq. 5, the released code holds only
+    this one (with Table 3's 64), which its own training forward does not call. The tree is built on the host
+    in float64 (one copy of the set per step; its shapes depend on the data).
 Under DDP the gathered positives (ctx.z2) are pushed, so every rank holds the same buffer.
 """
 
@@ -45,7 +63,7 @@ import torch.nn.functional as F
 from csebench.core.errors import ConfigError
 from csebench.objectives.base import ObjectiveTerm, StepContext, cosine_matrix
 
-RETRIEVALS = ("knn", "kmeans")
+RETRIEVALS = ("knn", "kmeans", "pddp")
 ALPHA_SCHEDULES = ("constant", "cosine")
 
 
@@ -58,8 +76,8 @@ class SmoothingSettings:
     alpha_schedule: str = "constant"  # constant | cosine (Eq. 8)
     alpha_start: float = 0.005  # Eq. 8
     alpha_end: float = 0.05  # Eq. 8
-    retrieval: str = "knn"  # knn (paper's choice) | kmeans (Eq. 5)
-    clusters: int = 64  # k' for kmeans
+    retrieval: str = "knn"  # knn (paper's choice) | kmeans (Eq. 5) | pddp (the released code's group mode)
+    clusters: int = 64  # k' for kmeans; pddp: the most groups (released: buffer_size // 16)
     gamma: float = 0.5  # Eq. 5 (value not published)
     kmeans_iterations: int = 10  # Lloyd iterations per step
     push_before_retrieval: bool = False  # true: released code's order (push, then skip the top hit)
@@ -81,9 +99,9 @@ class SmoothingSettings:
                 raise ConfigError(f"{where}.{name} must be >= 0, got {getattr(self, name)}")
         if self.alpha_schedule not in ALPHA_SCHEDULES:
             raise ConfigError(f"{where}.alpha_schedule: unknown '{self.alpha_schedule}' (valid: {', '.join(ALPHA_SCHEDULES)})")
+        if self.retrieval in ("kmeans", "pddp") and not 1 <= self.clusters <= self.buffer_size:
+            raise ConfigError(f"{where}.clusters must be in [1, buffer_size={self.buffer_size}], got {self.clusters}")
         if self.retrieval == "kmeans":
-            if not 1 <= self.clusters <= self.buffer_size:
-                raise ConfigError(f"{where}.clusters must be in [1, buffer_size={self.buffer_size}], got {self.clusters}")
             if not 0 <= self.gamma <= 1:
                 raise ConfigError(f"{where}.gamma must be in [0, 1], got {self.gamma}")
             if self.kmeans_iterations < 1:
@@ -115,6 +133,39 @@ def spherical_kmeans(x: torch.Tensor, k: int, iterations: int) -> torch.Tensor:
         counts = torch.zeros(k, dtype=torch.long, device=x.device).scatter_add_(0, assign, torch.ones_like(assign))
         centres = torch.where((counts > 0).unsqueeze(1), F.normalize(sums, dim=1), centres)
     return centres
+
+
+def _top_direction(rows: torch.Tensor) -> torch.Tensor:
+    """The top left singular vector of ``rows`` (n, d): one coordinate per row, its largest entry positive
+    (a singular vector's sign is arbitrary). From the smaller Gram matrix's top eigenvector."""
+    if rows.shape[0] <= rows.shape[1]:
+        u = torch.linalg.eigh(rows @ rows.T).eigenvectors[:, -1]
+    else:
+        u = rows @ torch.linalg.eigh(rows.T @ rows).eigenvectors[:, -1]
+    return u * torch.sign(u[u.abs().argmax()])
+
+
+def pddp_groups(x: torch.Tensor, groups: int) -> torch.Tensor:
+    """The group of each row of ``x`` (n, d) under the released IS-CSE code's PDDP tree (module docstring):
+    the rows centred once; ``groups`` - 1 times the largest group is split by the sign of its top singular
+    vector (<= 0 first, then > 0) and the groups re-sorted by size, largest first (stable); a split that
+    leaves one side empty ends the tree (the released loop would repeat it). Returns (n,) group ids
+    (on x's device)."""
+    rows = x.detach().to("cpu", torch.float64)
+    rows = rows - rows.mean(0)
+    parts = [torch.arange(rows.shape[0])]
+    for _ in range(groups - 1):
+        node = parts[0]
+        if node.numel() < 2:
+            break
+        right = _top_direction(rows[node]) > 0
+        if bool(right.all()) or not bool(right.any()):
+            break
+        parts = sorted([node[~right], node[right], *parts[1:]], key=len, reverse=True)
+    gid = torch.empty(rows.shape[0], dtype=torch.long)
+    for g, members in enumerate(parts):  # at most `groups` groups, once per step
+        gid[members] = g
+    return gid.to(x.device)
 
 
 class InstanceSmoothing(ObjectiveTerm):
@@ -162,14 +213,15 @@ class InstanceSmoothing(ObjectiveTerm):
         s = self.settings
         if s.wait_for_full_buffer:
             return self._filled >= s.buffer_size
-        need = s.clusters if s.retrieval == "kmeans" else s.neighbors + int(s.push_before_retrieval)
+        need = s.clusters if s.retrieval in ("kmeans", "pddp") else s.neighbors + int(s.push_before_retrieval)
         return self._filled >= need
 
     def waiting(self) -> str | None:
         if self.ready():
             return None
         s = self.settings
-        need = s.buffer_size if s.wait_for_full_buffer else (s.clusters if s.retrieval == "kmeans" else s.neighbors + int(s.push_before_retrieval))
+        need = s.buffer_size if s.wait_for_full_buffer else (s.clusters if s.retrieval in ("kmeans", "pddp")
+                                                             else s.neighbors + int(s.push_before_retrieval))
         return f"its buffer of {s.buffer_size} rows held {self._filled} (it acts from {need})"
 
     @classmethod
@@ -181,7 +233,7 @@ class InstanceSmoothing(ObjectiveTerm):
         out = {"buffer_size": batch_size}
         if d.retrieval == "knn" and d.neighbors >= batch_size:
             out["neighbors"] = batch_size - 1
-        if d.retrieval == "kmeans" and d.clusters > batch_size:
+        if d.retrieval in ("kmeans", "pddp") and d.clusters > batch_size:
             out["clusters"] = batch_size
         return out
 
@@ -198,6 +250,8 @@ class InstanceSmoothing(ObjectiveTerm):
         s = self.settings
         bank = bank.detach().float()  # retrieved rows and centres are stop-gradient (paper, after Eq. 5)
         query = F.normalize(positives.float(), dim=-1)
+        if s.retrieval == "pddp":
+            return self.pddp_smooth(query, bank)
         with torch.no_grad():
             sims = query.detach() @ bank.T  # cosine: bank rows are unit norm
         if s.retrieval == "kmeans":
@@ -210,6 +264,20 @@ class InstanceSmoothing(ObjectiveTerm):
         group = torch.cat([query.unsqueeze(1), bank[top]], dim=1)  # (N, k+1, D); only row 0 has grad
         weights = torch.softmax(torch.einsum("nd,nkd->nk", query, group) / s.beta, dim=1)
         return torch.einsum("nk,nkd->nd", weights, group)
+
+    def pddp_smooth(self, query: torch.Tensor, bank: torch.Tensor) -> torch.Tensor:
+        """The released pddp mode: [h+ rows; the newest L - B rows of previous steps] grouped by pddp_groups, each
+        h+ attending (softmax of dot / beta) to its own group's rows; the h+ rows keep their gradient."""
+        s, n = self.settings, query.shape[0]
+        if s.push_before_retrieval:  # the batch's own copies are the newest rows: the differentiable ones replace them
+            others = bank[: max(bank.shape[0] - n, 0)]
+        else:
+            keep = max(s.buffer_size - n, 0)
+            others = bank[bank.shape[0] - min(keep, bank.shape[0]):]
+        members = torch.cat([query, others])
+        gid = pddp_groups(members, s.clusters)
+        scores = (query @ members.T / s.beta).masked_fill(gid[:n, None] != gid[None, :], float("-inf"))
+        return torch.softmax(scores, dim=1) @ members
 
     def extra_loss(self, ctx: StepContext) -> torch.Tensor | None:
         s = self.settings

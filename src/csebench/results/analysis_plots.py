@@ -149,24 +149,27 @@ def plot_token_matrices(res: dict, out: str | os.PathLike, title: str = "", foot
 
 
 def plot_topk_negatives(res: dict, out: str | os.PathLike, model_label: str = "", footer: str = "") -> None:
-    """GS-InfoNCE Fig. 1: the i-th largest negative-pair cosine (mean over repeats) vs batch size."""
+    """GS-InfoNCE Fig. 1: the cosine of each sentence's r-th nearest other sentence of its batch (mean over the
+    batch's sentences, then over batches; error bars: std over batches) against batch size, r = 1..k, and the
+    same of each sentence against the batch's Gaussian noise vectors (dotted)."""
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
     sizes = [int(n) for n in res["batch_sizes"]]
-    tops = np.array([res["batch_sizes"][str(n)]["topk_mean"] for n in sizes])
-    sds = np.array([res["batch_sizes"][str(n)]["topk_std"] for n in sizes])
+    at = lambda key: np.array([res["batch_sizes"][str(n)][key] for n in sizes])  # noqa: E731  (sizes, k)
+    tops, sds, gauss = at("topk_mean"), at("topk_std"), at("gaussian_topk_mean")
     for i in range(tops.shape[1]):
-        ax.errorbar(sizes, tops[:, i], yerr=sds[:, i], marker="o", capsize=3, label=f"top-{i + 1} negative pair")
-    g = np.array([res["batch_sizes"][str(n)]["gaussian_topk"][0] for n in sizes])
-    ax.plot(sizes, g, "k:", marker="x", label="top-1 vs Gaussian noise (M = 3N)")
+        line = ax.errorbar(sizes, tops[:, i], yerr=sds[:, i], marker="o", capsize=3, label=f"top-{i + 1} in-batch neighbour")
+        ax.plot(sizes, gauss[:, i], ":", marker="x", color=line[0].get_color(),
+                label=f"top-{i + 1} Gaussian noise (M = {res.get('gaussian_ratio', 3)}N)")
     ax.set_xscale("log", base=2)
     ax.set_xticks(sizes)
     ax.set_xticklabels([str(n) for n in sizes])
     ax.set_xlabel("batch size N (sentences)")
-    ax.set_ylabel("cosine similarity")
-    ax.set_title(f"Top-{tops.shape[1]} in-batch negative similarities" + (f"\n({model_label}, {res['repeats']} batches each)" if model_label else ""))
+    ax.set_ylabel("cosine similarity (mean over sentences)")
+    ax.set_title(f"Top-{tops.shape[1]} negative similarities per sentence"
+                 + (f"\n({model_label}, {res['repeats']} batches each)" if model_label else ""))
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7, ncol=2, loc="best")
     save_png(fig, out, footer=footer)  # footer: the provenance line of the results drawn
 
 

@@ -108,7 +108,8 @@ def built_units(plans: list[SuitePlan], results: str | Path = "results") -> set[
     for p in plans:
         for k in p.units:
             folder = Path(key_dir(str(results), k[1], k[2]))
-            marker = {"train": "train.json", "teacher": "teacher/embeddings.npy", "card": "model_card.md",
+            marker = {"train": "train.json", "teacher": "teacher/embeddings.npy" if len(k) == 3 else f"teacher/{k[-1]}.npy",
+                      "card": "model_card.md",
                       "eval": f"{k[-1]}/sts.json", "probing": f"{k[-1]}/probing.json"}[k[0]]
             if (folder / marker).is_file():
                 done.add(k)
@@ -222,7 +223,10 @@ def suite_plan(suite: Suite, n_items: int = 0, probing: bool = False) -> SuitePl
     corpus = CORPUS_SENTENCES.get(data, 0)  # CPU suites: no GPU cost
     ev = suite.eval_name
     runs = suite.jobs_with_teachers()
-    teachers = {t for r, s in runs for t in suite.teacher_jobs(r, s)}
+    teachers: dict[tuple[str, int], set[str]] = {}  # teacher job -> the representations its students read (their caches)
+    for r, s in runs:
+        for t in suite.teacher_jobs(r, s):
+            teachers.setdefault(t, set()).add(suite.teacher_representation(r, s))
     jobs, evaluated = suite.jobs(), suite.evaluated_jobs()
     training_only = set(jobs) - set(evaluated)  # `evaluate: false`
     evaluation_only = {(r, s) for r, s in runs if not suite.trains(r)}  # `train: false`
@@ -255,8 +259,9 @@ def suite_plan(suite: Suite, n_items: int = 0, probing: bool = False) -> SuitePl
             units[("eval", key, seed, ev)] = (2 * n * EVAL_SENTENCES * EVAL_TOKENS, 0.0, 0.0)  # the embed rule
             if probing:
                 units[("probing", key, seed, ev)] = (2 * n * PROBING_SENTENCES * EVAL_TOKENS, 0.0, 0.0)
-        if (run, seed) in teachers:  # the teacher cache of the corpus
-            units[("teacher", key, seed)] = (2 * n * corpus * mean_tokens(t.max_seq_length), 0.0, 0.0)
+        for rep in sorted(teachers.get((run, seed), ())):  # the teacher cache(s) of the corpus; eval: ("teacher", key, seed)
+            cache = 2 * n * corpus * mean_tokens(t.max_seq_length)
+            units[("teacher", key, seed) + ((rep,) if rep != "eval" else ())] = (cache, 0.0, 0.0)
         units[("card", key, seed)] = (0.0, 0.0, 0.0)  # its model card (card.smk), no GPU
     # train + embed + eval_sts + eval_transfer + model_card per distinct run (train and card for `evaluate: false`), a teacher
     # cache per teacher, the suite report, its items (the views of runs, local jobs of a second, not counted);
@@ -264,7 +269,8 @@ def suite_plan(suite: Suite, n_items: int = 0, probing: bool = False) -> SuitePl
     mteb = len(evaluated) + 1 if suite.mteb_tasks is not None else 0
     views = len(jobs) + len(evaluated)  # view_trained, view_evaluated
     own = views + 2 + n_items + mteb  # + the report and metrics.json
-    return SuitePlan(suite.name, data, len(runs) - len(evaluation_only), len(teachers), _unit_jobs(units) + own + DATA_JOBS,
+    return SuitePlan(suite.name, data, len(runs) - len(evaluation_only), sum(len(v) for v in teachers.values()),
+                     _unit_jobs(units) + own + DATA_JOBS,
                      sorted(set(unknown)), units, trained, len(evaluation_only), own)
 
 

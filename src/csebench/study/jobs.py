@@ -263,9 +263,17 @@ def teacher_jobs(params: dict, suite: str, run: str, seed: int) -> list[tuple[st
     return teachers
 
 
-def teacher_cache(params: dict, suite: str, run: str, seed: int) -> str:
-    """A teacher run's cached corpus embeddings, in its own folder (one per teacher, whichever students)."""
-    return paths.teacher_cache(run_folder(params, suite, run, seed))
+def teacher_cache(params: dict, suite: str, run: str, seed: int, representation: str = "eval") -> str:
+    """A teacher run's cached corpus embeddings, in its own folder (one per teacher and representation, whichever
+    students)."""
+    return paths.teacher_cache(run_folder(params, suite, run, seed), representation)
+
+
+def teacher_representation(params: dict, suite: str, run: str, seed: int) -> str:
+    """What a run's teacher term reads of its teachers' caches: eval or training (teacherspec.teacher_representation)."""
+    from csebench.study.teacherspec import teacher_representation as of_objectives
+
+    return of_objectives(resolve_run(params, suite, run, int(seed)).objectives)
 
 
 def all_runs_with_teachers(params: dict, suite: str) -> list[tuple[str, int]]:

@@ -107,6 +107,8 @@ class RunConfig:
         debiased = d["objectives"].get("debiased_negatives")
         if debiased and debiased.get("attention") == "masked":  # added later: the default leaves keys as they were
             debiased.pop("attention")
+        if debiased and debiased.get("teacher_representation") == "eval":  # added later: the default, likewise
+            debiased.pop("teacher_representation")
         from csebench.study.teacherspec import parse_teachers, teacher_term
 
         found = teacher_term(d["objectives"])

@@ -51,6 +51,18 @@ def teacher_runs(settings: dict, seed: int) -> list[tuple[str, int]]:
     return out
 
 
+TEACHER_REPRESENTATIONS = ("eval", "training")
+
+
+def teacher_representation(objectives: dict | None) -> str:
+    """What the run's teacher term reads of its teachers (its ``teacher_representation`` setting, DCLR's):
+    ``eval``, each teacher's evaluation embedding (teacher/embeddings.npy), or ``training``, its pooler and the
+    training head it saved (teacher/training.npy: a SimCSE run's MLP head, as a converted SimCSE checkpoint's
+    pooler_output)."""
+    found = teacher_term(objectives)
+    return (found[1].get("teacher_representation") or "eval") if found else "eval"
+
+
 def teacher_term(objectives: dict | None) -> tuple[str, dict] | None:
     """(key, settings) of the run's one objective term that reads frozen teachers' cached corpus embeddings,
     i.e. has a ``teachers`` setting (DistillCSE's distillation, DCLR's complementary model, RankCSE's

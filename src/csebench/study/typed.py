@@ -28,7 +28,7 @@ from csebench.core.errors import ConfigError
 from csebench.core.paths import check_name
 from csebench.study.jobs import (Runs, all_runs_with_teachers, correlation_groups, eval_name, evaluated_jobs, run_folder,
                                  runs_of, suite_evaluation, suite_jobs, suite_mteb_tasks, suite_params, teacher_jobs,
-                                 trains)
+                                 teacher_representation, trains)
 from csebench.study.params import (BackboneConfig, DataConfig, ProbingSourceConfig, data_root, digest, load_params,
                                    named_backbone_model, results_root, run_dir, shared_dir, shared_senteval)
 from csebench.study.resolve import (RunConfig, backbone_config, data_config, find_run, method_label, probing_source,
@@ -108,6 +108,10 @@ class Suite:
 
     def teacher_jobs(self, run: str, seed: int) -> list[tuple[str, int]]:
         return teacher_jobs(self.params, self.name, run, int(seed))
+
+    def teacher_representation(self, run: str, seed: int) -> str:
+        """What the run reads of its teachers' caches: eval or training (DCLR's teacher_representation)."""
+        return teacher_representation(self.params, self.name, run, int(seed))
 
     def correlation_groups(self, run: str, seed: int) -> dict[str, list[tuple[str, int]]]:
         return correlation_groups(self.params, self.name, run, int(seed))

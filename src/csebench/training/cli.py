@@ -305,9 +305,12 @@ def done_line(summary: dict, out: str) -> str:
                   OUT.but(help="embeddings .npy (metadata goes beside it as .json)"),
                   option("--max-seq-length", type=positive_int, default=None,
                 help="training max length (default: the teacher run's own, from its training_config.json)"),
+                  option("--representation", choices=["eval", "training"], default="eval",
+                         help="eval: the teacher's evaluation embedding; training: its pooler and saved training head "
+                              "(DCLR's complementary model as released; teacher_representation: training)"),
                   BATCH_SIZE, option("--cache-dir", default=None, help="tokenized-corpus cache folder (e.g. data/cache)"), NO_VERIFY)
 def cmd_teacher_cache(args) -> None:
     from csebench.training.teachers import build_teacher_cache
 
     build_teacher_cache(args.model, args.corpus, args.out, max_seq_length=args.max_seq_length,
-                        batch_size=args.batch_size, cache_dir=args.cache_dir)
+                        batch_size=args.batch_size, cache_dir=args.cache_dir, representation=args.representation)

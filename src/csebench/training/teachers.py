@@ -37,9 +37,10 @@ def _teacher_run_info(model_dir: Path) -> dict | None:
 
 @torch.no_grad()
 def embed_corpus(encoder, corpus: str | os.PathLike, max_seq_length: int, batch_size: int | None = None,
-                 cache_dir: str | os.PathLike | None = None, device: str | torch.device | None = None) -> np.ndarray:
+                 cache_dir: str | os.PathLike | None = None, device: str | torch.device | None = None,
+                 train_head: bool = False) -> np.ndarray:
     """(rows, dim) float32 L2-normalized eval-mode embeddings of the corpus, in corpus order,
-    tokenized exactly as training tokenizes it."""
+    tokenized exactly as training tokenizes it (``train_head``: through the encoder's training head)."""
     from csebench.model.encoder import default_encode_batch_size
 
     device = torch.device(device) if device is not None else next(encoder.parameters()).device
@@ -54,7 +55,7 @@ def embed_corpus(encoder, corpus: str | os.PathLike, max_seq_length: int, batch_
         for start in range(0, len(order), batch_size):
             idx = order[start : start + batch_size]
             ids, mask = (torch.from_numpy(a).to(device) for a in tokens.batch(idx, pad))
-            emb = encoder(ids, mask, train_head=False).float()
+            emb = encoder(ids, mask, train_head=train_head).float()
             out[idx] = torch.nn.functional.normalize(emb, dim=-1).cpu().numpy()
     finally:
         encoder.train(was_training)
@@ -63,8 +64,12 @@ def embed_corpus(encoder, corpus: str | os.PathLike, max_seq_length: int, batch_
 
 def build_teacher_cache(model_dir: str | os.PathLike, corpus: str | os.PathLike, out: str | os.PathLike,
                         max_seq_length: int | None = None, batch_size: int | None = None,
-                        cache_dir: str | os.PathLike | None = None, device: str | None = None) -> dict:
-    """Embed ``corpus`` with the saved model in ``model_dir``; write out (.npy) and its .json metadata."""
+                        cache_dir: str | os.PathLike | None = None, device: str | None = None,
+                        representation: str = "eval") -> dict:
+    """Embed ``corpus`` with the saved model in ``model_dir``; write out (.npy) and its .json metadata.
+    ``representation``: ``eval``, the model's evaluation embedding, or ``training``, its pooler and the training
+    head it saved (a SimCSE run's MLP over [CLS], what a SimCSE checkpoint converted by simcse_to_huggingface.py
+    gives as pooler_output: DCLR's complementary model as released; a run without a head: its pooled output)."""
     from csebench.model.encoder import check_max_seq_length, load_encoder
 
     model_dir = Path(model_dir)
@@ -78,11 +83,17 @@ def build_teacher_cache(model_dir: str | os.PathLike, corpus: str | os.PathLike,
     template = encoder.prompt_length()  # a PromptBERT model encodes every row inside its template
     check_max_seq_length(encoder, int(max_seq_length), "--max-seq-length",
                          added=lambda n: {"prompt": (template, "the model's template")} if template else {})
+    head = False
+    if representation == "training":
+        from csebench.model.encoder import attach_saved_head
+
+        head = attach_saved_head(encoder, model_dir)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     encoder.to(device)
-    emb = embed_corpus(encoder, corpus, int(max_seq_length), batch_size, cache_dir, device)
+    emb = embed_corpus(encoder, corpus, int(max_seq_length), batch_size, cache_dir, device, train_head=head)
     meta = {
         "format": FORMAT, "model": str(model_dir), "teacher_run": run, "pooler": encoder.pooler,
+        "representation": representation, "training_head": bool(head),
         "rows": int(emb.shape[0]), "dim": int(emb.shape[1]), "dtype": "float32", "normalized": True,
         "max_seq_length": int(max_seq_length), "tokenizer": tokenizer_fingerprint(encoder.tokenizer),
         "corpus": str(corpus), "corpus_sha256": corpus_sha256(corpus),

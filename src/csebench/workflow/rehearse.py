@@ -270,13 +270,18 @@ class Rehearsal:
         from csebench.model.standins import active, depth_for
 
         teachers = []
+        from csebench.core.paths import teacher_cache
+        from csebench.study.teacherspec import teacher_representation
+
+        rep = teacher_representation(cfg.objectives)  # DCLR's teacher_representation: training reads another cache
         for t, ts in of.teacher_jobs(run, seed):
             folder = self.train(suite, t, ts)
-            cache = folder / "teacher" / "embeddings.npy"
+            cache = Path(teacher_cache(str(folder), rep))
             if not cache.is_file():
                 tcfg = of.resolve(t, ts)
                 self.cli("teacher-cache", "--model", folder / "model", "--corpus", self.corpus, "--out", cache,
-                         "--max-seq-length", tcfg.training.max_seq_length, "--cache-dir", self.cache, params=False)
+                         "--max-seq-length", tcfg.training.max_seq_length, "--representation", rep,
+                         "--cache-dir", self.cache, params=False)
             teachers.append(str(cache))
         out = self.folder(suite, run, seed)
         again = (out / "train.json").is_file()  # rehearsed before: by an earlier `csebench rehearse`, or a run alike

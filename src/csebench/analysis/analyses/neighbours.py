@@ -1,5 +1,10 @@
 """IS-CSE Table 9: the nearest neighbours, by cosine, of a few query sentences in a buffer of corpus
-sentences embedded by the model; the suite's table puts every run's side by side."""
+sentences; the suite's table puts every run's side by side.
+
+Retrieved on what IS-CSE's kNN retrieves on in training (``representation: training``, the default): the
+normalised outputs of the run's saved training head (SimCSE's MLP over [CLS]), with dropout off so the table
+is deterministic (analysis.core.training_representation says why); ``representation: eval`` retrieves on the
+evaluation embedding (raw [CLS] for a cls run), which this analysis used before issue 64."""
 
 from __future__ import annotations
 
@@ -15,12 +20,22 @@ class NeighboursSettings(Settings):
     n_queries: int = setting(4, "random queries when no --query", minimum=1)
     query: list[str] = setting([], "query sentence (repeatable)", repeat=True)
     seed: int = setting(0, "sampling seed")
+    representation: str = setting("training", "training = the run's training head over its pooler, dropout off (what "
+                                              "IS-CSE's kNN retrieves on); eval = the evaluation embedding",
+                                  choices=("training", "eval"))
 
 
 def run(ctx) -> dict:
     from csebench.analysis.core import neighbours_markdown, retrieve_neighbours
 
-    res = retrieve_neighbours(ctx.encode(), ctx.corpus(), queries=ctx.settings.query, **ctx.options("query"))
+    if ctx.settings.representation == "training":
+        from csebench.analysis.core import training_representation
+
+        encode, what = training_representation(ctx.encoder(), ctx.model, ctx.batch_size)
+    else:
+        encode, what = ctx.encode(), {"representation": "eval"}
+    res = retrieve_neighbours(encode, ctx.corpus(), queries=ctx.settings.query, **ctx.options("query", "representation"))
+    res.update(what)
     if ctx.markdown:
         from csebench.core.io import write_text
 

@@ -1,5 +1,8 @@
-"""GS-InfoNCE Fig. 1: the largest negative-pair cosines of random batches of corpus sentences, by batch
-size, beside those of Gaussian noise vectors. One model per suite (``model`` setting)."""
+"""GS-InfoNCE Fig. 1 as its v1 text computes it: in random batches of corpus sentences, each sentence's k nearest
+other sentences of its batch (the cosine matrix's diagonal masked, each column sorted, its top k rows), each rank
+averaged over the batch's sentences and then over the batches, by batch size; beside it the same statistic of
+each sentence against the batch's 3N Gaussian noise vectors, over the same batches. One model per suite
+(``model`` setting)."""
 
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ class TopkNegativesSettings(Settings):
     batch_sizes: list[int] = setting([16, 32, 64, 128, 256, 512, 1024], "batch sizes N", minimum=1)
     repeats: int = setting(100, "batches per size", minimum=1)
     pool_size: int = setting(4096, "corpus sentences embedded", minimum=1)
-    k: int = setting(4, "negatives per batch", minimum=1)
+    k: int = setting(4, "nearest other sentences per sentence (ranks drawn)", minimum=1)
     seed: int = setting(0, "sampling seed")
 
 
@@ -45,5 +48,5 @@ def pipeline(job) -> None:
     job.corpus()
 
 
-ANALYSIS = Analysis(__name__, "GS-InfoNCE Fig. 1: top-k negative cosines by batch size", reads="suite", run=run,
+ANALYSIS = Analysis(__name__, "GS-InfoNCE Fig. 1: each sentence's top-k negative cosines by batch size", reads="suite", run=run,
                     Settings=TopkNegativesSettings, needs=("model", "corpus"), writes=("figure",), pipeline=pipeline)
