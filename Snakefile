@@ -18,8 +18,9 @@ from csebench.study.params import run_dir
 from csebench.study.typed import Params
 from csebench.workflow.steps import (check_plugins, check_snakemake_config, find_cli, finished_run_inputs,
                                      hub_generators, lock_error_in_one_line, merge_default_config,
-                                     offline_if_submitted, one_line, params_args, record_times, refuse_locked_build,
-                                     refuse_outside_links, restore_times, start_warm, stop_warm, trains_from_hub)
+                                     offline_if_submitted, one_line, option_words, params_args, record_times,
+                                     refuse_locked_build, refuse_outside_links, restore_times, shell_words, start_warm,
+                                     stop_warm, sts_pairs_words, trains_from_hub)
 from csebench.results.registry import default_suites
 
 merge_default_config(config, "config/paper.yaml")  # the papers' build, under --configfile and --config

@@ -46,12 +46,12 @@ rule report:
     params:
         cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
         results=lambda w, output: results_of(output[0], w.suite),
-        links=lambda w, input: f"--link {' '.join(input.links)}" if input.links else "",
+        links=lambda w, input: shell_words("--link", *input.links) if input.links else "",
         caption=lambda w: REGISTRY.caption(REGISTRY.item(f"suite/{w.suite}")),
     log:
         f"{RESULTS}/{{suite}}/logs/report.log",
     shell:
-        "csebench results render {params.cfg} --results {params.results} --item suite/{wildcards.suite} {params.links} 2> {log}"
+        "csebench results render {params.cfg} --results {params.results:q} --item suite/{wildcards.suite:q} {params.links} 2> {log:q}"
 
 
 rule mteb_table:
@@ -71,7 +71,7 @@ rule mteb_table:
     log:
         f"{RESULTS}/{{suite}}/logs/mteb_table.log",
     shell:
-        "csebench results render {params.cfg} --results {params.results} --item mteb/{wildcards.suite} 2> {log}"
+        "csebench results render {params.cfg} --results {params.results:q} --item mteb/{wildcards.suite:q} 2> {log:q}"
 
 
 rule reproduce_table:
@@ -95,8 +95,8 @@ rule reproduce_table:
     log:
         "{root}/logs/{paper}.{item}.log",
     shell:
-        "csebench results render {params.cfg} --results {params.results} --item {wildcards.paper}/{wildcards.item} --scale {params.scale}"
-        " --out-dir {wildcards.root}/{wildcards.paper} 2> {log}"
+        "csebench results render {params.cfg} --results {params.results:q} --item {wildcards.paper:q}/{wildcards.item:q}"
+        " --scale {params.scale:q} --out-dir {wildcards.root:q}/{wildcards.paper:q} 2> {log:q}"
 
 
 rule reproduce_figure:
@@ -120,8 +120,8 @@ rule reproduce_figure:
     log:
         "{root}/logs/{paper}.{item}.log",
     shell:
-        "csebench results render {params.cfg} --results {params.results} --item {wildcards.paper}/{wildcards.item} --scale {params.scale}"
-        " --out-dir {wildcards.root}/{wildcards.paper} 2> {log}"
+        "csebench results render {params.cfg} --results {params.results:q} --item {wildcards.paper:q}/{wildcards.item:q}"
+        " --scale {params.scale:q} --out-dir {wildcards.root:q}/{wildcards.paper:q} 2> {log:q}"
 
 
 rule front_page:
@@ -138,4 +138,4 @@ rule front_page:
     log:
         f"{RESULTS}/logs/front_page.log",
     shell:
-        "csebench results front-page {params.cfg} --results {params.results} --out {output.page} 2> {log}"
+        "csebench results front-page {params.cfg} --results {params.results:q} --out {output.page:q} 2> {log:q}"

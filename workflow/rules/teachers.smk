@@ -24,5 +24,6 @@ rule teacher_cache:
     log:
         f"{RUN}/logs/teacher_cache.log",
     shell:
-        "csebench --threads {threads} teacher-cache {params.cfg} --model $(dirname {input.summary})/model --corpus {input.corpus}"
-        " --out {output.emb} --max-seq-length {params.max_len} --cache-dir {params.cache} 2> {log}"
+        "csebench --threads {threads} teacher-cache {params.cfg} --model \"$(dirname {input.summary:q})/model\""
+        " --corpus {input.corpus:q} --out {output.emb:q} --max-seq-length {params.max_len:q} --cache-dir {params.cache:q}"
+        " 2> {log:q}"

@@ -148,6 +148,25 @@ def params_args(config: dict) -> str:
     return " ".join(shlex.quote(a) for a in args)
 
 
+def shell_words(*args) -> str:
+    """Arguments as the text of a shell command, each one quoted (shlex): what a rule's params put into its
+    command. A path from params.yaml with a space, a quote or `$(...)` in it stays one argument and runs
+    nothing (docs/reliability.md, "Paths in settings"); an empty list gives ""."""
+    import shlex
+
+    return " ".join(shlex.quote(str(a)) for a in args)
+
+
+def option_words(option: str, values) -> str:
+    """``option VALUE`` for each value, quoted (``--teacher-cache A --teacher-cache B``); "" for none."""
+    return shell_words(*(w for v in values for w in (option, v)))
+
+
+def sts_pairs_words(sets: dict[str, str]) -> str:
+    """``--sts-pairs NAME=FILE ...`` of your own STS sets (csebench.study.jobs.sts_sets), quoted; "" for none."""
+    return shell_words("--sts-pairs", *(f"{name}={path}" for name, path in sets.items())) if sets else ""
+
+
 def find_cli(uses_conda: bool) -> None:
     """Every rule calls the `csebench` command. Found on PATH (an activated venv), beside the Python
     that runs Snakemake (`.venv/bin/snakemake` typed without activating: that folder is put on PATH,
