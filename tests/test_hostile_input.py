@@ -154,3 +154,154 @@ def test_no_path_setting_runs_a_command_under_a_real_snakemake_build(tmp_path):
     assert (proj / corpus).is_file()
     result = json.loads((proj / sts).read_text())
     assert result["extra_sets"]["own"]["n_pairs"] == 20 and len(result["tasks"]) == 7
+
+
+# ----------------------------------------------------------------------------- result files checked where read
+
+
+def _suite_with_results(root: Path) -> tuple[list[str], Path]:
+    """Suite s of two runs whose sts.json are written as eval-sts writes them (write_result: the scores' digest in
+    their provenance); the argv of `results render --item suite/s` and one run's sts.json."""
+    from csebench.evaluation.envelope import write_result
+    from test_report import TRANSFER, sts_scores, suite_config, write_run
+
+    for name, base in (("simcse", 70.0), ("iscse", 71.0)):
+        run = write_run(root / "results", "s", name, 1, name, "bert-base", transfer={t: 80.0 for t in TRANSFER})
+        info = json.loads((run / "transfer.json").read_text())["run_info"]
+        tasks = sts_scores(base)
+        write_result(run / "sts.json", {"tasks": tasks, "avg": sum(tasks.values()) / len(tasks), "protocol": "full"},
+                     {"run_info": info}, "fp32")
+    cfg = suite_config(root / "suite.yaml", "s", {"simcse": ("simcse", "bert-base"), "iscse": ("iscse", "bert-base")})
+    argv = ["results", "render", "--params", str(PARAMS), "--config", str(cfg), "--item", "suite/s",
+            "--results", str(root / "results"), "--n-boot", "20"]
+    return argv, root / "results" / "s" / "runs" / "iscse" / "seed1" / "sts.json"
+
+
+def _edit(path: Path, **changes) -> None:
+    data = json.loads(path.read_text())
+    data["tasks"].update(changes.pop("tasks", {}))
+    data.update(changes)
+    path.write_text(json.dumps(data))
+
+
+def test_a_hand_edited_sts_json_is_refused_by_the_table_build_in_one_line_and_the_old_table_stays(tmp_path, capsys):
+    """A hand-edited sts.json (STS12 = 99, avg = 88.8) went into the table as 99.00 and 88.80 under a footer saying
+    "SentEval data sha256-checked". The average is checked against its tasks where the table reads it: one line
+    naming the file, exit 2, and the table built before stays as it was."""
+    argv, sts = _suite_with_results(tmp_path)
+    assert run_cli(capsys, argv)[0] == 0
+    table = tmp_path / "results" / "s" / "tables" / "sts.md"
+    before = table.read_bytes()
+    assert b"CHANGED" not in before and b"SentEval" not in before  # (these fake results read no SentEval file)
+    _edit(sts, tasks={"STS12": 99.0}, avg=88.8)
+    rc, err = run_cli(capsys, argv)
+    assert rc == 2 and err.count("\n") == 1, err
+    assert err.startswith(f"csebench results: error: {sts}: avg is 88.8, but the mean of its 7 tasks is 78.000000: ")
+    assert table.read_bytes() == before
+
+
+@pytest.mark.parametrize("text, needle", [
+    ('"STS12": NaN', "tasks.STS12 is nan, which csebench never writes (an undefined number is written as null): "
+                     "the file was changed after it was written"),
+    ('"STS12": -Infinity', "tasks.STS12 is -inf, which csebench never writes"),
+    (None, "is not valid JSON (Unterminated string starting at: line 25, column 17): truncated or damaged"),
+    ('"STS12": 140.0', "STS12 is 140.0, outside [-100, 100]: not a sts result as `csebench eval-sts` writes it"),
+    ('"STS12": "71"', "STS12 is '71', not a number"),
+])
+def test_a_bad_number_or_a_truncated_result_is_one_line_and_deletes_no_earlier_table(tmp_path, capsys, text, needle):
+    """NaN or Infinity written into sts.json gave the report a traceback, and the previous sts.md was deleted; a
+    truncated one gave the view job a traceback. One line naming the file for the table build and for view-run;
+    every table built before stays."""
+    argv, sts = _suite_with_results(tmp_path)
+    assert run_cli(capsys, argv)[0] == 0
+    tables = {p: p.read_bytes() for p in (tmp_path / "results" / "s").rglob("*") if p.is_file() and "runs" not in p.parts}
+    good = sts.read_text()
+    if text is None:
+        sts.write_text(good[: len(good) // 2])
+    else:
+        sts.write_text(re.sub(r'"STS12": [-0-9.e]+', lambda m: text, good, count=1))
+    rc, err = run_cli(capsys, argv)
+    assert rc == 2 and err.count("\n") == 1 and str(sts) in err and needle in err, err
+    assert {p: p.read_bytes() for p in tables} == tables
+    # the view job reads the run's file the same way (here the file is a suite's: its own view of itself)
+    rc, err = run_cli(capsys, ["view-run", "--params", str(PARAMS), "--config", str(tmp_path / "suite.yaml"), "--suite", "s",
+                               "--run", "iscse", "--seed", "1", "--first", "s/iscse", "--from", str(sts.parent),
+                               "--out", str(tmp_path / "view"), "sts.json"])
+    assert rc == 2 and err.count("\n") == 1 and str(sts) in err, err
+    assert not (tmp_path / "view" / "sts.json").exists()
+
+
+def test_a_number_changed_after_the_file_was_written_is_named_in_the_tables_footer(tmp_path, capsys, caplog):
+    """An edit that keeps the average consistent (STS12 and avg changed together) passes the checks of the numbers,
+    but not the digest of the scores recorded in the file's provenance when eval-sts wrote it: the table is built,
+    and its footer (Markdown, CSV, LaTeX caption) says which file changed after it was written."""
+    from csebench.core.provenance import written_as_recorded
+
+    argv, sts = _suite_with_results(tmp_path)
+    assert written_as_recorded(json.loads(sts.read_text())) is True
+    data = json.loads(sts.read_text())
+    data["tasks"]["STS12"] = 99.0
+    data["avg"] = sum(data["tasks"].values()) / 7
+    sts.write_text(json.dumps(data))
+    assert written_as_recorded(data) is False
+    rc, err = run_cli(capsys, argv)
+    assert rc == 0, err
+    assert f"{sts}: its scores differ from those its provenance recorded" in caplog.text
+    out = tmp_path / "results" / "s" / "tables"
+    note = f"CHANGED after it was written: {sts} (its scores differ from those its provenance recorded"
+    assert note in (out / "sts.md").read_text() and note in (out / "sts.csv").read_text()
+    assert "CHANGED after it was written" in (out / "sts.tex").read_text().split(r"\caption{")[1]
+    assert "99.00" in (out / "sts.md").read_text()
+
+
+def test_transfer_json_is_checked_the_same_way(tmp_path, capsys):
+    argv, sts = _suite_with_results(tmp_path)
+    transfer = sts.with_name("transfer.json")
+    _edit(transfer, tasks={"MR": 95.0})  # avg stays 80.0
+    rc, err = run_cli(capsys, argv)
+    assert rc == 2 and err == (f"csebench results: error: {transfer}: avg is 80.0, but the mean of its 7 tasks is "
+                               "82.142857: not a transfer result as `csebench eval-transfer` writes it (changed after it "
+                               "was written?); make it again (delete it and rerun the job that writes it; Snakemake "
+                               "rebuilds a missing file)\n")
+    _edit(transfer, tasks={"MR": -3.0}, avg=None)
+    rc, err = run_cli(capsys, argv)
+    assert rc == 2 and "MR is -3.0, outside [0, 100]" in err
+
+
+@pytest.mark.slow(seconds=20)
+@needs_pipeline
+def test_under_snakemake_a_refused_table_build_leaves_the_tables_built_before(tmp_path):
+    """Snakemake removes a job's outputs before it runs it: a report job refused for a hand-edited sts.json lost the
+    suite's tables. The rules flag the tables, figures and pages `update` (workflow/rules/inputs.smk): the job's
+    refusal (its one line in the job's log) leaves every one of them as it was."""
+    import csv
+
+    import numpy as np
+
+    from csebench import cli
+    from csebench.evaluation.sts import TEST_TASKS, save_pairs
+
+    proj = copy_project(tmp_path / "proj")
+    argv, sts = _suite_with_results(proj)
+    rng = np.random.default_rng(0)
+    for run in sts.parent.parent.parent.glob("*/seed1"):  # what the report rule reads besides the JSON results
+        save_pairs(run / "sts_pairs.npz", {t: (rng.normal(size=30), rng.normal(size=30)) for t in TEST_TASKS})
+        for name, rows in (("train_curve.csv", [["step", "loss"], [1, 3.0], [2, 2.0]]), ("dev_curve.csv", [["step", "stsb_dev"], [2, 50.0]])):
+            with open(run / name, "w", newline="") as fh:
+                csv.writer(fh).writerows(rows)
+    assert cli.main(argv) == 0
+    suite = proj / "results" / "s"
+    built = {p: p.read_bytes() for p in suite.rglob("*") if p.is_file() and "runs" not in p.parts}
+    _edit(sts, tasks={"STS12": 99.0}, avg=88.8)
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PATH=f"{BIN}:{os.environ['PATH']}")
+    proc = subprocess.run([str(BIN / "snakemake"), "--cores", "1", "--configfile", "config/ci.yaml", "--config", "plan=false",
+                           "warm_start=false", "params_overrides=[suite.yaml]", "suites=[s]", "analyses=[]",
+                           "--allowed-rules", "report", "--", "results/s/tables/sts.md"],
+                          cwd=proj, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and "Error in rule report" in proc.stderr, proc.stderr[-3000:]
+    assert (suite / "logs" / "report.log").read_text().splitlines()[-1] == (
+        "csebench results: error: results/s/runs/iscse/seed1/sts.json: avg is 88.8, but the mean of its 7 tasks is "
+        "78.000000: not a sts result as `csebench eval-sts` writes it (changed after it was written?); make it again "
+        "(delete it and rerun the job that writes it; Snakemake rebuilds a missing file)")
+    assert {p: p.read_bytes() for p in built} == built
+

@@ -114,6 +114,12 @@ def card_targets(suite):
 
 # ---- tables, figures and pages (results.smk, metrics.smk)
 
+# A table, figure or page stays in place until its job has written the new one: Snakemake removes a job's outputs
+# before it runs the job, except those flagged `update` (kept, and restored from its backup if the job fails).
+# csebench writes them atomically (csebench.core.io.staged_outputs): a job refused (a result file changed by hand:
+# csebench.results.runs.check_scores) or killed leaves the previous ones whole.
+kept_until_replaced = globals().get("update", lambda files: files)
+
 
 def results_of(path, suite):
     """The results folder of a suite's output file (its prefix before the suite's folder)."""

@@ -14,7 +14,7 @@ rule suite_metrics:
         lambda w: run_dirs(w.suite, "sts.json", evaluated=True),
         lambda w: run_dirs(w.suite, "transfer.json", evaluated=True) if METRICS_HAS_TRANSFER else [],
     output:
-        metrics=f"{RESULTS}/{{suite}}/metrics.json",
+        metrics=kept_until_replaced(f"{RESULTS}/{{suite}}/metrics.json"),
     params:
         cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
         results=lambda w, output: results_of(output.metrics, w.suite),

@@ -41,8 +41,8 @@ rule report:
         lambda w: _render.input_files(REGISTRY.item(f"suite/{w.suite}"), PARAMS, RESULTS),
         links=suite_links,
     output:
-        [_report(p, lambda w: f"suite/{w.suite}") if p.endswith(("sts.md", "transfer.md", ".png")) else p
-         for p in (f"{RESULTS}/{{suite}}/{f}" for f in _render.SUITE_FILES)],
+        kept_until_replaced([_report(p, lambda w: f"suite/{w.suite}") if p.endswith(("sts.md", "transfer.md", ".png"))
+                             else p for p in (f"{RESULTS}/{{suite}}/{f}" for f in _render.SUITE_FILES)]),
     params:
         cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
         results=lambda w, output: results_of(output[0], w.suite),
@@ -60,8 +60,8 @@ rule mteb_table:
     input:
         lambda w: _render.input_files(REGISTRY.item(f"mteb/{w.suite}"), PARAMS, RESULTS),
     output:
-        [_report(p, lambda w: f"mteb/{w.suite}") if p.endswith(".md") else p
-         for p in (f"{RESULTS}/{{suite}}/tables/mteb.{e}" for e in _render.TABLE_EXTS)],
+        kept_until_replaced([_report(p, lambda w: f"mteb/{w.suite}") if p.endswith(".md") else p
+                             for p in (f"{RESULTS}/{{suite}}/tables/mteb.{e}" for e in _render.TABLE_EXTS)]),
     wildcard_constraints:
         suite=r"[^/]+",
     params:
@@ -80,9 +80,9 @@ rule reproduce_table:
     input:
         _item_inputs,
     output:
-        md=_report("{root}/{paper}/{item}.md", _paper_item),
-        csv="{root}/{paper}/{item}.csv",
-        tex="{root}/{paper}/{item}.tex",
+        md=kept_until_replaced(_report("{root}/{paper}/{item}.md", _paper_item)),
+        csv=kept_until_replaced("{root}/{paper}/{item}.csv"),
+        tex=kept_until_replaced("{root}/{paper}/{item}.tex"),
     wildcard_constraints:
         root=_ROOT_RE,
         paper=r"[a-z-]+",
@@ -105,9 +105,9 @@ rule reproduce_figure:
     input:
         _item_inputs,
     output:
-        png=_report("{root}/{paper}/{item}.png", _paper_item),
-        md="{root}/{paper}/{item}.md",
-        csv="{root}/{paper}/{item}.csv",
+        png=kept_until_replaced(_report("{root}/{paper}/{item}.png", _paper_item)),
+        md=kept_until_replaced("{root}/{paper}/{item}.md"),
+        csv=kept_until_replaced("{root}/{paper}/{item}.csv"),
     wildcard_constraints:
         root=_ROOT_RE,
         paper=r"[a-z-]+",
@@ -131,7 +131,7 @@ rule front_page:
         papers=lambda w: reproduce_targets(),
         suites=[f"{RESULTS}/{suite}/README.md" for suite in SUITES],
     output:
-        page=f"{RESULTS}/README.md",
+        page=kept_until_replaced(f"{RESULTS}/README.md"),
     params:
         cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
         results=lambda w, output: os.path.dirname(output.page),

@@ -66,7 +66,7 @@ def check_snakemake_config(config: dict, configfiles) -> None:
 
     for f in configfiles:
         read_yaml(f)
-    for key in ("progress", "plan", "front_page"):  # `--config plan=false` arrives as the text 'false', which is truthy
+    for key in ("progress", "plan", "front_page", "warm_start"):  # `--config plan=false` arrives as the text 'false', which is truthy
         if isinstance(config.get(key), str) and config[key].lower() in ("true", "false"):
             config[key] = config[key].lower() == "true"
     validate(config, "snakemake-config", "Snakemake config (config/*.yaml, --configfile, --config)")
