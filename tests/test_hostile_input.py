@@ -305,3 +305,76 @@ def test_under_snakemake_a_refused_table_build_leaves_the_tables_built_before(tm
         "(delete it and rerun the job that writes it; Snakemake rebuilds a missing file)")
     assert {p: p.read_bytes() for p in built} == built
 
+# ----------------------------------------------------------------------------- YAML alias bombs, special files
+
+
+def _alias_bomb(levels: int = 9, width: int = 9) -> str:
+    """A YAML "billion laughs": each level an anchored list of ``width`` aliases of the one before (382 bytes at 9 x 9:
+    9**9 = 387 million values once expanded)."""
+    lines = ["a: &a [" + ",".join(['"lol"'] * width) + "]"]
+    for prev, name in zip("abcdefghijklmnop", "bcdefghijklmnop"[: levels - 1]):
+        lines.append(f"{name}: &{name} [" + ",".join([f"*{prev}"] * width) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def test_a_yaml_alias_bomb_is_one_line_at_once(tmp_path, capsys):
+    """A 382-byte alias bomb given as --config hung over 40 s (the finiteness check walked every alias): the aliases
+    are counted on the parsed document, each value once, before anything is built from it."""
+    import time
+
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(_alias_bomb())
+    assert len(bomb.read_bytes()) < 400
+    t0 = time.perf_counter()
+    rc, err = run_cli(capsys, ["plan", "--config", str(bomb), "--suites", "ci"])
+    assert time.perf_counter() - t0 < 30  # was a hang (the check itself takes milliseconds)
+    assert rc == 2 and err == (f"csebench plan: error: {bomb}: its aliases (*name) repeat 490,329,036 values, more than "
+                               "the 100,000 a settings file may (a YAML alias bomb?): write the values out, or use fewer "
+                               "aliases\n")
+    loop = tmp_path / "loop.yaml"
+    loop.write_text("paths:\n  data: &p [1, *p]\n")
+    rc, err = run_cli(capsys, ["plan", "--config", str(loop), "--suites", "ci"])
+    assert rc == 2 and err == (f"csebench plan: error: {loop}:2: an alias refers to a value that holds it (a value inside "
+                               "itself): write the values out\n")
+
+
+def test_aliases_within_bounds_are_read_and_a_huge_value_in_an_error_line_is_cut(tmp_path):
+    """A few aliases are YAML as usual; a value that they make large (4,096 numbers from a 170-byte file) is quoted in
+    its error line cut to a readable length (a 292-byte file printed a 5.8 MB line); any error line is bounded."""
+    from csebench.core.errors import MAX_LINE, ConfigError
+    from csebench.study.params import load_params
+
+    fine = write_config(tmp_path / "fine.yaml", {})
+    fine.write_text("training: &t {learning_rate: 5.0e-5}\nbackbones:\n  tiny: {model: random, training: *t}\n")
+    assert load_params(PARAMS, [fine])["backbones"]["tiny"]["training"] == {"learning_rate": 5e-5}
+    big = tmp_path / "big.yaml"
+    big.write_text("paths: {data: [&a [1,2,3,4,5,6,7,8], &b [*a,*a,*a,*a,*a,*a,*a,*a], &c [*b,*b,*b,*b,*b,*b,*b,*b], "
+                   "&d [*c,*c,*c,*c,*c,*c,*c,*c]]}\n")
+    with pytest.raises(ConfigError) as err:
+        load_params(PARAMS, [big])
+    line = str(err.value)
+    assert line.startswith(f"{big}: paths.data: expected text, got [[1, 2, 3") and line.endswith(" characters)")
+    assert len(line) < 250 + len(str(big))
+    long = str(ConfigError("suites.x: unknown method '" + "m" * 10**6 + "'; did you mean 'simcse'?"))
+    assert len(long) < MAX_LINE + 100 and "characters cut) …" in long and long.endswith("did you mean 'simcse'?")
+
+
+def test_a_settings_file_that_is_no_regular_file_or_too_large_says_so(tmp_path, capsys):
+    """`--config /dev/zero` and `--params /dev/stdin` said "not found"."""
+    fifo = tmp_path / "pipe.yaml"
+    os.mkfifo(fifo)
+    large = tmp_path / "large.yaml"
+    with open(large, "wb") as fh:
+        fh.truncate(17 << 20)
+    for argv, line in (
+            (["--config", "/dev/zero"], "config override /dev/zero is a character device, not a regular file: give a YAML "
+                                        "file of the settings it changes"),
+            (["--params", str(fifo)], f"params file {fifo} is a named pipe (FIFO), not a regular file: give params.yaml or "
+                                      "another YAML file"),
+            (["--config", str(tmp_path)], f"config override {tmp_path} is a folder, not a regular file"),
+            (["--config", str(large)], f"{large}: 17,825,792 bytes, larger than a settings file may be (16 MiB): is it "
+                                       "the file you meant?"),
+            (["--config", str(tmp_path / "nope.yaml")], f"config override not found: {tmp_path / 'nope.yaml'}")):
+        rc, err = run_cli(capsys, ["plan", *argv, "--suites", "ci"])
+        assert rc == 2 and err.startswith(f"csebench plan: error: {line}") and err.count("\n") == 1, err
+

@@ -284,14 +284,22 @@ def expand_path(value: str | None, params: dict) -> str | None:
 
 
 def load_params(path: str | os.PathLike = "params.yaml", overrides: list[str | os.PathLike] | None = None) -> dict:
+    from csebench.core.io import not_a_regular_file
+
     p = Path(path)
-    if not p.is_file():
+    what = not_a_regular_file(p)
+    if what == "not found":
         raise ConfigError(f"params file not found: {p} (run from the project root or pass --params)")
+    if what is not None:  # /dev/zero, /dev/stdin, a folder: said what it is (read_yaml's line)
+        raise ConfigError(f"params file {p} is {what}: give params.yaml or another YAML file")
     params = _read_params_file(p)
     for extra in overrides or []:
         q = Path(extra)
-        if not q.is_file():
+        what = not_a_regular_file(q)
+        if what == "not found":
             raise ConfigError(f"config override not found: {q}")
+        if what is not None:
+            raise ConfigError(f"config override {q} is {what}: give a YAML file of the settings it changes")
         params = deep_merge(params, _read_params_file(q))  # a mistake in an override file is named with that file
     return params
 
