@@ -53,8 +53,8 @@ if workflow.is_main_process:  # another build holding the lock: one line (rule a
     lock_error_in_one_line(workflow)
 
 if workflow.is_main_process:
-    with one_line():  # a planted link out of the repository: refused before a dvc.yaml stage commits it (docs/dvc.md)
-        refuse_outside_links(RESULTS, SUITES)
+    with one_line():  # a planted link out of the repository: refused before a dvc.yaml stage commits it (docs/dvc.md),
+        refuse_outside_links(RESULTS, SUITES, data=DATA)  # and before a prepare job writes through one in data/
     if restore_times(RESULTS, RUNS):  # results a DVC checkout or a copy wrote anew count as built (docs/dvc.md)
         record_times(RESULTS)  # (neither while another Snakemake run holds a lock here: it builds these trees)
 
@@ -63,7 +63,7 @@ WARM = []  # a local build's warm server (csebench.workflow.warm): its jobs fork
 onsuccess:
     stop_warm(WARM)
     with one_line():
-        refuse_outside_links(RESULTS, SUITES)
+        refuse_outside_links(RESULTS, SUITES, data=DATA)
     record_times(RESULTS)
 
 onerror:  # what did finish is recorded too

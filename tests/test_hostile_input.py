@@ -268,12 +268,13 @@ def test_transfer_json_is_checked_the_same_way(tmp_path, capsys):
     assert rc == 2 and "MR is -3.0, outside [0, 100]" in err
 
 
-@pytest.mark.slow(seconds=20)
+@pytest.mark.slow(seconds=25)
 @needs_pipeline
 def test_under_snakemake_a_refused_table_build_leaves_the_tables_built_before(tmp_path):
     """Snakemake removes a job's outputs before it runs it: a report job refused for a hand-edited sts.json lost the
     suite's tables. The rules flag the tables, figures and pages `update` (workflow/rules/inputs.smk): the job's
-    refusal (its one line in the job's log) leaves every one of them as it was."""
+    refusal (its one line in the job's log) leaves every one of them as it was. (Before it, the build's first step
+    refuses a link out of the repository in data/, as it does in results/.)"""
     import csv
 
     import numpy as np
@@ -294,16 +295,28 @@ def test_under_snakemake_a_refused_table_build_leaves_the_tables_built_before(tm
     built = {p: p.read_bytes() for p in suite.rglob("*") if p.is_file() and "runs" not in p.parts}
     _edit(sts, tasks={"STS12": 99.0}, avg=88.8)
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PATH=f"{BIN}:{os.environ['PATH']}")
-    proc = subprocess.run([str(BIN / "snakemake"), "--cores", "1", "--configfile", "config/ci.yaml", "--config", "plan=false",
-                           "warm_start=false", "params_overrides=[suite.yaml]", "suites=[s]", "analyses=[]",
-                           "--allowed-rules", "report", "--", "results/s/tables/sts.md"],
-                          cwd=proj, env=env, capture_output=True, text=True, timeout=300)
+    cmd = [str(BIN / "snakemake"), "--cores", "1", "--configfile", "config/ci.yaml", "--config", "plan=false",
+           "warm_start=false", "params_overrides=[suite.yaml]", "suites=[s]", "analyses=[]", "--allowed-rules", "report",
+           "--", "results/s/tables/sts.md"]
+    # first a link data/ci to a folder outside: the build stops before anything runs (its first step), in one line
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (proj / "data").mkdir(exist_ok=True)
+    (proj / "data" / "ci").symlink_to(outside)
+    proc = subprocess.run(cmd, cwd=proj, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and proc.stderr.splitlines()[-1] == (
+        f"csebench: error: data/ci is a symbolic link to {outside}, outside the repository {proj} and outside data "
+        f"(paths.data): the build would write its prepared data through it (corpus.txt would land in {outside}); "
+        "csebench makes no such link: remove it, or set paths.data to the folder you want the data in"), proc.stderr[-2000:]
+    (proj / "data" / "ci").unlink()
+    proc = subprocess.run(cmd, cwd=proj, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1 and "Error in rule report" in proc.stderr, proc.stderr[-3000:]
     assert (suite / "logs" / "report.log").read_text().splitlines()[-1] == (
         "csebench results: error: results/s/runs/iscse/seed1/sts.json: avg is 88.8, but the mean of its 7 tasks is "
         "78.000000: not a sts result as `csebench eval-sts` writes it (changed after it was written?); make it again "
         "(delete it and rerun the job that writes it; Snakemake rebuilds a missing file)")
     assert {p: p.read_bytes() for p in built} == built
+
 
 # ----------------------------------------------------------------------------- YAML alias bombs, special files
 
@@ -378,3 +391,72 @@ def test_a_settings_file_that_is_no_regular_file_or_too_large_says_so(tmp_path, 
         rc, err = run_cli(capsys, ["plan", *argv, "--suites", "ci"])
         assert rc == 2 and err.startswith(f"csebench plan: error: {line}") and err.count("\n") == 1, err
 
+
+# ----------------------------------------------------------------------------- data/ links, a full disk
+
+
+def test_a_link_in_data_out_of_the_repository_is_refused_as_one_in_results_is(tmp_path):
+    """A link data/ci to an outside folder was written through (corpus.txt landed outside); links out of results/
+    were refused, data/ was not checked. A link out of the repository and out of paths.data is refused; paths.data
+    itself a link to a bigger disk, and a link inside the repository, are fine."""
+    from csebench.core.errors import DataError
+    from csebench.workflow.steps import refuse_outside_links
+
+    proj, outside = tmp_path / "proj", tmp_path / "outside"
+    (proj / "data").mkdir(parents=True)
+    outside.mkdir()
+    refuse_outside_links(str(proj / "results"), ["ci"], workdir=str(proj), data=str(proj / "data"))
+    (proj / "data" / "ci").symlink_to(outside)
+    with pytest.raises(DataError, match=f"^{proj}/data/ci is a symbolic link to {outside}, outside the repository {proj} "
+                                        f"and outside {proj}/data \\(paths.data\\): the build would write"):
+        refuse_outside_links(str(proj / "results"), ["ci"], workdir=str(proj), data=str(proj / "data"))
+    (proj / "data" / "ci").unlink()
+    (proj / "data" / "ci").symlink_to(proj / "elsewhere-inside")
+    refuse_outside_links(str(proj / "results"), ["ci"], workdir=str(proj), data=str(proj / "data"))
+    scratch = tmp_path / "scratch-data"
+    scratch.mkdir()
+    (proj / "big").symlink_to(scratch)  # paths.data: big, a link to a folder on another disk, and links inside it
+    (scratch / "ci").symlink_to(scratch / "other")
+    refuse_outside_links(str(proj / "results"), ["ci"], workdir=str(proj), data=str(proj / "big"))
+
+
+def test_a_full_disk_while_writing_a_checkpoint_leaves_no_run_folder(inputs, capsys, monkeypatch):
+    """An ENOSPC in a checkpoint write left the run folder it had made behind (its unfinished best model, no
+    checkpoint to resume from): one line, exit 2, and the folder and the parents the command made are gone."""
+    import errno
+
+    import csebench.training.checkpoint as checkpoint
+    from runhelpers import ci_training, train_argv
+
+    def full(folder, state):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(checkpoint, "save", full)
+    cfg = write_config(inputs / "a.yaml", ci_training(max_steps=4, eval_steps=2, checkpoint_steps=2, batch_size=8,
+                                                      log_steps=1, eval_batch_size=64))
+    out = inputs / "runs" / "new" / "run"
+    rc, err = run_cli(capsys, train_argv(inputs, out, cfg, cache=inputs / "new-cache"))
+    assert (rc, err) == (2, "csebench train: error: a write failed: No space left on device (errno ENOSPC); nothing "
+                            "finished was replaced, the temporaries are removed\n")
+    assert not (inputs / "runs").exists() and not (inputs / "new-cache").exists()
+
+
+def test_a_full_disk_in_eval_sts_leaves_no_output_folder(trained, small, tmp_path, capsys, monkeypatch):
+    """eval-sts --out res/sts.json on a full disk (a fake fsync raising ENOSPC) left an empty res/: the folders the
+    command would have made are removed again when it fails and leaves them empty; a folder that was there stays."""
+    import errno
+
+    from runhelpers import STS_FAST
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    argv = ["eval-sts", "--model", str(trained / "model"), "--senteval", str(small), *STS_FAST]
+    monkeypatch.setattr(os, "fsync", full)
+    rc, err = run_cli(capsys, [*argv, "--out", str(tmp_path / "res" / "deeper" / "sts.json")])
+    assert (rc, err) == (2, "csebench eval-sts: error: a write failed: No space left on device (errno ENOSPC); nothing "
+                            "finished was replaced, the temporaries are removed\n")
+    assert not (tmp_path / "res").exists()
+    (tmp_path / "kept").mkdir()
+    rc, err = run_cli(capsys, [*argv, "--out", str(tmp_path / "kept" / "sts.json")])
+    assert rc == 2 and (tmp_path / "kept").is_dir() and not any((tmp_path / "kept").iterdir())

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from csebench.core import paths
-from csebench.core.errors import CsebenchError
+from csebench.core.errors import CsebenchError, DataError
 from csebench.study.jobs import Runs
 from csebench.study.typed import Suite
 
@@ -104,13 +104,20 @@ def another_build(workdir: str = ".") -> bool:
     return locks.is_dir() and any(locks.glob("*.lock"))
 
 
-def refuse_outside_links(results: str, suites: list[str], workdir: str = ".") -> None:
+def refuse_outside_links(results: str, suites: list[str], workdir: str = ".", data: str | None = None) -> None:
     """The folders a build's dvc.yaml stage commits (its suites' folders) and the run store hold no link
     out of the repository (``workdir``, Snakemake's and DVC's folder) other than into ``results`` (a views'
-    links, where params.yaml puts results elsewhere): one line naming the first (csebench.workflow.dvccommit)."""
-    from csebench.workflow.dvccommit import refuse_outside_links as refuse
+    links, where params.yaml puts results elsewhere): one line naming the first (csebench.workflow.dvccommit).
+    ``data`` (paths.data), which the build writes its prepared data into, is checked the same way (a link out of
+    the repository and out of paths.data itself: the prepare jobs would write through it)."""
+    from csebench.workflow.dvccommit import outside_links, refuse_outside_links as refuse
 
     refuse([paths.run_store(results), *(paths.suite_dir(results, s) for s in suites)], workdir, also=results)
+    for link, target in outside_links(data, workdir, data) if data is not None else ():
+        raise DataError(f"{link} is a symbolic link to {target}, outside the repository {os.path.abspath(workdir)} and "
+                        f"outside {data} (paths.data): the build would write its prepared data through it (corpus.txt "
+                        f"would land in {os.path.realpath(link)}); csebench makes no such link: remove it, or set "
+                        "paths.data to the folder you want the data in")
 
 
 def record_times(results: str) -> None:
