@@ -109,8 +109,10 @@ def read_result(path: str | os.PathLike):
                         f"damaged; {REMAKE}") from None
     bad = non_finite_keys(data)
     if bad:
-        raise DataError(f"{path}: {bad[0]} is {dig(data, bad[0])}, which csebench never writes (an undefined number is "
-                        f"written as null): the file was changed after it was written; {REMAKE}")
+        shown = dig(data, bad[0])
+        raise DataError(f"{path}: {bad[0]} is {'NaN or Infinity' if shown is None else shown}, which csebench never "
+                        f"writes (an undefined number is written as null): the file was changed after it was written; "
+                        f"{REMAKE}")
     if written_as_recorded(data) is False:
         data["provenance"] = {**data["provenance"], CHANGED: str(path)}
         logging.getLogger("csebench").warning("%s: its scores differ from those its provenance recorded when csebench "
@@ -128,6 +130,7 @@ def check_scores(path: str | os.PathLike, res, kind: str) -> None:
     and an average (``avg``: the mean of all the kind's tasks; ``avg_subset``: of ``avg_tasks``) that is the mean
     of its tasks. A number typed into the file by hand fails here rather than in a table."""
     from csebench.core.errors import DataError
+    from csebench.core.schema import brief
 
     low, high = SCORE_RANGE[kind]
 
@@ -139,7 +142,7 @@ def check_scores(path: str | os.PathLike, res, kind: str) -> None:
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            fail(f"{where} is {value!r}, not a number")
+            fail(f"{where} is {brief(value)}, not a number")
         if not lo <= value <= hi:
             fail(f"{where} is {value}, outside [{lo:g}, {hi:g}]")
         return float(value)
@@ -148,7 +151,7 @@ def check_scores(path: str | os.PathLike, res, kind: str) -> None:
         fail(f"a {type(res).__name__}, not a mapping")
     tasks = res.get("tasks", {})
     if not isinstance(tasks, dict):
-        fail(f"tasks is {tasks!r}, not a mapping of task to score")
+        fail(f"tasks is {brief(tasks)}, not a mapping of task to score")
     values = {t: score(t, v) for t, v in tasks.items()}
     for name, entry in (res.get("extra_sets") or {}).items() if isinstance(res.get("extra_sets"), dict) else ():
         score(f"extra_sets.{name}.spearman", entry.get("spearman") if isinstance(entry, dict) else entry, -100.0, 100.0)
@@ -159,7 +162,8 @@ def check_scores(path: str | os.PathLike, res, kind: str) -> None:
         avg = score(key, res.get(key))
         if avg is None:
             continue
-        over = over if isinstance(over, list) else []
+        if not (isinstance(over, list) and all(isinstance(t, str) for t in over)):
+            fail(f"{key} is {avg} but its tasks are {brief(over)}, not a list of task names")
         missing = [t for t in over if values.get(t) is None]
         if not over or missing:
             fail(f"{key} is {avg} but {', '.join(map(str, missing)) or 'no task'} has no score to average")
@@ -227,7 +231,7 @@ class RunResult:
         wanted = KINDS[kind].tasks
         complete = all(t in tasks for t in wanted)
         avg = res.get("avg") if complete else None
-        if avg is None and complete and wanted:
+        if avg is None and complete and wanted and all(number(tasks[t]) is not None for t in wanted):
             avg = float(np.mean([tasks[t] for t in wanted]))
         return cls(path, kind, tasks, number(avg), info, res.get("protocol", "full"), res.get("warning"),
                    blocks_of(res) + (blocks_of(train) if train else []), res.get("same_run_as"))
