@@ -18,8 +18,9 @@ from csebench.study.params import run_dir
 from csebench.study.typed import Params
 from csebench.workflow.steps import (check_plugins, check_snakemake_config, find_cli, finished_run_inputs,
                                      hub_generators, lock_error_in_one_line, merge_default_config,
-                                     offline_if_submitted, one_line, params_args, record_times, refuse_locked_build,
-                                     refuse_outside_links, restore_times, start_warm, stop_warm, trains_from_hub)
+                                     offline_if_submitted, one_line, option_words, params_args, record_times,
+                                     refuse_locked_build, refuse_outside_links, restore_times, shell_words, start_warm,
+                                     stop_warm, sts_pairs_words, trains_from_hub)
 from csebench.results.registry import default_suites
 
 merge_default_config(config, "config/paper.yaml")  # the papers' build, under --configfile and --config
@@ -52,8 +53,8 @@ if workflow.is_main_process:  # another build holding the lock: one line (rule a
     lock_error_in_one_line(workflow)
 
 if workflow.is_main_process:
-    with one_line():  # a planted link out of the repository: refused before a dvc.yaml stage commits it (docs/dvc.md)
-        refuse_outside_links(RESULTS, SUITES)
+    with one_line():  # a planted link out of the repository: refused before a dvc.yaml stage commits it (docs/dvc.md),
+        refuse_outside_links(RESULTS, SUITES, data=DATA)  # and before a prepare job writes through one in data/
     if restore_times(RESULTS, RUNS):  # results a DVC checkout or a copy wrote anew count as built (docs/dvc.md)
         record_times(RESULTS)  # (neither while another Snakemake run holds a lock here: it builds these trees)
 
@@ -62,7 +63,7 @@ WARM = []  # a local build's warm server (csebench.workflow.warm): its jobs fork
 onsuccess:
     stop_warm(WARM)
     with one_line():
-        refuse_outside_links(RESULTS, SUITES)
+        refuse_outside_links(RESULTS, SUITES, data=DATA)
     record_times(RESULTS)
 
 onerror:  # what did finish is recorded too

@@ -317,7 +317,7 @@ def test_one_card_per_run_from_a_view_or_the_runs_own_folder(runs, tmp_path, cap
     sts = json.loads((runs["simcse"] / "sts.json").read_text())
     for ev, avg in (("eval-fp32", 11.0), ("eval-fast-capped-00000000", 22.0)):
         (run / ev).mkdir()
-        (run / ev / "sts.json").write_text(json.dumps({**sts, "avg": avg}))
+        (run / ev / "sts.json").write_text(json.dumps({**sts, "tasks": {t: avg for t in sts["tasks"]}, "avg": avg}))
     info = {"suite": "other", "name": "same", "seed": 1, "method": "simcse", "method_label": "SimCSE (again)",
             "backbone": "minilm", "backbone_label": "MiniLM"}
     views = [tmp_path / "results" / s / "runs" / "same" / "seed1" for s in ("other", "third")]

@@ -257,7 +257,7 @@ def _write_run(results: Path, run: str, seed: int, stsb: float, avg: float, extr
     d = results / "t" / "runs" / run / f"seed{seed}"
     d.mkdir(parents=True, exist_ok=True)
     (d / "train.json").write_text(json.dumps({"stsb_dev_best": stsb, "method": "simcse"}))
-    tasks = {t: avg + i for i, t in enumerate(["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"])}
+    tasks = {t: avg + i - 3 for i, t in enumerate(["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"])}
     (d / "sts.json").write_text(json.dumps({"tasks": tasks, "avg": avg}))
     (d / "train_curve.csv").write_text("step,loss\n1,2.0\n2,1.5\n")
     (d / "dev_curve.csv").write_text(f"step,stsb_dev\n1,{50 + extra_curve}\n2,{60 + extra_curve}\n")

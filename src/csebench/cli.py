@@ -133,6 +133,35 @@ def _check_outputs(args) -> None:
         check_writable(path, is_dir=is_dir)
 
 
+def _output_folders(args) -> list:
+    """The folders the command's outputs go into (as _check_outputs finds them) that do not exist yet, each with
+    those of its parents that do not either, deepest first: what a failed command removes again where it left them
+    empty (a full disk in eval-sts left its empty --out folder behind)."""
+    from pathlib import Path
+
+    spec = args.spec
+    if getattr(args, "check", False) or not spec.writes:
+        return []
+    outputs = [(v, name == "out_dir" or spec.out_folder) for name in OUTPUT_OPTIONS
+               if isinstance(v := getattr(args, name, None), str) and v not in ("", "-")]
+    outputs += list(spec.also_writes(args) if spec.also_writes else ())
+    made: list = []
+    for path, is_dir in outputs:
+        folder = Path(path).absolute() if is_dir else Path(path).absolute().parent
+        while not os.path.lexists(folder) and folder != folder.parent:
+            made.append(folder)
+            folder = folder.parent
+    return sorted(set(made), key=lambda f: len(f.parts), reverse=True)
+
+
+def _remove_empty(folders: list) -> None:
+    for folder in folders:  # deepest first; one that is not empty (what another process wrote there) stays
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
+
+
 def collect_less() -> None:
     """The program's cyclic garbage collector, run less often. With Python's default thresholds (700, 10, 10) a
     command that imports torch and transformers keeps rescanning their objects: 1,100 collections, 0.85 s of a
@@ -160,12 +189,14 @@ def main(argv: list[str] | None = None) -> int:
     _NESTED.append(True)
     command = _command_of(sys.argv[1:] if argv is None else list(argv))
     _COMMAND[0] = outer or command
+    made: list = []  # the output folders the command would create: removed again if it fails and leaves them empty
     try:
         args = build_parser().parse_args(argv)
         command = f"csebench {args.command}"
         _COMMAND[0] = outer or command
         _setup_logging(args.verbose)
         _check_outputs(args)
+        made = _output_folders(args)
         from csebench.core.provenance import reset
 
         reset()  # a result's provenance names the data files read by its own command
@@ -182,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         resolve_inputs(args)
         args.func(args)
     except CsebenchError as exc:
+        _remove_empty(made)
         print(f"{command}: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `csebench plan | head`: the reader has what it wanted
@@ -194,11 +226,13 @@ def main(argv: list[str] | None = None) -> int:
         failed = os_error_of(exc)  # an OSError, or safetensors' error that carries one
         if failed is None or failed.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM):
             raise
+        _remove_empty(made)
         what = f"cannot write {failed.filename}" if failed.filename else "a write failed"  # fsync and write name no file
         print(f"{command}: error: {what}: {failed.strerror} (errno {errno.errorcode[failed.errno]}); "
               "nothing finished was replaced, the temporaries are removed", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        _remove_empty(made)
         print(f"{command}: interrupted", file=sys.stderr)
         return 130
     finally:

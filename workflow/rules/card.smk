@@ -21,4 +21,4 @@ rule model_card:
     log:
         f"{RUN}/logs/model_card.log",
     shell:
-        "csebench model-card --run $(dirname {input.summary}) 2> {log}"
+        "csebench model-card --run \"$(dirname {input.summary:q})\" 2> {log:q}"

@@ -26,5 +26,6 @@ rule embed:
     log:
         f"{EVAL}/logs/embed.log",
     shell:
-        "csebench --threads {threads} embed {params.cfg} --model $(dirname {input.summary})/model --senteval $(dirname {input.senteval})"
-        " {params.cap} --precision {params.precision} --out {output.table} {params.progress} 2> {log}"
+        "csebench --threads {threads} embed {params.cfg} --model \"$(dirname {input.summary:q})/model\""
+        " --senteval \"$(dirname {input.senteval:q})\" {params.cap} --precision {params.precision:q} --out {output.table:q}"
+        " {params.progress} 2> {log:q}"

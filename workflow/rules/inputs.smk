@@ -1,6 +1,8 @@
 # What the rules read and where their targets are: the input functions and target lists of the
 # rule files, kept apart from the rules (one kind of thing per file, as `snakemake --lint` asks). Thin
-# wrappers over csebench.study.jobs; include after common.smk and before the rule files.
+# wrappers over csebench.study.jobs; include after common.smk and before the rule files. What goes into a
+# shell command as text is quoted here (csebench.workflow.steps.shell_words), the rules' own values with
+# Snakemake's `:q`: no value of params.yaml or of the config runs as a command (docs/reliability.md, "Paths in settings").
 
 
 import functools
@@ -52,9 +54,8 @@ def eval_settings(w):  # a run's job: the settings its {ev} folder names; a suit
 
 def probing_cap(w):  # `transfer: {max_train_sentences: N, max_test_sentences: M}` (CPU demo only)
     ev = eval_settings(w)
-    caps = [f"--max-train-sentences {ev['max_train_sentences']}" if ev["max_train_sentences"] else "",
-            f"--max-test-sentences {ev['max_test_sentences']}" if ev["max_test_sentences"] else ""]
-    return " ".join(c for c in caps if c)
+    return shell_words(*(["--max-train-sentences", ev["max_train_sentences"]] if ev["max_train_sentences"] else []),
+                       *(["--max-test-sentences", ev["max_test_sentences"]] if ev["max_test_sentences"] else []))
 
 
 def transfer_cap(w):  # the caps, or `transfer: false`: embed encodes no transfer sentence, eval_transfer says "off"
@@ -63,16 +64,15 @@ def transfer_cap(w):  # the caps, or `transfer: false`: embed encodes no transfe
 
 def sts_cap(w):  # `evaluation: {max_sts_pairs: N}` (CPU demo only): embed and eval_sts use the same subsets
     cap = eval_settings(w)["max_sts_pairs"]
-    return f"--max-sts-pairs {cap}" if cap else ""
+    return shell_words("--max-sts-pairs", cap) if cap else ""
 
 
 def sts_pairs_of(w):  # `evaluation: {sts_pairs: [NAME, ...]}`: your own STS test sets, part of the settings {ev} names
     return list(sts_sets(PARAMS, eval_settings(w)).values())
 
 
-def sts_pairs_args(w):  # embed and eval_sts read the same sets
-    sets = sts_sets(PARAMS, eval_settings(w))
-    return f"--sts-pairs {' '.join(f'{name}={path}' for name, path in sets.items())}" if sets else ""
+def sts_pairs_args(w):  # embed and eval_sts read the same sets (quoted: a path of params.yaml runs nothing)
+    return sts_pairs_words(sts_sets(PARAMS, eval_settings(w)))
 
 
 def embeddings_of(w):
@@ -114,6 +114,12 @@ def card_targets(suite):
 
 
 # ---- tables, figures and pages (results.smk, metrics.smk)
+
+# A table, figure or page stays in place until its job has written the new one: Snakemake removes a job's outputs
+# before it runs the job, except those flagged `update` (kept, and restored from its backup if the job fails).
+# csebench writes them atomically (csebench.core.io.staged_outputs): a job refused (a result file changed by hand:
+# csebench.results.runs.check_scores) or killed leaves the previous ones whole.
+kept_until_replaced = globals().get("update", lambda files: files)
 
 
 def results_of(path, suite):

@@ -14,7 +14,7 @@ rule suite_metrics:
         lambda w: run_dirs(w.suite, "sts.json", evaluated=True),
         lambda w: run_dirs(w.suite, "transfer.json", evaluated=True) if METRICS_HAS_TRANSFER else [],
     output:
-        metrics=f"{RESULTS}/{{suite}}/metrics.json",
+        metrics=kept_until_replaced(f"{RESULTS}/{{suite}}/metrics.json"),
     params:
         cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
         results=lambda w, output: results_of(output.metrics, w.suite),
@@ -22,4 +22,4 @@ rule suite_metrics:
     log:
         f"{RESULTS}/{{suite}}/logs/metrics.log",
     shell:
-        "csebench suite-metrics {params.cfg} --suite {wildcards.suite} --results {params.results} --out {output.metrics} 2> {log}"
+        "csebench suite-metrics {params.cfg} --suite {wildcards.suite:q} --results {params.results:q} --out {output.metrics:q} 2> {log:q}"

@@ -14,7 +14,7 @@ rule eval_mteb:
     params:
         cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
         progress=PROGRESS,
-        tasks=lambda w: " ".join(suite_mteb_tasks(PARAMS, w.suite) or []),
+        tasks=lambda w: suite_mteb_tasks(PARAMS, w.suite) or [],
         precision=lambda w: eval_settings(w)["precision"],
     threads: config.get("threads", 4)  # classification tasks fit MTEB's classifiers on CPU
     resources:
@@ -22,6 +22,6 @@ rule eval_mteb:
     log:
         f"{RESULTS}/{{suite}}/logs/eval_mteb.{{run}}.seed{{seed}}.log",
     shell:
-        "csebench --threads {threads} eval-mteb {params.cfg} --model $(dirname {input.summary})/model --tasks {params.tasks}"
-        " --precision {params.precision} --suite {wildcards.suite} --run {wildcards.run} --seed {wildcards.seed}"
-        " --out $(dirname {output.mteb}) {params.progress} 2> {log}"
+        "csebench --threads {threads} eval-mteb {params.cfg} --model \"$(dirname {input.summary:q})/model\" --tasks {params.tasks:q}"
+        " --precision {params.precision:q} --suite {wildcards.suite:q} --run {wildcards.run:q} --seed {wildcards.seed:q}"
+        " --out \"$(dirname {output.mteb:q})\" {params.progress} 2> {log:q}"

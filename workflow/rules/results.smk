@@ -41,17 +41,17 @@ rule report:
         lambda w: _render.input_files(REGISTRY.item(f"suite/{w.suite}"), PARAMS, RESULTS),
         links=suite_links,
     output:
-        [_report(p, lambda w: f"suite/{w.suite}") if p.endswith(("sts.md", "transfer.md", ".png")) else p
-         for p in (f"{RESULTS}/{{suite}}/{f}" for f in _render.SUITE_FILES)],
+        kept_until_replaced([_report(p, lambda w: f"suite/{w.suite}") if p.endswith(("sts.md", "transfer.md", ".png"))
+                             else p for p in (f"{RESULTS}/{{suite}}/{f}" for f in _render.SUITE_FILES)]),
     params:
         cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
         results=lambda w, output: results_of(output[0], w.suite),
-        links=lambda w, input: f"--link {' '.join(input.links)}" if input.links else "",
+        links=lambda w, input: shell_words("--link", *input.links) if input.links else "",
         caption=lambda w: REGISTRY.caption(REGISTRY.item(f"suite/{w.suite}")),
     log:
         f"{RESULTS}/{{suite}}/logs/report.log",
     shell:
-        "csebench results render {params.cfg} --results {params.results} --item suite/{wildcards.suite} {params.links} 2> {log}"
+        "csebench results render {params.cfg} --results {params.results:q} --item suite/{wildcards.suite:q} {params.links} 2> {log:q}"
 
 
 rule mteb_table:
@@ -60,8 +60,8 @@ rule mteb_table:
     input:
         lambda w: _render.input_files(REGISTRY.item(f"mteb/{w.suite}"), PARAMS, RESULTS),
     output:
-        [_report(p, lambda w: f"mteb/{w.suite}") if p.endswith(".md") else p
-         for p in (f"{RESULTS}/{{suite}}/tables/mteb.{e}" for e in _render.TABLE_EXTS)],
+        kept_until_replaced([_report(p, lambda w: f"mteb/{w.suite}") if p.endswith(".md") else p
+                             for p in (f"{RESULTS}/{{suite}}/tables/mteb.{e}" for e in _render.TABLE_EXTS)]),
     wildcard_constraints:
         suite=r"[^/]+",
     params:
@@ -71,7 +71,7 @@ rule mteb_table:
     log:
         f"{RESULTS}/{{suite}}/logs/mteb_table.log",
     shell:
-        "csebench results render {params.cfg} --results {params.results} --item mteb/{wildcards.suite} 2> {log}"
+        "csebench results render {params.cfg} --results {params.results:q} --item mteb/{wildcards.suite:q} 2> {log:q}"
 
 
 rule reproduce_table:
@@ -80,9 +80,9 @@ rule reproduce_table:
     input:
         _item_inputs,
     output:
-        md=_report("{root}/{paper}/{item}.md", _paper_item),
-        csv="{root}/{paper}/{item}.csv",
-        tex="{root}/{paper}/{item}.tex",
+        md=kept_until_replaced(_report("{root}/{paper}/{item}.md", _paper_item)),
+        csv=kept_until_replaced("{root}/{paper}/{item}.csv"),
+        tex=kept_until_replaced("{root}/{paper}/{item}.tex"),
     wildcard_constraints:
         root=_ROOT_RE,
         paper=r"[a-z-]+",
@@ -95,8 +95,8 @@ rule reproduce_table:
     log:
         "{root}/logs/{paper}.{item}.log",
     shell:
-        "csebench results render {params.cfg} --results {params.results} --item {wildcards.paper}/{wildcards.item} --scale {params.scale}"
-        " --out-dir {wildcards.root}/{wildcards.paper} 2> {log}"
+        "csebench results render {params.cfg} --results {params.results:q} --item {wildcards.paper:q}/{wildcards.item:q}"
+        " --scale {params.scale:q} --out-dir {wildcards.root:q}/{wildcards.paper:q} 2> {log:q}"
 
 
 rule reproduce_figure:
@@ -105,9 +105,9 @@ rule reproduce_figure:
     input:
         _item_inputs,
     output:
-        png=_report("{root}/{paper}/{item}.png", _paper_item),
-        md="{root}/{paper}/{item}.md",
-        csv="{root}/{paper}/{item}.csv",
+        png=kept_until_replaced(_report("{root}/{paper}/{item}.png", _paper_item)),
+        md=kept_until_replaced("{root}/{paper}/{item}.md"),
+        csv=kept_until_replaced("{root}/{paper}/{item}.csv"),
     wildcard_constraints:
         root=_ROOT_RE,
         paper=r"[a-z-]+",
@@ -120,8 +120,8 @@ rule reproduce_figure:
     log:
         "{root}/logs/{paper}.{item}.log",
     shell:
-        "csebench results render {params.cfg} --results {params.results} --item {wildcards.paper}/{wildcards.item} --scale {params.scale}"
-        " --out-dir {wildcards.root}/{wildcards.paper} 2> {log}"
+        "csebench results render {params.cfg} --results {params.results:q} --item {wildcards.paper:q}/{wildcards.item:q}"
+        " --scale {params.scale:q} --out-dir {wildcards.root:q}/{wildcards.paper:q} 2> {log:q}"
 
 
 rule front_page:
@@ -131,11 +131,11 @@ rule front_page:
         papers=lambda w: reproduce_targets(),
         suites=[f"{RESULTS}/{suite}/README.md" for suite in SUITES],
     output:
-        page=f"{RESULTS}/README.md",
+        page=kept_until_replaced(f"{RESULTS}/README.md"),
     params:
         cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
         results=lambda w, output: os.path.dirname(output.page),
     log:
         f"{RESULTS}/logs/front_page.log",
     shell:
-        "csebench results front-page {params.cfg} --results {params.results} --out {output.page} 2> {log}"
+        "csebench results front-page {params.cfg} --results {params.results:q} --out {output.page:q} 2> {log:q}"

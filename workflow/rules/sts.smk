@@ -19,6 +19,6 @@ rule eval_sts:
     log:
         f"{EVAL}/logs/eval_sts.log",
     shell:
-        "csebench --threads {threads} eval-sts {params.cfg} --model $(dirname {input.summary})/model --senteval $(dirname {input.senteval})"
-        " --embeddings {input.embeddings} --key {wildcards.key} --seed {wildcards.seed} --out {output.sts} --pairs-out {output.pairs}"
-        " {params.cap} {params.progress} 2> {log}"
+        "csebench --threads {threads} eval-sts {params.cfg} --model \"$(dirname {input.summary:q})/model\""
+        " --senteval \"$(dirname {input.senteval:q})\" --embeddings {input.embeddings:q} --key {wildcards.key:q}"
+        " --seed {wildcards.seed:q} --out {output.sts:q} --pairs-out {output.pairs:q} {params.cap} {params.progress} 2> {log:q}"

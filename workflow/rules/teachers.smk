@@ -24,8 +24,9 @@ rule teacher_cache:
     log:
         f"{RUN}/logs/teacher_cache.log",
     shell:
-        "csebench --threads {threads} teacher-cache {params.cfg} --model $(dirname {input.summary})/model --corpus {input.corpus}"
-        " --out {output.emb} --max-seq-length {params.max_len} --cache-dir {params.cache} 2> {log}"
+        "csebench --threads {threads} teacher-cache {params.cfg} --model \"$(dirname {input.summary:q})/model\""
+        " --corpus {input.corpus:q} --out {output.emb:q} --max-seq-length {params.max_len:q} --cache-dir {params.cache:q}"
+        " 2> {log:q}"
 
 
 # DCLR's complementary model as released (objectives.debiased_negatives.teacher_representation: training): the
@@ -50,5 +51,6 @@ rule teacher_cache_training:
     log:
         f"{RUN}/logs/teacher_cache_training.log",
     shell:
-        "csebench --threads {threads} teacher-cache {params.cfg} --model $(dirname {input.summary})/model --corpus {input.corpus}"
-        " --representation training --out {output.emb} --max-seq-length {params.max_len} --cache-dir {params.cache} 2> {log}"
+        "csebench --threads {threads} teacher-cache {params.cfg} --model \"$(dirname {input.summary:q})/model\""
+        " --corpus {input.corpus:q} --representation training --out {output.emb:q} --max-seq-length {params.max_len:q}"
+        " --cache-dir {params.cache:q} 2> {log:q}"

@@ -20,6 +20,6 @@ rule eval_transfer:
     log:
         f"{EVAL}/logs/eval_transfer.log",
     shell:
-        "csebench --threads {threads} eval-transfer {params.cfg} --model $(dirname {input.summary})/model --senteval $(dirname {input.senteval})"
-        " --embeddings {input.embeddings} --key {wildcards.key} --seed {wildcards.seed} {params.cap} --out {output.transfer}"
-        " {params.progress} 2> {log}"
+        "csebench --threads {threads} eval-transfer {params.cfg} --model \"$(dirname {input.summary:q})/model\""
+        " --senteval \"$(dirname {input.senteval:q})\" --embeddings {input.embeddings:q} --key {wildcards.key:q}"
+        " --seed {wildcards.seed:q} {params.cap} --out {output.transfer:q} {params.progress} 2> {log:q}"

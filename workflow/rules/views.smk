@@ -13,8 +13,8 @@ from csebench.core import paths
 localrules: view_trained, view_evaluated, view_probing, view_analysis
 
 VIEW = run_dir(PARAMS, "{suite}", "{run}", "{seed}")  # a suite's view of a run
-VIEW_CMD = ("csebench view-run {params.cfg} --suite {wildcards.suite} --run {wildcards.run} --seed {wildcards.seed}"
-            " --first {params.first} --from {params.source} --out {params.view} {params.names} 2> {log}")
+VIEW_CMD = ("csebench view-run {params.cfg} --suite {wildcards.suite:q} --run {wildcards.run:q} --seed {wildcards.seed:q}"
+            " --first {params.first:q} --from {params.source:q} --out {params.view:q} {params.names:q} 2> {log:q}")
 
 
 rule view_trained:
@@ -30,7 +30,7 @@ rule view_trained:
         first=lambda w: RUNS.first_name(w.suite, w.run, w.seed),
         source=lambda w: RUNS.folder(w.suite, w.run, int(w.seed)),
         view=lambda w, output: os.path.dirname(output.summary),
-        names="train.json train_curve.csv dev_curve.csv model",
+        names=["train.json", "train_curve.csv", "dev_curve.csv", "model"],
     log:
         f"{RESULTS}/{{suite}}/logs/view.{{run}}.seed{{seed}}.log",
     conda:
@@ -53,7 +53,7 @@ rule view_evaluated:
         first=lambda w: RUNS.first_name(w.suite, w.run, w.seed),
         source=lambda w: RUNS.eval_folder(w.suite, w.run, int(w.seed)),
         view=lambda w, output: os.path.dirname(output.sts),
-        names="sts.json sts_pairs.npz transfer.json embeddings.npz",
+        names=["sts.json", "sts_pairs.npz", "transfer.json", "embeddings.npz"],
     log:
         f"{RESULTS}/{{suite}}/logs/view.eval.{{run}}.seed{{seed}}.log",
     conda:
@@ -73,7 +73,7 @@ rule view_probing:
         first=lambda w: RUNS.first_name(w.suite, w.run, w.seed),
         source=lambda w: RUNS.eval_folder(w.suite, w.run, int(w.seed)),
         view=lambda w, output: os.path.dirname(output.probing),
-        names="probing.json",
+        names=["probing.json"],
     log:
         f"{RESULTS}/{{suite}}/logs/view.probing.{{run}}.seed{{seed}}.log",
     conda:
@@ -96,7 +96,7 @@ rule view_analysis:  # a per-run analysis (analysis.smk); one computed per suite
         first=lambda w: RUNS.first_name(w.suite, w.run, w.seed),
         source=lambda w: f"{RUNS.eval_folder(w.suite, w.run, int(w.seed))}/analysis",
         view=lambda w, output: os.path.dirname(output.result),
-        names="{analysis}.{ext}",
+        names=lambda w: [f"{w.analysis}.{w.ext}"],
     log:
         f"{RESULTS}/{{suite}}/logs/view.analysis.{{analysis}}.{{ext}}.{{run}}.seed{{seed}}.log",
     conda:

@@ -234,13 +234,14 @@ def non_finite_keys(obj: Any, where: str = "") -> list[str]:
     return []
 
 
-def _nulled(obj: Any) -> Any:
+def nulled(obj: Any) -> Any:
+    """``obj`` with every NaN and infinite float as None: how write_json(undefined_ok=True) writes it."""
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     if isinstance(obj, dict):
-        return {k: _nulled(v) for k, v in obj.items()}
+        return {k: nulled(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_nulled(v) for v in obj]
+        return [nulled(v) for v in obj]
     return obj
 
 
@@ -260,7 +261,7 @@ def write_json(path: str | os.PathLike, obj: Any, undefined_ok: bool = False) ->
     if undefined_ok:
         for key in non_finite_keys(obj):
             log.warning("%s: %s is undefined (not a finite number): written as null", path, key)
-        obj = _nulled(obj)
+        obj = nulled(obj)
     write_text(path, dumps_json(obj) + "\n")
 
 

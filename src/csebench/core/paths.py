@@ -33,6 +33,29 @@ def check_name(where: str, name) -> None:
 
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def check_path_setting(where: str, value, pattern: bool = False) -> None:
+    """A path params.yaml gives (paths.data, paths.results, paths.shared, a data source's files): any printable
+    text, spaces, quotes and `$(...)` included, since every command the rules run quotes it (it stays one
+    argument and runs nothing); refused in one line: a control character (a newline ends a shell command), a
+    leading '-' (a command reads it as an option) and, for the folders the rules' file patterns start with
+    (``pattern``: paths.data, paths.results), '{' and '}' (Snakemake reads them as a wildcard)."""
+    from csebench.core.errors import ConfigError
+
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{where}: expected a path, got {value!r}")
+    bad = _CONTROL.search(value)
+    if bad:
+        raise ConfigError(f"{where}: {value!r} holds a control character ({ascii(bad.group())} at position "
+                          f"{bad.start() + 1}): a path is printable text")
+    if value.startswith("-"):
+        raise ConfigError(f"{where}: {value!r} starts with '-', which a command reads as an option: write ./{value}")
+    if pattern and ("{" in value or "}" in value):
+        raise ConfigError(f"{where}: {value!r} holds '{{' or '}}', which Snakemake reads as a wildcard in the rules' "
+                          "file patterns: choose a folder name without braces")
+
 
 # ----------------------------------------------------------------------------- prepared data
 

@@ -247,6 +247,42 @@ def set_rehearsal(rehearsal) -> None:
     _REHEARSAL = rehearsal
 
 
+# ------------------------------------------------------------------------------------- a result as written
+
+def scores_digest(result: dict, keys) -> str:
+    """sha256 of a result's scores (its ``keys``: what the command computed, before the envelope), as JSON with
+    sorted keys and an undefined number as null, so that the same scores give the same digest whether they are
+    read back from the file or still in memory."""
+    from csebench.core.io import dumps_json, nulled
+
+    part = {k: result.get(k) for k in sorted(keys)}
+    text = dumps_json(nulled(part), indent=None, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def scores_record(result: dict, keys) -> dict:
+    """What a result's provenance block records of its scores when they are written (``"scores"``): which keys they
+    are and their digest. A reader recomputes it (written_as_recorded): a number edited after the file was written
+    no longer matches."""
+    return {"keys": sorted(keys), "sha256": scores_digest(result, keys)}
+
+
+def written_as_recorded(result) -> bool | None:
+    """Whether a result's scores are those its provenance recorded when it was written: True or False, None where it
+    recorded none (a file of an older csebench, or no result)."""
+    block = result.get("provenance") if isinstance(result, dict) else None
+    record = block.get("scores") if isinstance(block, dict) else None
+    if not (isinstance(record, dict) and isinstance(record.get("keys"), list) and isinstance(record.get("sha256"), str)):
+        return None
+    try:
+        return scores_digest(result, record["keys"]) == record["sha256"]
+    except (TypeError, ValueError):  # a key that is no text, a value JSON cannot hold
+        return False
+
+
+CHANGED = "changed_after_written"  # a reader's mark on a block whose scores no longer match (csebench.results.runs)
+
+
 # ------------------------------------------------------------------------------------- summaries
 
 def _software(b: dict) -> str:
@@ -300,14 +336,20 @@ def summary_line(blocks: list[dict | None]) -> str:
     line = f"Provenance ({n} result file{'s' if n != 1 else ''}): " + " · ".join(same) + "."
     if differ:
         line += " Made with DIFFERENT " + "; ".join(differ) + " (number of result files)."
+    changed = sorted({str(b[CHANGED]) for b in have if b.get(CHANGED)})
+    if changed:
+        line += (f" CHANGED after it was written: {', '.join(changed)} (its scores differ from those its provenance "
+                 "recorded when csebench wrote it: these numbers are not csebench's).")
     if len(have) < n:
         line += f" {n - len(have)} file(s) record no provenance."
     return line
 
 
 def mixed_note(line: str) -> str:
-    """The part of a summary line that says the results differ (for a LaTeX caption), else ""."""
-    return " " + line[line.index("Made with DIFFERENT"):] if "Made with DIFFERENT" in line else ""
+    """The part of a summary line that says the results differ or were changed after they were written (for a LaTeX
+    caption), else ""."""
+    starts = [line.index(k) for k in ("Made with DIFFERENT", "CHANGED after it was written") if k in line]
+    return " " + line[min(starts):] if starts else ""
 
 
 def result_json(path: str | os.PathLike) -> Path | None:

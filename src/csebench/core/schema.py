@@ -45,12 +45,19 @@ def _where(path) -> str:
     return out
 
 
+def brief(value, limit: int = 100) -> str:
+    """``repr(value)``, cut to ``limit`` characters: a value quoted in an error line (a mapping that a settings file's
+    aliases made of millions of values printed a 5.8 MB line)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 1]}… ({len(text):,} characters)"
+
+
 def _message(error) -> str:
     kind, value, schema = error.validator, error.instance, error.schema
     if kind == "type":
         wanted = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
         names = " or ".join(TYPE_NAMES.get(t, t) for t in wanted if t != "null")
-        return f"expected {names}{' (or null)' if 'null' in wanted else ''}, got {value!r}"
+        return f"expected {names}{' (or null)' if 'null' in wanted else ''}, got {brief(value)}"
     if kind == "additionalProperties":
         known = list(schema.get("properties") or {})
         key = next(str(k) for k in value if k not in known)
@@ -58,14 +65,15 @@ def _message(error) -> str:
     if kind == "required":
         return f"missing '{next(k for k in error.validator_value if k not in value)}'"
     if kind == "enum":
-        return f"{value!r} is not one of {', '.join(map(str, error.validator_value))}"
+        return f"{brief(value)} is not one of {', '.join(map(str, error.validator_value))}"
     if kind == "minimum":
-        return f"must be at least {error.validator_value}, got {value!r}"
+        return f"must be at least {error.validator_value}, got {brief(value)}"
     if kind == "pattern" and "description" in schema:
-        return f"expected {schema['description']}, got {value!r}"
+        return f"expected {schema['description']}, got {brief(value)}"
     if kind == "minItems":
-        return f"must list at least {error.validator_value}, got {value!r}"
-    return re.sub(r"\s+", " ", error.message)
+        return f"must list at least {error.validator_value}, got {brief(value)}"
+    text = re.sub(r"\s+", " ", error.message)
+    return text if len(text) <= 300 else f"{text[:299]}… ({len(text):,} characters)"
 
 
 def validate(data: Any, name: str, where: str) -> None:
@@ -136,7 +144,7 @@ def _coerce(value: Any, ftype: Any, where: str) -> Any:
                 raise ValueError
             return value
     except (TypeError, ValueError, OverflowError):
-        raise ConfigError(f"{where}: expected {kind}, got {value!r}") from None
+        raise ConfigError(f"{where}: expected {kind}, got {brief(value)}") from None
     return value
 
 
@@ -164,6 +172,13 @@ class UniqueKeyLoader(_SAFE_LOADER):
                 break
         return super().construct_mapping(node, deep=deep)
 
+    def get_single_node(self):
+        """The document's node, its aliases counted before anything is built from it (_check_aliases)."""
+        node = super().get_single_node()
+        if node is not None:
+            _check_aliases(node)
+        return node
+
 
 class DuplicateKeyError(yaml.YAMLError):
     def __init__(self, line: int, message: str):
@@ -171,14 +186,58 @@ class DuplicateKeyError(yaml.YAMLError):
         self.line, self.message = line, message
 
 
+class AliasError(yaml.YAMLError):
+    def __init__(self, where: str, message: str):
+        super().__init__(message)
+        self.where, self.message = where, message
+
+
+# what the aliases (*name) of one settings text may repeat in all: params.yaml uses none; a YAML "billion laughs" of
+# 382 bytes repeats 387 million values, which every check that walks the settings then walks
+MAX_ALIAS_VALUES = 100_000
+
+
 def load_yaml_text(text: str, name: str):
-    """Parse YAML text (params, config, resource files) with UniqueKeyLoader; errors name ``name``."""
+    """Parse YAML text (params, config, resource files) with UniqueKeyLoader; errors name ``name``. The document's
+    aliases are counted before anything is built from it (UniqueKeyLoader.get_single_node): repeating more than
+    MAX_ALIAS_VALUES values (an alias bomb), or an alias inside what it names, is one line."""
     try:
         return yaml.load(text, Loader=UniqueKeyLoader)
     except DuplicateKeyError as exc:
         raise ConfigError(f"{name}:{exc.line}: {exc.message}") from None
+    except AliasError as exc:
+        raise ConfigError(f"{name}{exc.where}: {exc.message}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{name}: not valid YAML{_yaml_problem(exc, text)}") from None
+
+
+def _check_aliases(root) -> None:
+    """How many values the document holds once every alias is expanded, counted without expanding (each node once,
+    its size remembered; iterative: a deep document does not exhaust Python's stack)."""
+    size: dict[int, int] = {}
+    open_: set[int] = set()
+    stack = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        children = [n for item in node.value for n in (item if isinstance(item, tuple) else (item,))] \
+            if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) else []
+        if done:
+            open_.discard(key)
+            size[key] = 1 + sum(size[id(c)] for c in children)
+            continue
+        if key in size:
+            continue
+        if key in open_:
+            raise AliasError(f":{node.start_mark.line + 1}" if node.start_mark is not None else "",
+                             "an alias refers to a value that holds it (a value inside itself): write the values out")
+        open_.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in size)
+    repeated = size[id(root)] - len(size)
+    if repeated > MAX_ALIAS_VALUES:
+        raise AliasError("", f"its aliases (*name) repeat {repeated:,} values, more than the {MAX_ALIAS_VALUES:,} a "
+                             "settings file may (a YAML alias bomb?): write the values out, or use fewer aliases")
 
 
 def _yaml_problem(exc: yaml.YAMLError, text: str) -> str:
@@ -204,9 +263,21 @@ def _yaml_problem(exc: yaml.YAMLError, text: str) -> str:
     return out
 
 
+MAX_YAML_BYTES = 16 << 20  # a settings or resource file: params.yaml is 64 KB
+
+
 def read_yaml(path: str | os.PathLike):
-    """A YAML file as load_yaml_text reads it; not UTF-8 is an error naming the file."""
+    """A YAML file as load_yaml_text reads it; not a regular file (a folder, /dev/zero, a pipe: read forever or
+    once), larger than MAX_YAML_BYTES or not UTF-8 is an error naming the file."""
+    from csebench.core.io import not_a_regular_file
+
     p = Path(path)
+    what = not_a_regular_file(p)
+    if what is not None:
+        raise ConfigError(f"{p}: {what}: a settings file is a YAML text file")
+    if p.stat().st_size > MAX_YAML_BYTES:
+        raise ConfigError(f"{p}: {p.stat().st_size:,} bytes, larger than a settings file may be "
+                          f"({MAX_YAML_BYTES >> 20} MiB): is it the file you meant?")
     try:
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:

@@ -1,8 +1,9 @@
 """The envelope of a result file: every `csebench eval-*` command and every analysis writes
 its scores through ``write_result``: the scores first, then what the command says of how they were made
 (timing, how the vectors were made, which run they are booked to, or the analysis's model and label),
-then the provenance block last (csebench.core.provenance). Strict JSON, except that an undefined score
-(a Spearman correlation of constant cosines) is written as null."""
+then the provenance block last (csebench.core.provenance), which records the digest of the scores (``scores``:
+their keys and sha256), so that a reader tells a number changed after the file was written. Strict JSON, except
+that an undefined score (a Spearman correlation of constant cosines) is written as null."""
 
 from __future__ import annotations
 
@@ -33,8 +34,10 @@ def for_evaluation(precision: str | None, tables=()) -> dict:
 def write_result(path: str | os.PathLike, scores: dict, fields: dict, precision: str | None, tables=()) -> dict:
     """Write ``scores`` in their envelope (eval-mteb writes its folder itself, with the same envelope)."""
     from csebench.core.io import write_json
+    from csebench.core.provenance import scores_record
 
     out = {**scores, **envelope(fields, precision, tables)}
+    out["provenance"]["scores"] = scores_record(out, scores)  # a reader finds a number edited after it was written
     write_json(path, out, undefined_ok=True)
     return out
 

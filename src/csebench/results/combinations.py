@@ -86,11 +86,12 @@ def run_terms(suite: Suite) -> dict[str, tuple[str, ...]]:
 
 def read_scores(path: str | os.PathLike) -> np.ndarray:
     """The 7 STS test tasks and their average from one sts.json (`csebench eval-sts`)."""
-    from csebench.core.io import read_json
+    from csebench.results.runs import check_scores, read_json_cached
 
     if not Path(path).is_file():
         raise DataError(f"STS result not found: {path} (evaluate the run first, e.g. snakemake {path})")
-    res = read_json(path)
+    res = read_json_cached(path)
+    check_scores(path, res, "sts")
     tasks = res.get("tasks") or {}
     missing = [t for t in TEST_TASKS if not isinstance(tasks.get(t), (int, float))]
     if missing:

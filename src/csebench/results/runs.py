@@ -69,19 +69,107 @@ def run_path(results: str, ref: RunRef, seed: int) -> str:
 
 # --------------------------------------------------------------------------------------- reading
 
+REMAKE = "make it again (delete it and rerun the job that writes it; Snakemake rebuilds a missing file)"
+
+
 @lru_cache(maxsize=4096)
 def _json(path: str, stamp: tuple[int, int]):
-    from csebench.core.io import read_json
-
-    return read_json(path)
+    return read_result(path)
 
 
 def read_json_cached(path: str | os.PathLike):
-    """A result JSON, read once per version (renderers ask for the same file many times); None if absent."""
+    """A result JSON, read once per version (renderers ask for the same file many times) and checked as read_result
+    checks it; None if absent."""
     if not os.path.isfile(path):
         return None
     st = os.stat(path)
     return _json(str(path), (st.st_mtime_ns, st.st_size))
+
+
+def read_result(path: str | os.PathLike):
+    """A result JSON as csebench wrote it, else one line naming the file: not UTF-8 or not JSON (a truncated file),
+    or a NaN or Infinity in it (csebench writes an undefined number as null: one there was written by hand). A
+    result whose scores differ from the digest its provenance recorded when it was written (csebench.core.provenance.
+    written_as_recorded) is read, its provenance block marked, so that every footer drawn from it says so, and a
+    warning names it."""
+    import json
+    import logging
+
+    from csebench.core.errors import DataError
+    from csebench.core.io import non_finite_keys
+    from csebench.core.provenance import CHANGED, written_as_recorded
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path} is not UTF-8 text (byte offset {exc.start}): not a result csebench wrote; {REMAKE}") from None
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path} is not valid JSON ({exc.msg}: line {exc.lineno}, column {exc.colno}): truncated or "
+                        f"damaged; {REMAKE}") from None
+    bad = non_finite_keys(data)
+    if bad:
+        shown = dig(data, bad[0])
+        raise DataError(f"{path}: {bad[0]} is {'NaN or Infinity' if shown is None else shown}, which csebench never "
+                        f"writes (an undefined number is written as null): the file was changed after it was written; "
+                        f"{REMAKE}")
+    if written_as_recorded(data) is False:
+        data["provenance"] = {**data["provenance"], CHANGED: str(path)}
+        logging.getLogger("csebench").warning("%s: its scores differ from those its provenance recorded when csebench "
+                                              "wrote it (changed by hand?); tables drawn from it say so", path)
+    return data
+
+
+# the range of a score of each kind: Spearman x 100 (STS, your own STS sets), accuracy in % (transfer, probing)
+SCORE_RANGE = {"sts": (-100.0, 100.0), "transfer": (0.0, 100.0), "probing": (0.0, 100.0)}
+
+
+def check_scores(path: str | os.PathLike, res, kind: str) -> None:
+    """An evaluation file (sts.json, transfer.json, probing.json) as its command writes it, else one line naming the
+    file: a mapping of tasks, each score null (undefined) or a number in the kind's range, your own STS sets' too,
+    and an average (``avg``: the mean of all the kind's tasks; ``avg_subset``: of ``avg_tasks``) that is the mean
+    of its tasks. A number typed into the file by hand fails here rather than in a table."""
+    from csebench.core.errors import DataError
+    from csebench.core.schema import brief
+
+    low, high = SCORE_RANGE[kind]
+
+    def fail(what: str):
+        raise DataError(f"{path}: {what}: not a {kind} result as `csebench eval-{kind}` writes it (changed after it was "
+                        f"written?); {REMAKE}")
+
+    def score(where: str, value, lo: float = low, hi: float = high) -> float | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            fail(f"{where} is {brief(value)}, not a number")
+        if not lo <= value <= hi:
+            fail(f"{where} is {value}, outside [{lo:g}, {hi:g}]")
+        return float(value)
+
+    if not isinstance(res, dict):
+        fail(f"a {type(res).__name__}, not a mapping")
+    tasks = res.get("tasks", {})
+    if not isinstance(tasks, dict):
+        fail(f"tasks is {brief(tasks)}, not a mapping of task to score")
+    values = {t: score(t, v) for t, v in tasks.items()}
+    for name, entry in (res.get("extra_sets") or {}).items() if isinstance(res.get("extra_sets"), dict) else ():
+        score(f"extra_sets.{name}.spearman", entry.get("spearman") if isinstance(entry, dict) else entry, -100.0, 100.0)
+    every = KINDS[kind].tasks
+    # avg: the mean of all the kind's tasks; in an older file that scored some only, of those (never shown as Avg.)
+    whole = every if all(t in values for t in every) else [t for t in every if t in values]
+    for key, over in (("avg", whole), ("avg_subset", res.get("avg_tasks"))):
+        avg = score(key, res.get(key))
+        if avg is None:
+            continue
+        if not (isinstance(over, list) and all(isinstance(t, str) for t in over)):
+            fail(f"{key} is {avg} but its tasks are {brief(over)}, not a list of task names")
+        missing = [t for t in over if values.get(t) is None]
+        if not over or missing:
+            fail(f"{key} is {avg} but {', '.join(map(str, missing)) or 'no task'} has no score to average")
+        mean = float(np.mean([values[t] for t in over]))
+        if abs(avg - mean) > 1e-6 * max(1.0, abs(mean)):
+            fail(f"{key} is {avg}, but the mean of its {len(over)} tasks is {mean:.6f}")
 
 
 def dig(obj, path: str):
@@ -133,6 +221,7 @@ class RunResult:
         res = read_json_cached(path)
         if res is None:
             return None
+        check_scores(path, res, kind)
         train = read_json_cached(path.parent / "train.json") or {}
         info = dict(res.get("run_info", {}))
         for key in ("method", "backbone", "seed", "suite", "name"):
@@ -142,7 +231,7 @@ class RunResult:
         wanted = KINDS[kind].tasks
         complete = all(t in tasks for t in wanted)
         avg = res.get("avg") if complete else None
-        if avg is None and complete and wanted:
+        if avg is None and complete and wanted and all(number(tasks[t]) is not None for t in wanted):
             avg = float(np.mean([tasks[t] for t in wanted]))
         return cls(path, kind, tasks, number(avg), info, res.get("protocol", "full"), res.get("warning"),
                    blocks_of(res) + (blocks_of(train) if train else []), res.get("same_run_as"))

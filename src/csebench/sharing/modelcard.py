@@ -68,6 +68,17 @@ def _json(path: Path) -> dict | None:
         raise DataError(f"{path} is not valid JSON: rerun the step that writes it") from None
 
 
+def _evaluation(path: Path, kind: str) -> dict | None:
+    """sts.json or transfer.json as the tables read them (csebench.results.runs): a number changed by hand is one line."""
+    from csebench.results.runs import check_scores, read_result
+
+    if not path.is_file():
+        return None
+    data = read_result(path)
+    check_scores(path, data, kind)
+    return data
+
+
 def results_folder(run: Path) -> Path:
     """Where a run folder's sts.json and transfer.json are: in a suite's view, the folder itself; in a
     run's own folder, its evaluation folder (eval-fp32, the papers' protocol, else the first by name)."""
@@ -87,7 +98,7 @@ def load_run(run_dir: str | os.PathLike) -> dict:
         raise DataError(f"{run} has no {missing}: not a finished csebench run folder (RESULTS/runs/KEY/seedN, or a "
                         "suite's view of it RESULTS/SUITE/runs/RUN/seedN); train it first")
     results = results_folder(run)
-    sts, transfer = _json(results / "sts.json"), _json(results / "transfer.json")
+    sts, transfer = _evaluation(results / "sts.json", "sts"), _evaluation(results / "transfer.json", "transfer")
     info = (sts or transfer or {}).get("run_info") or {}
     names = {"suite": train.get("suite"), "name": str(train.get("run", "")).rsplit("/seed", 1)[0],
              "method_label": info.get("method_label")}

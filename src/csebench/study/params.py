@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from csebench.core.errors import ConfigError
-from csebench.core.paths import check_name, view_dir
+from csebench.core.paths import check_name, check_path_setting, view_dir
 from csebench.core.schema import _suggest, check_keys, read_yaml
 from csebench.core.choices import COMPILE_MODES, DEV_METRICS, EVAL_PRECISIONS, POOLERS, PRECISIONS, PROJECTION_HEADS
 
@@ -284,14 +284,22 @@ def expand_path(value: str | None, params: dict) -> str | None:
 
 
 def load_params(path: str | os.PathLike = "params.yaml", overrides: list[str | os.PathLike] | None = None) -> dict:
+    from csebench.core.io import not_a_regular_file
+
     p = Path(path)
-    if not p.is_file():
+    what = not_a_regular_file(p)
+    if what == "not found":
         raise ConfigError(f"params file not found: {p} (run from the project root or pass --params)")
+    if what is not None:  # /dev/zero, /dev/stdin, a folder: said what it is (read_yaml's line)
+        raise ConfigError(f"params file {p} is {what}: give params.yaml or another YAML file")
     params = _read_params_file(p)
     for extra in overrides or []:
         q = Path(extra)
-        if not q.is_file():
+        what = not_a_regular_file(q)
+        if what == "not found":
             raise ConfigError(f"config override not found: {q}")
+        if what is not None:
+            raise ConfigError(f"config override {q} is {what}: give a YAML file of the settings it changes")
         params = deep_merge(params, _read_params_file(q))  # a mistake in an override file is named with that file
     return params
 
@@ -307,6 +315,7 @@ def _read_params_file(p: Path) -> dict:
     validate(data, "params", str(p))
     data = _expand_compact_forms(p, data)
     _check_names(p, data)
+    _check_paths(p, data)
     _check_training_sections(p, data)
     return data
 
@@ -322,6 +331,21 @@ def _check_names(p: Path, data: dict) -> None:
         for i, run in enumerate(runs if isinstance(runs, list) else []):
             if isinstance(run, dict) and "name" in run:
                 check_name(f"{p}: suites.{suite}.runs[{i}].name", run["name"])
+
+
+def _check_paths(p: Path, data: dict) -> None:
+    """Every path the file gives, checked as a path once, where the file is read (csebench.core.paths.check_path_setting):
+    paths.data, paths.results and paths.shared, and the files of each data source (corpus, senteval, probing and
+    your own STS sets), which reach the rules' commands (--sts-pairs) or the folders they write."""
+    for key, value in (data.get("paths") or {}).items():
+        check_path_setting(f"{p}: paths.{key}", value, pattern=key in ("data", "results"))
+    for source, spec in (data.get("data") or {}).items():
+        spec = spec if isinstance(spec, dict) else {}
+        entries = [(part, spec.get(part)) for part in ("corpus", "senteval", "probing")]
+        entries += [(f"sts_pairs.{name}", entry) for name, entry in (spec.get("sts_pairs") or {}).items()]
+        for where, entry in entries:
+            if isinstance(entry, dict) and entry.get("path") is not None:
+                check_path_setting(f"{p}: data.{source}.{where}.path", entry["path"])
 
 
 SEED_RANGE = re.compile(r"(\d+)-(\d+)")

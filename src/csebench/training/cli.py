@@ -177,19 +177,22 @@ def _missing_folders(path: str | None) -> list[Path]:
 
 @contextlib.contextmanager
 def _nothing_left_if_refused(args):
-    """A refused `train` (a bad corpus, a template too long, a loss that is not finite: any one-line error)
-    leaves nothing it created: the --out folder it made (and its parents it made), unless it holds a
-    checkpoint, which the error names to resume from; the tokenized-corpus cache in a --cache-dir it made. A
-    folder that was there before is left as it is, and so is a folder another process holds the lock of."""
+    """A refused `train` (a bad corpus, a template too long, a loss that is not finite: any one-line error), or one
+    whose write failed (a full disk while writing a checkpoint: the CLI's one line), leaves nothing it created:
+    the --out folder it made (and its parents it made), unless it holds a checkpoint, which the error names to
+    resume from; the tokenized-corpus cache in a --cache-dir it made. A folder that was there before is left as it
+    is, and so is a folder another process holds the lock of."""
     from csebench.core.errors import CsebenchError
-    from csebench.core.io import remove_path
+    from csebench.core.io import os_error_of, remove_path
     from csebench.training.runlock import LOCK_NAME
 
     args.out_made = _missing_folders(args.out)  # a computed --out (a run of your own) sets it where it is chosen
     cache = _missing_folders(args.cache_dir)
     try:
         yield
-    except CsebenchError:
+    except Exception as exc:
+        if not isinstance(exc, CsebenchError) and os_error_of(exc) is None:
+            raise
         if int(os.environ.get("RANK", 0)) != 0:  # under torchrun rank 0 made the folders (it holds the lock)
             raise
         out = args.out_made

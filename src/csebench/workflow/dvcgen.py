@@ -12,6 +12,7 @@ that shared store is one DVC-tracked folder (runs.dvc), not an output of any one
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 
@@ -82,7 +83,7 @@ def build_dvc_yaml(params: Params, cwd: str | Path = ".") -> dict:
     stages: dict[str, dict] = {}
     for name, c in configs.items():  # make demo's command (front page aside: the front-page stage's)
         stages[name] = {
-            "cmd": f"{SNAKEMAKE} --configfile {c['config']} --config front_page=false",
+            "cmd": f"{SNAKEMAKE} --configfile {shlex.quote(c['config'])} --config front_page=false",
             "deps": [*CODE, c["config"]],
             "params": list(dict.fromkeys(p for s in c["suites"] for p in every[s].params_keys())),
             "outs": [o for s in c["suites"] for o in suite_outs(results, s)],
@@ -102,13 +103,13 @@ def build_dvc_yaml(params: Params, cwd: str | Path = ".") -> dict:
         # deps: the code and the params of the suites it reads, not their folders: Snakemake builds
         # what the item needs, and a missing folder breaks `dvc repro --dry` (treeverse/dvc#9818)
         stages[name] = {
-            "cmd": f"{SNAKEMAKE} --config reproduce=paper plan=false -- {outs[0]}",
+            "cmd": f"{SNAKEMAKE} --config reproduce=paper plan=false -- {shlex.quote(outs[0])}",
             "deps": CODE,
             "params": list(dict.fromkeys(p for s in read for p in every[s].params_keys())) or list(SHARED_PARAMS),
             "outs": outs,
         }
     stages["front-page"] = {  # every suite and item: params.yaml as a whole
-        "cmd": f"{SNAKEMAKE} --config reproduce=paper plan=false -- {paths.front_page(results)}",
+        "cmd": f"{SNAKEMAKE} --config reproduce=paper plan=false -- {shlex.quote(paths.front_page(results))}",
         "deps": ["src/csebench", "params.yaml"],
         "outs": [paths.front_page(results), group_record(paths.front_page(results))],
     }

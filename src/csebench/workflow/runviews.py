@@ -64,6 +64,20 @@ def _run_folder(source: Path, seed: int) -> str:
     raise DataError(f"{source} is not in a run's folder (results/runs/KEY/seed{seed}[/...])")
 
 
+EVALUATIONS = {"sts.json": "sts", "transfer.json": "transfer", "probing.json": "probing"}
+
+
+def _read_checked(src: Path):
+    """A run's JSON result as the tables read it (csebench.results.runs.read_result, check_scores): a truncated or
+    hand-edited one is one line naming it here, not a traceback, nor a view that passes it on."""
+    from csebench.results.runs import check_scores, read_result
+
+    data = read_result(src)
+    if src.name in EVALUATIONS:
+        check_scores(src, data, EVALUATIONS[src.name])
+    return data
+
+
 def write_view(info: dict, first: str, source: str | os.PathLike, out: str | os.PathLike, names: list[str]) -> None:
     """Make ``out``/NAME for each NAME in ``source`` (a run's folder, or its evaluation or analysis
     folder): a relabelled copy or a relative link, as the module docstring says. ``info`` names the
@@ -76,7 +90,7 @@ def write_view(info: dict, first: str, source: str | os.PathLike, out: str | os.
         src = source / name
         if not src.exists():
             raise DataError(f"{src} not found: the run's {name} is made by its own job first (Snakemake does)")
-        if name.endswith(".json") and isinstance(data := read_json(src), dict) and \
+        if name.endswith(".json") and isinstance(data := _read_checked(src), dict) and \
                 (copy := _relabel(data, info, extra)) is not None:
             write_json(out / name, copy, undefined_ok=True)
         elif name.endswith(".md") and src.with_suffix(".json").is_file() and \

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from csebench.core import paths
-from csebench.core.errors import CsebenchError
+from csebench.core.errors import CsebenchError, DataError
 from csebench.study.jobs import Runs
 from csebench.study.typed import Suite
 
@@ -66,7 +66,7 @@ def check_snakemake_config(config: dict, configfiles) -> None:
 
     for f in configfiles:
         read_yaml(f)
-    for key in ("progress", "plan", "front_page"):  # `--config plan=false` arrives as the text 'false', which is truthy
+    for key in ("progress", "plan", "front_page", "warm_start"):  # `--config plan=false` arrives as the text 'false', which is truthy
         if isinstance(config.get(key), str) and config[key].lower() in ("true", "false"):
             config[key] = config[key].lower() == "true"
     validate(config, "snakemake-config", "Snakemake config (config/*.yaml, --configfile, --config)")
@@ -104,13 +104,20 @@ def another_build(workdir: str = ".") -> bool:
     return locks.is_dir() and any(locks.glob("*.lock"))
 
 
-def refuse_outside_links(results: str, suites: list[str], workdir: str = ".") -> None:
+def refuse_outside_links(results: str, suites: list[str], workdir: str = ".", data: str | None = None) -> None:
     """The folders a build's dvc.yaml stage commits (its suites' folders) and the run store hold no link
     out of the repository (``workdir``, Snakemake's and DVC's folder) other than into ``results`` (a views'
-    links, where params.yaml puts results elsewhere): one line naming the first (csebench.workflow.dvccommit)."""
-    from csebench.workflow.dvccommit import refuse_outside_links as refuse
+    links, where params.yaml puts results elsewhere): one line naming the first (csebench.workflow.dvccommit).
+    ``data`` (paths.data), which the build writes its prepared data into, is checked the same way (a link out of
+    the repository and out of paths.data itself: the prepare jobs would write through it)."""
+    from csebench.workflow.dvccommit import outside_links, refuse_outside_links as refuse
 
     refuse([paths.run_store(results), *(paths.suite_dir(results, s) for s in suites)], workdir, also=results)
+    for link, target in outside_links(data, workdir, data) if data is not None else ():
+        raise DataError(f"{link} is a symbolic link to {target}, outside the repository {os.path.abspath(workdir)} and "
+                        f"outside {data} (paths.data): the build would write its prepared data through it (corpus.txt "
+                        f"would land in {os.path.realpath(link)}); csebench makes no such link: remove it, or set "
+                        "paths.data to the folder you want the data in")
 
 
 def record_times(results: str) -> None:
@@ -146,6 +153,25 @@ def params_args(config: dict) -> str:
     for extra in config.get("params_overrides") or []:
         args += ["--config", str(extra)]
     return " ".join(shlex.quote(a) for a in args)
+
+
+def shell_words(*args) -> str:
+    """Arguments as the text of a shell command, each one quoted (shlex): what a rule's params put into its
+    command. A path from params.yaml with a space, a quote or `$(...)` in it stays one argument and runs
+    nothing (docs/reliability.md, "Paths in settings"); an empty list gives ""."""
+    import shlex
+
+    return " ".join(shlex.quote(str(a)) for a in args)
+
+
+def option_words(option: str, values) -> str:
+    """``option VALUE`` for each value, quoted (``--teacher-cache A --teacher-cache B``); "" for none."""
+    return shell_words(*(w for v in values for w in (option, v)))
+
+
+def sts_pairs_words(sets: dict[str, str]) -> str:
+    """``--sts-pairs NAME=FILE ...`` of your own STS sets (csebench.study.jobs.sts_sets), quoted; "" for none."""
+    return shell_words("--sts-pairs", *(f"{name}={path}" for name, path in sets.items())) if sets else ""
 
 
 def find_cli(uses_conda: bool) -> None:
