@@ -31,7 +31,7 @@ RESULT_NEUTRAL = ("checkpoint_steps", "num_workers")
 # The training settings an evaluation-only run (`train: false`) reads: the model it writes (a projection
 # head, the first N layers) and its STS-B dev scores. Nothing else of `training:` changes its outputs.
 EVAL_ONLY_SETTINGS = ("projection_dim", "projection_head", "num_layers", "eval_batch_size", "eval_precision",
-                      "dev_max_pairs", "dev_set")
+                      "dev_max_pairs", "dev_set", "prefix")
 
 
 @dataclass
@@ -85,7 +85,7 @@ class RunConfig:
             d["training"]["dev_set"] = self._as_written(self.dev_file)
         if d["training"].get("dev_metric") == "stsb":  # the default, written out: the same selection, the same key
             d["training"]["dev_metric"] = None
-        for later in ("num_layers", "dev_max_pairs", "dev_set", "dev_metric"):  # added later: unset, they leave keys as they were
+        for later in ("num_layers", "dev_max_pairs", "dev_set", "dev_metric", "prefix"):  # added later: unset, they leave keys as they were
             if d["training"].get(later) is None:
                 d["training"].pop(later, None)
         if d["training"].get("projection_dim") is None and d["training"].get("projection_head") != "batchnorm":

@@ -44,7 +44,7 @@ def embed_corpus(encoder, corpus: str | os.PathLike, max_seq_length: int, batch_
 
     device = torch.device(device) if device is not None else next(encoder.parameters()).device
     batch_size = batch_size or default_encode_batch_size(device)
-    tokens = load_tokenized_corpus(corpus, encoder.tokenizer, max_seq_length, cache_dir)
+    tokens = load_tokenized_corpus(corpus, encoder.tokenizer, max_seq_length, cache_dir, encoder.prefix)
     order = np.argsort(tokens.lengths(), kind="stable")
     pad = encoder.tokenizer.pad_token_id or 0
     out = np.empty((len(tokens), encoder.hidden_size), dtype=np.float32)

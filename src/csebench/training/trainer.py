@@ -253,12 +253,14 @@ class Trainer:
         self.encoder = build_encoder(cfg.backbone, seed=cfg.seed, dropout=self.t.dropout,
                                      projection_dim=self.t.projection_dim, num_layers=self.t.num_layers,
                                      projection_head=self.t.projection_head,
-                                     what=f"backbones.{cfg.backbone_name}.model").to(self.device)
+                                     what=f"backbones.{cfg.backbone_name}.model",
+                                     prefix=self.t.prefix).to(self.device)
         # before tokenizing: a length past the position table fails mid-training otherwise, and the tokens an
         # objective term puts around or into each row (a PromptBERT template, ESimCSE's repetition) count too
         check_max_seq_length(self.encoder, self.t.max_seq_length, f"training.max_seq_length (suite {cfg.suite}, run {cfg.name})",
                              added=lambda n: added_tokens(cfg.objectives, self.encoder.tokenizer, n))
-        self.tokens = load_tokenized_corpus(corpus_path, self.encoder.tokenizer, self.t.max_seq_length, cache_dir)
+        self.tokens = load_tokenized_corpus(corpus_path, self.encoder.tokenizer, self.t.max_seq_length, cache_dir,
+                                            self.encoder.prefix)
         n = len(self.tokens)
         if n < 2 * self.world:
             raise TrainingError(f"corpus {corpus_path} has {n} sentence{'' if n == 1 else 's'}: too few for "
