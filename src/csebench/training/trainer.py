@@ -28,6 +28,7 @@ from csebench.training import checkpoint
 from csebench.core import distributed, provenance
 from csebench.study.resolve import RunConfig
 from csebench.training.data import load_tokenized_corpus
+from csebench.training.teachers import model_teacher_caches
 from csebench.evaluation.locate import senteval_root
 from csebench.model.encoder import (MODEL_FILES, SentenceEncoder, build_encoder, check_max_seq_length, pool,
                                     model_files, autocast_dtype)
@@ -277,6 +278,9 @@ class Trainer:
             log.warning("corpus %s has %d sentences, fewer than training.batch_size %d: %d step%s of batch %d will run",
                         corpus_path, n, self.t.batch_size, self.total_steps, "" if self.total_steps == 1 else "s",
                         sizes[0])
+        # model teachers (teachers: {model: M}, `train --teacher M`): their caches built here, once
+        teacher_cache = model_teacher_caches(cfg, teacher_cache or [], corpus_path,
+                                             cache_dir if cache_dir is not None else self.out_dir / "teachers", self.device)
         self.objective = Objective(cfg.objectives, self.encoder.out_dim, self.encoder.num_layers,
                                    run_config=cfg, corpus_size=n, teacher_cache=teacher_cache or [],
                                    device=self.device, corpus_path=str(corpus_path),
