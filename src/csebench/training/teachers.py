@@ -63,10 +63,12 @@ def embed_corpus(encoder, corpus: str | os.PathLike, max_seq_length: int, batch_
 
 def build_teacher_cache(model_dir: str | os.PathLike, corpus: str | os.PathLike, out: str | os.PathLike,
                         max_seq_length: int | None = None, batch_size: int | None = None,
-                        cache_dir: str | os.PathLike | None = None, device: str | None = None) -> dict:
+                        cache_dir: str | os.PathLike | None = None, device: str | None = None,
+                        what: str = "--model") -> dict:
     """Embed ``corpus`` with the model ``model_dir``, whatever `eval-sts --model` takes (a saved run's model/ or
-    its run folder, any model folder, packaged:minilm, a hub id); write out (.npy) and its .json metadata, which
-    names the teacher as a student's key does (teacherspec.teacher_model_identity)."""
+    its run folder, any model folder, packaged:minilm, a hub id; ``what`` names the setting for its errors); write
+    out (.npy) and its .json metadata, which names the teacher as a student's key does
+    (teacherspec.teacher_model_identity)."""
     from csebench.model.encoder import check_max_seq_length, load_encoder
     from csebench.study.fetch import looks_like_path
     from csebench.study.teacherspec import teacher_model_folder, teacher_model_identity
@@ -79,7 +81,7 @@ def build_teacher_cache(model_dir: str | os.PathLike, corpus: str | os.PathLike,
     if max_seq_length is None:
         max_seq_length = (run or {}).get("max_seq_length") or 32
     read_corpus(corpus)  # clear error for a missing / empty / non-UTF-8 corpus
-    encoder = load_encoder(model, what="the teacher")
+    encoder = load_encoder(model, what=what)
     template = encoder.prompt_length()  # a PromptBERT model encodes every row inside its template
     check_max_seq_length(encoder, int(max_seq_length), "--max-seq-length",
                          added=lambda n: {"prompt": (template, "the model's template")} if template else {})
@@ -138,7 +140,8 @@ def model_teacher_caches(cfg, given: list[str], corpus: str | os.PathLike, cache
         path = Path(cache_dir or "data/cache") / "teachers" / f"{digest([ident, corpus_sha256(corpus), max_len], 16)}.npy"
         if not (path.is_file() and meta_path(path).is_file()):
             log.info("teacher %s: its corpus embeddings -> %s", name, path)
-            build_teacher_cache(name, corpus, path, max_seq_length=max_len, cache_dir=cache_dir, device=device)
+            build_teacher_cache(name, corpus, path, max_seq_length=max_len, cache_dir=cache_dir, device=device,
+                                what=f"objectives.{found[0]}.teachers")
         out.append(str(path))
     return out + list(runs)  # caches no component takes: the bank says how many it expected
 
