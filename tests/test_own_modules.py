@@ -152,3 +152,24 @@ def test_eval_sts_prefix_reaches_the_encoder_and_the_table_is_checked(e5, tmp_pa
                           "--embeddings", str(tmp_path / "plain.npz"), "--out", str(tmp_path / "x" / "sts.json")],
                  "holds vectors of sentences after the prefix '', this evaluation puts 'query: ' before them",
                  outputs=[tmp_path / "x"])
+
+
+def test_a_run_of_your_own_on_an_e5_folder_trains_with_its_prefix_and_keeps_its_modules(e5, inputs, capsys):
+    """`csebench train --backbone E5_DIR --method simcse --prefix 'query: '`: the run's training.prefix; the trained
+    folder keeps Normalize and the prompts, its default prompt the prefix by E5's own name, and reloads in
+    sentence-transformers with csebench's embeddings."""
+    from csebench.model.encoder import load_encoder
+
+    out = inputs / "run"
+    rc, err = run_cli(capsys, ["train", "--backbone", str(e5), "--method", "simcse", "--corpus", str(inputs / "corpus.txt"),
+                               "--senteval", str(inputs / "se"), "--out", str(out), "--cache-dir", str(inputs / "cache"),
+                               "--no-progress", "--no-sts", "--prefix", "query: ", "--set", "training.batch_size=8",
+                               "--set", "training.max_steps=1", "--set", "training.dev_max_pairs=8"])
+    assert rc == 0, err
+    model = out / "model"
+    assert json.loads((model / "training_config.json").read_text())["training"]["prefix"] == "query: "
+    assert "Normalize" in (model / "modules.json").read_text()
+    assert json.loads((model / "config_sentence_transformers.json").read_text()) == \
+        {"prompts": E5_PROMPTS, "default_prompt_name": "query"}
+    ours = load_encoder(model).encode(SENTENCES)
+    assert torch.allclose(st_encode(model), ours, atol=1e-5)

@@ -9,7 +9,7 @@ import logging
 import os
 from pathlib import Path
 
-from csebench.core.commands import (BATCH_SIZE, KEY, MODEL, NO_PROGRESS, NO_VERIFY, OUT, PARAMS, SENTEVAL, Commands,
+from csebench.core.commands import (BATCH_SIZE, KEY, MODEL, NO_PROGRESS, NO_VERIFY, OUT, PARAMS, PREFIX, SENTEVAL, Commands,
                                     option, positive_int)
 from csebench.core.errors import ConfigError, TrainingError
 from csebench.study.cli import name_run, params_of
@@ -109,6 +109,10 @@ def _one_line_run(args, params: Params) -> Params:
         for part in parts[:-1]:
             node = node.setdefault(part, {})
         node[parts[-1]] = _setting_value(value, f"--set {item}")
+    if args.prefix is not None:  # as --set training.prefix=TEXT, which YAML would read as a mapping ("query: ")
+        if "prefix" in settings.get("training", {}):
+            raise ConfigError("--prefix and --set training.prefix both give the prefix: give it one way")
+        settings.setdefault("training", {})["prefix"] = args.prefix
     pooler = args.pooler
     if pooler is None and args.backbone not in params.backbones:  # a folder or hub id: its own pooling, if it declares one
         from csebench.model.encoder import own_pooler
@@ -151,6 +155,8 @@ def _pooler_line(cfg, given: str | None) -> str:
                 help="a run of your own: a setting, training.KEY=VALUE or objectives.TERM.KEY=VALUE (repeatable)"),
                   option("--pooler", default=None, help="a run of your own: its pooler (default: the backbone's in params.yaml; "
                          "for a folder or hub id the pooling the model declares for itself, else cls)"),
+                  PREFIX.but(help="a run of your own: its training.prefix, a text put before every sentence in training "
+                                  "and evaluation, e.g. 'query: ' (default: the model's default prompt, if it declares one)"),
                   option("--corpus", default=None, help="training corpus (required unless the run has train: false)"), SENTEVAL,
                   OUT.but(required=False, default=None,
                  help="run folder: model/, train.json, curves (default with --backbone: results/runs/KEY/seedN, where "
@@ -228,6 +234,9 @@ def _train(args) -> None:
         args.seed = 42 if args.seed is None else args.seed
         params = _one_line_run(args, params)
     else:
+        if args.prefix is not None:
+            raise ConfigError("--prefix gives a run of your own (--backbone, --method) its training.prefix; a run of "
+                              "params.yaml sets training.prefix there")
         if args.teacher:
             raise ConfigError("--teacher names a teacher of a run of your own (--backbone, --method); a run of params.yaml "
                               "names its teachers there (objectives.TERM.teachers: {model: DIR} or {run: NAME})")
