@@ -197,6 +197,74 @@ def test_the_positive_is_never_dropped():
     assert torch.equal(torch.isinf(w), ~torch.eye(3, dtype=torch.bool))
 
 
+def test_a_row_whose_negatives_are_all_masked_trains_as_the_released_code_computes_it():
+    """A degenerate complementary model (every cosine above phi: every in-batch negative a false negative): the
+    released code computes such a row as any other (models.py 705-710: the zeroed logits' e^0 stay in the softmax
+    beside the positive and the noise). With the two views of a sentence close (cos ~0.99, s_ii ~20) the positive
+    takes the softmax: p rounds to 1 in float32. The loss and its gradient stay finite (log(1 - p) was taken at the
+    positive too, where the where's 0 x inf made the gradient NaN) and equal the float64 gradient of the direct
+    formula; the loss is about 0 (the row has nothing left to push away)."""
+    from csebench.objectives.debiased import released_loss
+
+    n, d = 8, 32
+    torch.manual_seed(0)
+    base = torch.randn(n, d)
+    for settings in ({}, {"noise_ratio": 0.0}, {"false_negatives": "dropped", "noise_ratio": 0.0}):
+        z1 = (base + 0.01 * torch.randn(n, d)).requires_grad_(True)
+        z2 = (base + 0.01 * torch.randn(n, d)).requires_grad_(True)
+        ctx = StepContext(z1=z1, z2=z2, temperature=0.05, step=0, total_steps=9, indices=torch.arange(n),
+                          all_indices=torch.arange(n))
+        term = DebiasedNegatives(DebiasedSettings(teachers={"run": "simcse"}, **settings), d, 2,
+                                 bank=FakeBank(torch.ones(n, n)))
+        assert int(term.false_negatives(ctx).sum()) == n * (n - 1)  # every negative masked
+        obj = Objective({}, d, 2)
+        obj.terms["debiased_negatives"] = term
+        loss, _ = obj(ctx)
+        loss.backward()
+        assert 0 <= float(loss.detach()) < 1e-5 and torch.isfinite(z1.grad).all() and torch.isfinite(z2.grad).all(), settings
+    # d loss / d logits against the direct formula in float64, where p does not round to 1
+    logits = torch.zeros(n, 2 * n)
+    logits[torch.arange(n), torch.arange(n)] = 19.8
+    logits[:, n:] = torch.randn(n, n) * 0.5  # noise logits near 0
+    x32 = logits.clone().requires_grad_(True)
+    released_loss(x32, torch.arange(n)).backward()
+    x64 = logits.double().requires_grad_(True)
+    p = torch.softmax(x64, -1)
+    y = torch.zeros_like(p)
+    y[torch.arange(n), torch.arange(n)] = 1
+    (-(y * torch.log(p) + (1 - y) * torch.log(1 - p))).mean().backward()
+    assert torch.isfinite(x32.grad).all() and torch.allclose(x32.grad.double(), x64.grad, atol=1e-9)
+
+
+def test_a_degenerate_complementary_model_trains_to_finite_weights(tmp_path, shared_dir):
+    """End to end: a complementary model whose cached embeddings are one vector (every cosine 1 > phi), no dropout
+    (the two views equal: s_ii = 1/tau), three steps of the tiny BERT: the weights stay finite (before, the
+    positive's log(1 - p) turned them NaN at the first step)."""
+    import numpy as np
+
+    from csebench.study.params import BackboneConfig, load_params
+    from csebench.study.resolve import resolve_run
+    from csebench.model.encoder import build_encoder
+    from csebench.training.teachers import build_teacher_cache, save_teacher_cache
+    from csebench.training.trainer import Trainer
+    from runhelpers import PARAMS, write_corpus, write_mini_senteval
+
+    write_corpus(tmp_path / "corpus.txt", 48)
+    write_mini_senteval(tmp_path / "se", 12)
+    build_encoder(BackboneConfig(model="random", pooler="cls"), seed=7).save(tmp_path / "teacher")
+    meta = build_teacher_cache(tmp_path / "teacher", tmp_path / "corpus.txt", tmp_path / "t.npy", max_seq_length=32)
+    one = np.zeros((meta["rows"], meta["dim"]), np.float32)
+    one[:, 0] = 1
+    save_teacher_cache(tmp_path / "t.npy", one, meta)
+    params = load_params(PARAMS)
+    params["suites"]["ci"]["training"] = {"batch_size": 8, "max_steps": 3, "eval_steps": 3, "dropout": 0.0}
+    params["methods"]["simcse"]["objectives"] = {"debiased_negatives": {"teachers": {"run": "simcse", "seeds": [2]}}}
+    tr = Trainer(resolve_run(params, "ci", "simcse", 1), tmp_path / "corpus.txt", tmp_path / "se", tmp_path / "out",
+                 show_progress=False, teacher_cache=[str(tmp_path / "t.npy")])
+    assert tr.run()["steps"] == 3
+    assert all(bool(p.isfinite().all()) for p in tr.encoder.parameters())
+
+
 def test_noise_is_per_step_and_seeded():
     term = DebiasedNegatives(DebiasedSettings(teachers={"run": "simcse"}, seed=5), 4, 2, bank=FakeBank(torch.zeros(2, 2)))
     ctx = lambda step: StepContext(z1=torch.randn(2, 4), z2=torch.randn(2, 4), temperature=0.05, step=step, total_steps=3,

@@ -78,6 +78,12 @@ def _encoder(kind, tokenizer, roberta_tokenizer):
     small = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
     if kind == "bert":
         return SentenceEncoder(BertModel(BertConfig(vocab_size=len(tokenizer), **small), add_pooling_layer=False), tokenizer, "cls")
+    if kind == "mpnet":  # positions from padding_idx + 1 as RoBERTa's, and a relative attention bias
+        from transformers import MPNetConfig, MPNetModel
+
+        return SentenceEncoder(MPNetModel(MPNetConfig(vocab_size=len(roberta_tokenizer), max_position_embeddings=130,
+                                                      pad_token_id=1, **small), add_pooling_layer=False),
+                               roberta_tokenizer, "cls")
     return SentenceEncoder(RobertaModel(RobertaConfig(vocab_size=len(roberta_tokenizer), max_position_embeddings=130,
                                                       pad_token_id=1, **small), add_pooling_layer=False),
                            roberta_tokenizer, "cls")
@@ -175,6 +181,28 @@ def test_dev_scores_are_denoised_and_the_test_encoding_is_not(kind, tmp_path, to
     back = load_encoder(tmp_path / "m")
     assert back.dev_denoise is None
     assert torch.allclose(back.encode(SENTENCES, selection=True, precision="fp32"), plain, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["bert", "roberta", "mpnet"])
+def test_the_template_alone_is_the_models_own_forward_of_it(kind, tokenizer, roberta_tokenizer):
+    """For a sentence of 0 tokens the template-alone state (the training term's and the dev selection's) is the
+    mask state of the model's own forward of [CLS] prefix suffix [SEP], position ids its own: from 0 on BERT, from
+    padding_idx + 1 = 2 on RoBERTa and MPNet (csebench.model.architectures.POSITIONS_AFTER_PADDING). The released
+    numbering (positions: released) is 0-based everywhere, so it differs there on RoBERTa and MPNet."""
+    enc = _encoder(kind, tokenizer, roberta_tokenizer).eval()
+    tok = enc.tokenizer
+    term = _term(enc)
+    for which in (1, 2):
+        pre, suf = term.templates[which]
+        alone = torch.tensor([[tok.cls_token_id, *pre, *suf, tok.sep_token_id]])
+        with torch.no_grad():
+            own = enc.backbone(input_ids=alone, attention_mask=torch.ones_like(alone)).last_hidden_state
+            own = own[0, 1 + len(pre) + suf.index(tok.mask_token_id)]
+            assert torch.allclose(term.delta(which, 3, "cpu")[0], own, atol=1e-5), (kind, which)
+            if which == 1:  # the dev selection's template-alone state: template 1
+                assert torch.allclose(enc.template_delta(3, "cpu")[0], own, atol=1e-5), kind
+            released = _term(enc, positions="released").delta(which, 1, "cpu")[0]
+        assert torch.allclose(released, own, atol=1e-5) == (kind == "bert"), (kind, which)
 
 
 @pytest.mark.parametrize("settings,denoised", [({}, True), ({"dev_denoise": False}, False), ({"denoise": False}, False),

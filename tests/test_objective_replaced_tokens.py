@@ -225,3 +225,81 @@ def test_model_card_says_the_batchnorm_head_is_not_the_saved_pooler():
     assert "DiffCSE's BatchNorm MLP" in card("batchnorm") and "is the MLP head (dense + tanh)" not in card("batchnorm")
     assert "**DiffCSE**: conditional replaced-token detection" in card("batchnorm")  # the card cites its paper
     assert "is the MLP head (dense + tanh)" in card("linear")
+
+
+def factorised(model_type: str, embedding_size: int, vocab: int = VOCAB):
+    """A tiny ALBERT or ELECTRA whose embeddings (``embedding_size``) are projected to the hidden size 16."""
+    from transformers import AutoConfig, AutoModel
+
+    torch.manual_seed(0)
+    cfg = AutoConfig.for_model(model_type, vocab_size=vocab, embedding_size=embedding_size, hidden_size=16,
+                               num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
+                               max_position_embeddings=32)
+    return AutoModel.from_config(cfg).eval()
+
+
+@pytest.mark.parametrize("model_type,size", [("albert", 8), ("electra", 8), ("electra", 16), ("bert", 16)])
+def test_the_condition_replaces_position_0_of_the_first_layers_input(model_type, size):
+    """On factorised embeddings (ALBERT; ELECTRA-small: embedding_size < hidden_size) the embedding takes position
+    0 of their projection to the hidden size, which the first layer reads, as the released code's cls_input takes
+    position 0 of BERT's embedding output: the logits follow the condition, and position 0's own token (its
+    embedding) reaches nothing; the other positions' tokens still do. (Before: a size error on the projection's
+    input.)"""
+    disc = factorised(model_type, size) if model_type != "bert" else tiny_models()[0]
+    head = torch.nn.Linear(16, 2)
+    g = torch.Generator().manual_seed(5)
+    ids = torch.randint(110, VOCAB, (2, 6), generator=g)
+    mask = torch.ones_like(ids)
+    z = torch.randn(2, 16, generator=g, requires_grad=True)
+    logits = conditioned_logits(disc, head, ids, mask, z)
+    other_first = ids.clone()
+    other_first[:, 0] = 105
+    assert torch.allclose(conditioned_logits(disc, head, other_first, mask, z), logits, atol=1e-6)
+    other_second = ids.clone()
+    other_second[:, 1] = 105
+    assert not torch.allclose(conditioned_logits(disc, head, other_second, mask, z), logits, atol=1e-4)
+    assert not torch.allclose(conditioned_logits(disc, head, ids, mask, z + 1), logits, atol=1e-4)
+    rtd_loss(logits, torch.zeros(2, 6, dtype=torch.long)).backward()
+    assert z.grad is not None and z.grad.abs().sum() > 0
+
+
+def test_a_backbone_without_embeddings_to_condition_is_refused_in_one_line(tiny_encoder):
+    from csebench.objectives.replaced_tokens import ReplacedTokenDetection, ReplacedTokenSettings
+
+    enc = tiny_encoder()
+    enc.backbone.embeddings = None  # as a model whose first layer's input csebench does not know
+    gen = tiny_models()[1]
+    gen.config.vocab_size = len(enc.tokenizer)
+    with pytest.raises(ConfigError, match="LAYER_INPUT_MODULE") as e:
+        ReplacedTokenDetection(ReplacedTokenSettings(), enc.hidden_size, 2, encoder=enc, generator=gen)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("model_type", ["albert", "electra"])
+def test_diffcse_trains_on_a_tiny_factorised_backbone_from_the_command_line(model_type, inputs, tokenizer, capsys):
+    """`csebench train --backbone DIR --method diffcse` on a tiny ALBERT / ELECTRA-small folder (embedding_size 16,
+    hidden 32, the MiniLM tokenizer): two steps train, the RTD loss among the logged terms."""
+    import json
+
+    from runhelpers import run_cli
+
+    from transformers import AutoConfig, AutoModel
+
+    folder = inputs / model_type
+    torch.manual_seed(0)
+    AutoModel.from_config(AutoConfig.for_model(
+        model_type, vocab_size=len(tokenizer), embedding_size=16, hidden_size=32, num_hidden_layers=2,
+        num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    out = inputs / "run"
+    rc, err = run_cli(capsys, ["train", "--backbone", str(folder), "--method", "diffcse", "--corpus",
+                               str(inputs / "corpus.txt"), "--senteval", str(inputs / "se"), "--out", str(out),
+                               "--cache-dir", str(inputs / "cache"), "--no-progress", "--no-sts",
+                               "--set", "objectives.replaced_token_detection.generator=random",
+                               "--set", "training.batch_size=8", "--set", "training.max_steps=2",
+                               "--set", "training.eval_steps=2", "--set", "training.dev_max_pairs=8"])
+    assert rc == 0, err
+    summary = json.loads((out / "train.json").read_text())
+    assert summary["steps"] == 2
+    head, first = (line.split(",") for line in (out / "train_curve.csv").read_text().splitlines()[:2])
+    assert 0 < float(first[head.index("loss_replaced_token_detection")]) < 1

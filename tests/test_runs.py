@@ -380,7 +380,7 @@ OTHER_TRAINING = {"temperature": 0.07, "max_seq_length": 48, "batch_size": 96, "
                   "adam_epsilon": 1e-6, "precision": "fp32", "log_steps": 7, "checkpoint_steps": 99,
                   "eval_batch_size": 32, "eval_precision": "bf16", "compile": True, "num_workers": 2, "dropout": 0.2,
                   "projection_dim": 96, "projection_head": "linear_tanh", "num_layers": 3, "dev_max_pairs": 300,
-                  "dev_metric": "avg_sts"}
+                  "dev_metric": "avg_sts", "prefix": "query: "}
 
 
 def test_a_runs_key_hashes_only_the_settings_that_change_its_outputs():

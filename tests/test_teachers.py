@@ -271,3 +271,98 @@ def test_teacher_cache_max_seq_length_past_the_positions_is_refused(inputs, caps
     assert_fails(capsys, ["teacher-cache", "--model", str(inputs / "teacher"), "--corpus", str(inputs / "corpus.txt"),
                           "--out", str(out), "--max-seq-length", "500"],
                  "--max-seq-length is 500, longer than the backbone takes (128 positions", outputs=[out])
+
+
+# ------------------------------------------------ models as teachers: a run of your own, a model folder, minilm
+
+
+def _own_run(inputs, capsys, method, out, *extra):
+    argv = ["train", "--backbone", "tiny", "--method", method, "--corpus", str(inputs / "corpus.txt"), "--senteval",
+            str(inputs / "se"), "--out", str(out), "--cache-dir", str(inputs / "cache"), "--no-progress", "--no-sts",
+            "--set", "training.batch_size=8", "--set", "training.max_steps=2", "--set", "training.eval_steps=2",
+            "--set", "training.dev_max_pairs=8", *extra]
+    rc, err = run_cli(capsys, argv)
+    assert rc == 0, err
+    return json.loads((out / "model" / "training_config.json").read_text())
+
+
+@pytest.mark.skipif(not has_term("distillation", "Distillation"), reason="DistillCSE term (objectives/distillation.py) not present")
+def test_a_run_of_your_own_teaches_a_run_of_your_own(inputs, capsys):
+    """`csebench train --method distillcse --teacher RUN_DIR`: the folder a `csebench train` wrote teaches (before:
+    "suite 'cli' has no run 'model-simcse'"); its cache is built once in --cache-dir/teachers, on the student's corpus
+    at its max length, naming the teacher by its run's key and seed, as the student's key does; its cosines are the
+    teacher model's own; a second student reads it again."""
+    teacher = _own_run(inputs, capsys, "simcse", inputs / "simcse")
+    student = _own_run(inputs, capsys, "distillcse", inputs / "distill", "--teacher", str(inputs / "simcse"))
+    ident = f"run {teacher['key']}/seed42"
+    assert student["objectives"]["distillation"]["teachers"] == [{"model": str(inputs / "simcse" / "model")}]
+    assert list(student["teacher_keys"].values()) == [ident]
+    (cache,) = (inputs / "cache" / "teachers").glob("*.npy")
+    meta = json.loads(meta_path(cache).read_text())
+    assert meta["teacher"] == ident and meta["max_seq_length"] == 32 and meta["rows"] == 64
+    sentences = (inputs / "corpus.txt").read_text(encoding="utf-8").splitlines()
+    own = torch.nn.functional.normalize(load_encoder(inputs / "simcse" / "model").encode(sentences, max_length=32), dim=-1)
+    assert np.allclose(np.load(cache), own.numpy(), atol=1e-5)
+    built = cache.stat().st_mtime_ns
+    again = _own_run(inputs, capsys, "distillcse", inputs / "distill2", "--teacher", str(inputs / "simcse" / "model"))
+    assert again["key"] == student["key"] and cache.stat().st_mtime_ns == built  # its model/ names the same teacher
+
+
+@pytest.mark.skipif(not has_term("distillation", "Distillation"), reason="DistillCSE term (objectives/distillation.py) not present")
+def test_teacher_cache_takes_what_eval_sts_takes_and_a_given_cache_serves_its_model(inputs, capsys):
+    """`teacher-cache --model minilm` (before: "teacher model folder not found: packaged:minilm"); that cache given
+    with --teacher-cache serves the --teacher it names (nothing is built), and a cache of another model is refused."""
+    cache = inputs / "minilm.npy"
+    rc, err = run_cli(capsys, ["teacher-cache", "--model", "minilm", "--corpus", str(inputs / "corpus.txt"), "--out",
+                               str(cache), "--max-seq-length", "32"])
+    assert rc == 0, err
+    assert json.loads(meta_path(cache).read_text())["teacher"] == "packaged:minilm"
+    student = _own_run(inputs, capsys, "distillcse", inputs / "distill", "--teacher", "minilm", "--teacher-cache", str(cache))
+    assert student["objectives"]["distillation"]["teachers"] == [{"model": "packaged:minilm"}]
+    assert not (inputs / "cache" / "teachers").exists()
+    meta = json.loads(meta_path(cache).read_text())
+    meta["teacher"] = "someone/else"
+    meta_path(cache).write_text(json.dumps(meta))
+    out = inputs / "refused"
+    assert_fails(capsys, ["train", "--backbone", "tiny", "--method", "distillcse", "--corpus", str(inputs / "corpus.txt"),
+                          "--senteval", str(inputs / "se"), "--out", str(out), "--cache-dir", str(inputs / "c2"),
+                          "--no-sts", "--teacher", "minilm", "--teacher-cache", str(cache), "--set", "training.max_steps=1"],
+                 "names 1 teacher(s) (packaged:minilm) but 2 teacher cache(s) were given", outputs=[out])
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--method", "simcse", "--teacher", "minilm"], "--teacher: method simcse learns from no teacher"),
+    (["--method", "distillcse", "--teacher", "no/such/folder/"], "model folder not found: no/such/folder/; --teacher takes"),
+    (["--method", "distillcse", "--teacher", "minilm", "--set", "objectives.distillation.teachers={model: minilm}"],
+     "--teacher and --set objectives.distillation.teachers both name teachers"),
+])
+def test_teacher_mistakes_are_one_line_and_leave_no_run_folder(inputs, capsys, argv, needle):
+    out = inputs / "run"
+    line = assert_fails(capsys, ["train", "--backbone", "tiny", "--corpus", str(inputs / "corpus.txt"), "--out", str(out),
+                                 "--cache-dir", str(inputs / "c"), *argv], needle, outputs=[out, inputs / "c"])
+    if "learns from no teacher" in needle:
+        assert "distillcse" in line and "dclr" in line and "rankcse" in line
+
+
+def test_a_suites_model_teacher_is_no_job_and_keys_by_its_run(tmp_path, trained):
+    """In a suite, teachers: {model: M} beside {run: NAME}: only the run is a teacher job; the student's key names
+    the model teacher by the key and seed of the run it is (its folder's place does not change the key), a backbone
+    name by its model."""
+    from csebench.study.typed import Params
+    from runhelpers import PARAMS, copy_run
+
+    def student(teachers):
+        raw = Params.load(PARAMS).raw_copy()
+        run = next(r for r in raw["suites"]["demo"]["runs"] if r["name"] == "distillcse")
+        run["objectives"]["distillation"]["teachers"] = teachers
+        return Params(raw).suite("demo")
+
+    moved = copy_run(trained, tmp_path / "elsewhere" / "run")
+    a, b = (student([{"model": str(t)}, {"run": "simcse", "seeds": [42]}]) for t in (trained, moved))
+    assert a.teacher_jobs("distillcse", 42) == [("simcse", 42)]
+    key = json.loads((trained / "model" / "training_config.json").read_text())["key"]
+    ident = a.resolve("distillcse", 42).identity()["objectives"]["distillation"]["teachers"]
+    assert ident[0] == {"model": f"run {key}/seed1"}
+    assert a.resolve("distillcse", 42).key() == b.resolve("distillcse", 42).key()
+    named = student({"model": "minilm"}).resolve("distillcse", 42)
+    assert named.objectives["distillation"]["teachers"] == {"model": "packaged:minilm"}

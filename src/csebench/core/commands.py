@@ -117,6 +117,9 @@ SENTEVAL = option("--senteval", default=None,
                        "paths.shared/senteval, or $CSEBENCH_SHARED/senteval)")
 OUT = option("--out", required=True)
 POOLER = option("--pooler", default=None, help="override the saved evaluation pooler")
+PREFIX = option("--prefix", default=None, metavar="TEXT",
+                help="a text put before every sentence, e.g. 'query: ' (E5's for STS) (default: the saved run's "
+                     "training.prefix, else the model's default prompt in config_sentence_transformers.json, else none)")
 BATCH_SIZE = option("--batch-size", type=positive_int, default=None,
                     help="encoding batch size (default: 128 on a GPU, 64 on CPU, the faster there)")
 PRECISION = option("--precision", default=None, choices=EVAL_PRECISIONS,

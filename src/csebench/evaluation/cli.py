@@ -9,7 +9,7 @@ import os
 import time
 
 from csebench.core.commands import (BATCH_SIZE, EVAL_ENCODING, EVALUATED_RUN, MODEL, NO_PROGRESS, NO_VERIFY, OUT,
-                                    PARAMS, POOLER, SENTEVAL, Commands, option)
+                                    PARAMS, POOLER, PREFIX, SENTEVAL, Commands, option)
 from csebench.core.choices import EVAL_PRECISIONS
 from csebench.core.errors import ConfigError, DataError
 from csebench.study.cli import name_run, params_of
@@ -39,11 +39,11 @@ def _eval_encode_fn(args):
     from csebench.evaluation.embeddings import evaluation_encoder
 
     return evaluation_encoder(args.model, args.pooler, args.batch_size, args.precision, args.embeddings,
-                              progress=not args.no_progress)
+                              progress=not args.no_progress, prefix=getattr(args, "prefix", None))
 
 
 @COMMANDS.command("embed", "encode every evaluation sentence of a model once (STS, transfer, analyses)", PARAMS, MODEL,
-                  SENTEVAL, OUT.but(help="embeddings table (.npz)"), POOLER, BATCH_SIZE,
+                  SENTEVAL, OUT.but(help="embeddings table (.npz)"), POOLER, PREFIX, BATCH_SIZE,
                   option("--precision", default="fp32", choices=EVAL_PRECISIONS,
                 help="fp32 (default: SentEval's numbers), bf16, auto (bf16 on bf16 GPUs), fast (bf16 where native: bf16 "
                      "GPUs, AVX512-BF16/AMX CPUs), int8 (CPU: Linear layers quantized; faster, not exact: "
@@ -75,11 +75,13 @@ def cmd_embed(args) -> None:
                                      extra_sets=extra, stsb_whole=tuple(args.stsb_whole))
     log = logging.getLogger("csebench")
     log.info("encoding %d distinct evaluation sentences (%s precision)", len(sentences), args.precision)
-    encode = model_encoder(args.model, args.pooler, args.batch_size, args.precision, progress=not args.no_progress)
+    encode = model_encoder(args.model, args.pooler, args.batch_size, args.precision, progress=not args.no_progress,
+                           prefix=args.prefix)
     emb = encode(sentences)
     autocast = autocast_name(args.precision)
     meta = {"model": args.model, "model_fingerprint": model_fingerprint(args.model),  # packaged and hub ids too
             "pooler": getattr(encode, "pooler", None) or eval_pooler_of(args.model, args.pooler),  # resolved, never null
+            "prefix": getattr(encode, "prefix", ""),  # put before every sentence (table_encode checks it)
             "precision": args.precision, "autocast": autocast,
             "transfer": not args.no_transfer, "max_train_sentences": args.max_train_sentences,
             "max_test_sentences": args.max_test_sentences,
@@ -90,7 +92,7 @@ def cmd_embed(args) -> None:
     log.info("embedded %d sentences in %.1f s -> %s", len(sentences), meta["seconds"], args.out)
 
 
-@COMMANDS.command("eval-sts", "STS12-16, STS-B, SICK-R (Spearman x100)", PARAMS, EVAL_ENCODING, MODEL, SENTEVAL,
+@COMMANDS.command("eval-sts", "STS12-16, STS-B, SICK-R (Spearman x100)", PARAMS, EVAL_ENCODING, PREFIX, MODEL, SENTEVAL,
                   OUT.but(required=False, default=None, help="result JSON (default: printed to standard output)"),
                   option("--pairs-out", default=None, help="also write per-pair cosine and gold scores (.npz) for the paired bootstrap "
                                                   "of the suite tables (`results render --item suite/SUITE`)"),
@@ -111,21 +113,22 @@ def cmd_eval_sts(args) -> None:
         from csebench.evaluation.sts import save_pairs
 
         save_pairs(args.pairs_out, res.pop("pairs"))
-    pooler = _encoding_info(args, encode)["pooler"]
+    info = _encoding_info(args, encode)
+    pooler, prefix = info["pooler"], ({"prefix": info["prefix"]} if info.get("prefix") else {})
     if args.out:
         _write_evaluation(args, res, encode, run_info, t0)
     else:
         from csebench.core.io import dumps_json
 
         print(dumps_json({"tasks": res["tasks"], "avg": res.get("avg"), "protocol": res.get("protocol"),
-                          "model": args.model, "pooler": pooler}, indent=2))
+                          "model": args.model, "pooler": pooler, **prefix}, indent=2))
     logging.getLogger("csebench").info("STS avg %.2f (pooler %s): %s%s", res.get("avg", float("nan")), pooler,
                                        ", ".join(f"{k} {v:.2f}" for k, v in res["tasks"].items()),
                                        "".join(f"; {k} {v['spearman']:.2f} (own set)" for k, v in (res.get("extra_sets") or {}).items()))
 
 
 @COMMANDS.command("eval-transfer", "SentEval transfer tasks MR CR SUBJ MPQA SST2 TREC MRPC (accuracy x100)", PARAMS,
-                  EVAL_ENCODING, MODEL, SENTEVAL, OUT,
+                  EVAL_ENCODING, PREFIX, MODEL, SENTEVAL, OUT,
                   option("--tasks", nargs="+", default=None, help="subset of MR CR SUBJ MPQA SST2 TREC MRPC (default: all)"),
                   option("--no-transfer", action="store_true",
                 help="the suite switched the transfer tasks off (transfer: false): write a result that says so, "
@@ -159,7 +162,7 @@ def cmd_eval_transfer(args) -> None:
 
 
 @COMMANDS.command("eval-probing", "SentEval probing tasks, e.g. SentLen TreeDepth CoordInv (accuracy x100)", PARAMS,
-                  EVAL_ENCODING, MODEL,
+                  EVAL_ENCODING, PREFIX, MODEL,
                   option("--probing", required=True, help="folder of SentEval's probing files, or the prepared pointer folder"), OUT,
                   option("--tasks", nargs="+", default=None,
                 help="SentLen WC TreeDepth TopConst BShift Tense SubjNum ObjNum SOMO CoordInv, or SentEval's names "

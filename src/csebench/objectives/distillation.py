@@ -50,7 +50,7 @@ import torch.nn.functional as F
 from csebench.core.errors import ConfigError
 from csebench.core.schema import _suggest
 from csebench.core import distributed
-from csebench.study.teacherspec import parse_teachers, teacher_runs  # noqa: F401  (re-exported: the term's settings)
+from csebench.study.teacherspec import parse_teachers, teacher_components, teacher_runs  # noqa: F401  (re-exported: the term's settings)
 from csebench.objectives.base import ObjectiveTerm, StepContext, cosine_matrix
 
 log = logging.getLogger(__name__)
@@ -265,9 +265,12 @@ def open_teacher_bank(key: str, teachers, seed: int, run_config=None, corpus_siz
             f"{', '.join(f'{r}/seed{s}' for r, s in expected)}: pass `--teacher-cache PATH` once per teacher "
             "(Snakemake's train rule does), built by `csebench teacher-cache`")
     expected_runs = None
-    if run_config is not None:
-        expected_runs = [(run_config.suite, r, s, run_config.teacher_keys.get(r))
-                         for r, s in teacher_runs({"teachers": teachers}, seed)]
+    if run_config is not None:  # a run teacher by its suite, name, seed and key; a model teacher by its identity
+        from csebench.study.resolve import MODEL_TEACHER
+
+        expected_runs = [(run_config.suite, r, s, run_config.teacher_keys.get(r)) if kind == "run" else
+                         run_config.teacher_keys.get(MODEL_TEACHER + r) or r
+                         for kind, r, s in teacher_components({"teachers": teachers}, seed)]
     return TeacherBank(
         teacher_cache, corpus_size=corpus_size, corpus_path=corpus_path, tokenizer=tokenizer,
         max_seq_length=run_config.training.max_seq_length if run_config is not None else None,

@@ -29,7 +29,8 @@ templates (BERT) ``This sentence of "[X]" means [MASK] .`` and ``This sentence :
 batch 256, lr 1e-5, 1 epoch, max length 32, fp16, temperature 0.05 for both backbones.
 Differences kept selectable:
   * positions: the released delta passes position ids 0.. (``positions: released``) also for RoBERTa,
-    whose own position ids start after the padding index; ``positions: model`` (default) gives the
+    whose own position ids start after the padding index (as MPNet's and the other model types of
+    csebench.model.architectures.POSITIONS_AFTER_PADDING); ``positions: model`` (default) gives the
     template alone the ids the model gives it inside a sentence.
   * length: the released code truncates the sentence to 32 tokens before adding the template; ours
     wraps the corpus rows as tokenized for training (at most max_seq_length tokens with [CLS]/[SEP]).
@@ -44,6 +45,7 @@ from typing import Any, ClassVar
 import torch
 
 from csebench.core.errors import ConfigError
+from csebench.model.architectures import position_offset
 from csebench.model.prompts import template_ids, template_only, wrap
 from csebench.objectives.base import ObjectiveTerm
 
@@ -53,7 +55,6 @@ TEMPLATES = {
     "roberta": (("This sentence : '", " ' means{mask}."), ("The sentence : '", " ' means{mask}.")),
 }
 POSITIONS = ("model", "released")
-ROBERTA_LIKE = ("roberta", "xlm-roberta", "camembert")
 
 
 def _template(value: Any, where: str) -> tuple[str, str] | None:
@@ -123,10 +124,8 @@ class PromptTemplates(ObjectiveTerm):
         self.mask_id, self.pad_id = tok.mask_token_id, tok.pad_token_id or 0
         self.cls_id = tok.cls_token_id if tok.cls_token_id is not None else tok.bos_token_id
         self.sep_id = tok.sep_token_id if tok.sep_token_id is not None else tok.eos_token_id
-        config = encoder.backbone.config
-        self.position_offset = 0
-        if settings.positions == "model" and getattr(config, "model_type", "") in ROBERTA_LIKE:
-            self.position_offset = (config.pad_token_id or 0) + 1
+        # the template alone numbered as the model numbers a sequence (RoBERTa, MPNet: from padding_idx + 1)
+        self.position_offset = position_offset(encoder.backbone.config) if settings.positions == "model" else 0
         # evaluation: template 1; the dev scores that select the checkpoint denoised (released trainer), the test not
         dev = settings.denoise if settings.dev_denoise is None else settings.dev_denoise
         encoder.set_prompt({"prefix": t1[0], "suffix": t1[1]}, dev_denoise=self.position_offset if dev else None)

@@ -75,6 +75,7 @@ class TrainingConfig:
     dev_max_pairs: int | None = None  # CPU demo only: STS-B dev scored on a seeded subset of about N pairs (None: all 1500)
     dev_set: str | None = None  # checkpoint selection on your own STS data (data.<source>.sts_pairs NAME); None: STS-B dev
     dev_metric: str | None = None  # checkpoint selection on: stsb (None: the same) | avg_sts (mean of STS-B and SICK-R dev)
+    prefix: str | None = None  # a text before every sentence in training and evaluation, kept with the model (E5: "query: "); None: the model's own default prompt, else none
 
     def validate(self, where: str) -> None:
         positive = ["temperature", "learning_rate", "epochs", "eval_steps", "log_steps",
@@ -113,6 +114,9 @@ class TrainingConfig:
         if self.dev_metric == "avg_sts" and self.dev_set is not None:
             raise ConfigError(f"{where}.dev_metric avg_sts needs STS-B and SICK-R dev; with dev_set '{self.dev_set}' "
                               "checkpoints are selected on that set alone")
+        if self.prefix is not None and not isinstance(self.prefix, str):
+            raise ConfigError(f"{where}.prefix must be a text put before every sentence (e.g. 'query: ') or null, "
+                              f"got {self.prefix!r}")
 
 
 @dataclass

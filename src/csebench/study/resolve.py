@@ -16,12 +16,13 @@ from csebench.core.paths import check_name
 from csebench.core.schema import _suggest, check_keys, from_dict
 from csebench.study.params import (BackboneConfig, DataConfig, METHOD_KEYS, ProbingSourceConfig, RUN_KEYS,
                                    SENTEVAL_PROBING_URL, SUITE_KEYS, SourceConfig, TrainingConfig, named_entry,
-                                   deep_merge, digest, expand_path, shared_dir)
+                                   deep_merge, digest, expand_path, named_backbone_model, shared_dir)
 
 # A run's objectives are checked (and their defaults filled in) by the terms' own settings classes, which live
 # in csebench.objectives, a layer above the study: the check is loaded by name on first use, as the terms
 # themselves are (csebench.core.lazy), so resolving a run never imports the layers above it.
-TERM_SETTINGS = LazyRegistry("objective settings check", {"check": "csebench.objectives:validate_objectives"})
+TERM_SETTINGS = LazyRegistry("objective settings check", {"check": "csebench.objectives:validate_objectives",
+                                                           "reads_teachers": "csebench.objectives:reads_teachers"})
 
 
 # What a run's key leaves out (docs/runs.md, "What goes into a key"): settings that change how a run
@@ -31,7 +32,7 @@ RESULT_NEUTRAL = ("checkpoint_steps", "num_workers")
 # The training settings an evaluation-only run (`train: false`) reads: the model it writes (a projection
 # head, the first N layers) and its STS-B dev scores. Nothing else of `training:` changes its outputs.
 EVAL_ONLY_SETTINGS = ("projection_dim", "projection_head", "num_layers", "eval_batch_size", "eval_precision",
-                      "dev_max_pairs", "dev_set")
+                      "dev_max_pairs", "dev_set", "prefix")
 
 
 @dataclass
@@ -85,7 +86,7 @@ class RunConfig:
             d["training"]["dev_set"] = self._as_written(self.dev_file)
         if d["training"].get("dev_metric") == "stsb":  # the default, written out: the same selection, the same key
             d["training"]["dev_metric"] = None
-        for later in ("num_layers", "dev_max_pairs", "dev_set", "dev_metric"):  # added later: unset, they leave keys as they were
+        for later in ("num_layers", "dev_max_pairs", "dev_set", "dev_metric", "prefix"):  # added later: unset, they leave keys as they were
             if d["training"].get(later) is None:
                 d["training"].pop(later, None)
         if d["training"].get("projection_dim") is None and d["training"].get("projection_head") != "batchnorm":
@@ -114,7 +115,8 @@ class RunConfig:
         found = teacher_term(d["objectives"])
         if found and self.teacher_keys:
             distill = found[1]
-            distill["teachers"] = [{"run": self.teacher_keys[t["run"]], "seeds": t["seeds"]}
+            distill["teachers"] = [{"run": self.teacher_keys[t["run"]], "seeds": t["seeds"]} if "run" in t else
+                                   {"model": self.teacher_keys[MODEL_TEACHER + t["model"]]}
                                    for t in parse_teachers(distill["teachers"], f"objectives.{found[0]}")]
         if not seed:
             d.pop("seed")
@@ -324,6 +326,7 @@ def resolve_run(params: dict, suite: str, run_name: str, seed: int, _students: t
 
     objectives = deep_merge(method_objectives, run.get("objectives"))
     objectives = TERM_SETTINGS.get("check")(objectives, f"run {suite}/{run_name}", training)
+    objectives = _model_teachers_named(params, objectives)
     backbone, pooler_origin = method_pooler(backbone, run, training, objectives)
 
     data_name = suite_spec.get("data")
@@ -379,6 +382,38 @@ def run_info(params: dict, suite: str, run_name: str, seed: int) -> dict:
             "backbone_label": backbone.get("label") or run["backbone"]}
 
 
+MODEL_TEACHER = "model:"  # a model teacher's entry in RunConfig.teacher_keys: "model:" + the model -> its identity
+
+
+def teacher_term_of_method(params: dict, method: str, backbone: str) -> str:
+    """The key of method ``method``'s term that reads teachers (on ``backbone``), for a run of your own's --teacher; a
+    one-line error naming the methods that have one where it has none."""
+    terms = [k for k in method_settings(params, method, backbone)[1] if TERM_SETTINGS.get("reads_teachers")(k)]
+    if terms:
+        return terms[0]
+    readers = [m for m in (params.get("methods") or {})
+               if any(TERM_SETTINGS.get("reads_teachers")(k) for k in method_settings(params, m, backbone)[1])]
+    raise ConfigError(f"--teacher: method {method} learns from no teacher (none of its objective terms reads "
+                      f"teachers); the methods that do: {', '.join(readers) or 'none'}")
+
+
+def _model_teachers_named(params: dict, objectives: dict) -> dict:
+    """The run's teacher term with each model teacher as loaded: a backbone name of params.yaml (``minilm``) is its
+    model (packaged:minilm), a run folder of `csebench train` its model/ folder (teacherspec.teacher_model_folder)."""
+    from csebench.study.teacherspec import teacher_model_folder, teacher_term
+
+    found = teacher_term(objectives)
+    if not found or found[1].get("teachers") is None:
+        return objectives
+    def named(entry):
+        if isinstance(entry, dict) and isinstance(entry.get("model"), str):
+            return {**entry, "model": teacher_model_folder(named_backbone_model(params, entry["model"]) or entry["model"])}
+        return entry
+    teachers = found[1]["teachers"]
+    found[1]["teachers"] = [named(e) for e in teachers] if isinstance(teachers, list) else named(teachers)
+    return objectives
+
+
 def _teacher_keys(params: dict, suite: str, run_name: str, seed: int, run: dict, objectives: dict,
                   students: tuple[str, ...]) -> dict:
     """A student's teachers (runs of its suite: DistillCSE's, DCLR's, RankCSE's) by key: the student is the
@@ -394,6 +429,11 @@ def _teacher_keys(params: dict, suite: str, run_name: str, seed: int, run: dict,
     chain = (*students, run_name)
     keys = {}
     for teacher in parse_teachers(found[1].get("teachers"), f"run {suite}/{run_name}: objectives.{found[0]}"):
+        if "model" in teacher:  # a model, not a run of the suite: named by the run it is, its folder or its id
+            from csebench.study.teacherspec import teacher_model_identity
+
+            keys[MODEL_TEACHER + teacher["model"]] = teacher_model_identity(teacher["model"])
+            continue
         name = teacher["run"]
         if name == run_name:  # its own other seeds (teacher caches given by hand): no key of its own to name
             if teacher["seeds"] is None or seed in teacher["seeds"]:

@@ -182,10 +182,11 @@ class Params(Mapping):
         return Params(raw)
 
     def with_run_of_your_own(self, backbone: str, method: str, corpus: str, settings: dict, pooler: str | None,
-                             seed: int) -> tuple["Params", str, str]:
+                             seed: int, teachers: list[str] | None = None) -> tuple["Params", str, str]:
         """(these params with a suite ``cli`` listing the run, "cli", the run's name): the run a suite of
         params.yaml would list with that backbone (a name of params.yaml, a model folder or a hub id), method,
-        corpus and settings (training / objectives), so that its key is the one the pipeline gives that run."""
+        corpus and settings (training / objectives), so that its key is the one the pipeline gives that run.
+        ``teachers`` (--teacher): models the method's teacher term learns from, each ``{model: M}``."""
         raw = self.raw_copy()
         backbones, data = raw.setdefault("backbones", {}), raw.setdefault("data", {})
         name, named = backbone, backbone in backbones
@@ -202,6 +203,14 @@ class Params(Mapping):
             backbones[name] = spec
         if method not in (raw.get("methods") or {}):
             raise ConfigError(f"unknown method '{method}' (params.yaml methods: {', '.join(raw.get('methods') or {})})")
+        if teachers:
+            from csebench.study.resolve import teacher_term_of_method
+
+            term = teacher_term_of_method(raw, method, name)
+            own = settings.setdefault("objectives", {}).setdefault(term, {})
+            if own.get("teachers") is not None:
+                raise ConfigError(f"--teacher and --set objectives.{term}.teachers both name teachers: give them one way")
+            own["teachers"] = [{"model": t} for t in teachers]
         source = "corpus-" + digest(corpus, 8)
         data[source] = {"corpus": {"path": corpus}, "senteval": {"path": "{shared}/senteval"}}
         run = f"{name if named else 'model'}-{method}"

@@ -9,7 +9,7 @@ import logging
 import os
 from pathlib import Path
 
-from csebench.core.commands import (BATCH_SIZE, KEY, MODEL, NO_PROGRESS, NO_VERIFY, OUT, PARAMS, SENTEVAL, Commands,
+from csebench.core.commands import (BATCH_SIZE, KEY, MODEL, NO_PROGRESS, NO_VERIFY, OUT, PARAMS, PREFIX, SENTEVAL, Commands,
                                     option, positive_int)
 from csebench.core.errors import ConfigError, TrainingError
 from csebench.study.cli import name_run, params_of
@@ -109,6 +109,10 @@ def _one_line_run(args, params: Params) -> Params:
         for part in parts[:-1]:
             node = node.setdefault(part, {})
         node[parts[-1]] = _setting_value(value, f"--set {item}")
+    if args.prefix is not None:  # as --set training.prefix=TEXT, which YAML would read as a mapping ("query: ")
+        if "prefix" in settings.get("training", {}):
+            raise ConfigError("--prefix and --set training.prefix both give the prefix: give it one way")
+        settings.setdefault("training", {})["prefix"] = args.prefix
     pooler = args.pooler
     if pooler is None and args.backbone not in params.backbones:  # a folder or hub id: its own pooling, if it declares one
         from csebench.model.encoder import own_pooler
@@ -116,8 +120,13 @@ def _one_line_run(args, params: Params) -> Params:
         own = own_pooler(args.backbone)  # a pooling csebench does not compute: an error asking for --pooler
         # its CLS as SimCSE trains it (cls: the MLP head in training only, evaluated as cls_before_pooler)
         pooler = ("cls" if own[0] == "cls_before_pooler" else own[0]) if own else None
+    for teacher in args.teacher:  # a model the method's teacher term learns from: checked before anything is made
+        from csebench.model.encoder import check_model_source
+        from csebench.study.teacherspec import teacher_model_folder
+
+        check_model_source(teacher_model_folder(params.backbone_model(teacher) or teacher), "--teacher")
     params, args.suite, args.run = params.with_run_of_your_own(args.backbone, args.method, args.corpus, settings,
-                                                               pooler, args.seed)
+                                                               pooler, args.seed, args.teacher)
     return params
 
 
@@ -146,11 +155,17 @@ def _pooler_line(cfg, given: str | None) -> str:
                 help="a run of your own: a setting, training.KEY=VALUE or objectives.TERM.KEY=VALUE (repeatable)"),
                   option("--pooler", default=None, help="a run of your own: its pooler (default: the backbone's in params.yaml; "
                          "for a folder or hub id the pooling the model declares for itself, else cls)"),
+                  PREFIX.but(help="a run of your own: its training.prefix, a text put before every sentence in training "
+                                  "and evaluation, e.g. 'query: ' (default: the model's default prompt, if it declares one)"),
                   option("--corpus", default=None, help="training corpus (required unless the run has train: false)"), SENTEVAL,
                   OUT.but(required=False, default=None,
                  help="run folder: model/, train.json, curves (default with --backbone: results/runs/KEY/seedN, where "
                       "the pipeline keeps that run)"),
                   option("--cache-dir", default="data/cache", help="tokenized-corpus cache (default: data/cache)"),
+                  option("--teacher", action="append", default=[], metavar="MODEL",
+                         help="a run of your own: a teacher of its method (DistillCSE, DCLR, RankCSE; repeatable): a run "
+                              "folder of `csebench train` or its model/, any model folder, a backbone name or a hub id "
+                              "(its cache is built in --cache-dir)"),
                   option("--teacher-cache", action="append", default=[], help="cached teacher embeddings (DistillCSE)"), NO_PROGRESS,
                   option("--force", action="store_true",
                 help="train again into a folder holding a finished run (it is replaced only when the new run completes)"),
@@ -222,6 +237,12 @@ def _train(args) -> None:
         args.seed = 42 if args.seed is None else args.seed
         params = _one_line_run(args, params)
     else:
+        if args.prefix is not None:
+            raise ConfigError("--prefix gives a run of your own (--backbone, --method) its training.prefix; a run of "
+                              "params.yaml sets training.prefix there")
+        if args.teacher:
+            raise ConfigError("--teacher names a teacher of a run of your own (--backbone, --method); a run of params.yaml "
+                              "names its teachers there (objectives.TERM.teachers: {model: DIR} or {run: NAME})")
         if args.seed is None:
             raise ConfigError("train: --seed is required with --suite/--run or --key")
         name_run(args, params)
@@ -303,7 +324,8 @@ def done_line(summary: dict, out: str) -> str:
 
 
 @COMMANDS.command("teacher-cache", "DistillCSE: a frozen teacher's normalized corpus embeddings", PARAMS,
-                  MODEL.but(help="the teacher's saved model folder (RUN_DIR/model)"),
+                  MODEL.but(help="the teacher: what eval-sts --model takes (a run folder of `csebench train` or its "
+                                 "model/, any model folder, a backbone name such as minilm, a hub id)"),
                   option("--corpus", required=True, help="the students' training corpus (data/X/corpus.txt)"),
                   OUT.but(help="embeddings .npy (metadata goes beside it as .json)"),
                   option("--max-seq-length", type=positive_int, default=None,

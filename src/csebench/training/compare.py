@@ -71,6 +71,8 @@ def _untrained_scores(cfg: RunConfig, pooler: str, prompt, root, max_pairs: int 
             "seed": cfg.seed if seeded else None, "projection": [t.projection_dim, t.projection_head], "layers": t.num_layers,
             "pooler": pooler, "prompt": prompt, "sts": str(Path(root).resolve()), "max_pairs": max_pairs,
             "precision": precision, "batch": batch, "csebench": __version__}
+    if t.prefix:  # training.prefix before every sentence on both sides (none: the cache keys as before)
+        what["prefix"] = t.prefix
     cached = Path(cache_dir) / f"untrained-sts-{digest(what)}.json" if cache_dir else None
     if cached is not None and cached.is_file():
         try:

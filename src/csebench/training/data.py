@@ -199,14 +199,19 @@ def tokenize_corpus(sentences: list[str], tokenizer, max_length: int, chunk: int
 
 
 def load_tokenized_corpus(corpus_path: str | os.PathLike, tokenizer, max_length: int,
-                          cache_dir: str | os.PathLike | None) -> TokenizedCorpus:
-    """Tokenize once per (corpus content, tokenizer, max length); reuse the cached arrays after."""
+                          cache_dir: str | os.PathLike | None, prefix: str = "") -> TokenizedCorpus:
+    """Tokenize once per (corpus content, tokenizer, max length, prefix); reuse the cached arrays after.
+    ``prefix``: a text put before every sentence (training.prefix), its tokens counted in the max length."""
     corpus_path = Path(corpus_path)
     sentences = read_corpus(corpus_path)
+    if prefix:
+        sentences = [prefix + s for s in sentences]
     if cache_dir is None:
         return tokenize_corpus(sentences, tokenizer, max_length)
     h = file_sha256(corpus_path)[:16]  # hashed once: read_corpus recorded it for the provenance
     key = f"{h}-{tokenizer_fingerprint(tokenizer)}-L{max_length}-n1"  # n1: lines split at "\n" only (read_corpus)
+    if prefix:
+        key += "-p" + hashlib.sha256(prefix.encode("utf-8")).hexdigest()[:12]
     cache = Path(cache_dir) / f"tokens-{key}.npz"
     if cache.is_file():
         with np.load(cache) as z:

@@ -28,6 +28,7 @@ from csebench.training import checkpoint
 from csebench.core import distributed, provenance
 from csebench.study.resolve import RunConfig
 from csebench.training.data import load_tokenized_corpus
+from csebench.training.teachers import model_teacher_caches
 from csebench.evaluation.locate import senteval_root
 from csebench.model.encoder import (MODEL_FILES, SentenceEncoder, build_encoder, check_max_seq_length, pool,
                                     model_files, autocast_dtype)
@@ -253,12 +254,14 @@ class Trainer:
         self.encoder = build_encoder(cfg.backbone, seed=cfg.seed, dropout=self.t.dropout,
                                      projection_dim=self.t.projection_dim, num_layers=self.t.num_layers,
                                      projection_head=self.t.projection_head,
-                                     what=f"backbones.{cfg.backbone_name}.model").to(self.device)
+                                     what=f"backbones.{cfg.backbone_name}.model",
+                                     prefix=self.t.prefix).to(self.device)
         # before tokenizing: a length past the position table fails mid-training otherwise, and the tokens an
         # objective term puts around or into each row (a PromptBERT template, ESimCSE's repetition) count too
         check_max_seq_length(self.encoder, self.t.max_seq_length, f"training.max_seq_length (suite {cfg.suite}, run {cfg.name})",
                              added=lambda n: added_tokens(cfg.objectives, self.encoder.tokenizer, n))
-        self.tokens = load_tokenized_corpus(corpus_path, self.encoder.tokenizer, self.t.max_seq_length, cache_dir)
+        self.tokens = load_tokenized_corpus(corpus_path, self.encoder.tokenizer, self.t.max_seq_length, cache_dir,
+                                            self.encoder.prefix)
         n = len(self.tokens)
         if n < 2 * self.world:
             raise TrainingError(f"corpus {corpus_path} has {n} sentence{'' if n == 1 else 's'}: too few for "
@@ -275,6 +278,9 @@ class Trainer:
             log.warning("corpus %s has %d sentences, fewer than training.batch_size %d: %d step%s of batch %d will run",
                         corpus_path, n, self.t.batch_size, self.total_steps, "" if self.total_steps == 1 else "s",
                         sizes[0])
+        # model teachers (teachers: {model: M}, `train --teacher M`): their caches built here, once
+        teacher_cache = model_teacher_caches(cfg, teacher_cache or [], corpus_path,
+                                             cache_dir if cache_dir is not None else self.out_dir / "teachers", self.device)
         self.objective = Objective(cfg.objectives, self.encoder.out_dim, self.encoder.num_layers,
                                    run_config=cfg, corpus_size=n, teacher_cache=teacher_cache or [],
                                    device=self.device, corpus_path=str(corpus_path),

@@ -33,7 +33,8 @@ def untrained_encoder(cfg: RunConfig):
     t = cfg.training
     set_seed(cfg.seed)  # the projection head (if any) is drawn from the run's seed
     return build_encoder(cfg.backbone, seed=cfg.seed, projection_dim=t.projection_dim, num_layers=t.num_layers,
-                         projection_head=t.projection_head, what=f"backbones.{cfg.backbone_name}.model")
+                         projection_head=t.projection_head, what=f"backbones.{cfg.backbone_name}.model",
+                         prefix=t.prefix)
 
 
 def write_untrained_run(cfg: RunConfig, senteval_dir: str | os.PathLike, out_dir: str | os.PathLike,

@@ -104,7 +104,8 @@ def _teachers_cut(spec):
 
     entries = parse_teachers(spec, "objectives.distillation")
     keep = max(1, TEACHER_COMPONENTS // len(entries))
-    return [{"run": e["run"], "seeds": list(e["seeds"])[:keep]} for e in entries]
+    return [e if "model" in e else {"run": e["run"], "seeds": None if e["seeds"] is None else list(e["seeds"])[:keep]}
+            for e in entries]
 
 
 def rehearsal_params(params: Params, suites: list[str], corpus: Path, probing: Path, senteval: Path, out: Path) -> dict:
