@@ -253,7 +253,8 @@ class Trainer:
         self.encoder = build_encoder(cfg.backbone, seed=cfg.seed, dropout=self.t.dropout,
                                      projection_dim=self.t.projection_dim, num_layers=self.t.num_layers,
                                      projection_head=self.t.projection_head,
-                                     what=f"backbones.{cfg.backbone_name}.model").to(self.device)
+                                     what="--backbone" if cfg.suite == "cli" else f"backbones.{cfg.backbone_name}.model"
+                                     ).to(self.device)  # cli: a run of your own, `train --backbone`
         # before tokenizing: a length past the position table fails mid-training otherwise, and the tokens an
         # objective term puts around or into each row (a PromptBERT template, ESimCSE's repetition) count too
         check_max_seq_length(self.encoder, self.t.max_seq_length, f"training.max_seq_length (suite {cfg.suite}, run {cfg.name})",
