@@ -512,6 +512,10 @@ class SentenceEncoder(nn.Module):
         ``dev_denoise`` set, each embedding has the template-only mask state of its length subtracted, and with
         ``unmasked_attention`` the padding of its batch is attended to, as in training."""
         device = torch.device(device) if device is not None else next(self.parameters()).device
+        if device.type == "meta" or any(p.is_meta for p in self.parameters()):
+            raise ConfigError("the encoder's weights are on the meta device: shapes without values (built under "
+                              "torch.device('meta'), its weights never loaded), nothing to encode with; load the weights "
+                              "(from_pretrained, or to_empty() and load_state_dict()) before evaluating")
         batch_size = batch_size or default_encode_batch_size(device)
         uniq, inverse = np.unique(np.asarray(sentences, dtype=object), return_inverse=True)
         uniq = list(uniq)
