@@ -209,10 +209,33 @@ def load_tokenized_corpus(corpus_path: str | os.PathLike, tokenizer, max_length:
     key = f"{h}-{tokenizer_fingerprint(tokenizer)}-L{max_length}-n1"  # n1: lines split at "\n" only (read_corpus)
     cache = Path(cache_dir) / f"tokens-{key}.npz"
     if cache.is_file():
-        with np.load(cache) as z:
-            return TokenizedCorpus(z["ids"], z["offsets"])
+        cached = _cached_tokens(cache, len(sentences))
+        if cached is not None:
+            return cached
     tc = tokenize_corpus(sentences, tokenizer, max_length)
     with atomic_path(cache) as tmp:
         with open(tmp, "wb") as fh:
             np.savez(fh, ids=tc.ids, offsets=tc.offsets)
     return tc
+
+
+def _cached_tokens(cache: Path, sentences: int) -> TokenizedCorpus | None:
+    """The tokenized corpus a cache file holds, checked: whole arrays, one row per corpus sentence, offsets that
+    index the ids. A damaged file (truncated by a full disk or a copy, edited) is a cache miss, said in a warning:
+    the corpus is tokenized again and the file written anew (None), never a traceback or a wrong batch."""
+    import zipfile
+    import zlib
+
+    try:
+        with np.load(cache, allow_pickle=False) as z:
+            ids, offsets = z["ids"], z["offsets"]
+        ok = (ids.ndim == 1 and offsets.ndim == 1 and ids.dtype.kind in "iu" and offsets.dtype.kind in "iu"
+              and len(offsets) == sentences + 1 and offsets[0] == 0 and offsets[-1] == len(ids)
+              and bool(np.all(np.diff(offsets) >= 0)))
+        why = "its arrays do not match the corpus" if not ok else ""
+    except (OSError, ValueError, EOFError, KeyError, TypeError, zipfile.BadZipFile, zlib.error) as exc:
+        ok, why = False, f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+    if ok:
+        return TokenizedCorpus(ids, offsets)
+    log.warning("tokenized-corpus cache %s is damaged (%s): tokenizing the corpus again and writing it anew", cache, why)
+    return None
