@@ -149,6 +149,35 @@ def model_files(model_dir: str | os.PathLike) -> dict[str, str]:
     return {p.relative_to(root).as_posix(): _sha256(p) for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()}
 
 
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".h5", ".msgpack", ".onnx", ".pt", ".ckpt")
+
+
+def model_content(model: str, weights: bool = True) -> dict[str, str] | None:
+    """What a model is loaded from, by content: {file: hash} of every file of its folder (packaged:minilm's too;
+    sha256, computed once per process and file version) or of a hub id's snapshot in the local Hugging Face cache,
+    whose files are links to blobs named by their content hash (git's sha1 for small files, sha256 for the
+    weights): read from the links, nothing hashed. README.md and hidden files are left out (a model card changes no
+    weight); ``weights=False``: the weight files too (a tokenizer's content). None: random, or neither a folder nor
+    in the local cache."""
+    if not model or model == "random":
+        return None
+    folder = Path(resolve_model_path(model)).expanduser()
+    if not folder.is_dir():
+        found = _model_file(model, "config.json")
+        if found is None:
+            return None
+        folder = found.parent
+    content = {}
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder)
+        if rel.name == "README.md" or any(part.startswith(".") for part in rel.parts) or not path.is_file() \
+                or (not weights and rel.name.endswith(WEIGHT_SUFFIXES)):
+            continue
+        target = os.readlink(path) if path.is_symlink() else ""
+        content[rel.as_posix()] = Path(target).name if "blobs" in Path(target).parts else _sha256(path)
+    return content
+
+
 def recorded_files(model_dir: str | os.PathLike) -> tuple[Path, dict[str, str] | None]:
     """The train.json beside a run's model/ (a suite's view's link followed) and the files it lists (None: no
     train.json there, or one of a csebench that listed none)."""
