@@ -76,12 +76,67 @@ def configure_determinism() -> None:
 
     Deterministic mode also fills every new allocation with NaN by default, a debugging aid for kernels that
     read memory they never wrote: none of the step's kernels does (the losses and weights are bitwise the same
-    without it, tests/test_step_cost.py), and the fills were about 1,300 extra kernels a step on BERT-base."""
+    without it, tests/test_step_cost.py), and the fills were about 1,300 extra kernels a step on BERT-base.
+    These are process-wide switches: a Trainer sets them for its life only (``DeterministicMode``)."""
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.use_deterministic_algorithms(True, warn_only=True)
     torch.utils.deterministic.fill_uninitialized_memory = False
     torch.backends.cudnn.benchmark = False
     torch.backends.cudnn.deterministic = True
+
+
+def _determinism_state() -> dict:
+    """What configure_determinism changes, as it stands now."""
+    return {"env": os.environ.get("CUBLAS_WORKSPACE_CONFIG"), "algorithms": torch.are_deterministic_algorithms_enabled(),
+            "warn_only": torch.is_deterministic_algorithms_warn_only_enabled(),
+            "fill": torch.utils.deterministic.fill_uninitialized_memory,
+            "benchmark": torch.backends.cudnn.benchmark, "cudnn": torch.backends.cudnn.deterministic}
+
+
+def _restore_determinism(state: dict) -> None:
+    if state["env"] is None:
+        os.environ.pop("CUBLAS_WORKSPACE_CONFIG", None)
+    else:
+        os.environ["CUBLAS_WORKSPACE_CONFIG"] = state["env"]
+    torch.use_deterministic_algorithms(state["algorithms"], warn_only=state["warn_only"])
+    torch.utils.deterministic.fill_uninitialized_memory = state["fill"]
+    torch.backends.cudnn.benchmark = state["benchmark"]
+    torch.backends.cudnn.deterministic = state["cudnn"]
+
+
+_DETERMINISM: list = [0, None]  # trainers holding deterministic mode now, the process's settings from before the first
+
+
+class DeterministicMode:
+    """configure_determinism for a block (a context manager) or until ``release()``: the process's own settings
+    (deterministic algorithms and their warn-only flag, the NaN fill of new memory, cuDNN's two flags,
+    CUBLAS_WORKSPACE_CONFIG) come back when the last holder releases them, so a notebook, `csebench rehearse` or
+    `csebench.cli.main(["train", ...])` leaves the process as it found it (torch.empty(4) holds NaN again where
+    deterministic mode was on before). Holders may overlap (two Trainers): the settings stay until the last one
+    is released. Releasing twice does nothing."""
+
+    def __init__(self):
+        if _DETERMINISM[0] == 0:
+            _DETERMINISM[1] = _determinism_state()
+        _DETERMINISM[0] += 1
+        self.held = True
+        configure_determinism()
+
+    def release(self) -> None:
+        if not self.held:
+            return
+        self.held = False
+        _DETERMINISM[0] -= 1
+        if _DETERMINISM[0] == 0:
+            _restore_determinism(_DETERMINISM[1])
+            _DETERMINISM[1] = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+        return False
 
 
 def pick_device() -> torch.device:
@@ -248,7 +303,19 @@ class Trainer:
         if self.t.batch_size % self.world:
             raise TrainingError(f"training.batch_size {self.t.batch_size} (the global batch) is not divisible by "
                                 f"the {self.world} DDP processes; choose a multiple of {self.world}")
-        configure_determinism()
+        self._determinism = DeterministicMode()  # released when run() ends (or close()): the process's own settings back
+        try:
+            self._build(cfg, corpus_path, senteval_dir, cache_dir, teacher_cache, dev_file)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Give the process its own determinism settings back (run() does when it ends; a trainer driven step by
+        step, as the benchmarks and tests do, calls it when done). Safe to call twice."""
+        self._determinism.release()
+
+    def _build(self, cfg: RunConfig, corpus_path, senteval_dir, cache_dir, teacher_cache, dev_file) -> None:
         set_seed(cfg.seed)
         self.encoder = build_encoder(cfg.backbone, seed=cfg.seed, dropout=self.t.dropout,
                                      projection_dim=self.t.projection_dim, num_layers=self.t.num_layers,
@@ -673,6 +740,14 @@ class Trainer:
         return losses
 
     def run(self) -> dict:
+        if not self._determinism.held:  # run again after it ended (or after close())
+            self._determinism = DeterministicMode()
+        try:
+            return self._run()
+        finally:
+            self.close()
+
+    def _run(self) -> dict:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         with distributed.fail_together():
             self.maybe_resume()
