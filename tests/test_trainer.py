@@ -73,6 +73,41 @@ def test_non_finite_loss_before_any_checkpoint(inputs, capsys, monkeypatch):
     assert not (out / "train.json").exists() and not (out / "model").exists()
 
 
+@pytest.mark.parametrize("where,said", [
+    ("extra_loss", "term gaussian_negatives"),
+    ("extra_negatives", "the contrastive loss (InfoNCE), from the extra negatives of term gaussian_negatives"),
+    ("embeddings", "the contrastive loss (InfoNCE), from the embeddings (z1, z2)")])
+def test_a_nan_between_reads_is_said_at_its_step_naming_what_produced_it(inputs, capsys, monkeypatch, where, said):
+    """A NaN at step 3 with log_steps 2 (a step whose logs are not read): the line names step 3, not the read at
+    step 4, and what was not finite there (a term's own loss part, the extra negatives a term added to InfoNCE,
+    the embeddings), not InfoNCE by default. After step 3 the weights are NaN, so at step 4 every part was: that
+    step's parts blamed InfoNCE and every term."""
+    from csebench.objectives import gaussian
+    import csebench.training.trainer as T
+
+    real_negatives, real_encode = gaussian.GaussianNegatives.extra_negatives, T.Trainer.encode_views
+    nan_at = lambda ctx, x: x * math.nan if ctx.step == 2 else x  # noqa: E731  the 3rd step (1-based)
+    if where == "extra_loss":
+        monkeypatch.setattr(gaussian.GaussianNegatives, "extra_loss", lambda self, ctx: nan_at(ctx, ctx.z1.sum() * 0),
+                            raising=False)
+    elif where == "extra_negatives":
+        monkeypatch.setattr(gaussian.GaussianNegatives, "extra_negatives",
+                            lambda self, ctx: nan_at(ctx, real_negatives(self, ctx)))
+    else:
+        def encode(self, batch):
+            ctx = real_encode(self, batch)
+            ctx.z1 = nan_at(ctx, ctx.z1) if ctx.step == 2 else ctx.z1
+            return ctx
+        monkeypatch.setattr(T.Trainer, "encode_views", encode)
+    cfg = write_config(inputs / "over.yaml", {**ci_training(max_steps=6, log_steps=2, eval_steps=100, batch_size=8,
+                                                            checkpoint_steps=100),
+                                              "methods": {"simcse": {"objectives": {"gaussian_negatives": {}}}}})
+    line = assert_fails(capsys, train_argv(inputs, inputs / "run", cfg),
+                        f"loss is nan at step 3 of simcse/seed1 (not finite at step 3: {said}); no checkpoint was "
+                        "written yet")
+    assert "InfoNCE" not in line or where != "extra_loss"
+
+
 # ------------------------------------------------------------------------ determinism is the trainer's, for its life only
 
 
