@@ -79,6 +79,10 @@ def check_model_source(model: str, what: str = "--model") -> None:
         raise ConfigError(f"{model} is a file, not a model folder; {what} takes {MODEL_ACCEPTS}")
     elif looks_like_path(model):
         raise ConfigError(f"model folder not found: {model}; {what} takes {MODEL_ACCEPTS}")
+    else:  # a hub id: the hub reachable (or the id wholly in the local cache), else one line at once, no retries
+        from csebench.study.fetch import reach_hub
+
+        reach_hub(model, what)
 
 
 def check_architecture(model: str, what: str = "--model") -> None:
@@ -321,6 +325,10 @@ def load_tokenizer(backbone: BackboneConfig, what: str = "the backbone's model")
     if offline is not None:
         return offline
     what = what.replace(".model", ".tokenizer") if backbone.tokenizer else what
+    if backbone.tokenizer:  # a tokenizer of its own from the hub (the model's was checked with the model)
+        from csebench.study.fetch import reach_hub
+
+        reach_hub(name, what, model=False)
     try:
         tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(name))
     except (OSError, ValueError) as exc:

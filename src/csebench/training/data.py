@@ -43,18 +43,23 @@ def hub_download(repo: str, filename: str, cache_dir: str | None = None) -> Path
     """Download one file of a hub *dataset* repo; offline (HF_HUB_OFFLINE=1) serves the cache only."""
     from huggingface_hub import hf_hub_download
 
+    from csebench.study.fetch import hub_unreachable, offline
+
+    down = None if offline() else hub_unreachable()  # the cache only, at once, rather than retries for a minute
     try:
-        path = Path(hf_hub_download(repo_id=repo, filename=filename, repo_type="dataset", cache_dir=cache_dir))
+        path = Path(hf_hub_download(repo_id=repo, filename=filename, repo_type="dataset", cache_dir=cache_dir,
+                                    local_files_only=down is not None))
         record_hub(f"datasets/{repo}/{filename}", hub_commit(path))
         return path
     except Exception as exc:  # network errors, offline mode with an empty cache
-        from csebench.study.fetch import offline, offline_hint
+        from csebench.study.fetch import offline_hint
 
         if offline():  # a cluster job: the submitting host prepares the data (prepare_* are localrules)
             raise DataError(offline_hint(f"{filename} of hub dataset {repo}",
                                          "`csebench prepare-corpus` / `prepare-senteval --data NAME` there")) from None
+        why = f"the Hugging Face hub cannot be reached ({down})" if down else f"{exc.__class__.__name__}: {exc}"
         raise DataError(
-            f"could not fetch {filename} from hub dataset {repo}: {exc.__class__.__name__}: {exc}. "
+            f"could not fetch {filename} from hub dataset {repo}: {' '.join(why.split())}. "
             f"Offline? Point the data source at a local file instead (params.yaml data.*.path, "
             f"or the demo suite, which reads ../shared)."
         ) from None
