@@ -344,6 +344,16 @@ def test_downloads_on_and_the_hub_unreachable_is_one_try_then_the_cache_or_one_l
                     f"cache (commit {commits['bert-base-uncased'][:12]}), and this process stays offline (HF_HUB_OFFLINE=1)"]
     assert json.loads((out / "b.json").read_text())["provenance"]["hub"] == {"models/bert-base-uncased": commits["bert-base-uncased"]}
     assert not [r for r in caplog.records if "Retry" in r.getMessage()] and tries == [("huggingface.co", 443)]  # probed once
+    from csebench.core.errors import ConfigError
+    from csebench.model import standins
+    from csebench.model.encoder import check_model_source
+
+    (tmp_path / "corpus.txt").write_text("a sentence\n", encoding="utf-8")
+    monkeypatch.delenv("HF_HUB_OFFLINE")  # online again, the hub still unreachable
+    with pytest.raises(ConfigError, match="cannot load bert-large-uncased"):
+        check_model_source("bert-large-uncased")
+    with standins.activate(tmp_path / "standins", tmp_path / "corpus.txt"):
+        check_model_source("bert-large-uncased")  # rehearsing: a paper backbone is built offline, the hub not needed
     monkeypatch.setattr(fetch, "_REACHED", {})
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")  # behind a proxy: the proxy is what is probed
     assert fetch.hub_unreachable() == "proxy proxy.example:3128: gaierror: [Errno -2] Name or service not known"

@@ -80,9 +80,12 @@ def check_model_source(model: str, what: str = "--model") -> None:
     elif looks_like_path(model):
         raise ConfigError(f"model folder not found: {model}; {what} takes {MODEL_ACCEPTS}")
     else:  # a hub id: the hub reachable (or the id wholly in the local cache), else one line at once, no retries
+        from csebench.model.architectures import architecture
+        from csebench.model.standins import active
         from csebench.study.fetch import reach_hub
 
-        reach_hub(model, what)
+        if active() is None or architecture(model) is None:  # rehearsing, a paper backbone is built offline
+            reach_hub(model, what)
 
 
 def check_architecture(model: str, what: str = "--model") -> None:
@@ -305,8 +308,11 @@ def check_vocabulary(tokenizer, model: nn.Module, name: str, what: str = "--mode
     middle of an evaluation or a training. A tokenizer smaller than the table is the rule, not an error: tables
     are padded to a multiple of 8 or 64 rows (GPT-NeoX, ModernBERT), and a rehearsal's stand-in tokenizers learn
     8,192 of BERT's 30,522 rows; one that knows no word at all is refused by check_tokenizer."""
-    embeddings = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
-    rows = getattr(embeddings, "num_embeddings", None) or getattr(model.config, "vocab_size", None)
+    try:
+        embeddings = model.get_input_embeddings()
+    except (AttributeError, NotImplementedError):  # a model class that does not say: its config does
+        embeddings = None
+    rows = getattr(embeddings, "num_embeddings", None) or getattr(getattr(model, "config", None), "vocab_size", None)
     n = len(tokenizer)
     if isinstance(rows, int) and n > rows:
         where = f"model folder {name}" if Path(resolve_model_path(name)).expanduser().is_dir() else name
