@@ -109,6 +109,18 @@ def test_batch_size_zero_is_refused(inputs, capsys, command):
     assert f"csebench {command}: error: argument --batch-size: give a whole number of at least 1, got '0'" in err
 
 
+@pytest.mark.parametrize("command,seed", [("eval-sts", "-1"), ("eval-transfer", str(2**33)), ("embed", "x")])
+def test_a_senteval_seed_numpy_cannot_take_is_refused_at_the_argument(inputs, capsys, command, seed):
+    """--senteval-seed -1 or 2**33 reached numpy's and scikit-learn's generators: a ValueError traceback."""
+    with pytest.raises(SystemExit) as exit_info:
+        cli_main([command, "--model", str(inputs / "model"), "--senteval", str(SHARED / "senteval"),
+                  "--out", str(inputs / "x.json"), f"--senteval-seed={seed}"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == (f"csebench {command}: error: argument --senteval-seed: give a whole number from 0 "
+                                    f"to 4294967295 (2**32 - 1), got '{seed}'")
+
+
 def cli_main(argv):
     from csebench import cli
 

@@ -264,6 +264,6 @@ def test_training_step_reads_nothing_back_between_log_steps(tmp_path, shared_dir
         tr.state.step = step
         loss, logs = tr.forward_loss(batches[step], read=False)
         assert logs is None and loss.device.type == "meta"
-    assert [s for s, _ in tr._unread] == [1, 2, 3]  # kept on the device for the next read
+    assert [u.step for u in tr._unread] == [1, 2, 3]  # kept on the device for the next read
     with pytest.raises(NotImplementedError):  # and a read is what would wait for the device
         tr.read_logs()

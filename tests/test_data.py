@@ -66,6 +66,34 @@ def test_tokenized_corpus_cache_roundtrip(tmp_path, tokenizer):
     assert np.array_equal(a.ids, b.ids) and np.array_equal(a.offsets, b.offsets)
 
 
+@pytest.mark.parametrize("damage", ["truncated", "empty", "other corpus"])
+def test_a_damaged_token_cache_is_tokenized_again_with_a_warning(tmp_path, tokenizer, caplog, damage):
+    """A truncated data/cache/tokens-*.npz (a full disk, a copy cut short) stopped train with a BadZipFile traceback
+    and an empty --out; a cache is rebuilt instead, said in one warning, and written anew. A file whose arrays do not
+    fit the corpus (another corpus's under this name) is damaged too."""
+    import logging
+
+    p = tmp_path / "c.txt"
+    p.write_text("one sentence\ntwo sentences here\nand a third\n")
+    a = load_tokenized_corpus(p, tokenizer, 16, tmp_path / "cache")
+    (cache,) = (tmp_path / "cache").glob("tokens-*.npz")
+    data = cache.read_bytes()
+    if damage == "other corpus":
+        np.savez(cache, ids=a.ids[:3], offsets=np.array([0, 3], dtype=np.int64))
+    else:
+        cache.write_bytes(data[: len(data) // 2] if damage == "truncated" else b"")
+    caplog.set_level(logging.WARNING)
+    b = load_tokenized_corpus(p, tokenizer, 16, tmp_path / "cache")
+    assert np.array_equal(a.ids, b.ids) and np.array_equal(a.offsets, b.offsets)
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and said[0].startswith(f"tokenized-corpus cache {cache} is damaged (")
+    assert said[0].endswith("): tokenizing the corpus again and writing it anew")
+    assert cache.read_bytes() == data  # written anew: the next run reads it
+    caplog.clear()
+    load_tokenized_corpus(p, tokenizer, 16, tmp_path / "cache")
+    assert not caplog.records
+
+
 def test_tokenizer_fingerprint_is_remembered_until_the_vocabulary_grows():
     import hashlib
 

@@ -299,3 +299,61 @@ def test_eval_of_a_hub_model_offline_names_the_fetch_step(tmp_path, capsys, monk
                         "(its fetch_* and prepare_* jobs run there), or `csebench fetch-backbone --backbone NAME --out "
                         "data/backbones/NAME.json`", outputs=[tmp_path / "sts.json"])
     assert "internet" not in line
+
+
+def test_downloads_on_and_the_hub_unreachable_is_one_try_then_the_cache_or_one_line(warm_cache, tmp_path, capsys,
+                                                                                    monkeypatch, caplog, small):
+    """HF_HUB_OFFLINE unset and no network: a hub id took 54 s and ~44 lines of huggingface_hub's retries (5 a file,
+    1 to 8 s apart) before its error. One probe of the hub (a TCP connection, here refused by a stand-in for the
+    resolver) decides: a repository wholly in the cache is read from there, the process offline from then on (one
+    warning); one that is not is one line at once. No request is retried, whatever the number of files."""
+    import logging
+    import socket
+
+    from huggingface_hub import constants
+
+    from csebench.study import fetch
+    from runhelpers import STS_FAST, assert_fails, run_cli
+
+    tmp, commits = warm_cache
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "CSEBENCH_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)  # as read at import: the caller's environment
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp / "hf" / "hub"))
+    monkeypatch.setattr(fetch, "_REACHED", {})
+    tries = []
+
+    def no_network(address, timeout=None, *args, **kwargs):
+        tries.append(address)
+        raise socket.gaierror(-2, "Name or service not known")
+
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    caplog.set_level(logging.WARNING)
+    out = tmp_path / "out"
+    sts = ["eval-sts", "--senteval", str(small), *STS_FAST]
+    line = assert_fails(capsys, [*sts, "--model", "org/not-in-the-cache", "--out", str(out / "a.json")],
+                        "cannot load org/not-in-the-cache (--model): the Hugging Face hub (https://huggingface.co) cannot "
+                        "be reached (huggingface.co:443: gaierror: [Errno -2] Name or service not known), and this "
+                        "machine's Hugging Face cache lacks its files: check the network", outputs=[out])
+    assert "internet" not in line and tries == [("huggingface.co", 443)]
+    rc, err = run_cli(capsys, [*sts, "--model", "bert-base-uncased", "--out", str(out / "b.json")])
+    assert rc == 0, err
+    said = [r.getMessage() for r in caplog.records if r.name == "csebench"]
+    assert said == [f"the Hugging Face hub (https://huggingface.co) cannot be reached (huggingface.co:443: gaierror: "
+                    f"[Errno -2] Name or service not known): bert-base-uncased is read from this machine's Hugging Face "
+                    f"cache (commit {commits['bert-base-uncased'][:12]}), and this process stays offline (HF_HUB_OFFLINE=1)"]
+    assert json.loads((out / "b.json").read_text())["provenance"]["hub"] == {"models/bert-base-uncased": commits["bert-base-uncased"]}
+    assert not [r for r in caplog.records if "Retry" in r.getMessage()] and tries == [("huggingface.co", 443)]  # probed once
+    from csebench.core.errors import ConfigError
+    from csebench.model import standins
+    from csebench.model.encoder import check_model_source
+
+    (tmp_path / "corpus.txt").write_text("a sentence\n", encoding="utf-8")
+    monkeypatch.delenv("HF_HUB_OFFLINE")  # online again, the hub still unreachable
+    with pytest.raises(ConfigError, match="cannot load bert-large-uncased"):
+        check_model_source("bert-large-uncased")
+    with standins.activate(tmp_path / "standins", tmp_path / "corpus.txt"):
+        check_model_source("bert-large-uncased")  # rehearsing: a paper backbone is built offline, the hub not needed
+    monkeypatch.setattr(fetch, "_REACHED", {})
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")  # behind a proxy: the proxy is what is probed
+    assert fetch.hub_unreachable() == "proxy proxy.example:3128: gaierror: [Errno -2] Name or service not known"

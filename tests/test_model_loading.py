@@ -213,3 +213,118 @@ def test_an_architecture_transformers_does_not_know_is_one_line(tmp_path, tiny_e
     with pytest.raises(ConfigError) as err:
         csebench.evaluate_sts(str(model), senteval=small)
     assert str(err.value) == f"model folder {model} (--model): {said}"
+
+
+# ----------------------------------------------------------------------------- a folder without its tokenizer, one whose
+# ----------------------------------------------------------------------------- config or weights do not fit, damaged JSON
+
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json")
+
+
+def _refused_everywhere(capsys, tmp_path, model: Path, small: Path, *said: str, train: bool = True) -> None:
+    """eval-sts, embed and `train --backbone` (in this process; ``train``) and csebench.evaluate_sts: one line holding
+    ``said``, exit 2, no --out (or run folder, or token cache) left."""
+    import csebench
+    from csebench.core.errors import CsebenchError
+    from runhelpers import write_corpus
+
+    write_corpus(tmp_path / "corpus.txt", n=16)
+    out = tmp_path / "out"
+    for argv in (["eval-sts", "--senteval", str(small), *STS_FAST, "--out", str(out / "s.json"), "--model", str(model)],
+                 ["embed", "--senteval", str(small), "--no-transfer", *STS_FAST, "--out", str(out / "e.npz"), "--model", str(model)],
+                 ["train", "--backbone", str(model), "--method", "simcse", "--corpus", str(tmp_path / "corpus.txt"),
+                  "--senteval", str(small), "--out", str(out / "run"), "--cache-dir", str(out / "cache"), "--no-progress"]
+                 )[: 3 if train else 2]:
+        rc, err = run_cli(capsys, argv)
+        lines = [line for line in err.splitlines() if " INFO " not in line and " WARNING " not in line]
+        assert rc == 2 and len(lines) == 1 and lines[0].startswith(f"csebench {argv[0]}: error: "), err
+        assert all(s in lines[0] for s in said), lines[0]
+        assert not out.exists(), argv[0]
+    with pytest.raises(CsebenchError) as err:
+        csebench.evaluate_sts(str(model), senteval=small, max_pairs=20)
+    assert all(s in str(err.value) for s in said) and "\n" not in str(err.value)
+
+
+def test_a_model_folder_without_its_tokenizer_is_refused_in_one_line(tmp_path, capsys, tiny_encoder, small):
+    """MiniLM's folder without tokenizer.json, vocab.txt, tokenizer_config.json and special_tokens_map.json: eval-sts
+    exited 0 with avg 8.65 (78.0 with its tokenizer), embed wrote a table and train a model: transformers built a
+    tokenizer of the 5 special tokens, which reads every word as [UNK]."""
+    model = tmp_path / "model"
+    tiny_encoder("avg").save(model)
+    for name in TOKENIZER_FILES:
+        (model / name).unlink(missing_ok=True)
+    _refused_everywhere(capsys, tmp_path, model, small, f"model folder {model} (",
+                        "holds no tokenizer (none of tokenizer.json, vocab.txt, vocab.json with merges.txt, a "
+                        "SentencePiece *.model): the one transformers builds without them knows only its 5 special "
+                        "tokens ([UNK], [SEP], [PAD], [CLS], [MASK]) and reads every word as [UNK]",
+                        "copy the tokenizer files of the model it was saved from into the folder")
+
+
+def test_a_tokenizer_past_the_embedding_table_is_refused_and_a_smaller_one_is_not(tmp_path, capsys, tokenizer, small):
+    """A tokenizer of 30,522 tokens beside a table of 1,000 rows: an index error in the middle of the evaluation. A
+    smaller tokenizer is the rule (tables padded to a multiple of 64 rows, a rehearsal's 8,192-token stand-ins), and
+    one that knows only special tokens is refused whatever its size."""
+    from transformers import BertConfig, BertModel
+
+    from csebench.core.errors import ConfigError
+    from csebench.model.encoder import check_tokenizer, check_vocabulary
+
+    def model_of(rows: int) -> BertModel:
+        return BertModel(BertConfig(vocab_size=rows, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                    intermediate_size=64, max_position_embeddings=128))
+
+    folder = tmp_path / "small-table"
+    model_of(1000).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    _refused_everywhere(capsys, tmp_path, folder, small, f"the tokenizer of model folder {folder} (",
+                        f"has {len(tokenizer)} tokens, more than the 1000 rows of the model's embedding table "
+                        "(vocab_size): a token id past 999 would index outside it")
+    check_vocabulary(tokenizer, model_of(len(tokenizer) + 64), "padded")  # a padded table: no error
+    check_tokenizer(tokenizer, "minilm")
+    from transformers import BertTokenizer
+
+    bare = BertTokenizer(vocab={t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])})
+    with pytest.raises(ConfigError, match=r"the tokenizer of bare \(--model\) knows only its 5 special tokens"):
+        check_tokenizer(bare, "bare")
+
+
+def _edited_config(folder: Path, tiny_encoder, **change) -> Path:
+    tiny_encoder("avg").save(folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, **change}))
+    return folder
+
+
+@pytest.mark.parametrize("change,said", [
+    ({"num_attention_heads": 5}, "transformers cannot build the model its config.json describes (The hidden size (32) "
+                                 "is not a multiple of the number of attention heads (5)); correct config.json"),
+    ({"hidden_size": "abc"}, "its config.json holds a value transformers refuses (Validation error for field "
+                             "'hidden_size': TypeError: Field 'hidden_size' expected int, got str (value: 'abc'))"),
+    ({"intermediate_size": 128}, "its weights do not have the shapes its config.json describes: "
+                                 "encoder.layer.0.intermediate.dense.bias is [64] in the weights, [128] as config.json "
+                                 "describes it (and 5 more tensors); the weights are another model's, or config.json "
+                                 "was edited")])
+def test_a_config_with_bad_values_or_weights_of_another_shape_is_one_line(tmp_path, capsys, tiny_encoder, small,
+                                                                         change, said):
+    """config.json's num_attention_heads 5 for hidden 32, hidden_size "abc", weights of another shape than it
+    describes: a 45-line traceback each, and an empty --out left by train."""
+    model = _edited_config(tmp_path / "model", tiny_encoder, **change)
+    _refused_everywhere(capsys, tmp_path, model, small, f"model folder {model} (", said)
+
+
+@pytest.mark.parametrize("name", ["csebench_encoder.json", "1_Pooling/config.json", "modules.json"])
+def test_a_damaged_json_file_of_a_model_is_one_line(tmp_path, capsys, tiny_encoder, small, name):
+    """csebench's metadata and sentence-transformers' modules.json and Pooling config, cut short: a JSONDecodeError
+    traceback (modules.json: read as "no pooling declared", so pooled with cls, silently)."""
+    model = tmp_path / "model"
+    tiny_encoder("avg").save(model)
+    if name != "csebench_encoder.json":
+        (model / "csebench_encoder.json").unlink()  # its eval_pooler is read before the pooling files
+    if name == "csebench_encoder.json":
+        (model / name).write_text('{"pooler": "avg", "eval_')
+    else:
+        text = (model / name).read_text()
+        (model / name).write_text(text[: len(text) // 2])
+    # training reads no csebench_encoder.json of its backbone (the run's pooler is its own setting)
+    _refused_everywhere(capsys, tmp_path, model, small, f"{model / name} is damaged: not valid JSON (line ",
+                        "restore it as the model was saved", train=name != "csebench_encoder.json")

@@ -151,3 +151,27 @@ def _one_line_cfg(corpus):
     settings = {"training": {"batch_size": 8, "max_steps": 3, "eval_steps": 3, "learning_rate": 1e-3}}
     params, suite, run = Params.load(PARAMS).with_run_of_your_own("tiny", "simcse", str(corpus), settings, None, 42)
     return params.suite(suite).resolve(run, 42)
+
+
+def test_the_untrained_scores_are_kept_by_the_backbone_s_content_not_its_path(tmp_path, tiny_encoder, small, caplog):
+    """"Did training help?" answered from the cache after the backbone folder's weights were replaced at the same path
+    (avg 78.02 shown, the new weights score 48.69): the cache was keyed by the path. It is keyed by the sha256 of
+    every file of the folder (a hub id's by its snapshot's blob names), as the tokenized corpus is by the corpus's."""
+    from csebench.evaluation.locate import senteval_root
+    from csebench.training.compare import _untrained_scores
+
+    folder = tmp_path / "backbone"
+    tiny_encoder("avg", seed=0).save(folder)
+    _, cfg = _one_line(str(folder))
+    score = lambda: _untrained_scores(cfg, "avg", None, senteval_root(small), 20, "fp32", 64, tmp_path / "cache")  # noqa: E731
+    caplog.set_level(logging.INFO, logger="csebench")
+    first = score()
+    assert score() == first and any(r.getMessage().startswith(f"untrained {cfg.backbone_name}: its STS scores from ")
+                                    for r in caplog.records)
+    tiny_encoder("avg", seed=1).save(folder)  # other weights, the same path
+    caplog.clear()
+    other = score()
+    assert other["tasks"] != first["tasks"] and not any("its STS scores from" in r.getMessage() for r in caplog.records)
+    assert len(list((tmp_path / "cache").glob("untrained-sts-*.json"))) == 2
+    (folder / "README.md").write_text("a model card changes no weight\n")
+    assert score() == other  # from the cache

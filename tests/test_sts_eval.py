@@ -190,3 +190,48 @@ def test_non_finite_gold_score_names_file_and_line(tmp_path, capsys, tiny_encode
     out = tmp_path / "out" / "sts.json"
     assert_fails(capsys, ["eval-sts", "--model", str(tmp_path / "model"), "--senteval", str(se), "--out", str(out),
                           "--no-progress"], f"{gold}:3: score '{value}' is not a finite number", outputs=[out.parent])
+
+
+# -------------------------------------------------------------------------------------- vectors that score nothing
+
+
+def test_an_all_zero_embedding_is_refused_naming_the_task_and_pair(tmp_path):
+    """An encode function that returns one all-zero (finite) row gave STS14 NaN and an average of NaN, with no
+    warning: a zero vector has no direction, its cosine is 0/0."""
+    root = _write_fixture(tmp_path)
+    zero = load_task(root, "STS14").sent2[4]
+
+    def encode(sentences):
+        out = torch.randn(len(sentences), 4, generator=torch.Generator().manual_seed(0))
+        out[[i for i, s in enumerate(sentences) if s == zero]] = 0.0
+        return out
+
+    with pytest.raises(DataError) as err:
+        evaluate_sts(encode, root)
+    assert str(err.value) == (f"the encode function returned an all-zero vector (norm 0) for STS14 pair 4 (sentence2 "
+                              f"{zero!r}; 1 of the {len(_all_sentences(root))} sentences encoded have one): its cosine "
+                              "similarity is undefined (0/0), which would make STS14 and the STS average NaN; an "
+                              "embedding must have a direction (check the model's pooling and weights, or what the "
+                              "encode function returns for that sentence)")
+
+
+def _all_sentences(root) -> set[str]:
+    from csebench.evaluation.sts import load_test_tasks
+
+    return {s for ps in load_test_tasks(root).values() for s in (*ps.sent1, *ps.sent2)}
+
+
+def test_vectors_on_the_meta_device_are_one_line(tmp_path, tiny_encoder):
+    """A tensor on the meta device (a shape, no values) ended in NotImplementedError ("Cannot copy out of meta
+    tensor"), returned by an encode function or made by an encoder built on it."""
+    import csebench
+    from csebench.core.errors import ConfigError
+
+    root = _write_fixture(tmp_path)
+    with pytest.raises(DataError, match=r"^the encode function returned a torch.Tensor of shape \(\d+, 4\) and dtype "
+                                        r"float32 on the meta device for \d+ sentences: a meta tensor has a shape and no "
+                                        r"values .* load the weights"):
+        evaluate_sts(lambda s: torch.empty(len(s), 4, device="meta"), root)
+    encoder = tiny_encoder("avg").to("meta")
+    with pytest.raises(ConfigError, match=r"^the encoder's weights are on the meta device: shapes without values"):
+        csebench.evaluate_sts(encoder, senteval=root)

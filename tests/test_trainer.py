@@ -73,6 +73,105 @@ def test_non_finite_loss_before_any_checkpoint(inputs, capsys, monkeypatch):
     assert not (out / "train.json").exists() and not (out / "model").exists()
 
 
+@pytest.mark.parametrize("where,said", [
+    ("extra_loss", "term gaussian_negatives"),
+    ("extra_negatives", "the contrastive loss (InfoNCE), from the extra negatives of term gaussian_negatives"),
+    ("embeddings", "the contrastive loss (InfoNCE), from the embeddings (z1, z2)")])
+def test_a_nan_between_reads_is_said_at_its_step_naming_what_produced_it(inputs, capsys, monkeypatch, where, said):
+    """A NaN at step 3 with log_steps 2 (a step whose logs are not read): the line names step 3, not the read at
+    step 4, and what was not finite there (a term's own loss part, the extra negatives a term added to InfoNCE,
+    the embeddings), not InfoNCE by default. After step 3 the weights are NaN, so at step 4 every part was: that
+    step's parts blamed InfoNCE and every term."""
+    from csebench.objectives import gaussian
+    import csebench.training.trainer as T
+
+    real_negatives, real_encode = gaussian.GaussianNegatives.extra_negatives, T.Trainer.encode_views
+    nan_at = lambda ctx, x: x * math.nan if ctx.step == 2 else x  # noqa: E731  the 3rd step (1-based)
+    if where == "extra_loss":
+        monkeypatch.setattr(gaussian.GaussianNegatives, "extra_loss", lambda self, ctx: nan_at(ctx, ctx.z1.sum() * 0),
+                            raising=False)
+    elif where == "extra_negatives":
+        monkeypatch.setattr(gaussian.GaussianNegatives, "extra_negatives",
+                            lambda self, ctx: nan_at(ctx, real_negatives(self, ctx)))
+    else:
+        def encode(self, batch):
+            ctx = real_encode(self, batch)
+            ctx.z1 = nan_at(ctx, ctx.z1) if ctx.step == 2 else ctx.z1
+            return ctx
+        monkeypatch.setattr(T.Trainer, "encode_views", encode)
+    cfg = write_config(inputs / "over.yaml", {**ci_training(max_steps=6, log_steps=2, eval_steps=100, batch_size=8,
+                                                            checkpoint_steps=100),
+                                              "methods": {"simcse": {"objectives": {"gaussian_negatives": {}}}}})
+    line = assert_fails(capsys, train_argv(inputs, inputs / "run", cfg),
+                        f"loss is nan at step 3 of simcse/seed1 (not finite at step 3: {said}); no checkpoint was "
+                        "written yet")
+    assert "InfoNCE" not in line or where != "extra_loss"
+
+
+# ------------------------------------------------------------------------ determinism is the trainer's, for its life only
+
+
+def test_a_trainer_gives_the_process_its_own_determinism_settings_back(inputs, capsys, monkeypatch):
+    """`csebench.cli.main(["train", ...])` in a Python process (a notebook, the rehearsal) left deterministic mode on,
+    its NaN fill of new memory off, cuDNN's flags and CUBLAS_WORKSPACE_CONFIG set: a user's torch.empty(4) then held
+    old memory instead of NaN. After a finished run, and after a refused one (the trainer stopped while building),
+    every setting is the process's own again."""
+    import os
+
+    import torch
+
+    from csebench.cli import main
+    from csebench.training.trainer import _determinism_state
+
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    before = _determinism_state()
+    try:
+        # a user's deterministic mode with its NaN fill, and cuDNN benchmarking on
+        torch.use_deterministic_algorithms(True)
+        torch.utils.deterministic.fill_uninitialized_memory = True
+        torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = True, False
+        mine = _determinism_state()
+        cfg = write_config(inputs / "over.yaml", ci_training(max_steps=2, eval_steps=2, batch_size=8))
+        assert main(train_argv(inputs, inputs / "run", cfg)) == 0
+        assert _determinism_state() == mine and "CUBLAS_WORKSPACE_CONFIG" not in os.environ
+        assert torch.empty(4).isnan().all()  # new memory filled with NaN again, as the user had it
+        # nothing set: a run refused inside the trainer (one sentence: no in-batch negatives) sets nothing either
+        torch.use_deterministic_algorithms(False)
+        torch.utils.deterministic.fill_uninitialized_memory = True
+        torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = False, False
+        plain = _determinism_state()
+        (inputs / "one.txt").write_text("a single sentence\n", encoding="utf-8")
+        assert_fails(capsys, train_argv(inputs, inputs / "run2", cfg, corpus=inputs / "one.txt"), "has 1 sentence")
+        assert _determinism_state() == plain and "CUBLAS_WORKSPACE_CONFIG" not in os.environ
+    finally:
+        from csebench.training.trainer import _restore_determinism
+
+        _restore_determinism(before)
+
+
+def test_overlapping_trainers_keep_deterministic_mode_until_the_last_is_done(monkeypatch):
+    """Two holders (a Trainer built while another one lives): the settings stay until both are released, then the
+    process's own come back once; a second release does nothing."""
+    import torch
+
+    from csebench.training.trainer import DeterministicMode, _determinism_state, _restore_determinism
+
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    before = _determinism_state()
+    try:
+        torch.use_deterministic_algorithms(False)
+        own = _determinism_state()
+        first, second = DeterministicMode(), DeterministicMode()
+        first.release()
+        first.release()
+        assert torch.are_deterministic_algorithms_enabled() and not torch.utils.deterministic.fill_uninitialized_memory
+        with second:
+            pass
+        assert _determinism_state() == own
+    finally:
+        _restore_determinism(before)
+
+
 # ------------------------------------------------------------------------ the dev scores in train.json (SICK-R dev too)
 
 

@@ -10,6 +10,7 @@ import time
 
 from csebench.core.commands import (BATCH_SIZE, EVAL_ENCODING, EVALUATED_RUN, MODEL, NO_PROGRESS, NO_VERIFY, OUT,
                                     PARAMS, POOLER, PREFIX, SENTEVAL, Commands, option)
+from csebench.core.argtypes import seed_int
 from csebench.core.choices import EVAL_PRECISIONS
 from csebench.core.errors import ConfigError, DataError
 from csebench.study.cli import name_run, params_of
@@ -22,7 +23,7 @@ def classifier_options(cap: str) -> tuple:
     return (option("--max-train-sentences", type=int, default=None, help=f"CPU demo only: {cap} (recorded as protocol=capped)"),
             option("--max-test-sentences", type=int, default=None,
                    help="CPU demo only: subsample each held-out dev/test split to about N items (recorded as protocol=capped)"),
-            option("--senteval-seed", type=int, default=1111, help="SentEval's classifier seed (default: 1111)"),
+            option("--senteval-seed", type=seed_int, default=1111, help="SentEval's classifier seed (default: 1111)"),
             *EVALUATED_RUN, option("--seed", type=int, default=0, help="run seed (names the run; see --senteval-seed)"))
 
 
@@ -51,7 +52,7 @@ def _eval_encode_fn(args):
                   option("--no-transfer", action="store_true", help="STS sentences only"),
                   option("--max-train-sentences", type=int, default=None, help="the transfer cap eval-transfer will use"),
                   option("--max-test-sentences", type=int, default=None, help="the held-out split cap eval-transfer will use"),
-                  option("--senteval-seed", type=int, default=1111, help="the transfer (and STS cap) seed eval-transfer/eval-sts will use"),
+                  option("--senteval-seed", type=seed_int, default=1111, help="the transfer (and STS cap) seed eval-transfer/eval-sts will use"),
                   option("--stsb-whole", nargs="*", choices=("dev", "test"), default=None,
                 help="STS-B splits encoded in full for the analyses of STS-B sentences (default: test, their default "
                      "split; none with --max-sts-pairs, whose analyses read the capped pairs eval-sts scores; a "
@@ -96,7 +97,7 @@ def cmd_embed(args) -> None:
                   OUT.but(required=False, default=None, help="result JSON (default: printed to standard output)"),
                   option("--pairs-out", default=None, help="also write per-pair cosine and gold scores (.npz) for the paired bootstrap "
                                                   "of the suite tables (`results render --item suite/SUITE`)"),
-                  STS_CAP, option("--senteval-seed", type=int, default=1111, help="seed of the --max-sts-pairs subsets (default: 1111)"),
+                  STS_CAP, option("--senteval-seed", type=seed_int, default=1111, help="seed of the --max-sts-pairs subsets (default: 1111)"),
                   EVALUATED_RUN)
 def cmd_eval_sts(args) -> None:
     from csebench.evaluation.locate import senteval_root

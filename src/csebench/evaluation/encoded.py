@@ -54,6 +54,10 @@ def checked_embeddings(out, sentences: list[str], what: str = "the encode functi
     n = len(sentences)
     expected = f"expected a 2-D array of finite numbers, one row per sentence given ({n} rows, in their order)"
     came = _described(out)
+    if any(isinstance(t, torch.Tensor) and t.is_meta for t in (out if isinstance(out, (list, tuple)) else [out])):
+        raise DataError(f"{what} returned {came} on the meta device for {n} sentences: a meta tensor has a shape and no "
+                        "values (a model built under torch.device('meta'), its weights never loaded): load the weights "
+                        f"(from_pretrained, or to_empty() and load_state_dict()) before evaluating; {expected}")
     if isinstance(out, (list, tuple)) and out and all(isinstance(row, torch.Tensor) for row in out):
         rows = [row.detach().cpu() for row in out]  # one tensor per sentence (sentence-transformers' lists)
         if len({tuple(row.shape) for row in rows}) > 1:

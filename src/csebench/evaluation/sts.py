@@ -348,6 +348,7 @@ def evaluate_sts(encode: EncodeFn, root: str | os.PathLike, tasks: list[str] | N
     everything = sorted({s for ps in (*sets.values(), *extra.values()) for s in (*ps.sent1, *ps.sent2)})
     emb = encoded(encode, everything)
     row = {s: i for i, s in enumerate(everything)}
+    _refuse_zero_vectors(emb, everything, row, {**sets, **extra}, getattr(encode, "source", None) or "the encode function")
 
     def cosines(ps: PairSet) -> np.ndarray:
         return cosine_rows(emb[torch.as_tensor([row[s] for s in ps.sent1])], emb[torch.as_tensor([row[s] for s in ps.sent2])])
@@ -375,6 +376,28 @@ def evaluate_sts(encode: EncodeFn, root: str | os.PathLike, tasks: list[str] | N
         results["max_sts_pairs"] = max_pairs
         results["warning"] = capped_sts_warning(max_pairs)
     return results
+
+
+def _refuse_zero_vectors(emb: torch.Tensor, sentences: list[str], row: dict[str, int], sets: dict[str, PairSet],
+                        what: str) -> None:
+    """An all-zero embedding (finite, norm 0) has no direction: its cosine with any vector is 0/0, NaN, and one
+    such pair makes its task's Spearman correlation and the STS average NaN, silently. Refused in one line
+    naming the first task and pair that reads one, and the sentence."""
+    zero = emb.double().norm(dim=1) == 0
+    if not bool(zero.any()):
+        return
+    for task, ps in sets.items():
+        for i, (a, b) in enumerate(zip(ps.sent1, ps.sent2)):
+            side = "sentence1" if zero[row[a]] else "sentence2" if zero[row[b]] else None
+            if side is None:
+                continue
+            text = a if side == "sentence1" else b
+            shown = text if len(text) <= 60 else text[:57] + "..."
+            raise DataError(f"{what} returned an all-zero vector (norm 0) for {task} pair {i} ({side} {shown!r}; "
+                            f"{int(zero.sum())} of the {len(sentences)} sentences encoded have one): its cosine "
+                            f"similarity is undefined (0/0), which would make {task} and the STS average NaN; an "
+                            "embedding must have a direction (check the model's pooling and weights, or what the "
+                            "encode function returns for that sentence)")
 
 
 def save_pairs(path: str | os.PathLike, pairs: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:

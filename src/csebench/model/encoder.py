@@ -80,6 +80,13 @@ def check_model_source(model: str, what: str = "--model") -> None:
         raise ConfigError(f"{model} is a file, not a model folder; {what} takes {MODEL_ACCEPTS}")
     elif looks_like_path(model):
         raise ConfigError(f"model folder not found: {model}; {what} takes {MODEL_ACCEPTS}")
+    else:  # a hub id: the hub reachable (or the id wholly in the local cache), else one line at once, no retries
+        from csebench.model.architectures import architecture
+        from csebench.model.standins import active
+        from csebench.study.fetch import reach_hub
+
+        if active() is None or architecture(model) is None:  # rehearsing, a paper backbone is built offline
+            reach_hub(model, what)
 
 
 def check_architecture(model: str, what: str = "--model") -> None:
@@ -102,6 +109,12 @@ def check_architecture(model: str, what: str = "--model") -> None:
         return
     except ValueError as exc:
         reason = exc
+    except Exception as exc:  # huggingface_hub's strict dataclasses: a field of the wrong type (hidden_size: "abc")
+        if not type(exc).__name__.startswith("StrictDataclass"):
+            raise
+        where = f"model folder {model}" if Path(resolve_model_path(model)).is_dir() else f"model {model}"
+        raise ConfigError(f"{where} ({what}): its config.json holds a value transformers refuses ({_one_line(exc)}); "
+                          "correct config.json, or restore it as the model was saved") from None
     where = f"model folder {model}" if Path(resolve_model_path(model)).is_dir() else f"model {model}"
     try:
         declared = json.loads(found.read_text(encoding="utf-8"))
@@ -142,6 +155,35 @@ def model_files(model_dir: str | os.PathLike) -> dict[str, str]:
     as train.json records them: what loading the run's model checks and what `csebench push` uploads."""
     root = Path(model_dir)
     return {p.relative_to(root).as_posix(): _sha256(p) for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()}
+
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".h5", ".msgpack", ".onnx", ".pt", ".ckpt")
+
+
+def model_content(model: str, weights: bool = True) -> dict[str, str] | None:
+    """What a model is loaded from, by content: {file: hash} of every file of its folder (packaged:minilm's too;
+    sha256, computed once per process and file version) or of a hub id's snapshot in the local Hugging Face cache,
+    whose files are links to blobs named by their content hash (git's sha1 for small files, sha256 for the
+    weights): read from the links, nothing hashed. README.md and hidden files are left out (a model card changes no
+    weight); ``weights=False``: the weight files too (a tokenizer's content). None: random, or neither a folder nor
+    in the local cache."""
+    if not model or model == "random":
+        return None
+    folder = Path(resolve_model_path(model)).expanduser()
+    if not folder.is_dir():
+        found = _model_file(model, "config.json")
+        if found is None:
+            return None
+        folder = found.parent
+    content = {}
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder)
+        if rel.name == "README.md" or any(part.startswith(".") for part in rel.parts) or not path.is_file() \
+                or (not weights and rel.name.endswith(WEIGHT_SUFFIXES)):
+            continue
+        target = os.readlink(path) if path.is_symlink() else ""
+        content[rel.as_posix()] = Path(target).name if "blobs" in Path(target).parts else _sha256(path)
+    return content
 
 
 def recorded_files(model_dir: str | os.PathLike) -> tuple[Path, dict[str, str] | None]:
@@ -193,11 +235,94 @@ def _unreadable_weights(exc: BaseException, path: str | os.PathLike) -> DataErro
     return None
 
 
+def _unbuildable(exc: BaseException, path: str | os.PathLike, model: str, what: str,
+                 mismatches=None) -> DataError | ConfigError | None:
+    """The one-line error for a model folder transformers reads but cannot build, or whose weights it cannot load
+    into what it built: weights of another shape than config.json describes (``mismatches()``: transformers' list of
+    (key, shape in the weights, shape by the config), read by loading again with the sizes ignored: only on this
+    path), a config whose values the model class refuses (``num_attention_heads: 5`` for hidden 64). Damaged or
+    pickled weights: _unreadable_weights. None: another error."""
+    unreadable = _unreadable_weights(exc, path)
+    if unreadable is not None:
+        return unreadable
+    where = f"model folder {model}" if Path(path).is_dir() else f"model {model}"
+    text = _one_line(exc)
+    if isinstance(exc, RuntimeError) and ("ignore_mismatched_sizes" in text or "size mismatch" in text):
+        detail = ""
+        try:
+            found = sorted((k, tuple(a), tuple(b)) for k, a, b in mismatches()) if mismatches is not None else []
+        except Exception:  # noqa: BLE001  the first error is the one to report
+            found = []
+        if found:
+            key, weights, config = found[0]
+            more = f" (and {len(found) - 1} more tensor{'' if len(found) == 2 else 's'})" if len(found) > 1 else ""
+            detail = f": {key} is {list(weights)} in the weights, {list(config)} as config.json describes it{more}"
+        return DataError(f"{where} ({what}): its weights do not have the shapes its config.json describes{detail}; the "
+                         "weights are another model's, or config.json was edited: restore the folder as it was saved")
+    if isinstance(exc, (ValueError, TypeError)) or type(exc).__name__.startswith("StrictDataclass"):
+        return ConfigError(f"{where} ({what}): transformers cannot build the model its config.json describes ({text}); "
+                           "correct config.json, or restore it as the model was saved")
+    return None
+
+
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
-def load_tokenizer(backbone: BackboneConfig):
+def _tokenizer_folder(name: str) -> Path | None:
+    """Where the tokenizer of ``name`` was read from: its folder (packaged:minilm's too), or a hub id's snapshot in
+    the local Hugging Face cache (None: neither)."""
+    path = Path(resolve_model_path(name)).expanduser()
+    if path.is_dir():
+        return path
+    found = _model_file(name, "tokenizer_config.json") or _model_file(name, "config.json")
+    return found.parent if found is not None else None
+
+
+def check_tokenizer(tokenizer, name: str, what: str = "--model") -> None:
+    """A tokenizer that knows words. A folder without its vocabulary (tokenizer.json, vocab.txt, vocab.json with
+    merges.txt, a SentencePiece *.model) still loads: transformers builds a tokenizer of the config's model_type
+    that knows only its special tokens, every word becomes [UNK], and the model scores near chance (MiniLM's folder
+    without its tokenizer files: STS avg 8.65 instead of 78.0), silently. Such a tokenizer is refused, naming the
+    files the folder lacks. (A tokenizer that needs no vocabulary file, character- or byte-level, knows more than
+    its special tokens and passes.)"""
+    special = {i for i in tokenizer.all_special_ids if i is not None}
+    if len(tokenizer) > len(special):
+        return
+    from csebench.study.fetch import missing_files
+
+    folder = _tokenizer_folder(name)
+    lacks = folder is not None and missing_files(folder, model=False, tokenizer=True)
+    where = f"model folder {name}" if Path(resolve_model_path(name)).expanduser().is_dir() else name
+    known = f"knows only its {len(tokenizer)} special tokens ({', '.join(map(str, tokenizer.all_special_tokens))})"
+    if lacks:
+        raise ConfigError(f"{where} ({what}) holds no tokenizer (none of tokenizer.json, vocab.txt, vocab.json with "
+                          f"merges.txt, a SentencePiece *.model): the one transformers builds without them {known} and "
+                          "reads every word as [UNK] (scores near chance); copy the tokenizer files of the model it was "
+                          "saved from into the folder (tokenizer.save_pretrained)")
+    raise ConfigError(f"the tokenizer of {where} ({what}) {known}: every word would be read as "
+                      f"{tokenizer.unk_token or 'unknown'} (scores near chance); use the tokenizer the model was trained with")
+
+
+def check_vocabulary(tokenizer, model: nn.Module, name: str, what: str = "--model") -> None:
+    """The tokenizer fits the model's embedding table: a token id past its last row would be an index error in the
+    middle of an evaluation or a training. A tokenizer smaller than the table is the rule, not an error: tables
+    are padded to a multiple of 8 or 64 rows (GPT-NeoX, ModernBERT), and a rehearsal's stand-in tokenizers learn
+    8,192 of BERT's 30,522 rows; one that knows no word at all is refused by check_tokenizer."""
+    try:
+        embeddings = model.get_input_embeddings()
+    except (AttributeError, NotImplementedError):  # a model class that does not say: its config does
+        embeddings = None
+    rows = getattr(embeddings, "num_embeddings", None) or getattr(getattr(model, "config", None), "vocab_size", None)
+    n = len(tokenizer)
+    if isinstance(rows, int) and n > rows:
+        where = f"model folder {name}" if Path(resolve_model_path(name)).expanduser().is_dir() else name
+        raise ConfigError(f"the tokenizer of {where} ({what}) has {n} tokens, more than the {rows} rows of the model's "
+                          f"embedding table (vocab_size): a token id past {rows - 1} would index outside it; use the "
+                          "tokenizer the model was trained with")
+
+
+def load_tokenizer(backbone: BackboneConfig, what: str = "the backbone's model"):
     from transformers import AutoTokenizer
 
     name = backbone.tokenizer or ("packaged:minilm" if backbone.model == "random" else backbone.model)
@@ -206,6 +331,11 @@ def load_tokenizer(backbone: BackboneConfig):
     offline = tokenizer_for(name)  # rehearsing (csebench.model.standins): a paper backbone's offline stand-in
     if offline is not None:
         return offline
+    what = what.replace(".model", ".tokenizer") if backbone.tokenizer else what
+    if backbone.tokenizer:  # a tokenizer of its own from the hub (the model's was checked with the model)
+        from csebench.study.fetch import reach_hub
+
+        reach_hub(name, what, model=False)
     try:
         tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(name))
     except (OSError, ValueError) as exc:
@@ -214,6 +344,7 @@ def load_tokenizer(backbone: BackboneConfig):
         if downloads_off() and hub_id(name):  # a cluster job: the submitting host fetches backbones
             raise ConfigError(f"cannot load the tokenizer '{name}': {offline_hint(name)}") from None
         raise ConfigError(f"cannot load the tokenizer '{name}': {_one_line(exc)}") from None
+    check_tokenizer(tokenizer, name, what)
     from csebench.core.provenance import record_model_revision
 
     record_model_revision(name)  # a hub id: the commit it was read at, in the results' provenance
@@ -433,6 +564,10 @@ class SentenceEncoder(nn.Module):
         ``dev_denoise`` set, each embedding has the template-only mask state of its length subtracted, and with
         ``unmasked_attention`` the padding of its batch is attended to, as in training."""
         device = torch.device(device) if device is not None else next(self.parameters()).device
+        if device.type == "meta" or any(p.is_meta for p in self.parameters()):
+            raise ConfigError("the encoder's weights are on the meta device: shapes without values (built under "
+                              "torch.device('meta'), its weights never loaded), nothing to encode with; load the weights "
+                              "(from_pretrained, or to_empty() and load_state_dict()) before evaluating")
         batch_size = batch_size or default_encode_batch_size(device)
         uniq, inverse = np.unique(np.asarray(sentences, dtype=object), return_inverse=True)
         uniq = list(uniq)
@@ -669,7 +804,8 @@ def write_sentence_transformers_files(folder: Path, dim: int, eval_pooler: str,
     }, indent=2) + "\n")
 
 
-def build_backbone(backbone: BackboneConfig, tokenizer, seed: int = 0, dropout: float | None = None) -> nn.Module:
+def build_backbone(backbone: BackboneConfig, tokenizer, seed: int = 0, dropout: float | None = None,
+                   what: str = "the backbone's model") -> nn.Module:
     from transformers import AutoConfig, AutoModel, BertConfig, BertModel
 
     if backbone.model == "random":
@@ -694,6 +830,7 @@ def build_backbone(backbone: BackboneConfig, tokenizer, seed: int = 0, dropout: 
     kwargs = {}
     if dropout is not None:
         kwargs.update(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+    config = None
     try:
         config = AutoConfig.from_pretrained(path, **kwargs)
         with torch.random.fork_rng(devices=[]):  # a pooler the checkpoint lacks is drawn without moving the caller's RNG
@@ -704,13 +841,25 @@ def build_backbone(backbone: BackboneConfig, tokenizer, seed: int = 0, dropout: 
         if offline() and hub_id(backbone.model):  # a cluster job: the submitting host fetches backbones
             raise ConfigError(f"cannot load backbone '{backbone.model}': {offline_hint(backbone.model)}") from None
         raise ConfigError(f"cannot load backbone '{backbone.model}': {_one_line(exc)}") from None
-    except Exception as exc:  # damaged safetensors, an unsafe pickle: one line naming the file
-        raise _unreadable_weights(exc, path) or exc from None
+    except Exception as exc:  # damaged safetensors, an unsafe pickle, weights or a config that do not fit: one line
+        mismatches = lambda: _mismatched_shapes(path, config=config)  # noqa: E731
+        raise _unbuildable(exc, path, backbone.model, what, mismatches) or exc from None
     from csebench.core.provenance import record_model_revision
 
     commit = record_model_revision(backbone.model)  # a hub id: the commit it was read at
     model.hub_revisions = {f"models/{backbone.model}": commit} if commit else {}  # SentenceEncoder.save keeps them
     return model
+
+
+def _mismatched_shapes(path: str, **kwargs) -> list:
+    """transformers' (key, shape in the weights, shape by the config) of every tensor whose shapes differ: the model
+    loaded again with the sizes ignored (the error path of a load that stopped at them)."""
+    from transformers import AutoModel
+
+    with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _, info = AutoModel.from_pretrained(path, ignore_mismatched_sizes=True, output_loading_info=True, **kwargs)
+    return list(info.get("mismatched_keys") or [])
 
 
 def detach_pooler(model: nn.Module) -> nn.Module:
@@ -756,8 +905,9 @@ def build_encoder(backbone: BackboneConfig, seed: int = 0, dropout: float | None
         check_architecture(backbone.model, what)
         if Path(resolve_model_path(backbone.model)).is_dir():  # a run's model as the backbone: the one it trained
             verify_weights(resolve_model_path(backbone.model))
-    tokenizer = load_tokenizer(backbone)
-    model = build_backbone(backbone, tokenizer, seed, dropout)
+    tokenizer = load_tokenizer(backbone, what)
+    model = build_backbone(backbone, tokenizer, seed, dropout, what)
+    check_vocabulary(tokenizer, model, backbone.tokenizer or backbone.model, what)
     if backbone.model != "random":
         _say_pooling_mismatch(backbone)
     if num_layers is not None:
@@ -857,10 +1007,29 @@ def attach_saved_head(enc: "SentenceEncoder", model_dir: str | os.PathLike) -> b
     return True
 
 
+def read_model_json(path: Path, expected: type = dict):
+    """A JSON file of a model folder (csebench's metadata, sentence-transformers' modules.json and module configs),
+    or a one-line error naming the file: damaged (not JSON, or not a JSON ``expected``) files are refused, never
+    read as absent (a pooler or template silently dropped)."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise DataError(f"{path} is damaged: not UTF-8 text; restore it as the model was saved") from None
+    except ValueError as exc:
+        where = f" (line {exc.lineno}, column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
+        raise DataError(f"{path} is damaged: not valid JSON{where}: {getattr(exc, 'msg', exc)}; restore it as the model "
+                        "was saved") from None
+    if not isinstance(value, expected):
+        kind = "an object" if expected is dict else "a list"
+        raise DataError(f"{path} is damaged: JSON {kind} expected, found {type(value).__name__}; restore it as the model "
+                        "was saved")
+    return value
+
+
 def read_encoder_meta(model_dir: str | os.PathLike) -> dict:
-    """csebench's metadata of a saved model ({} for other folders and hub ids)."""
+    """csebench's metadata of a saved model ({} for other folders and hub ids); a damaged one is an error."""
     meta = Path(model_dir) / ENCODER_META
-    return json.loads(meta.read_text()) if meta.is_file() else {}
+    return read_model_json(meta) if meta.is_file() else {}
 
 
 # sentence-transformers' Pooling modes that are csebench poolers (its other modes have no csebench pooler)
@@ -892,15 +1061,15 @@ def own_pooler(model: str | os.PathLike) -> tuple[str, str] | None:
     modules = _model_file(str(model), "modules.json")
     if modules is None:
         return None
+    entries = read_model_json(modules, list)  # damaged: an error, not "no pooling declared" (cls, silently)
     try:
-        entries = json.loads(modules.read_text(encoding="utf-8"))
         folder = next(e.get("path", "") for e in entries if str(e.get("type", "")).endswith("Pooling"))
-    except (ValueError, StopIteration, AttributeError, TypeError):
+    except (StopIteration, AttributeError, TypeError):
         return None
     config = _model_file(str(model), f"{folder}/config.json" if folder else "config.json")
     if config is None:
         return None
-    settings = json.loads(config.read_text(encoding="utf-8"))
+    settings = read_model_json(config)
     modes = [k for k, v in settings.items() if k.startswith("pooling_mode") and v is True]
     if len(modes) == 1 and modes[0] in ST_POOLING_MODES:
         return ST_POOLING_MODES[modes[0]], f"{folder}/config.json" if folder else "config.json"
@@ -914,24 +1083,19 @@ def own_sentence_transformers(model: str | os.PathLike) -> dict:
     ``normalize`` and ``prompts``): whether its modules.json has a Normalize module (E5, BGE: the embedding
     L2-normalized after the pooling), and its named prompts and default prompt's name
     (config_sentence_transformers.json's ``prompts``, ``default_prompt_name``). Nothing for another model; a
-    file that does not parse declares nothing (as own_pooler reads it)."""
+    damaged file is an error naming it (read_model_json), as own_pooler reads them."""
     out = {"normalize": False, "prompts": {}, "default_prompt_name": None}
     modules = _model_file(str(model), "modules.json")
-    try:
-        entries = json.loads(modules.read_text(encoding="utf-8")) if modules is not None else []
-        out["normalize"] = any(str(e.get("type", "")).rsplit(".", 1)[-1] == "Normalize" for e in entries)
-    except (ValueError, AttributeError, TypeError):
-        pass
+    entries = read_model_json(modules, list) if modules is not None else []
+    out["normalize"] = any(isinstance(e, dict) and str(e.get("type", "")).rsplit(".", 1)[-1] == "Normalize"
+                           for e in entries)
     config = _model_file(str(model), ST_CONFIG)
-    try:
-        settings = json.loads(config.read_text(encoding="utf-8")) if config is not None else {}
-        prompts = settings.get("prompts") or {}
-        if isinstance(prompts, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in prompts.items()):
-            out["prompts"] = dict(prompts)
-            if settings.get("default_prompt_name") in prompts:
-                out["default_prompt_name"] = settings["default_prompt_name"]
-    except (ValueError, AttributeError, TypeError):
-        pass
+    settings = read_model_json(config) if config is not None else {}
+    prompts = settings.get("prompts") or {}
+    if isinstance(prompts, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in prompts.items()):
+        out["prompts"] = dict(prompts)
+        if settings.get("default_prompt_name") in prompts:
+            out["default_prompt_name"] = settings["default_prompt_name"]
     return out
 
 
@@ -1021,15 +1185,19 @@ def load_encoder(model_dir: str | os.PathLike, pooler: str | None = None, what: 
     except (OSError, ValueError) as exc:  # OSError: a file not found (ValueError: one that is there, unreadable)
         raise ConfigError(missing() if missing and isinstance(exc, OSError) else
                           f"cannot load the tokenizer of {model_dir}: {_one_line(exc)}") from None
+    check_tokenizer(tokenizer, str(model_dir), what)
     try:
         try:
             backbone = AutoModel.from_pretrained(str(path), add_pooling_layer=False)
-        except TypeError:
+        except TypeError as exc:
+            if "add_pooling_layer" not in str(exc):  # a model class without the argument; else the config's error
+                raise
             backbone = AutoModel.from_pretrained(str(path))
     except OSError as exc:
         raise ConfigError(missing() if missing else f"cannot load model from {model_dir}: {_one_line(exc)}") from None
-    except Exception as exc:  # damaged safetensors, an unsafe pickle: one line naming the file
-        raise _unreadable_weights(exc, path) or exc from None
+    except Exception as exc:  # damaged safetensors, an unsafe pickle, weights or a config that do not fit: one line
+        raise _unbuildable(exc, path, str(model_dir), what, lambda: _mismatched_shapes(str(path))) or exc from None
+    check_vocabulary(tokenizer, backbone, str(model_dir), what)
     record_model_revision(str(model_dir))  # a hub id evaluated as it is
     head, proj = None, meta.get("projection_dim")
     # models saved before projection_head existed had the tanh head

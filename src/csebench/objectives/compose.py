@@ -12,6 +12,9 @@ from csebench.objectives.base import StepContext
 from csebench.objectives.contrastive import info_nce
 
 
+EMBEDDINGS = "the embeddings (z1, z2)"  # Objective.checks' first entry: what every other is computed from
+
+
 class Objective(nn.Module):
     """InfoNCE + the configured terms. ``forward`` returns (loss, {name: value}) for logging."""
 
@@ -27,6 +30,9 @@ class Objective(nn.Module):
         # what each term did at the last step (acted): Python-side facts, no value read from the device
         self._acts: dict[str, list[str]] = {k: [] for k in self.terms}
         self._acts_step: int | None = None
+        # what the last step's loss was computed from, as 0-d tensors on the device, for the trainer to read back
+        # with the losses (``checks``): nothing is read here
+        self.checks: dict[str, tuple[torch.Tensor, bool]] = {}
 
     def input_views(self, ids: torch.Tensor, mask: torch.Tensor, indices: torch.Tensor,
                     step: int) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
@@ -72,23 +78,32 @@ class Objective(nn.Module):
         log_steps), the terms' own logs (``logs()``) as floats."""
         self._new_step(ctx.step)
         acts = self._acts
+        # what the contrastive loss is computed from, for the message of a loss that is not finite (the trainer reads
+        # them back with the losses): the embeddings' sum (not finite where any entry is not), the largest logit a
+        # term adds (-inf is a dropped column, so only NaN or +inf is wrong there)
+        checks = {EMBEDDINGS: (ctx.z1.detach().sum(dtype=torch.float32) + ctx.z2.detach().sum(dtype=torch.float32),
+                                              True)}
         extra = []
         for key, term in self.terms.items():
             if (e := term.extra_negatives(ctx)) is not None:
                 extra.append(e)
                 if e.shape[-1]:
                     acts[key].append("extra negatives")
+                    checks[f"the extra negatives of term {key}"] = (e.detach().amax().float(), False)
         candidates = ctx  # the InfoNCE candidates: view 2, unless a term says otherwise (positives: self)
         for key, term in self.terms.items():
             changed = term.contrastive_context(candidates)
             if changed is not candidates:
                 acts[key].append("contrastive context")
+                checks[f"the contrastive candidates of term {key}"] = (changed.z2.detach().sum(dtype=torch.float32), True)
             candidates = changed
         weights = []
         for key, term in self.terms.items():
             if (w := term.negative_weights(candidates)) is not None:
                 weights.append(w)
                 acts[key].append("negative weights")
+                checks[f"the negative weights of term {key}"] = (w.detach().amax().float(), False)
+        self.checks = {k: (v.detach().reshape(()), finite) for k, (v, finite) in checks.items()}
         contrastive = info_nce(candidates, extra, sum(weights[1:], weights[0]) if weights else None)
         for key, term in self.terms.items():
             changed = term.replaces_contrastive(contrastive, candidates)

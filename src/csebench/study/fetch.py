@@ -39,6 +39,82 @@ def offline() -> bool:
                for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "CSEBENCH_OFFLINE"))
 
 
+PROBE_SECONDS = 5.0  # how long the one probe of the hub waits for a connection
+_REACHED: dict[str, str | None] = {}  # endpoint -> why it cannot be reached (None: it can), probed once a process
+
+
+def hub_unreachable(timeout: float = PROBE_SECONDS) -> str | None:
+    """Why the Hugging Face hub cannot be reached from here, or None: one TCP connection to its endpoint's host
+    (HF_ENDPOINT: a mirror's), or to the HTTPS proxy the environment names, waited for at most ``timeout`` seconds,
+    once a process. Without it, a hub id with the network down took 54 s of huggingface_hub's retries (5 a file,
+    1 to 8 s apart, ~44 warning lines) before transformers' own error."""
+    import socket
+    import threading
+    import urllib.parse
+    import urllib.request
+
+    from huggingface_hub import constants
+
+    endpoint = constants.ENDPOINT
+    if endpoint in _REACHED:
+        return _REACHED[endpoint]
+    url = urllib.parse.urlsplit(endpoint)
+    host, port = url.hostname or "", url.port or (443 if url.scheme == "https" else 80)
+    proxy = urllib.request.getproxies().get(url.scheme) if not urllib.request.proxy_bypass(host) else None
+    if proxy:  # the hub is reached through it: probing the hub's host directly would fail behind a firewall
+        via = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+        host, port = via.hostname or "", via.port or 8080
+    found: list[str | None] = []
+
+    def connect() -> None:
+        try:
+            socket.create_connection((host, port), timeout=timeout).close()
+            found.append(None)
+        except OSError as exc:  # a name not resolved, a connection refused or timed out, no route
+            found.append(f"{type(exc).__name__}: {' '.join(str(exc).split()) or 'no connection'}")
+
+    probe = threading.Thread(target=connect, daemon=True)  # a resolver that hangs is not waited for past the timeout
+    probe.start()
+    probe.join(timeout)
+    why = found[0] if found else f"no answer within {timeout:g} s"
+    _REACHED[endpoint] = None if why is None else f"{'proxy ' if proxy else ''}{host}:{port}: {why}"
+    return _REACHED[endpoint]
+
+
+def reach_hub(repo: str | None, what: str, model: bool = True, tokenizer: bool = True) -> None:
+    """Before a hub id is read with downloads on: when the hub cannot be reached (hub_unreachable), either the
+    repository is in this machine's Hugging Face cache with everything loading needs (missing_files), and this
+    process reads the cache from now on as with HF_HUB_OFFLINE=1 (said in one warning), or it is a one-line
+    error naming the repository and why, at once. Offline, a folder, packaged:minilm or random: nothing to do."""
+    if offline() or not hub_id(repo):
+        return
+    why = hub_unreachable()
+    if why is None:
+        return
+    import logging
+
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    try:
+        found = try_to_load_from_cache(repo, "config.json" if model else "tokenizer_config.json")
+    except Exception:  # noqa: BLE001  not a valid repo id: the loader says so
+        found = None
+    folder = Path(found).parent if isinstance(found, str) else None
+    lacks = missing_files(folder, model, tokenizer) if folder is not None else ["its files"]
+    if not lacks:
+        os.environ["HF_HUB_OFFLINE"] = "1"  # this process: csebench's offline() and huggingface_hub's own switch
+        constants.HF_HUB_OFFLINE = True
+        logging.getLogger("csebench").warning(
+            "the Hugging Face hub (%s) cannot be reached (%s): %s is read from this machine's Hugging Face cache "
+            "(commit %s), and this process stays offline (HF_HUB_OFFLINE=1)", constants.ENDPOINT, why, repo,
+            folder.name[:12])
+        return
+    raise ConfigError(f"cannot load {repo} ({what}): the Hugging Face hub ({constants.ENDPOINT}) cannot be reached "
+                      f"({why}), and this machine's Hugging Face cache lacks {' and '.join(lacks)}: check the network "
+                      "(a proxy: HTTPS_PROXY; a mirror: HF_ENDPOINT), or fetch it where there is network (csebench "
+                      "fetch-backbone) and copy the cache here (HF_HOME)")
+
+
 def offline_hint(what: str, fetch: str = "`csebench fetch-backbone --backbone NAME --out data/backbones/NAME.json`") -> str:
     """The end of the one line a job prints when a hub file is missing and downloads are off."""
     return (f"{what} is not in this machine's Hugging Face cache and downloads are off (HF_HUB_OFFLINE=1, as in "
@@ -71,13 +147,15 @@ def _snapshot(repo: str, where: str, hint: str) -> tuple[Path, str]:
 
     from csebench.core.provenance import hub_commit
 
+    down = None if offline() else hub_unreachable()  # the cache only, at once, rather than retries for a minute
     try:
-        folder = Path(snapshot_download(repo, allow_patterns=MODEL_FILES))
+        folder = Path(snapshot_download(repo, allow_patterns=MODEL_FILES, local_files_only=down is not None))
     except Exception as exc:  # offline with an empty cache, no network, an unknown repo
         if offline():
             raise ConfigError(f"{where}: {hint}") from None
+        reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         raise ConfigError(f"{where}: could not download {repo} from the Hugging Face hub "
-                          f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
+                          f"({f'it cannot be reached: {down}' if down else reason})") from None
     return folder, hub_commit(folder / "config.json") or folder.name
 
 

@@ -52,8 +52,9 @@ def compare_with_untrained(cfg: RunConfig, out: str | os.PathLike, senteval: str
 def _untrained_scores(cfg: RunConfig, pooler: str, prompt, root, max_pairs: int | None, precision: str, batch: int,
                       cache_dir: str | os.PathLike | None) -> dict:
     """The untrained backbone's STS (tasks, avg) with ``pooler`` and ``prompt``, from the cache where it was scored
-    alike before: the same model (for a random one or a projection head, the same seed), layers, pooler, template,
-    STS files, subset, precision and batch size, and the same csebench."""
+    alike before: the same model by content (the hash of every file of its folder or hub snapshot: weights replaced
+    at the same path are another model; for a random one or a projection head, the same seed), layers, pooler,
+    template, STS files, subset, precision and batch size, and the same csebench."""
     import json
 
     import torch
@@ -63,17 +64,29 @@ def _untrained_scores(cfg: RunConfig, pooler: str, prompt, root, max_pairs: int 
     from csebench.evaluation.sts import evaluate_sts
     from csebench.study.params import digest
     from csebench._version import __version__
+    from csebench.model.encoder import model_content
     from csebench.training.untrained_run import untrained_encoder
 
     t = cfg.training
-    seeded = cfg.backbone.model == "random" or t.projection_dim is not None
+    random = cfg.backbone.model == "random"
+    seeded = random or t.projection_dim is not None
+    tokenizer = cfg.backbone.tokenizer or ("packaged:minilm" if random else None)  # else the model folder's own
+
+    def content() -> dict | None:  # the backbone's files and a tokenizer of its own, by content hash
+        model = None if random else model_content(cfg.backbone.model)
+        words = model_content(tokenizer, weights=False) if tokenizer else {}
+        if words is None or (model is None and not random):
+            return None
+        return {"model": digest(model) if model else None, "tokenizer": digest(words) if words else None}
+
     what = {"model": cfg.backbone.model, "tokenizer": cfg.backbone.tokenizer, "random_config": cfg.backbone.random_config,
             "seed": cfg.seed if seeded else None, "projection": [t.projection_dim, t.projection_head], "layers": t.num_layers,
             "pooler": pooler, "prompt": prompt, "sts": str(Path(root).resolve()), "max_pairs": max_pairs,
-            "precision": precision, "batch": batch, "csebench": __version__}
+            "precision": precision, "batch": batch, "csebench": __version__, "content": content()}
     if t.prefix:  # training.prefix before every sentence on both sides (none: the cache keys as before)
         what["prefix"] = t.prefix
-    cached = Path(cache_dir) / f"untrained-sts-{digest(what)}.json" if cache_dir else None
+    # content unknown (a hub id not in the local cache): scored now, kept under the content it was loaded with
+    cached = Path(cache_dir) / f"untrained-sts-{digest(what)}.json" if cache_dir and what["content"] else None
     if cached is not None and cached.is_file():
         try:
             found = json.loads(cached.read_text(encoding="utf-8"))
@@ -88,8 +101,9 @@ def _untrained_scores(cfg: RunConfig, pooler: str, prompt, root, max_pairs: int 
     base.to("cuda" if torch.cuda.is_available() else "cpu")
     res = evaluate_sts(encode_with(base, batch, precision), root, max_pairs=max_pairs)
     scores = {"tasks": res["tasks"], "avg": res.get("avg")}
-    if cached is not None:
-        write_json(cached, {"what": what, "scores": scores})
+    what["content"] = what["content"] or content()
+    if cache_dir and what["content"]:
+        write_json(Path(cache_dir) / f"untrained-sts-{digest(what)}.json", {"what": what, "scores": scores})
     return scores
 
 

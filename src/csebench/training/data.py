@@ -43,18 +43,23 @@ def hub_download(repo: str, filename: str, cache_dir: str | None = None) -> Path
     """Download one file of a hub *dataset* repo; offline (HF_HUB_OFFLINE=1) serves the cache only."""
     from huggingface_hub import hf_hub_download
 
+    from csebench.study.fetch import hub_unreachable, offline
+
+    down = None if offline() else hub_unreachable()  # the cache only, at once, rather than retries for a minute
     try:
-        path = Path(hf_hub_download(repo_id=repo, filename=filename, repo_type="dataset", cache_dir=cache_dir))
+        path = Path(hf_hub_download(repo_id=repo, filename=filename, repo_type="dataset", cache_dir=cache_dir,
+                                    local_files_only=down is not None))
         record_hub(f"datasets/{repo}/{filename}", hub_commit(path))
         return path
     except Exception as exc:  # network errors, offline mode with an empty cache
-        from csebench.study.fetch import offline, offline_hint
+        from csebench.study.fetch import offline_hint
 
         if offline():  # a cluster job: the submitting host prepares the data (prepare_* are localrules)
             raise DataError(offline_hint(f"{filename} of hub dataset {repo}",
                                          "`csebench prepare-corpus` / `prepare-senteval --data NAME` there")) from None
+        why = f"the Hugging Face hub cannot be reached ({down})" if down else f"{exc.__class__.__name__}: {exc}"
         raise DataError(
-            f"could not fetch {filename} from hub dataset {repo}: {exc.__class__.__name__}: {exc}. "
+            f"could not fetch {filename} from hub dataset {repo}: {' '.join(why.split())}. "
             f"Offline? Point the data source at a local file instead (params.yaml data.*.path, "
             f"or the demo suite, which reads ../shared)."
         ) from None
@@ -214,10 +219,33 @@ def load_tokenized_corpus(corpus_path: str | os.PathLike, tokenizer, max_length:
         key += "-p" + hashlib.sha256(prefix.encode("utf-8")).hexdigest()[:12]
     cache = Path(cache_dir) / f"tokens-{key}.npz"
     if cache.is_file():
-        with np.load(cache) as z:
-            return TokenizedCorpus(z["ids"], z["offsets"])
+        cached = _cached_tokens(cache, len(sentences))
+        if cached is not None:
+            return cached
     tc = tokenize_corpus(sentences, tokenizer, max_length)
     with atomic_path(cache) as tmp:
         with open(tmp, "wb") as fh:
             np.savez(fh, ids=tc.ids, offsets=tc.offsets)
     return tc
+
+
+def _cached_tokens(cache: Path, sentences: int) -> TokenizedCorpus | None:
+    """The tokenized corpus a cache file holds, checked: whole arrays, one row per corpus sentence, offsets that
+    index the ids. A damaged file (truncated by a full disk or a copy, edited) is a cache miss, said in a warning:
+    the corpus is tokenized again and the file written anew (None), never a traceback or a wrong batch."""
+    import zipfile
+    import zlib
+
+    try:
+        with np.load(cache, allow_pickle=False) as z:
+            ids, offsets = z["ids"], z["offsets"]
+        ok = (ids.ndim == 1 and offsets.ndim == 1 and ids.dtype.kind in "iu" and offsets.dtype.kind in "iu"
+              and len(offsets) == sentences + 1 and offsets[0] == 0 and offsets[-1] == len(ids)
+              and bool(np.all(np.diff(offsets) >= 0)))
+        why = "its arrays do not match the corpus" if not ok else ""
+    except (OSError, ValueError, EOFError, KeyError, TypeError, zipfile.BadZipFile, zlib.error) as exc:
+        ok, why = False, f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+    if ok:
+        return TokenizedCorpus(ids, offsets)
+    log.warning("tokenized-corpus cache %s is damaged (%s): tokenizing the corpus again and writing it anew", cache, why)
+    return None

@@ -38,7 +38,7 @@ from csebench.evaluation.sts import (PairSet, cap_pairs, load_sickr, load_stsb, 
 from csebench.core.io import atomic_path, dumps_json, remove_path, replace_dir, staged_outputs, write_csv, write_json
 from csebench.training.loader import BatchLoader
 from csebench.objectives import added_tokens, term_packages
-from csebench.objectives.compose import Objective
+from csebench.objectives.compose import EMBEDDINGS, Objective
 from csebench.objectives.base import StepContext
 
 log = logging.getLogger(__name__)
@@ -77,12 +77,67 @@ def configure_determinism() -> None:
 
     Deterministic mode also fills every new allocation with NaN by default, a debugging aid for kernels that
     read memory they never wrote: none of the step's kernels does (the losses and weights are bitwise the same
-    without it, tests/test_step_cost.py), and the fills were about 1,300 extra kernels a step on BERT-base."""
+    without it, tests/test_step_cost.py), and the fills were about 1,300 extra kernels a step on BERT-base.
+    These are process-wide switches: a Trainer sets them for its life only (``DeterministicMode``)."""
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.use_deterministic_algorithms(True, warn_only=True)
     torch.utils.deterministic.fill_uninitialized_memory = False
     torch.backends.cudnn.benchmark = False
     torch.backends.cudnn.deterministic = True
+
+
+def _determinism_state() -> dict:
+    """What configure_determinism changes, as it stands now."""
+    return {"env": os.environ.get("CUBLAS_WORKSPACE_CONFIG"), "algorithms": torch.are_deterministic_algorithms_enabled(),
+            "warn_only": torch.is_deterministic_algorithms_warn_only_enabled(),
+            "fill": torch.utils.deterministic.fill_uninitialized_memory,
+            "benchmark": torch.backends.cudnn.benchmark, "cudnn": torch.backends.cudnn.deterministic}
+
+
+def _restore_determinism(state: dict) -> None:
+    if state["env"] is None:
+        os.environ.pop("CUBLAS_WORKSPACE_CONFIG", None)
+    else:
+        os.environ["CUBLAS_WORKSPACE_CONFIG"] = state["env"]
+    torch.use_deterministic_algorithms(state["algorithms"], warn_only=state["warn_only"])
+    torch.utils.deterministic.fill_uninitialized_memory = state["fill"]
+    torch.backends.cudnn.benchmark = state["benchmark"]
+    torch.backends.cudnn.deterministic = state["cudnn"]
+
+
+_DETERMINISM: list = [0, None]  # trainers holding deterministic mode now, the process's settings from before the first
+
+
+class DeterministicMode:
+    """configure_determinism for a block (a context manager) or until ``release()``: the process's own settings
+    (deterministic algorithms and their warn-only flag, the NaN fill of new memory, cuDNN's two flags,
+    CUBLAS_WORKSPACE_CONFIG) come back when the last holder releases them, so a notebook, `csebench rehearse` or
+    `csebench.cli.main(["train", ...])` leaves the process as it found it (torch.empty(4) holds NaN again where
+    deterministic mode was on before). Holders may overlap (two Trainers): the settings stay until the last one
+    is released. Releasing twice does nothing."""
+
+    def __init__(self):
+        if _DETERMINISM[0] == 0:
+            _DETERMINISM[1] = _determinism_state()
+        _DETERMINISM[0] += 1
+        self.held = True
+        configure_determinism()
+
+    def release(self) -> None:
+        if not self.held:
+            return
+        self.held = False
+        _DETERMINISM[0] -= 1
+        if _DETERMINISM[0] == 0:
+            _restore_determinism(_DETERMINISM[1])
+            _DETERMINISM[1] = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+        return False
 
 
 def pick_device() -> torch.device:
@@ -249,13 +304,25 @@ class Trainer:
         if self.t.batch_size % self.world:
             raise TrainingError(f"training.batch_size {self.t.batch_size} (the global batch) is not divisible by "
                                 f"the {self.world} DDP processes; choose a multiple of {self.world}")
-        configure_determinism()
+        self._determinism = DeterministicMode()  # released when run() ends (or close()): the process's own settings back
+        try:
+            self._build(cfg, corpus_path, senteval_dir, cache_dir, teacher_cache, dev_file)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Give the process its own determinism settings back (run() does when it ends; a trainer driven step by
+        step, as the benchmarks and tests do, calls it when done). Safe to call twice."""
+        self._determinism.release()
+
+    def _build(self, cfg: RunConfig, corpus_path, senteval_dir, cache_dir, teacher_cache, dev_file) -> None:
         set_seed(cfg.seed)
         self.encoder = build_encoder(cfg.backbone, seed=cfg.seed, dropout=self.t.dropout,
                                      projection_dim=self.t.projection_dim, num_layers=self.t.num_layers,
                                      projection_head=self.t.projection_head,
-                                     what=f"backbones.{cfg.backbone_name}.model",
-                                     prefix=self.t.prefix).to(self.device)
+                                     what="--backbone" if cfg.suite == "cli" else f"backbones.{cfg.backbone_name}.model",
+                                     prefix=self.t.prefix).to(self.device)  # cli: a run of your own, `train --backbone`
         # before tokenizing: a length past the position table fails mid-training otherwise, and the tokens an
         # objective term puts around or into each row (a PromptBERT template, ESimCSE's repetition) count too
         check_max_seq_length(self.encoder, self.t.max_seq_length, f"training.max_seq_length (suite {cfg.suite}, run {cfg.name})",
@@ -330,7 +397,7 @@ class Trainer:
         self.train_rows: list[list] = []
         self.dev_rows: list[list] = []
         self.log_keys: list[str] = []
-        self._unread: list[tuple[int, torch.Tensor]] = []  # (step, loss on the device) not yet read back
+        self._unread: list[_Unread] = []  # each step's loss, its parts and what it was computed from, on the device
         self._needs_train_mode = True  # set the modules' training mode before the next step (Module.train walks them all)
         self.terms_fired: dict[str, dict] = {}  # objective term -> the first step it changed the loss (_note_fired)
         self._widths_compiled: set[int] = set()  # training.compile: padded widths whose graph is built
@@ -504,8 +571,14 @@ class Trainer:
         # the loss outside autocast: every term's similarities, softmaxes and buffers in float32
         # (under autocast their matrix products would run in bf16/fp16 whatever the inputs' dtype)
         loss, logs = self.objective(ctx)
-        self._unread.append((self.state.step + 1, loss.detach().float()))
-        self._last_logs = logs
+        # the step's loss, its parts and the checks of what they were computed from, in one vector that stays on the
+        # device until the next read: a loss that is not finite is then said at the step it appeared, naming its part
+        parts = [k for k in sorted(logs) if isinstance(logs[k], torch.Tensor)]
+        checks = self.objective.checks
+        values = torch.stack([loss.detach().float().reshape(()), *(logs[k] for k in parts), *(v for v, _ in checks.values())])
+        self._unread.append(_Unread(self.state.step + 1, parts, [(k, finite) for k, (_, finite) in checks.items()],
+                                    values, self.objective.acted()))
+        self._last_logs = {k: v for k, v in logs.items() if k not in parts}  # the terms' own logs, on the host
         return loss, (self.read_logs() if read else None)
 
     def reads_logs_at(self, step: int) -> bool:
@@ -517,43 +590,62 @@ class Trainer:
                 or step % t.checkpoint_steps == 0 or step == self.total_steps)
 
     def read_logs(self) -> dict[str, float]:
-        """Read back, in one copy (one all-reduce under DDP), the losses of every step since the
-        last read and the last step's logs, averaged over ranks (so they equal the single-process
-        values). A non-finite loss at any of those steps on any rank stops all ranks, naming the
-        first such step."""
-        steps = [s for s, _ in self._unread]
-        logs = self._last_logs
-        on_device = [k for k in sorted(logs) if isinstance(logs[k], torch.Tensor)]  # the loss parts
-        on_host = [k for k in sorted(logs) if k not in on_device]  # the terms' own logs
-        vec = torch.cat([torch.stack([v for _, v in self._unread] + [logs[k] for k in on_device]).double(),
-                         torch.tensor([float(logs[k]) for k in on_host], dtype=torch.float64).to(self.device)])
+        """Read back, in one copy (one all-reduce under DDP), every step's loss, loss parts and checks since the
+        last read and the last step's logs, averaged over ranks (so they equal the single-process values). A
+        non-finite loss at any of those steps on any rank stops all ranks, naming the first such step and what was
+        not finite there (a term's loss part, or what the contrastive loss was computed from)."""
+        unread, host = self._unread, self._last_logs
+        on_host = sorted(host)  # the terms' own logs
+        vec = torch.cat([torch.cat([u.values for u in unread]).double(),
+                         torch.tensor([float(host[k]) for k in on_host], dtype=torch.float64).to(self.device)])
         values = distributed.all_reduce_mean(vec).tolist()
         self._unread = []
-        losses = values[: len(steps)]
-        logs = dict(zip(on_device + on_host, values[len(steps) :]))
-        for step, value in zip(steps, losses):
-            if not math.isfinite(value):
+        per_step, at = [], 0
+        for u in unread:
+            per_step.append(values[at : at + len(u.values)])
+            at += len(u.values)
+        for u, got in zip(unread, per_step):
+            if not math.isfinite(got[0]):
                 ckpt = self.checkpoint_file()
                 last = (f"the last good checkpoint is {ckpt.parent} (step {self._ckpt_step(ckpt)})" if ckpt
                         else "no checkpoint was written yet")
-                raise TrainingError(f"loss is {value} at step {step} of {self.cfg.run_id}{self._non_finite_parts(logs, steps[-1])}; "
+                raise TrainingError(f"loss is {got[0]} at step {u.step} of {self.cfg.run_id}{self._non_finite_parts(u, got)}; "
                                     f"{last}. Lower training.learning_rate or check the objective settings.")
-        logs["loss"] = losses[-1]
-        self._note_fired(logs, steps[-1])
+        last, got = unread[-1], per_step[-1]
+        logs = dict(zip(last.parts, got[1 : 1 + len(last.parts)]))
+        logs.update(zip(on_host, values[at:]))
+        logs["loss"] = got[0]
+        self._note_fired(logs, last.step)
         return logs
 
-    def _non_finite_parts(self, logs: dict[str, float], step: int) -> str:
-        """Which parts of the loss were not finite at the last step read (the terms', with the package of a term
-        that is not csebench's own), for the message that stops training: ' (not finite at step 8: ...)'."""
+    def _non_finite_parts(self, u: "_Unread", got: list[float]) -> str:
+        """What was not finite at the step whose loss was not (``got``: its loss, parts and checks, read back): each
+        term whose loss part was not, with the package of a term that is not csebench's own; for the contrastive
+        part, what it was computed from: the embeddings, another term's extra negatives, candidates or weights, or
+        the term that replaces it. ' (not finite at step 8: ...)'."""
         packages = term_packages(self.cfg.objectives)
+        parts = dict(zip(u.parts, got[1 : 1 + len(u.parts)]))
+        checks = dict(zip([k for k, _ in u.checks], got[1 + len(u.parts):]))
+        term = lambda key: f"term {key}" + (f" (package {packages[key]})" if key in packages else "")  # noqa: E731
         bad = []
-        for key in sorted(k for k in logs if k.startswith("loss_") and not math.isfinite(logs[k])):
-            term = key[len("loss_"):]
-            if term == "contrastive":
-                bad.append("the contrastive loss (InfoNCE)")
+        for key in sorted(k for k, v in parts.items() if not math.isfinite(v)):
+            if key != "loss_contrastive":
+                bad.append(term(key[len("loss_"):]))
+                continue
+            inputs = [name for name, finite in u.checks
+                      if (not math.isfinite(checks[name]) if finite else (math.isnan(checks[name]) or checks[name] == math.inf))]
+            replaced = [k for k, acts in u.acts.items() if "replaces the contrastive loss" in acts]
+            if inputs and inputs[0] == EMBEDDINGS:  # what the terms add is computed from them: not finite either
+                views = [k for k, acts in u.acts.items() if {"input views", "pooling"} & set(acts)]
+                shaped = f", encoded as term{'s' if len(views) > 1 else ''} {', '.join(views)} changed them" if views else ""
+                bad.append(f"the contrastive loss (InfoNCE), from {EMBEDDINGS}{shaped}")
+            elif inputs:
+                bad.append(f"the contrastive loss (InfoNCE), from {', '.join(inputs)}")
+            elif replaced:
+                bad.append(f"the contrastive loss as {', '.join(map(term, replaced))} replaces it")
             else:
-                bad.append(f"term {term}" + (f" (package {packages[term]})" if term in packages else ""))
-        return f" (not finite at step {step}: {', '.join(bad)})" if bad else ""
+                bad.append("the contrastive loss (InfoNCE)")
+        return f" (not finite at step {u.step}: {', '.join(bad)})" if bad else ""
 
     def _note_fired(self, logs: dict[str, float], step: int) -> None:
         """Record the first read step at which each objective term changed the loss: it changed what the loss is
@@ -678,6 +770,14 @@ class Trainer:
         return losses
 
     def run(self) -> dict:
+        if not self._determinism.held:  # run again after it ended (or after close())
+            self._determinism = DeterministicMode()
+        try:
+            return self._run()
+        finally:
+            self.close()
+
+    def _run(self) -> dict:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         with distributed.fail_together():
             self.maybe_resume()
@@ -810,6 +910,19 @@ class Trainer:
             replace_dir(partial, self.out_dir / "model")
             write_json(self.out_dir / "train_timing.json", timing)
             write_json(self.out_dir / "train.json", summary)  # written last: marks the run complete
+
+
+@dataclass
+class _Unread:
+    """One step not read back yet: its loss, loss parts (``parts``, the logs' keys) and checks of what they were
+    computed from (``checks``: name, whether it must be finite or only not NaN/+inf), as one vector on the device
+    (``values``); what each term did at that step (``acts``, on the host)."""
+
+    step: int  # 1-based
+    parts: list[str]
+    checks: list[tuple[str, bool]]
+    values: torch.Tensor
+    acts: dict[str, list[str]]
 
 
 PROGRESS_SECONDS = 30.0  # the longest a log without a progress bar stays silent while training runs
