@@ -180,7 +180,7 @@ def _form(folder) -> tuple:
 
 def _same_embeddings(world, encoder, folder):
     """sentence-transformers' embeddings of the saved folder are csebench's (a template method's are not: the
-    template is csebench's, which sentence-transformers does not apply; docs/sharing.md). The first folder of each
+    template is csebench's, which sentence-transformers does not apply; docs/methods.md, PromptBERT). The first folder of each
     form is loaded by SentenceTransformer(folder); a later one of the same form has its weights loaded into that model
     (every key, strictly): the same embeddings as loading it anew, at a fraction of the cost."""
     import numpy as np

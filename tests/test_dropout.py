@@ -134,7 +134,7 @@ def test_views_that_do_not_differ_stop_the_first_step(folders, capsys, monkeypat
     monkeypatch.setitem(MODEL_TYPES, "modernbert", ModelType(("classifier_dropout",)))
     line = assert_fails(capsys, _train(tmp, None, f["modernbert"], "simcse", out="same"),
                         "the two views of the first batch are the same", "model_type modernbert",
-                        "classifier_dropout=0.1", "set training.dropout", outputs=[tmp / "same"])
+                        "classifier_dropout=0.1", "name the dropout settings this model reads", outputs=[tmp / "same"])
     assert "method simcse takes its positives from dropout" in line
     for method, settings in (("promptbert", ()), ("simcse", ("training.dropout=0",))):
         rc, err = _train(tmp, capsys, f["modernbert"], method, *settings, out=f"own-{method}")

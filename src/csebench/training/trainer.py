@@ -539,8 +539,10 @@ class Trainer:
         modules = ", ".join(f"p {p} x{n}" for p, n in d["modules"].items()) or "none"
         raise TrainingError(f"{self.cfg.run_id}: the two views of the first batch are the same (largest difference "
                             f"{diff:.3g}): method {self.cfg.method} takes its positives from dropout, and no dropout "
-                            f"acted in the backbone (model_type {d['model_type']}: {names}; nn.Dropout modules: {modules}); "
-                            f"set training.dropout (e.g. {DEFAULT_DROPOUT}), or 0 to train without positives on purpose")
+                            f"acted in the backbone (model_type {d['model_type']}: {names}; nn.Dropout modules: {modules}), "
+                            f"so each positive is its anchor; set training.dropout above 0 (SimCSE's {DEFAULT_DROPOUT}) or, "
+                            "if it is, name the dropout settings this model reads in csebench.model.model_types; "
+                            "training.dropout: 0 trains without dropout positives on purpose")
 
     def reads_logs_at(self, step: int) -> bool:
         """Steps (1-based) after which the loop reads the losses back: log rows, dev evaluations,
