@@ -164,3 +164,13 @@ def test_terms_that_make_their_own_positives_say_so():
                    "diffcse": [], "iscse": []}
     assert own_positives({"prompt": {"different_templates": False}}) == {}
     assert own_positives({"momentum_negatives": {"repetition": False}}) == {}
+
+
+def test_the_random_backbones_config_leaves_dropout_to_training_dropout(tokenizer):
+    from csebench.core.errors import ConfigError
+    from csebench.model.encoder import build_backbone
+    from csebench.study.params import BackboneConfig
+
+    with pytest.raises(ConfigError, match="random_config sets hidden_dropout_prob: a run's dropout is training.dropout"):
+        build_backbone(BackboneConfig(model="random", random_config={"hidden_dropout_prob": 0.3}), tokenizer)
+    assert set(_dropouts(build_backbone(BackboneConfig(model="random"), tokenizer, dropout=0.25))) == {0.25}

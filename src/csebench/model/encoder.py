@@ -669,6 +669,9 @@ def build_backbone(backbone: BackboneConfig, tokenizer, seed: int = 0,
         torch.manual_seed(seed)
         cfg = dict(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                    intermediate_size=64, max_position_embeddings=128)
+        if named := sorted(set(backbone.random_config) & set(MODEL_TYPES["bert"].dropout)):
+            raise ConfigError(f"random_config sets {', '.join(named)}: a run's dropout is training.dropout, which "
+                              "reaches every dropout of the model (docs/architectures.md); set that instead")
         cfg.update(backbone.random_config)
         p = dropout.resolve("bert", "the random backbone")[0] if dropout is not None else None
         if p is not None:
