@@ -90,7 +90,8 @@ def forward_hidden(backbone, input_ids: torch.Tensor, attention_mask: torch.Tens
     b, length = input_ids.shape
     lay = MODEL_TYPES[backbone.config.model_type].packed
     emb = backbone.embeddings(input_ids=input_ids)  # positions and token types as the library sets them
-    if lay.embedding_projection and isinstance(projection := getattr(backbone, lay.embedding_projection, None), nn.Module):
+    projection = getattr(backbone, lay.embedding_projection, None) if lay.embedding_projection else None
+    if isinstance(projection, nn.Module):  # present only where embedding_size != hidden_size
         emb = projection(emb)  # ELECTRA's factorised embeddings: the library's hidden_states[0] is after it
     if rows is None:
         rows = attention_mask.reshape(-1).nonzero().squeeze(1)

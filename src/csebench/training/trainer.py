@@ -311,7 +311,8 @@ class Trainer:
                 self.encoder, device_ids=[self.device.index] if self.device.type == "cuda" else None)
         self.encoder.compiled = bool(self.t.compile)
         p, origin = dropout.resolve(self.encoder.backbone.config.model_type, cfg.backbone.model)
-        self.dropout_record = {"setting": self.t.dropout, "p": p, "origin": origin, **dropout_in_effect(self.encoder.backbone)}
+        self.dropout_record = {"setting": self.t.dropout, "p": p, "origin": origin,
+                               **dropout_in_effect(self.encoder.backbone)}
         # positives from dropout alone, and dropout not turned off on purpose (SSCL-BERT's 0): the first step checks
         # that the two views differ
         self._check_views = not self.own_positives and self.t.dropout != 0
@@ -322,8 +323,8 @@ class Trainer:
             log.info("%s: dropout %s (%s) on model_type %s: %s; nn.Dropout p %s", cfg.run_id, d["p"], d["origin"],
                      d["model_type"], ", ".join(f"{k}={v}" for k, v in d["config"].items()) or "no config name set",
                      ", ".join(f"{p} x{n}" for p, n in d["modules"].items()) or "none")
-            log.info("%s: %s", cfg.run_id, "packed forward (the dense layers on real tokens only)" if self.packed_why is None
-                     else f"padded forward: {self.packed_why}")
+            log.info("%s: %s", cfg.run_id, f"padded forward: {self.packed_why}" if self.packed_why
+                     else "packed forward (the dense layers on real tokens only)")
         self.forward_model = self.model
         # a compiled step's padded width is a multiple of this (1: each batch as long as its longest row)
         self.width_multiple = compile_width_multiple(self.t.max_seq_length) if self.t.compile else 1
