@@ -662,6 +662,9 @@ GPU_END = "<!-- gpu-measured:end -->"
 # measured builds: this report keeps the section as it is
 BUILDS_BEGIN = "<!-- builds-measured:begin (measured builds: make demo, make test) -->"
 BUILDS_END = "<!-- builds-measured:end -->"
+# the packed vs padded training step (benchmarks/packed_step.py writes it)
+PACKED_BEGIN = "<!-- packed-measured:begin (benchmarks/packed_step.py writes this section) -->"
+PACKED_END = "<!-- packed-measured:end -->"
 
 
 def kept_section(path: Path, begin: str, end: str) -> str:
@@ -676,15 +679,26 @@ def gpu_section(path: Path) -> str:
     return kept_section(path, GPU_BEGIN, GPU_END)
 
 
-def put_gpu_section(path: Path, body: str) -> None:
-    """Replace (or append) the GPU (measured) section of the report at ``path``; the rest is kept."""
+def put_section(path: Path, begin: str, end: str, body: str, before: str | None = None) -> None:
+    """Replace the section between ``begin`` and ``end`` of the report at ``path`` (markers included), or add it before
+    the marker ``before`` (else at the end); the rest is kept."""
     text = path.read_text(encoding="utf-8") if path.is_file() else "# Benchmarks\n"
-    block = f"{GPU_BEGIN}\n{body.strip()}\n{GPU_END}"
-    old = gpu_section(path)
-    text = text.replace(old, block) if old else text.rstrip("\n") + "\n\n" + block + "\n"
+    block = f"{begin}\n{body.strip()}\n{end}"
+    old = kept_section(path, begin, end)
+    if old:
+        text = text.replace(old, block)
+    elif before and before in text:
+        text = text.replace(before, block + "\n\n" + before, 1)
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
     tmp = path.with_suffix(".md.tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
+
+
+def put_gpu_section(path: Path, body: str) -> None:
+    """Replace (or append) the GPU (measured) section of the report at ``path``; the rest is kept."""
+    put_section(path, GPU_BEGIN, GPU_END, body)
 
 
 def fmt(x, nd=2):
@@ -916,7 +930,8 @@ def write_report(path: Path, info: dict, cmd: str, res: dict, started: float) ->
     w("## Reproduce\n")
     w(f"```\n{cmd}\n```\n`--quick` runs fewer steps and trials (a smoke test; ratios are noisier). "
       "`make bench` runs the full benchmark.\n")
-    for kept in (kept_section(path, BUILDS_BEGIN, BUILDS_END), gpu_section(path)):  # written elsewhere: kept as they are
+    for kept in (kept_section(path, BUILDS_BEGIN, BUILDS_END), kept_section(path, PACKED_BEGIN, PACKED_END),
+                 gpu_section(path)):  # written elsewhere: kept as they are
         if kept:
             w(kept + "\n")
     tmp = path.with_suffix(".md.tmp")

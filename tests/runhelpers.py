@@ -338,3 +338,95 @@ class FakeBank:
 
     def logits(self, rows, cols, device=None):
         return self.cos[rows][:, cols].clone()
+
+
+# ----------------------------------------------------------------------------- tiny models of every architecture
+
+# model_type -> (tokenizer kind, config keyword arguments besides vocabulary, positions and special-token ids): 3
+# layers (3: SSCL reads two intermediate ones), hidden 32, 2 heads (ALBERT and ELECTRA with factorised embeddings of 16, as ALBERT and ELECTRA-small are)
+TINY_ARCHITECTURES = {
+    "bert": ("wordpiece", dict(hidden_size=32, num_hidden_layers=3, num_attention_heads=2, intermediate_size=64)),
+    "roberta": ("bpe", dict(hidden_size=32, num_hidden_layers=3, num_attention_heads=2, intermediate_size=64,
+                            type_vocab_size=1)),
+    "xlm-roberta": ("bpe", dict(hidden_size=32, num_hidden_layers=3, num_attention_heads=2, intermediate_size=64,
+                                type_vocab_size=1)),
+    "camembert": ("bpe", dict(hidden_size=32, num_hidden_layers=3, num_attention_heads=2, intermediate_size=64,
+                              type_vocab_size=1)),
+    "distilbert": ("wordpiece", dict(dim=32, n_layers=3, n_heads=2, hidden_dim=64)),
+    "deberta-v2": ("wordpiece", dict(hidden_size=32, num_hidden_layers=3, num_attention_heads=2, intermediate_size=64,
+                                     type_vocab_size=0, relative_attention=True, pos_att_type=["p2c", "c2p"],
+                                     position_buckets=32, max_relative_positions=-1, norm_rel_ebd="layer_norm",
+                                     position_biased_input=False)),  # DeBERTa-v3's attention
+    "deberta": ("wordpiece", dict(hidden_size=32, num_hidden_layers=3, num_attention_heads=2, intermediate_size=64,
+                                  type_vocab_size=0, relative_attention=True, pos_att_type=["p2c", "c2p"],
+                                  max_relative_positions=32)),
+    "mpnet": ("wordpiece", dict(hidden_size=32, num_hidden_layers=3, num_attention_heads=2, intermediate_size=64,
+                                relative_attention_num_buckets=32)),
+    "modernbert": ("wordpiece", dict(hidden_size=32, num_hidden_layers=3, num_attention_heads=2, intermediate_size=64,
+                                     local_attention=8)),  # layer 0 global, layer 1 a sliding window of 8
+    "electra": ("wordpiece", dict(embedding_size=16, hidden_size=32, num_hidden_layers=3, num_attention_heads=2,
+                                  intermediate_size=64)),
+    "albert": ("wordpiece", dict(embedding_size=16, hidden_size=32, num_hidden_layers=3, num_attention_heads=2,
+                                 intermediate_size=64)),
+    "nomic_bert": ("wordpiece", dict(hidden_size=32, num_hidden_layers=3, num_attention_heads=2, intermediate_size=64)),
+}
+ROBERTA_POSITIONS = ("roberta", "xlm-roberta", "camembert", "mpnet")  # position ids start after the padding id
+
+
+def tiny_tokenizers(corpus: Path, vocab_size: int = 600) -> dict:
+    """The two tokenizer kinds of the tiny architectures, learnt from ``corpus`` in a fraction of a second:
+    uncased WordPiece with BERT's special ids, byte-level BPE with RoBERTa's (csebench.model.standins)."""
+    from csebench.core.corpus import read_corpus
+    from csebench.model.standins import train_tokenizer
+
+    sentences = read_corpus(corpus)
+    return {"wordpiece": train_tokenizer("bert", sentences, vocab_size),
+            "bpe": train_tokenizer("roberta", sentences, vocab_size)}
+
+
+class _Ids:
+    """Stands in for a tokenizer where only its size and special ids matter (a model built without one)."""
+
+    def __init__(self, kind: str, size: int = 120):
+        self.size = size
+        self.pad_token_id, self.cls_token_id, self.sep_token_id = (0, 1, 2) if kind == "wordpiece" else (1, 0, 2)
+        self.bos_token_id, self.eos_token_id = self.cls_token_id, self.sep_token_id
+
+    def __len__(self):
+        return self.size
+
+
+def tiny_config(model_type: str, tokenizer=None, positions: int = 64, **changes):
+    """The transformers config of a tiny ``model_type`` model for ``tokenizer`` (TINY_ARCHITECTURES); without one, a
+    vocabulary of 120 ids with the special ids of the architecture's tokenizer kind."""
+    from transformers import AutoConfig
+
+    kind, kw = TINY_ARCHITECTURES[model_type]
+    tokenizer = tokenizer if tokenizer is not None else _Ids(kind)
+    pad = tokenizer.pad_token_id
+    cls = tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id
+    sep = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
+    extra = pad + 1 if model_type in ROBERTA_POSITIONS else 0
+    special = dict(pad_token_id=pad, bos_token_id=cls, eos_token_id=sep)
+    if model_type == "modernbert":
+        special.update(cls_token_id=cls, sep_token_id=sep)
+    return AutoConfig.for_model(model_type, vocab_size=len(tokenizer), max_position_embeddings=positions + extra,
+                                initializer_range=0.05, **special, **{**kw, **changes})
+
+
+def tiny_model(model_type: str, tokenizer=None, seed: int = 0, **changes):
+    """A tiny ``model_type`` model with random weights drawn from ``seed`` (the caller's RNG left as it was)."""
+    import torch
+    from transformers import AutoModel
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return AutoModel.from_config(tiny_config(model_type, tokenizer, **changes))
+
+
+def write_tiny_model(folder: Path, model_type: str, tokenizers: dict, **changes) -> Path:
+    """A model folder of a tiny random ``model_type`` model and its tokenizer (what `csebench train --backbone` takes)."""
+    tokenizer = tokenizers[TINY_ARCHITECTURES[model_type][0]]
+    tiny_model(model_type, tokenizer, **changes).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from csebench.model.model_types import dropout_config
+
 
 @dataclass(frozen=True)
 class Architecture:
@@ -36,7 +38,7 @@ class Architecture:
     special_tokens: dict  # token -> id in the published vocabulary
     pad_token: str
     hidden_act: str = "gelu"
-    dropout: float = 0.1  # hidden_dropout_prob = attention_probs_dropout_prob
+    dropout: float = 0.1  # every dropout of the model (its config names: csebench.model.model_types)
     initializer_range: float = 0.02
 
     @property
@@ -56,13 +58,12 @@ class Architecture:
         """The transformers config (BertConfig / RobertaConfig / DistilBertConfig) keyword arguments of this architecture."""
         if self.family == "distilbert":  # DistilBertConfig's own names; its LayerNorm eps is fixed at 1e-12 in the model
             return dict(vocab_size=self.vocab, dim=self.hidden, n_layers=self.layers, n_heads=self.heads,
-                        hidden_dim=self.ffn, activation=self.hidden_act, dropout=self.dropout,
-                        attention_dropout=self.dropout, max_position_embeddings=self.max_positions,
+                        hidden_dim=self.ffn, activation=self.hidden_act, **dropout_config(self.family, self.dropout),
+                        max_position_embeddings=self.max_positions,
                         sinusoidal_pos_embds=False, initializer_range=self.initializer_range, pad_token_id=self.pad_id)
         kw = dict(vocab_size=self.vocab, hidden_size=self.hidden, num_hidden_layers=self.layers,
                   num_attention_heads=self.heads, intermediate_size=self.ffn, hidden_act=self.hidden_act,
-                  hidden_dropout_prob=self.dropout, attention_probs_dropout_prob=self.dropout,
-                  max_position_embeddings=self.max_positions, type_vocab_size=self.type_vocab,
+                  **dropout_config(self.family, self.dropout), max_position_embeddings=self.max_positions, type_vocab_size=self.type_vocab,
                   initializer_range=self.initializer_range, layer_norm_eps=self.layer_norm_eps,
                   pad_token_id=self.pad_id)
         if self.family == "roberta":

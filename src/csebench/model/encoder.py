@@ -26,6 +26,7 @@ from torch import nn
 from csebench.core.choices import EVAL_PRECISIONS, POOLERS, PROJECTION_HEADS
 from csebench.study.params import BackboneConfig
 from csebench.model import packed
+from csebench.model.model_types import MODEL_TYPES, DropoutSetting, dropout_config
 from csebench.model.tokens import TokenizedCorpus
 from csebench.core.errors import ConfigError, DataError
 from csebench.study.fetch import looks_like_path
@@ -464,6 +465,17 @@ class SentenceEncoder(nn.Module):
         knows, unless the trainer compiles the model (its graph would break at every new token count)."""
         return (self.training and not self.compiled and packed.enabled() and packed.supports(self.backbone))
 
+    def packed_why_not(self) -> str | None:
+        """Why training runs the library's padded forward rather than the packed one (None: it runs the packed one):
+        train.json's ``packed_forward`` and the training log say it."""
+        if not packed.enabled():
+            return "CSEBENCH_PACKED=0"
+        if self.compiled:
+            return "training.compile (a compiled graph would break at every new token count)"
+        if self.unmasked_attention:
+            return "attention over the padding (objectives.debiased_negatives, as DCLR's released code)"
+        return packed.why_not(self.backbone)
+
     @property
     def hidden_size(self) -> int:
         return self.backbone.config.hidden_size
@@ -804,17 +816,32 @@ def write_sentence_transformers_files(folder: Path, dim: int, eval_pooler: str,
     }, indent=2) + "\n")
 
 
-def build_backbone(backbone: BackboneConfig, tokenizer, seed: int = 0, dropout: float | None = None,
-                   what: str = "the backbone's model") -> nn.Module:
+def _dropout_setting(dropout: "float | DropoutSetting | None") -> "DropoutSetting | None":
+    """A bare number is a training.dropout that must reach the model (refused where it cannot); None leaves the
+    model's config as it is (an evaluation, a teacher: no dropout acts)."""
+    if dropout is None or isinstance(dropout, DropoutSetting):
+        return dropout
+    return DropoutSetting(float(dropout), needed=False)
+
+
+def build_backbone(backbone: BackboneConfig, tokenizer, seed: int = 0,
+                   dropout: "float | DropoutSetting | None" = None, what: str = "the backbone's model") -> nn.Module:
+    """The backbone's model. ``dropout``: a training run's DropoutSetting (or a bare p), set on the config names of
+    its model type (csebench.model.model_types) before the model is built; None: its config as saved."""
     from transformers import AutoConfig, AutoModel, BertConfig, BertModel
 
+    dropout = _dropout_setting(dropout)
     if backbone.model == "random":
         torch.manual_seed(seed)
         cfg = dict(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                    intermediate_size=64, max_position_embeddings=128)
+        if named := sorted(set(backbone.random_config) & set(MODEL_TYPES["bert"].dropout)):
+            raise ConfigError(f"random_config sets {', '.join(named)}: a run's dropout is training.dropout, which "
+                              "reaches every dropout of the model (docs/architectures.md); set that instead")
         cfg.update(backbone.random_config)
-        if dropout is not None:
-            cfg.update(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+        p = dropout.resolve("bert", "the random backbone")[0] if dropout is not None else None
+        if p is not None:
+            cfg.update(dropout_config("bert", p))
         model = BertModel(BertConfig(**cfg), add_pooling_layer=False)
         # a random BERT's pooler, drawn from its own generator: the global RNG (the head, dropout) moves as before
         h, g = model.config.hidden_size, torch.Generator().manual_seed(seed)
@@ -827,14 +854,16 @@ def build_backbone(backbone: BackboneConfig, tokenizer, seed: int = 0, dropout: 
     if offline is not None:
         return detach_pooler(offline)
     path = resolve_model_path(backbone.model)
-    kwargs = {}
-    if dropout is not None:
-        kwargs.update(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
     config = None
     try:
-        config = AutoConfig.from_pretrained(path, **kwargs)
+        config = AutoConfig.from_pretrained(path)
+        p = dropout.resolve(config.model_type, backbone.model)[0] if dropout is not None else None
+        if p is not None:
+            config.update(dropout_config(config.model_type, p, backbone.model))
         with torch.random.fork_rng(devices=[]):  # a pooler the checkpoint lacks is drawn without moving the caller's RNG
             model = detach_pooler(AutoModel.from_pretrained(path, config=config))
+    except ConfigError:  # the dropout a model type cannot take (model_types): its own one line
+        raise
     except OSError as exc:
         from csebench.study.fetch import hub_id, offline, offline_hint
 
@@ -860,6 +889,20 @@ def _mismatched_shapes(path: str, **kwargs) -> list:
         warnings.simplefilter("ignore")
         _, info = AutoModel.from_pretrained(path, ignore_mismatched_sizes=True, output_loading_info=True, **kwargs)
     return list(info.get("mismatched_keys") or [])
+
+
+def dropout_in_effect(backbone: nn.Module) -> dict:
+    """The dropout a backbone trains with, as train.json records it: its model type, the value of each config name
+    csebench sets for that type (csebench.model.model_types; none for a type it does not know), and the p of its
+    nn.Dropout modules after the config was applied ({p: how many modules})."""
+    from collections import Counter
+
+    config = backbone.config
+    entry = MODEL_TYPES.get(config.model_type)
+    ps = Counter(float(m.p) for m in backbone.modules() if isinstance(m, nn.Dropout))
+    return {"model_type": config.model_type,
+            "config": {name: getattr(config, name, None) for name in (entry.dropout if entry else ())},
+            "modules": {f"{p:g}": n for p, n in sorted(ps.items())}}
 
 
 def detach_pooler(model: nn.Module) -> nn.Module:
@@ -893,7 +936,7 @@ def truncate_layers(backbone: nn.Module, num_layers: int) -> nn.Module:
     return backbone
 
 
-def build_encoder(backbone: BackboneConfig, seed: int = 0, dropout: float | None = None,
+def build_encoder(backbone: BackboneConfig, seed: int = 0, dropout: "float | DropoutSetting | None" = None,
                   projection_dim: int | None = None, num_layers: int | None = None,
                   what: str = "the backbone's model", projection_head: str = "linear",
                   prefix: str | None = None) -> SentenceEncoder:

@@ -10,8 +10,11 @@ dropout probability as the library's SDPA path. The result equals the library's 
 position (to float rounding; tests/test_packed.py) and is zero at padded ones, which no pooler reads.
 Dropout draws its masks for fewer positions, so a seed gives other masks than the padded forward did.
 
-Used for BERT and RoBERTa architectures (absolute positions, encoder only, no cross-attention: what
-``supports`` checks); anything else runs the library's own forward. ``CSEBENCH_PACKED=0`` turns it off.
+Used for the model types whose layers it reproduces, each proven against the library's forward by
+tests/test_packed.py: BERT, RoBERTa, XLM-R, CamemBERT, ELECTRA (its factorised embeddings' projection too) and
+DistilBERT (the module paths of each: csebench.model.model_types); with absolute positions, encoder only, no
+cross-attention (what ``why_not`` checks). Anything else runs the library's own forward, and ``why_not`` says why
+(train.json's ``packed_forward``). ``CSEBENCH_PACKED=0`` turns it off.
 """
 
 from __future__ import annotations
@@ -20,49 +23,62 @@ import os
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
-_LAYER_PARTS = ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
-                "attention.output.LayerNorm", "intermediate.dense", "output.dense", "output.LayerNorm")
+from csebench.model.model_types import MODEL_TYPES, Layout
 
 
 def enabled() -> bool:
     return os.environ.get("CSEBENCH_PACKED", "").strip() != "0"
 
 
-def supports(backbone) -> bool:
-    """A BERT or RoBERTa encoder whose layers have the parts this forward uses, absolute positions."""
+def why_not(backbone) -> str | None:
+    """Why this forward cannot run ``backbone`` (None: it can): a model type it does not reproduce, relative
+    positions, a decoder, or layers without the parts its layout names."""
     config = getattr(backbone, "config", None)
-    if config is None or getattr(config, "model_type", None) not in ("bert", "roberta"):
-        return False
+    model_type = getattr(config, "model_type", None)
+    entry = MODEL_TYPES.get(model_type) if model_type else None
+    if entry is None:
+        return f"model_type {model_type}: not in csebench.model.model_types, not proven"
+    if entry.packed is None:
+        return f"model_type {model_type}: {entry.not_packed}"
     if getattr(config, "is_decoder", False) or getattr(config, "add_cross_attention", False):
-        return False
+        return f"model_type {model_type}: a decoder or cross-attention"
     if getattr(config, "position_embedding_type", "absolute") not in (None, "absolute"):
-        return False
-    layers = getattr(getattr(backbone, "encoder", None), "layer", None)
-    if not layers or not hasattr(backbone, "embeddings"):
-        return False
+        return f"model_type {model_type}: position_embedding_type {config.position_embedding_type}, not absolute"
     try:
-        for part in _LAYER_PARTS:
+        layers = backbone.get_submodule(entry.packed.layers)
+        if not hasattr(backbone, "embeddings") or not len(layers):
+            raise AttributeError("embeddings")
+        for part in entry.packed.parts():
             layers[0].get_submodule(part)
-    except AttributeError:
-        return False
-    return True
+    except AttributeError as exc:
+        return f"model_type {model_type}: its modules are not the layout csebench knows ({exc})"
+    return None
 
 
-def _layer(layer, x: torch.Tensor, rows: torch.Tensor, shape: tuple[int, int], key_mask: torch.Tensor,
+def supports(backbone) -> bool:
+    """A backbone of a model type whose layers this forward reproduces (``why_not`` says why not)."""
+    return why_not(backbone) is None
+
+
+def _layer(layer, lay: Layout, x: torch.Tensor, rows: torch.Tensor, shape: tuple[int, int], key_mask: torch.Tensor,
            heads: int, training: bool) -> torch.Tensor:
     """One encoder layer on packed tokens ``x`` (N, hidden); ``rows`` their places in the padded (B*L) layout."""
     b, length = shape
-    sa, so = layer.attention.self, layer.attention.output
-    qkv = torch.cat([sa.query(x), sa.key(x), sa.value(x)], dim=1)  # (N, 3 hidden)
+    part = layer.get_submodule
+    qkv = torch.cat([part(lay.query)(x), part(lay.key)(x), part(lay.value)(x)], dim=1)  # (N, 3 hidden)
     padded = qkv.new_zeros(b * length, qkv.shape[1]).index_copy(0, rows, qkv)
     q, k, v = padded.view(b, length, 3, heads, -1).permute(2, 0, 3, 1, 4)  # each (B, heads, L, head size)
-    p = sa.dropout.p if training else 0.0
+    p = part(lay.attention_dropout).p if training else 0.0
     ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask, dropout_p=p)
     ctx = ctx.transpose(1, 2).reshape(b * length, -1).index_select(0, rows)
-    h = so.LayerNorm(so.dropout(so.dense(ctx)) + x)
-    ff = layer.output.dense(layer.intermediate.intermediate_act_fn(layer.intermediate.dense(h)))
-    return layer.output.LayerNorm(layer.output.dropout(ff) + h)
+    out = part(lay.attention_output)(ctx)
+    if lay.attention_output_dropout:
+        out = part(lay.attention_output_dropout)(out)
+    h = part(lay.attention_norm)(out + x)
+    ff = part(lay.ffn_out)(part(lay.activation)(part(lay.ffn_in)(h)))
+    return part(lay.output_norm)(part(lay.ffn_dropout)(ff) + h)
 
 
 def forward_hidden(backbone, input_ids: torch.Tensor, attention_mask: torch.Tensor,
@@ -72,7 +88,11 @@ def forward_hidden(backbone, input_ids: torch.Tensor, attention_mask: torch.Tens
     tokens' places in the flattened batch, in order (found here from the mask when not given: on a GPU that
     reads the mask back, a host wait)."""
     b, length = input_ids.shape
+    lay = MODEL_TYPES[backbone.config.model_type].packed
     emb = backbone.embeddings(input_ids=input_ids)  # positions and token types as the library sets them
+    projection = getattr(backbone, lay.embedding_projection, None) if lay.embedding_projection else None
+    if isinstance(projection, nn.Module):  # present only where embedding_size != hidden_size
+        emb = projection(emb)  # ELECTRA's factorised embeddings: the library's hidden_states[0] is after it
     if rows is None:
         rows = attention_mask.reshape(-1).nonzero().squeeze(1)
     x = emb.reshape(b * length, -1).index_select(0, rows)
@@ -84,8 +104,8 @@ def forward_hidden(backbone, input_ids: torch.Tensor, attention_mask: torch.Tens
         return t.new_zeros(b * length, t.shape[1]).index_copy(0, rows, t).view(b, length, -1)
 
     states = [emb] if all_layers else []
-    for layer in backbone.encoder.layer:
-        x = _layer(layer, x, rows, (b, length), key_mask, heads, backbone.training)
+    for layer in backbone.get_submodule(lay.layers):
+        x = _layer(layer, lay, x, rows, (b, length), key_mask, heads, backbone.training)
         if all_layers:
             states.append(unpack(x))
     return tuple(states) if all_layers else (unpack(x),)

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from csebench.model.architectures import Architecture, architecture, generator_architecture
+from csebench.model.model_types import dropout_config
 from csebench.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -158,13 +159,13 @@ def model_config(arch: Architecture, dropout: float | None = None, depth: int | 
             kw.update(n_layers=shape.pop("num_hidden_layers"))
         kw.update(shape)
         if dropout is not None:
-            kw.update(dropout=dropout, attention_dropout=dropout)
+            kw.update(dropout_config(arch.family, dropout))
         if depth is not None:
             kw["n_layers"] = depth
         return DistilBertConfig(**kw)
     kw = {**arch.config_kwargs(), **(shape or {})}
     if dropout is not None:
-        kw.update(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+        kw.update(dropout_config(arch.family, dropout))
     if depth is not None:
         kw["num_hidden_layers"] = depth
     return (BertConfig if arch.family == "bert" else RobertaConfig)(**kw)
@@ -200,12 +201,15 @@ def depth_for(cfg, depth: int | None) -> int | None:
     return None if need >= arch.layers else need
 
 
-def backbone_for(model: str, dropout: float | None = None):
+def backbone_for(model: str, dropout=None):
     """The random real-architecture model standing in for a paper backbone while rehearsing, else None.
-    Its weights are the same for every run (WEIGHTS_SEED), as a pretrained checkpoint's are."""
+    Its weights are the same for every run (WEIGHTS_SEED), as a pretrained checkpoint's are. ``dropout``: a p, or a
+    training run's csebench.model.model_types.DropoutSetting (None: the published p)."""
     arch = architecture(model)
     if _ACTIVE is None or arch is None:
         return None
+    if dropout is not None and not isinstance(dropout, (int, float)):
+        dropout = dropout.resolve(arch.family, model)[0]
     return build_model(arch, WEIGHTS_SEED, dropout, _ACTIVE.depth, _ACTIVE.shape)
 
 

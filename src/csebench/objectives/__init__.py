@@ -187,6 +187,17 @@ def added_tokens(objectives: dict[str, dict], tokenizer, max_seq_length: int) ->
     return out
 
 
+def own_positives(objectives: dict[str, dict]) -> dict[str, str]:
+    """Term key -> how it makes the positives other than by dropout (ObjectiveTerm.own_positives), for the terms that
+    do; empty: the run's positives come from dropout alone."""
+    out = {}
+    for key, settings in objectives.items():
+        cls = term_class(key)
+        if how := cls.own_positives(from_dict(cls.Settings, settings, f"objectives.{key}")):
+            out[key] = how
+    return out
+
+
 def at_rehearsal_scale(objectives: dict[str, dict], batch_size: int, steps: int) -> dict[str, dict]:
     """Term key -> the settings it needs to act within ``steps`` steps of ``batch_size`` sentences (the rehearsal's
     scale; ObjectiveTerm.at_rehearsal_scale), for the terms that need any."""

@@ -87,6 +87,14 @@ class ObjectiveTerm(nn.Module):
         self.num_layers = num_layers
 
     @classmethod
+    def own_positives(cls, settings: Any) -> str | None:
+        """How this term makes a sentence's positive other than by dropout (a second template, repeated words, the
+        anchor as its own positive), in a few words; None: the positive is the same sentence as the anchor, so the
+        two views differ by their dropout masks alone. A run none of whose terms makes its own positives (SimCSE and
+        most of the zoo) checks at its first step that its two views differ (csebench.training.trainer)."""
+        return None
+
+    @classmethod
     def added_tokens(cls, settings: Any, tokenizer, max_seq_length: int) -> int:
         """At most how many tokens this term adds to a corpus row of ``max_seq_length`` tokens before it is encoded
         (a template, repeated words): they count against the backbone's position table too, which the trainer

@@ -81,6 +81,10 @@ class LayerNegatives(ObjectiveTerm):
     citation = "sscl"  # its paper: resources/citations.yaml
     Settings: ClassVar[type] = LayerNegativesSettings
 
+    @classmethod
+    def own_positives(cls, settings: LayerNegativesSettings) -> str | None:
+        return "each anchor its own positive (positives: self)" if settings.positives == "self" else None
+
     def __init__(self, settings: LayerNegativesSettings, hidden_size: int, num_layers: int):
         super().__init__(settings, hidden_size, num_layers)
         top = settings.layer if settings.layer is not None else num_layers - 1

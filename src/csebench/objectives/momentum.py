@@ -122,6 +122,10 @@ class MomentumNegatives(ObjectiveTerm):
     adds = "word repetition"
 
     @classmethod
+    def own_positives(cls, settings: MomentumSettings) -> str | None:
+        return "word repetition in view 2" if settings.repetition else None
+
+    @classmethod
     def added_tokens(cls, settings: MomentumSettings, tokenizer, max_seq_length: int) -> int:
         """The most tokens repetition adds to a row (draw_dup_len's bound at the longest row's N = length - 2)."""
         if not settings.repetition:

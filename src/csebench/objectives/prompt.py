@@ -105,6 +105,10 @@ class PromptTemplates(ObjectiveTerm):
     adds = "its templates"
 
     @classmethod
+    def own_positives(cls, settings: PromptSettings) -> str | None:
+        return "view 2 in another template" if settings.different_templates else None
+
+    @classmethod
     def added_tokens(cls, settings: PromptSettings, tokenizer, max_seq_length: int) -> int:
         """The longer template's prefix and suffix: [CLS] prefix x suffix [SEP] is that much longer than the row."""
         t1, t2 = resolve_templates(settings, tokenizer).values()

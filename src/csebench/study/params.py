@@ -68,7 +68,7 @@ class TrainingConfig:
     eval_precision: str = "auto"  # STS-B dev encoding: auto (bf16 on bf16 GPUs, fp32 on CPU), fp32, bf16, fast
     compile: bool | str = False  # torch.compile the encoder's forward: true (inductor's default mode) | reduce-overhead (CUDA graphs too)
     num_workers: int = 0
-    dropout: float | None = None  # None: the backbone's own (0.1 for BERT/RoBERTa)
+    dropout: float | None = None  # None: SimCSE's p = 0.1 on the model type's dropout names (csebench.model.model_types)
     projection_dim: int | None = None  # SSCL Table 5: trained linear head to this size, kept at evaluation
     projection_head: str = "linear"  # linear (SSCL Table 5's "simply linear projection head") | linear_tanh (released code) | batchnorm (DiffCSE's training head of the cls pooler)
     num_layers: int | None = None  # SSCL Table 1 "SimCSE (10)": keep only the first N transformer layers (None: all)

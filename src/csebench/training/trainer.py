@@ -31,13 +31,14 @@ from csebench.training.data import load_tokenized_corpus
 from csebench.training.teachers import model_teacher_caches
 from csebench.evaluation.locate import senteval_root
 from csebench.model.encoder import (MODEL_FILES, SentenceEncoder, build_encoder, check_max_seq_length, pool,
-                                    model_files, autocast_dtype)
+                                    model_files, autocast_dtype, dropout_in_effect)
+from csebench.model.model_types import DEFAULT_DROPOUT, DropoutSetting
 from csebench.core.errors import TrainingError
 from csebench.evaluation.sts import (PairSet, cap_pairs, load_sickr, load_stsb, load_sts_pairs, spearman100,
                                      sts_pair_similarities)
 from csebench.core.io import atomic_path, dumps_json, remove_path, replace_dir, staged_outputs, write_csv, write_json
 from csebench.training.loader import BatchLoader
-from csebench.objectives import added_tokens, term_packages
+from csebench.objectives import added_tokens, own_positives, term_packages
 from csebench.objectives.compose import EMBEDDINGS, Objective
 from csebench.objectives.base import StepContext
 
@@ -318,7 +319,11 @@ class Trainer:
 
     def _build(self, cfg: RunConfig, corpus_path, senteval_dir, cache_dir, teacher_cache, dev_file) -> None:
         set_seed(cfg.seed)
-        self.encoder = build_encoder(cfg.backbone, seed=cfg.seed, dropout=self.t.dropout,
+        # the dropout the method gets: training.dropout, else SimCSE's p, on the model type's own config names; a
+        # model type csebench does not know is refused where the method's positives come from dropout
+        self.own_positives = own_positives(cfg.objectives)
+        dropout = DropoutSetting(self.t.dropout, needed=not self.own_positives)
+        self.encoder = build_encoder(cfg.backbone, seed=cfg.seed, dropout=dropout,
                                      projection_dim=self.t.projection_dim, num_layers=self.t.num_layers,
                                      projection_head=self.t.projection_head,
                                      what="--backbone" if cfg.suite == "cli" else f"backbones.{cfg.backbone_name}.model",
@@ -378,6 +383,21 @@ class Trainer:
             self.model = torch.nn.parallel.DistributedDataParallel(
                 self.encoder, device_ids=[self.device.index] if self.device.type == "cuda" else None)
         self.encoder.compiled = bool(self.t.compile)
+        p, origin = dropout.resolve(self.encoder.backbone.config.model_type, cfg.backbone.model)
+        self.dropout_record = {"setting": self.t.dropout, "p": p, "origin": origin,
+                               **dropout_in_effect(self.encoder.backbone)}
+        # positives from dropout alone, and dropout not turned off on purpose (SSCL-BERT's 0): the first step checks
+        # that the two views differ
+        self._check_views = not self.own_positives and self.t.dropout != 0
+        self.views_difference: float | None = None  # the check's largest difference of the views, relative
+        self.packed_why = self.encoder.packed_why_not()
+        if self.rank == 0:
+            d = self.dropout_record
+            log.info("%s: dropout %s (%s) on model_type %s: %s; nn.Dropout p %s", cfg.run_id, d["p"], d["origin"],
+                     d["model_type"], ", ".join(f"{k}={v}" for k, v in d["config"].items()) or "no config name set",
+                     ", ".join(f"{p} x{n}" for p, n in d["modules"].items()) or "none")
+            log.info("%s: %s", cfg.run_id, f"padded forward: {self.packed_why}" if self.packed_why
+                     else "packed forward (the dense layers on real tokens only)")
         self.forward_model = self.model
         # a compiled step's padded width is a multiple of this (1: each batch as long as its longest row)
         self.width_multiple = compile_width_multiple(self.t.max_seq_length) if self.t.compile else 1
@@ -568,6 +588,8 @@ class Trainer:
         ctx_amp = torch.autocast(self.device.type, dtype=self.amp_dtype) if self.amp_dtype else _Null()
         with ctx_amp:
             ctx = self.encode_views(batch_idx)
+        if self._check_views and self.state.step == 0:
+            self.check_views_differ(ctx)
         # the loss outside autocast: every term's similarities, softmaxes and buffers in float32
         # (under autocast their matrix products would run in bf16/fp16 whatever the inputs' dtype)
         loss, logs = self.objective(ctx)
@@ -580,6 +602,27 @@ class Trainer:
                                     values, self.objective.acted()))
         self._last_logs = {k: v for k, v in logs.items() if k not in parts}  # the terms' own logs, on the host
         return loss, (self.read_logs() if read else None)
+
+    def check_views_differ(self, ctx: StepContext) -> None:
+        """The first step of a run whose positives come from dropout alone: its two views of the first batch must
+        differ, or the method learns nothing (a model whose dropout csebench's settings do not reach). One host read,
+        once; every rank decides on the same numbers."""
+        self._check_views = False
+        z1 = ctx.z1.detach().float()
+        z2 = ctx.z2[ctx.positive_offset:ctx.positive_offset + z1.shape[0]].detach().float()
+        diff, scale = distributed.all_reduce_mean(torch.stack([(z1 - z2).abs().max(), z1.abs().max()]).double()).tolist()
+        self.views_difference = diff / max(scale, 1e-12)
+        if self.views_difference > VIEWS_SAME:
+            return
+        d = self.dropout_record
+        names = ", ".join(f"{k}={v}" for k, v in d["config"].items()) or "no config name"
+        modules = ", ".join(f"p {p} x{n}" for p, n in d["modules"].items()) or "none"
+        raise TrainingError(f"{self.cfg.run_id}: the two views of the first batch are the same (largest difference "
+                            f"{diff:.3g}): method {self.cfg.method} takes its positives from dropout, and no dropout "
+                            f"acted in the backbone (model_type {d['model_type']}: {names}; nn.Dropout modules: {modules}), "
+                            f"so each positive is its anchor; set training.dropout above 0 (SimCSE's {DEFAULT_DROPOUT}) or, "
+                            "if it is, name the dropout settings this model reads in csebench.model.model_types; "
+                            "training.dropout: 0 trains without dropout positives on purpose")
 
     def reads_logs_at(self, step: int) -> bool:
         """Steps (1-based) after which the loop reads the losses back: log rows, dev evaluations,
@@ -870,6 +913,9 @@ class Trainer:
                               self.state.best_sickr_dev),
             "corpus_sentences": len(self.tokens), "batch_size": self.t.batch_size,
             "effective_batch_sizes": self.effective_batch_sizes, "world_size": self.world, "device": self.device.type,
+            # the dropout in effect and whether the dense layers ran on real tokens only (and if not, why)
+            "dropout": self.dropout_record,
+            "packed_forward": {"used": self.packed_why is None, **({"why_not": self.packed_why} if self.packed_why else {})},
         }
         if self.t.dev_max_pairs is not None:  # the CPU demo's subset: not the papers' STS-B dev score
             summary.update(self.dev.capped())
@@ -925,6 +971,10 @@ class _Unread:
     acts: dict[str, list[str]]
 
 
+
+# two views whose pooled rows differ by at most this much of their largest value are the same: identical rows of one
+# batch computed without dropout (float rounding at most); dropout at p = 0.1 moves them by about a tenth
+VIEWS_SAME = 1e-4
 PROGRESS_SECONDS = 30.0  # the longest a log without a progress bar stays silent while training runs
 
 
