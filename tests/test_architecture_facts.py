@@ -1,4 +1,4 @@
-"""The facts of transformers model types that csebench.model.architectures states (POSITIONS_AFTER_PADDING,
+"""The facts of transformers model types that csebench.model.model_types states (POSITIONS_AFTER_PADDING,
 LAYER_INPUT_MODULE), each proven against the model's own forward on a tiny random config (1 layer, hidden 32)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from csebench.model.architectures import (LAYER_INPUT_MODULE, POSITIONS_AFTER_PADDING, layer_input_module,
+from csebench.model.model_types import (LAYER_INPUT_MODULE, POSITIONS_AFTER_PADDING, layer_input_module,
                                           position_offset)
 
 pytestmark = pytest.mark.usefixtures("one_thread")

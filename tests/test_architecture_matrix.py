@@ -14,6 +14,7 @@ import logging
 
 import pytest
 
+from csebench.study.teacherspec import teacher_representation
 from runhelpers import PARAMS, TINY_ARCHITECTURES, tiny_tokenizers, write_corpus, write_mini_senteval, write_tiny_model
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -22,10 +23,6 @@ SEED = 1
 STEPS = 2
 SENTENCES = ["A man is playing a guitar.", "two dogs run on the beach", "Hello!"]
 TEACHER_TERMS = ("distillation", "debiased_negatives", "ranking_distillation")  # read frozen teachers' caches
-# DiffCSE's discriminator hook on factorised embeddings (embedding_size != hidden_size: ALBERT, ELECTRA-small) is
-# being fixed elsewhere (issue 62, part B); until it is merged, either it trains or it is refused in one line with
-# no run folder left. TODO after the merge: drop this and require training.
-PENDING = {("albert", "diffcse"), ("electra", "diffcse")}
 
 
 # every architecture of the table but DeBERTa v1, whose attention and dropout names are DeBERTa-v2's in kind
@@ -63,8 +60,10 @@ def world(tmp_path_factory):
     for mt, folder in folders.items():
         meta = build_teacher_cache(folder, corpus, tmp / f"teacher-{mt}.npy", max_seq_length=16)
         rows = g.standard_normal((meta["rows"], meta["dim"]))
-        save_teacher_cache(tmp / f"teacher-{mt}.npy", rows / np.linalg.norm(rows, axis=1, keepdims=True), meta)
-        caches[mt] = str(tmp / f"teacher-{mt}.npy")
+        rows = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+        for rep in ("eval", "training"):  # DCLR reads its teacher through the saved head (teacher_representation)
+            save_teacher_cache(tmp / f"teacher-{mt}-{rep}.npy", rows, {**meta, "representation": rep})
+            caches[mt, rep] = str(tmp / f"teacher-{mt}-{rep}.npy")
     raw = Params.load(PARAMS).raw_copy()
     raw["backbones"] = {mt: {"model": str(folder), "pooler": "cls"} for mt, folder in folders.items()}
     raw["data"]["matrix"] = {"corpus": {"path": str(corpus)}, "senteval": {"path": str(senteval)}}
@@ -135,27 +134,20 @@ def loaded_once(world):
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("model_type", ARCHITECTURES)
 def test_every_method_trains_on_every_architecture(world, model_type, method, caplog):
-    from csebench.core.errors import ConfigError
     from csebench.objectives import own_positives
     from csebench.training.trainer import Trainer
 
     suite = world["params"].suite(model_type)
     cfg = suite.resolve(f"{model_type}-{method}", SEED)
-    teachers = [world["caches"][model_type]] if set(cfg.objectives) & set(TEACHER_TERMS) else []
+    rep = teacher_representation(cfg.objectives)
+    teachers = [world["caches"][model_type, rep]] if set(cfg.objectives) & set(TEACHER_TERMS) else []
     out = world["tmp"] / "runs" / f"{model_type}-{method}"
+    trainer = Trainer(cfg, world["corpus"], world["senteval"], out, cache_dir=world["tmp"] / "cache",
+                      show_progress=False, teacher_cache=teachers)
     try:
-        trainer = Trainer(cfg, world["corpus"], world["senteval"], out, cache_dir=world["tmp"] / "cache",
-                          show_progress=False, teacher_cache=teachers)
         losses = trainer.step_losses(STEPS)
-    except ConfigError as exc:
-        if (model_type, method) not in PENDING:
-            raise
-        assert "\n" not in str(exc) and not out.exists()
-        pytest.skip(f"refused in one line, pending part B of issue 62: {exc}")
-    except RuntimeError as exc:  # the crash part B fixes (its discriminator hook on the factorised embeddings)
-        if (model_type, method) not in PENDING:
-            raise
-        pytest.xfail(f"pending part B of issue 62: {' '.join(str(exc).split())[:200]}")
+    finally:
+        trainer.close()  # driven step by step: the process's determinism settings back
     assert len(losses) == STEPS and all(l == l and abs(l) < 1e4 for l in losses)
     record = trainer.dropout_record
     if not own_positives(cfg.objectives) and cfg.training.dropout != 0:  # positives from dropout alone

@@ -185,7 +185,7 @@ def test_dev_scores_are_denoised_and_the_test_encoding_is_not(kind, tmp_path, to
 def test_the_template_alone_is_the_models_own_forward_of_it(kind, tokenizer, roberta_tokenizer):
     """For a sentence of 0 tokens the template-alone state (the training term's and the dev selection's) is the
     mask state of the model's own forward of [CLS] prefix suffix [SEP], position ids its own: from 0 on BERT, from
-    padding_idx + 1 = 2 on RoBERTa and MPNet (csebench.model.architectures.POSITIONS_AFTER_PADDING). The released
+    padding_idx + 1 = 2 on RoBERTa and MPNet (csebench.model.model_types.POSITIONS_AFTER_PADDING). The released
     numbering (positions: released) is 0-based everywhere, so it differs there on RoBERTa and MPNet."""
     enc = _encoder(kind, tokenizer, roberta_tokenizer).eval()
     tok = enc.tokenizer

@@ -112,47 +112,6 @@ ALIASES = {"google-bert/bert-base-uncased": "bert-base-uncased", "google-bert/be
            "distilbert/distilbert-base-uncased": "distilbert-base-uncased", "distilbert/distilroberta-base": "distilroberta-base"}
 
 
-# Facts of transformers model types (a config's ``model_type``) where csebench's code must know how they differ,
-# each proven against the model's own forward by tests/test_architectures.py on tiny random configs.
-#
-# Position ids numbered after the padding index: the model's own forward gives the token at column t the position
-# padding_idx + 1 + t (transformers' create_position_ids_from_input_ids, padding_idx = config.pad_token_id), so
-# max_position_embeddings holds padding_idx + 1 fewer usable positions, and a pass given explicit position ids (the
-# template alone of PromptBERT's denoising) must number them so too. BERT, ELECTRA, ALBERT, DistilBERT,
-# DeBERTa-v2, ModernBERT and nomic-bert number from 0.
-POSITIONS_AFTER_PADDING = frozenset({
-    "roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "mpnet", "data2vec-text", "roberta-prelayernorm",
-    "longformer", "ibert", "xmod", "luke"})
-# The module whose output is the first transformer layer's input, where it is not the embeddings module: factorised
-# embeddings (embedding_size != hidden_size) are projected to the hidden size after the embeddings. ALBERT always
-# maps them (AlbertTransformer's embedding_hidden_mapping_in); ELECTRA has embeddings_project only where the two
-# sizes differ (ELECTRA-small), so a model without that module reads the embeddings' output (None: the embeddings).
-# DiffCSE's discriminator is conditioned there (objectives/replaced_tokens.py).
-LAYER_INPUT_MODULE = {"albert": "encoder.embedding_hidden_mapping_in", "electra": "embeddings_project"}
-
-
-def position_offset(config) -> int:
-    """The position id of a sequence's first token in the model's own forward: padding_idx + 1 for the model
-    types of POSITIONS_AFTER_PADDING (2 for RoBERTa and MPNet, whose pad id is 1), else 0."""
-    if getattr(config, "model_type", "") not in POSITIONS_AFTER_PADDING:
-        return 0
-    pad = getattr(config, "pad_token_id", None)
-    return (1 if pad is None else int(pad)) + 1  # 1: the pad id every model type of the set defaults to
-
-
-def layer_input_module(model):
-    """The submodule of a backbone whose output is its first layer's input (LAYER_INPUT_MODULE), else its
-    ``embeddings``; None where it has neither."""
-    path = LAYER_INPUT_MODULE.get(getattr(getattr(model, "config", None), "model_type", ""))
-    if path:
-        found = model
-        for part in path.split("."):
-            found = getattr(found, part, None)
-        if found is not None:
-            return found
-    return getattr(model, "embeddings", None)
-
-
 def architecture(model: str) -> Architecture | None:
     """The published architecture of a backbone's hub id (``backbones.X.model``), None for any other model."""
     return ARCHITECTURES.get(ALIASES.get(model, model))

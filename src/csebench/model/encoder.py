@@ -981,7 +981,7 @@ def max_positions(config) -> int | None:
     n = getattr(config, "max_position_embeddings", None)
     if not isinstance(n, int):
         return None
-    from csebench.model.architectures import position_offset
+    from csebench.model.model_types import position_offset
 
     return n - position_offset(config)  # RoBERTa, MPNet, ...: positions start after the padding index
 

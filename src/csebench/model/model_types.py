@@ -12,6 +12,10 @@ For each model type:
   * ``packed``: the module paths csebench.model.packed reads to run a layer on the real tokens only, where its
     forward reproduces the library's (proven per model type by tests/test_packed.py); else ``not_packed``: why not.
 
+Beside the table, two facts that reach beyond its model types: which number their positions after the padding
+index (``POSITIONS_AFTER_PADDING``: RoBERTa, XLM-R, MPNet...; ``position_offset``), and which feed their first layer
+from a projection of factorised embeddings (``LAYER_INPUT_MODULE``: ALBERT, ELECTRA-small; ``layer_input_module``).
+
 The dropout a training run gets (csebench.training.trainer, docs/architectures.md): ``training.dropout`` where it
 is set, else ``DEFAULT_DROPOUT`` = 0.1, SimCSE's p (Gao et al. 2021, Sec. 3 and Table 1: "the default dropout rate
 p = 0.1"; every method of the zoo trains with it), on every name of the model type. A model whose config turns
@@ -74,6 +78,48 @@ class ModelType:
     not_packed: str = ""
 
 
+# Two more facts of model types, each proven against the model's own forward on tiny random configs
+# (tests/test_architecture_facts.py). They cover model types beyond MODEL_TYPES' (their positions are known
+# whatever their dropout names).
+#
+# Position ids numbered after the padding index: the model's own forward gives the token at column t the position
+# padding_idx + 1 + t (transformers' create_position_ids_from_input_ids, padding_idx = config.pad_token_id), so
+# max_position_embeddings holds padding_idx + 1 fewer usable positions, and a pass given explicit position ids (the
+# template alone of PromptBERT's denoising) must number them so too. BERT, ELECTRA, ALBERT, DistilBERT,
+# DeBERTa-v2, ModernBERT and nomic-bert number from 0.
+POSITIONS_AFTER_PADDING = frozenset({
+    "roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "mpnet", "data2vec-text", "roberta-prelayernorm",
+    "longformer", "ibert", "xmod", "luke"})
+# The module whose output is the first transformer layer's input, where it is not the embeddings module: factorised
+# embeddings (embedding_size != hidden_size) are projected to the hidden size after the embeddings. ALBERT always
+# maps them (AlbertTransformer's embedding_hidden_mapping_in); ELECTRA has embeddings_project only where the two
+# sizes differ (ELECTRA-small), so a model without that module reads the embeddings' output (None: the embeddings).
+# DiffCSE's discriminator is conditioned there (objectives/replaced_tokens.py).
+LAYER_INPUT_MODULE = {"albert": "encoder.embedding_hidden_mapping_in", "electra": "embeddings_project"}
+
+
+def position_offset(config) -> int:
+    """The position id of a sequence's first token in the model's own forward: padding_idx + 1 for the model
+    types of POSITIONS_AFTER_PADDING (2 for RoBERTa and MPNet, whose pad id is 1), else 0."""
+    if getattr(config, "model_type", "") not in POSITIONS_AFTER_PADDING:
+        return 0
+    pad = getattr(config, "pad_token_id", None)
+    return (1 if pad is None else int(pad)) + 1  # 1: the pad id every model type of the set defaults to
+
+
+def layer_input_module(model):
+    """The submodule of a backbone whose output is its first layer's input (LAYER_INPUT_MODULE), else its
+    ``embeddings``; None where it has neither."""
+    path = LAYER_INPUT_MODULE.get(getattr(getattr(model, "config", None), "model_type", ""))
+    if path:
+        found = model
+        for part in path.split("."):
+            found = getattr(found, part, None)
+        if found is not None:
+            return found
+    return getattr(model, "embeddings", None)
+
+
 BERT_DROPOUT = ("hidden_dropout_prob", "attention_probs_dropout_prob")
 
 MODEL_TYPES: dict[str, ModelType] = {
@@ -81,7 +127,7 @@ MODEL_TYPES: dict[str, ModelType] = {
     "roberta": ModelType(BERT_DROPOUT, BERT_LAYOUT),
     "xlm-roberta": ModelType(BERT_DROPOUT, BERT_LAYOUT),
     "camembert": ModelType(BERT_DROPOUT, BERT_LAYOUT),
-    "electra": ModelType(BERT_DROPOUT, replace(BERT_LAYOUT, embedding_projection="embeddings_project")),
+    "electra": ModelType(BERT_DROPOUT, replace(BERT_LAYOUT, embedding_projection=LAYER_INPUT_MODULE["electra"])),
     "distilbert": ModelType(("dropout", "attention_dropout"), DISTILBERT_LAYOUT),
     "albert": ModelType(BERT_DROPOUT, None, "its layers share weights in groups, another module layout: not proven"),
     "mpnet": ModelType(BERT_DROPOUT, None, "a relative position bias in every layer's attention: not reproduced"),

@@ -30,7 +30,7 @@ batch 256, lr 1e-5, 1 epoch, max length 32, fp16, temperature 0.05 for both back
 Differences kept selectable:
   * positions: the released delta passes position ids 0.. (``positions: released``) also for RoBERTa,
     whose own position ids start after the padding index (as MPNet's and the other model types of
-    csebench.model.architectures.POSITIONS_AFTER_PADDING); ``positions: model`` (default) gives the
+    csebench.model.model_types.POSITIONS_AFTER_PADDING); ``positions: model`` (default) gives the
     template alone the ids the model gives it inside a sentence.
   * length: the released code truncates the sentence to 32 tokens before adding the template; ours
     wraps the corpus rows as tokenized for training (at most max_seq_length tokens with [CLS]/[SEP]).
@@ -45,7 +45,7 @@ from typing import Any, ClassVar
 import torch
 
 from csebench.core.errors import ConfigError
-from csebench.model.architectures import position_offset
+from csebench.model.model_types import position_offset
 from csebench.model.prompts import template_ids, template_only, wrap
 from csebench.objectives.base import ObjectiveTerm
 

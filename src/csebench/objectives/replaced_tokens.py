@@ -31,7 +31,7 @@ What the released code does (voidism/DiffCSE at commit f724b2c; read, not copied
     the released code has BERT and RoBERTa only. On a model whose embeddings are factorised (ALBERT; ELECTRA-small,
     embedding_size 128 < hidden 256) the first layer reads their projection to the hidden size, so the embedding
     (hidden size) replaces position 0 of that projection's output (ALBERT's embedding_hidden_mapping_in, ELECTRA's
-    embeddings_project: csebench.model.architectures.LAYER_INPUT_MODULE), the same place in the computation.
+    embeddings_project: csebench.model.model_types.LAYER_INPUT_MODULE), the same place in the computation.
   * the loss: ``CrossEntropyLoss`` over all rows x positions of both views, padding included with label 0
     (models.py line 272), times ``--lambda_weight`` (line 273; 0.005 in run_diffcse.sh).
 The released trainer clips the gradient norm of all the model's parameters together (HF Trainer, max_grad_norm
@@ -49,7 +49,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from csebench.core.errors import ConfigError
-from csebench.model.architectures import layer_input_module
+from csebench.model.model_types import layer_input_module
 from csebench.objectives.base import ObjectiveTerm, StepContext
 
 RANDOM = "random"  # a tiny random masked LM of the tokenizer's vocabulary (tests and the CPU demo backbone)
@@ -100,7 +100,7 @@ def conditioned_logits(discriminator: nn.Module, head: nn.Module, inputs: torch.
     """(B, L, 2) logits of the discriminator reading ``inputs`` with its first layer's input at position 0
     replaced by ``condition`` (B, H) (the released modeling_bert.py's ``cls_input``, which replaces the embedding
     output the encoder reads): the embeddings' output, or where a model projects factorised embeddings to the
-    hidden size (ALBERT, ELECTRA-small) that projection's (csebench.model.architectures.layer_input_module)."""
+    hidden size (ALBERT, ELECTRA-small) that projection's (csebench.model.model_types.layer_input_module)."""
     def replace_first(module, args, output):
         return torch.cat([condition.unsqueeze(1).to(output.dtype), output[:, 1:]], dim=1)
 
@@ -169,7 +169,7 @@ class ReplacedTokenDetection(ObjectiveTerm):
             raise ConfigError(f"objectives.replaced_token_detection: a {backbone.__class__.__name__} (model_type "
                               f"'{getattr(backbone.config, 'model_type', '?')}') has no embeddings module whose output its "
                               "first layer reads, where DiffCSE conditions the discriminator on the sentence embedding; "
-                              "add its module to csebench.model.architectures.LAYER_INPUT_MODULE")
+                              "add its module to csebench.model.model_types.LAYER_INPUT_MODULE")
         # the discriminator: the pretrained backbone's weights, trained with the encoder (train.py lines 374, 388)
         self.discriminator = copy.deepcopy(backbone)
         if getattr(self.discriminator, "pooler", None) is not None:
