@@ -206,6 +206,26 @@ class Params(Mapping):
                                                "runs": [{"name": run, "backbone": name, "method": method, **settings}]}
         return Params(raw), "cli", run
 
+    def suite_of_your_own(self, base: "Params", name: str = "mine") -> tuple[str, dict]:
+        """(the suite's name, a params override file's mapping) of a suite that lists the run of your own these params
+        hold as suite ``cli`` (with_run_of_your_own of ``base``): its data source (the corpus by its absolute path: a
+        run's key reads the file's content, so any spelling of it is the same run), the backbone entry made for a folder,
+        hub id or pooler if any, and the suite, named ``name`` (``name-2``, ... where base has one so named). Merged over
+        params.yaml (``params_overrides``), its run has the one-line run's key: a build of it trains nothing."""
+        cli = copy.deepcopy(self._raw["suites"]["cli"])
+        data = copy.deepcopy(self._raw["data"][cli["data"]])
+        if data["corpus"].get("path"):
+            data["corpus"]["path"] = os.path.abspath(data["corpus"]["path"])
+        taken = set(base._raw.get("suites") or {}) | set(base._raw.get("data") or {})
+        chosen, n = name, 1
+        while chosen in taken:
+            n += 1
+            chosen = f"{name}-{n}"
+        made = {r["backbone"] for r in cli["runs"]} - set(base._raw.get("backbones") or {})
+        out = {"backbones": {b: self._raw["backbones"][b] for b in sorted(made)}} if made else {}
+        out.update(data={chosen: data}, suites={chosen: {**cli, "data": chosen}})
+        return chosen, out
+
     @property
     def suites(self) -> dict[str, Suite]:
         return {name: Suite(name, spec or {}, self) for name, spec in (self._raw.get("suites") or {}).items()}
