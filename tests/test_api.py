@@ -284,15 +284,20 @@ def test_the_readme_s_one_line_training_is_the_run_the_build_reuses(tmp_path):
     out = proc.stdout.splitlines()
     assert out[0].startswith("STS, Spearman x100, both pooled with avg (capped: about 40 pairs")
     assert re.fullmatch(r"untrained minilm( +-?\d+\.\d\d){8}", out[2]) and re.fullmatch(r"minilm-simcse/seed42( +-?\d+\.\d\d){8}", out[3])
-    assert out[-1] == f"{folder}: model/, train.json, sts_vs_untrained.json"
+    end = out.index(f"{folder}: model/, train.json, sts_vs_untrained.json")
+    assert out[end + 1] == f"model card: {folder}/model/README.md (and {folder}/model_card.md)"
     assert re.search(rf"done: minilm-simcse/seed42: 1 step, STS-B dev \d+\.\d\d at step 1; {folder} \(model/, train.json\)\n",
                      proc.stderr)
-    # a suite of your own listing the same run (README, "A suite of your own")
-    (proj / "my-suite.yaml").write_text(yaml.safe_dump({
+    # the suite of your own it printed last and wrote beside the run lists the same run (README, "A suite of your own");
+    # so does one written by hand with the corpus's path as typed (the key reads the file's content)
+    assert "\n".join(out[end + 2:]) + "\n" == (proj / folder / "suite.yaml").read_text()
+    (proj / "by-hand.yaml").write_text(yaml.safe_dump({
         "data": {"my": {"corpus": {"path": "my-corpus.txt"}, "senteval": {"path": "{shared}/senteval"}}},
         "suites": {"mine": {"data": "my", "seeds": [42], "runs": {"simcse": {"backbone": "minilm", "method": "simcse"}}}}}))
+    assert resolve_run(load_params(str(proj / "params.yaml"), [str(proj / "by-hand.yaml")]), "mine", "simcse", 42).key() == key
+    (proj / "my-suite.yaml").write_text((proj / folder / "suite.yaml").read_text())
     params = load_params(str(proj / "params.yaml"), [str(proj / "my-suite.yaml")])
-    assert resolve_run(params, "mine", "simcse", 42).key() == key
+    assert resolve_run(params, "mine", "minilm-simcse", 42).key() == key
     build = next(c for c in readme_block("**A suite of your own**") if c.startswith("snakemake "))
     assert "'params_overrides=[\"my-suite.yaml\"]'" in build
 
