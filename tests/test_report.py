@@ -428,3 +428,19 @@ def test_report_never_shows_a_subset_average_as_the_average(tmp_path):
     md = rp.render_markdown(list(rows.values()), "transfer", "s")
     iscse_line = next(l for l in md.splitlines() if "| iscse |" in l)
     assert iscse_line.split("|")[-4].strip() == "–"  # the Avg. cell
+
+
+def test_a_curve_of_one_point_is_drawn(tmp_path):
+    """A run that logged its loss once (one step, or fewer steps than log_steps) has a one-row train_curve.csv: the
+    loss panel shows it as a marker (a line through one point draws nothing); a longer curve stays a plain line."""
+    from csebench.results.plotting import plot_curve, pyplot
+
+    one, two = tmp_path / "one.csv", tmp_path / "two.csv"
+    one.write_text("step,loss\n1,0.0002\n")
+    two.write_text("step,loss\n1,2.0\n2,1.5\n")
+    fig, ax = pyplot().subplots()
+    plot_curve(ax, one, "loss")
+    plot_curve(ax, two, "loss")
+    assert [line.get_marker() for line in ax.lines] == ["o", "None"]
+    assert list(ax.lines[0].get_xydata()[0]) == [1.0, 0.0002]
+    pyplot().close(fig)

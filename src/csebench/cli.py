@@ -114,7 +114,7 @@ def _on_interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
-OUTPUT_OPTIONS = ("out", "pairs_out", "figure", "markdown", "csv", "out_dir")  # checked writable before any work
+OUTPUT_OPTIONS = ("out", "pairs_out", "figure", "markdown", "latex", "csv", "out_dir")  # checked writable before any work
 
 
 def _check_outputs(args) -> None:
