@@ -106,6 +106,38 @@ def test_eval_sts_takes_a_backbone_name_finds_the_shared_data_and_says_the_poole
     assert json.loads(out.read_text())["encoding"]["pooler"] == "cls_before_pooler"
     assert_fails(capsys, ["eval-sts", "--model", "minilm", "--senteval", str(tmp_path / "none")],
                  "SentEval data folder not found")
+    err = assert_fails(capsys, ["eval-sts", "--model", "minlm"], "--model minlm: not a backbone name of params.yaml (did you "
+                       "mean 'minilm'?), nor a model folder")
+    assert "Hugging Face" not in err and "fetch-backbone" not in err
+    # offline, a word close to no name and in no cache: the names listed, the hub only as what a hub id looks like
+    assert_fails(capsys, ["eval-sts", "--model", "qwerty"], "--model qwerty: not a backbone name of params.yaml (bert-base, ",
+                 "a hub id is ORG/NAME")
+
+
+def test_the_command_line_works_outside_the_checkout(tmp_path, monkeypatch, capsys, caplog, small):
+    """From a folder of one's own outside the checkout (no params.yaml there), `csebench eval-sts --model minilm` reads
+    the params.yaml the API reads (the checkout csebench is installed from) and the SentEval data of $CSEBENCH_SHARED;
+    without $CSEBENCH_SHARED, its paths.shared is read beside that params.yaml (../shared beside the checkout), not from
+    the current folder. A params.yaml in the current folder is still the one read, and --params still names one."""
+    from csebench.cli import build_parser, main
+    from csebench.study.cli import params_of
+
+    mine = tmp_path / "mywork"
+    mine.mkdir()
+    monkeypatch.chdir(mine)
+    monkeypatch.setenv("CSEBENCH_SHARED", str(small.parent))
+    caplog.set_level(logging.INFO)
+    assert main(["eval-sts", "--model", "minilm", "--no-progress"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["model"] == "packaged:minilm" and printed["pooler"] == "avg" and printed["protocol"] == "full"
+    assert f"no params.yaml here: reading {ROOT / 'params.yaml'}" in caplog.text
+    assert sorted(p.name for p in mine.iterdir()) == []  # nothing written there
+    monkeypatch.delenv("CSEBENCH_SHARED")
+    outside = params_of(build_parser().parse_args(["eval-sts", "--model", "minilm"]))
+    assert outside.file == str(ROOT / "params.yaml") and outside.paths.shared == str(ROOT.parent / "shared")
+    (mine / "params.yaml").write_text((ROOT / "params.yaml").read_text())
+    here = params_of(build_parser().parse_args(["eval-sts", "--model", "minilm"]))
+    assert here.file == str(mine / "params.yaml") and here.paths.shared == "../shared"
 
 
 def test_a_sentence_transformers_object_reports_its_pooling_module(small, tokenizer):
@@ -328,7 +360,12 @@ def test_a_run_of_one_s_own_is_checked_before_it_trains(capsys, tmp_path):
     from csebench.training.cli import _setting_value
 
     assert [_setting_value(v, "x") for v in ("1e-4", "64", "true", "avg", "[1, 2]")] == [1e-4, 64, True, "avg", [1, 2]]
-    assert_fails(capsys, base + ["--method", "nope"], "unknown method 'nope'")
+    assert_fails(capsys, base + ["--method", "nope"], "--method nope: not a method of params.yaml (valid: ")
+    assert_fails(capsys, base + ["--method", "simcsee"], "--method simcsee: not a method of params.yaml (did you mean 'simcse'?)")
+    # a misspelt backbone name: one line, the closest name, nothing of the hub (no loading was tried)
+    err = assert_fails(capsys, ["train", "--backbone", "minlm", "--method", "simcse", "--corpus", str(corpus)],
+                       "--backbone minlm: not a backbone name of params.yaml (did you mean 'minilm'?)")
+    assert "Hugging Face" not in err and "fetch-backbone" not in err and "hub" not in err
     assert_fails(capsys, base + ["--method", "simcse", "--suite", "ci"], "give either --backbone and --method")
     assert_fails(capsys, base + ["--method", "simcse", "--set", "learning_rate=1"], "--set learning_rate=1: expected training.KEY=VALUE")
     assert_fails(capsys, ["train", "--suite", "ci", "--run", "simcse", "--out", str(tmp_path / "r")], "--seed is required")

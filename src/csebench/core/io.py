@@ -294,6 +294,17 @@ def write_csv(path: str | os.PathLike, header: list[str], rows: list[list[Any]])
             writer.writerows(rows)
 
 
+def stderr_is_tty() -> bool:
+    """Whether someone watches standard error: a progress bar is drawn only then (a file or a pipe, a Snakemake or
+    cluster log, gets plain log lines instead)."""
+    import sys
+
+    try:
+        return sys.stderr is not None and sys.stderr.isatty()
+    except (AttributeError, ValueError):  # a replaced or closed stream
+        return False
+
+
 def save_png(fig, path: str | os.PathLike, dpi: int = 130, footer: str = "", caveat: str = "") -> None:
     """Write a matplotlib figure atomically as PNG and close it; ``footer`` (the provenance line) goes
     under the figure in small grey text (bbox_inches="tight" keeps it in the image), and above it ``caveat``

@@ -169,6 +169,18 @@ class Params(Mapping):
     def paths(self) -> Paths:
         return Paths(data=str(data_root(self._raw)), results=str(results_root(self._raw)), shared=shared_dir(self._raw))
 
+    def with_shared_beside_file(self) -> "Params":
+        """The same params with a relative ``paths.shared`` read from the folder of the params.yaml they were loaded
+        from, not from the current folder (a command run outside the checkout reads ../shared beside the checkout, as
+        the Python API does); itself where paths.shared is absolute or the params came from no file. $CSEBENCH_SHARED,
+        when set, still comes first (shared_dir)."""
+        shared = str((self._raw.get("paths") or {}).get("shared", "../shared"))
+        if self.file is None or os.path.isabs(shared):
+            return self
+        raw = dict(self._raw)
+        raw["paths"] = {**(self._raw.get("paths") or {}), "shared": os.path.normpath(os.path.join(os.path.dirname(self.file), shared))}
+        return Params(raw, self.file)
+
     def with_results(self, results: str | os.PathLike | None) -> "Params":
         """The same params, their results read from (and written to) ``results``; itself when None."""
         if results is None:
@@ -197,7 +209,7 @@ class Params(Mapping):
                 name = f"{backbone}-{pooler}-{digest(spec, 6)}"
             backbones[name] = spec
         if method not in (raw.get("methods") or {}):
-            raise ConfigError(f"unknown method '{method}' (params.yaml methods: {', '.join(raw.get('methods') or {})})")
+            raise ConfigError(f"--method {method}: not a method of params.yaml{_suggest(method, list(raw.get('methods') or {}))}")
         source = "corpus-" + digest(corpus, 8)
         data[source] = {"corpus": {"path": corpus}, "senteval": {"path": "{shared}/senteval"}}
         run = f"{name if named else 'model'}-{method}"
@@ -244,6 +256,12 @@ class Params(Mapping):
     @property
     def backbones(self) -> dict[str, BackboneConfig]:
         return {name: backbone_config(self._raw, name) for name in (self._raw.get("backbones") or {})}
+
+    def check_model_name(self, model: str, what: str = "--model") -> None:
+        """A misspelt backbone name given for a model (``minlm``) refused with the closest name (csebench.study.fetch)."""
+        from csebench.study.fetch import check_model_name
+
+        check_model_name(self._raw, model, what)
 
     def data_source(self, name: str) -> DataConfig:
         return data_config(self._raw, name)

@@ -113,6 +113,7 @@ def _one_line_run(args, params: Params) -> Params:
         for part in parts[:-1]:
             node = node.setdefault(part, {})
         node[parts[-1]] = _setting_value(value, f"--set {item}")
+    params.check_model_name(args.backbone, "--backbone")  # minlm: not a name of params.yaml, did you mean minilm?
     pooler = args.pooler
     if pooler is None and args.backbone not in params.backbones:  # a folder or hub id: its own pooling, if it declares one
         from csebench.model.encoder import own_pooler
