@@ -287,13 +287,13 @@ def test_the_api_page_s_first_example_runs_from_a_folder_outside_the_checkout(tm
 
 @pytest.mark.slow(seconds=110)
 @needs_pipeline
-def test_the_readme_s_one_line_training_is_the_run_the_build_reuses(tmp_path):
+def test_the_readme_s_one_line_training_is_the_run_the_build_reuses(tmp_path, monkeypatch):
     """The README's `csebench train --backbone minilm --method simcse --corpus my-corpus.txt`, as typed (a quick
     closing comparison: --max-sts-pairs), in the README's layout: it trains into results/runs/KEY/seed42, KEY is the
     key a suite of your own listing that run on that corpus resolves to, it ends with the trained model's STS beside
-    the untrained MiniLM's, both pooled as `eval-sts --model minilm` pools (avg), and the README's build of that
-    suite (`snakemake ... 'params_overrides=["my-suite.yaml"]'`, dry) plans no train job for it: neither before the
-    build prepared data/<source>/ nor after."""
+    the untrained MiniLM's, both pooled as `eval-sts --model minilm` pools (avg), then its card and the suite.yaml it
+    writes beside the run; the README's build of that suite (`snakemake ... 'params_overrides=["my-suite.yaml"]'`,
+    dry) plans no train job for it: neither before the build prepared data/<source>/ nor after."""
     import shlex
     import subprocess
 
@@ -326,6 +326,7 @@ def test_the_readme_s_one_line_training_is_the_run_the_build_reuses(tmp_path):
     (proj / "by-hand.yaml").write_text(yaml.safe_dump({
         "data": {"my": {"corpus": {"path": "my-corpus.txt"}, "senteval": {"path": "{shared}/senteval"}}},
         "suites": {"mine": {"data": "my", "seeds": [42], "runs": {"simcse": {"backbone": "minilm", "method": "simcse"}}}}}))
+    monkeypatch.chdir(proj)  # where the build runs: the relative path read from there
     assert resolve_run(load_params(str(proj / "params.yaml"), [str(proj / "by-hand.yaml")]), "mine", "simcse", 42).key() == key
     (proj / "my-suite.yaml").write_text((proj / folder / "suite.yaml").read_text())
     params = load_params(str(proj / "params.yaml"), [str(proj / "my-suite.yaml")])
@@ -342,10 +343,10 @@ def test_the_readme_s_one_line_training_is_the_run_the_build_reuses(tmp_path):
     assert re.search(r"^rule eval_sts:", before, re.M) and "prepare_senteval" in before  # the suite is not built yet
     assert not re.search(r"^rule train:", before, re.M), before[-3000:]
     assert "prepare_corpus" not in before  # a finished run reads no corpus: nothing asks for it
-    prepare = subprocess.run(shlex.split(build) + ["--", "data/my/senteval/ROOT", "data/my/corpus.txt"], cwd=proj,
+    prepare = subprocess.run(shlex.split(build) + ["--", "data/mine/senteval/ROOT", "data/mine/corpus.txt"], cwd=proj,
                              env=user_env(), capture_output=True, text=True, timeout=600)
     assert prepare.returncode == 0, prepare.stderr[-3000:]
-    assert (proj / "data/my/corpus.txt").stat().st_mtime > (proj / folder / "train.json").stat().st_mtime
+    assert (proj / "data/mine/corpus.txt").stat().st_mtime > (proj / folder / "train.json").stat().st_mtime
     after = dry_run()  # the data now prepared after the run: still not stale
     assert not re.search(r"^rule train:", after, re.M), after[-3000:]
     forced = subprocess.run(shlex.split(build) + ["-n", "--forcerun", "train"], cwd=proj, env=user_env(),

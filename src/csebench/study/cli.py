@@ -22,9 +22,9 @@ def params_of(args) -> Params:
     its relative paths.shared is then read beside that file (../shared beside the checkout), as the API reads it."""
     path = args.params
     if path == DEFAULT_PARAMS and not os.path.isfile(path):
-        found = installed_params()
+        found, origin = installed_params()
         if found is not None:
-            logging.getLogger("csebench").info("no params.yaml here: reading %s (the checkout csebench is installed from)", found)
+            logging.getLogger("csebench").info("no params.yaml here: reading %s (%s)", found, origin)
             return Params.load(found, args.config).with_shared_beside_file()
     return Params.load(path, args.config)
 
@@ -33,11 +33,14 @@ DEFAULT_PARAMS = "params.yaml"  # --params' default (csebench.core.commands.PARA
 
 
 def installed_params():
-    """The params.yaml of the checkout csebench is installed from, else the one a wheel of csebench carries; None."""
+    """(the params.yaml of the checkout csebench is installed from, else the one a wheel of csebench carries, or None;
+    which of them it is)."""
     from csebench.study.params import installed_checkout, packaged_params_file
 
     checkout = installed_checkout()
-    return checkout / "params.yaml" if checkout is not None else packaged_params_file()
+    if checkout is not None:
+        return checkout / "params.yaml", "the checkout csebench is installed from"
+    return packaged_params_file(), "the copy this installed csebench carries"
 
 
 def resolve_inputs(args) -> None:

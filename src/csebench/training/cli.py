@@ -219,7 +219,7 @@ def _train(args) -> None:
 
     from csebench.study.fetch import offline
 
-    params = params_of(args)
+    base = params = params_of(args)
     if args.backbone or args.method:
         args.seed = 42 if args.seed is None else args.seed
         params = _one_line_run(args, params)
@@ -291,7 +291,7 @@ def _train(args) -> None:
     if args.suite == "cli":  # a run of your own: its model card (with that comparison), the suite that lists it
         card = SHARING.get("model_card")(args.out)
         print(f"model card: {card} (and {os.path.join(args.out, 'model_card.md')})", flush=True)
-        print(_suite_file(params, params_of(args), cfg, args.out), end="", flush=True)
+        print(_suite_file(params, base, cfg, args.out), end="", flush=True)
     log.info("done: %s", done_line(summary, args.out))
 
 
@@ -301,20 +301,22 @@ SUITE_FILE = "suite.yaml"  # beside a run of your own: a suite listing it, to me
 def _suite_file(params: Params, base: Params, cfg, out: str) -> str:
     """Write ``out``/suite.yaml, a suite of your own that lists the run just trained (Params.suite_of_your_own): merged
     over params.yaml, a build of it finds the run in its folder and trains nothing. Returns the text (for the log)."""
+    import shlex
+
     import yaml
 
     from csebench.core.io import write_text
+    from csebench.core.paths import key_dir
 
     path = os.path.abspath(os.path.join(out, SUITE_FILE))
     name, spec = params.suite_of_your_own(base)
-    from csebench.core.paths import key_dir
-
+    overrides = shlex.quote('params_overrides=["' + path + '"]')  # a path with a space or a quote stays one word
     results, folder = os.path.abspath(params.paths.results), f"runs/{cfg.key()}/seed{cfg.seed}"
     where = (f"finds the run in {folder} and trains nothing" if os.path.abspath(out) == os.path.abspath(key_dir(
              params.paths.results, cfg.key(), cfg.seed)) else f"looks for the run in {folder} (it was trained in --out {out})")
     text = (f"# A suite that lists run {cfg.run_id} (key {cfg.key()}): merged over params.yaml, a build with the results\n"
             f"# folder {results} {where} (docs/runs.md):\n"
-            f"#   snakemake --cores all --config 'suites=[{name}]' 'params_overrides=[\"{path}\"]' reproduce=none\n"
+            f"#   snakemake --cores all --config 'suites=[{name}]' {overrides} reproduce=none\n"
             + yaml.safe_dump(spec, sort_keys=False, default_flow_style=False))
     write_text(path, text)
     return text
