@@ -106,6 +106,38 @@ def test_eval_sts_takes_a_backbone_name_finds_the_shared_data_and_says_the_poole
     assert json.loads(out.read_text())["encoding"]["pooler"] == "cls_before_pooler"
     assert_fails(capsys, ["eval-sts", "--model", "minilm", "--senteval", str(tmp_path / "none")],
                  "SentEval data folder not found")
+    err = assert_fails(capsys, ["eval-sts", "--model", "minlm"], "--model minlm: not a backbone name of params.yaml (did you "
+                       "mean 'minilm'?), nor a model folder")
+    assert "Hugging Face" not in err and "fetch-backbone" not in err
+    # offline, a word close to no name and in no cache: the names listed, the hub only as what a hub id looks like
+    assert_fails(capsys, ["eval-sts", "--model", "qwerty"], "--model qwerty: not a backbone name of params.yaml (bert-base, ",
+                 "a hub id is ORG/NAME")
+
+
+def test_the_command_line_works_outside_the_checkout(tmp_path, monkeypatch, capsys, caplog, small):
+    """From a folder of one's own outside the checkout (no params.yaml there), `csebench eval-sts --model minilm` reads
+    the params.yaml the API reads (the checkout csebench is installed from) and the SentEval data of $CSEBENCH_SHARED;
+    without $CSEBENCH_SHARED, its paths.shared is read beside that params.yaml (../shared beside the checkout), not from
+    the current folder. A params.yaml in the current folder is still the one read, and --params still names one."""
+    from csebench.cli import build_parser, main
+    from csebench.study.cli import params_of
+
+    mine = tmp_path / "mywork"
+    mine.mkdir()
+    monkeypatch.chdir(mine)
+    monkeypatch.setenv("CSEBENCH_SHARED", str(small.parent))
+    caplog.set_level(logging.INFO)
+    assert main(["eval-sts", "--model", "minilm", "--no-progress"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["model"] == "packaged:minilm" and printed["pooler"] == "avg" and printed["protocol"] == "full"
+    assert f"no params.yaml here: reading {ROOT / 'params.yaml'}" in caplog.text
+    assert sorted(p.name for p in mine.iterdir()) == []  # nothing written there
+    monkeypatch.delenv("CSEBENCH_SHARED")
+    outside = params_of(build_parser().parse_args(["eval-sts", "--model", "minilm"]))
+    assert outside.file == str(ROOT / "params.yaml") and outside.paths.shared == str(ROOT.parent / "shared")
+    (mine / "params.yaml").write_text((ROOT / "params.yaml").read_text())
+    here = params_of(build_parser().parse_args(["eval-sts", "--model", "minilm"]))
+    assert here.file == str(mine / "params.yaml") and here.paths.shared == "../shared"
 
 
 def test_a_sentence_transformers_object_reports_its_pooling_module(small, tokenizer):
@@ -255,13 +287,13 @@ def test_the_api_page_s_first_example_runs_from_a_folder_outside_the_checkout(tm
 
 @pytest.mark.slow(seconds=110)
 @needs_pipeline
-def test_the_readme_s_one_line_training_is_the_run_the_build_reuses(tmp_path):
+def test_the_readme_s_one_line_training_is_the_run_the_build_reuses(tmp_path, monkeypatch):
     """The README's `csebench train --backbone minilm --method simcse --corpus my-corpus.txt`, as typed (a quick
     closing comparison: --max-sts-pairs), in the README's layout: it trains into results/runs/KEY/seed42, KEY is the
     key a suite of your own listing that run on that corpus resolves to, it ends with the trained model's STS beside
-    the untrained MiniLM's, both pooled as `eval-sts --model minilm` pools (avg), and the README's build of that
-    suite (`snakemake ... 'params_overrides=["my-suite.yaml"]'`, dry) plans no train job for it: neither before the
-    build prepared data/<source>/ nor after."""
+    the untrained MiniLM's, both pooled as `eval-sts --model minilm` pools (avg), then its card and the suite.yaml it
+    writes beside the run; the README's build of that suite (`snakemake ... 'params_overrides=["my-suite.yaml"]'`,
+    dry) plans no train job for it: neither before the build prepared data/<source>/ nor after."""
     import shlex
     import subprocess
 
@@ -284,15 +316,21 @@ def test_the_readme_s_one_line_training_is_the_run_the_build_reuses(tmp_path):
     out = proc.stdout.splitlines()
     assert out[0].startswith("STS, Spearman x100, both pooled with avg (capped: about 40 pairs")
     assert re.fullmatch(r"untrained minilm( +-?\d+\.\d\d){8}", out[2]) and re.fullmatch(r"minilm-simcse/seed42( +-?\d+\.\d\d){8}", out[3])
-    assert out[-1] == f"{folder}: model/, train.json, sts_vs_untrained.json"
+    end = out.index(f"{folder}: model/, train.json, sts_vs_untrained.json")
+    assert out[end + 1] == f"model card: {folder}/model/README.md (and {folder}/model_card.md)"
     assert re.search(rf"done: minilm-simcse/seed42: 1 step, STS-B dev \d+\.\d\d at step 1; {folder} \(model/, train.json\)\n",
                      proc.stderr)
-    # a suite of your own listing the same run (README, "A suite of your own")
-    (proj / "my-suite.yaml").write_text(yaml.safe_dump({
+    # the suite of your own it printed last and wrote beside the run lists the same run (README, "A suite of your own");
+    # so does one written by hand with the corpus's path as typed (the key reads the file's content)
+    assert "\n".join(out[end + 2:]) + "\n" == (proj / folder / "suite.yaml").read_text()
+    (proj / "by-hand.yaml").write_text(yaml.safe_dump({
         "data": {"my": {"corpus": {"path": "my-corpus.txt"}, "senteval": {"path": "{shared}/senteval"}}},
         "suites": {"mine": {"data": "my", "seeds": [42], "runs": {"simcse": {"backbone": "minilm", "method": "simcse"}}}}}))
+    monkeypatch.chdir(proj)  # where the build runs: the relative path read from there
+    assert resolve_run(load_params(str(proj / "params.yaml"), [str(proj / "by-hand.yaml")]), "mine", "simcse", 42).key() == key
+    (proj / "my-suite.yaml").write_text((proj / folder / "suite.yaml").read_text())
     params = load_params(str(proj / "params.yaml"), [str(proj / "my-suite.yaml")])
-    assert resolve_run(params, "mine", "simcse", 42).key() == key
+    assert resolve_run(params, "mine", "minilm-simcse", 42).key() == key
     build = next(c for c in readme_block("**A suite of your own**") if c.startswith("snakemake "))
     assert "'params_overrides=[\"my-suite.yaml\"]'" in build
 
@@ -305,10 +343,10 @@ def test_the_readme_s_one_line_training_is_the_run_the_build_reuses(tmp_path):
     assert re.search(r"^rule eval_sts:", before, re.M) and "prepare_senteval" in before  # the suite is not built yet
     assert not re.search(r"^rule train:", before, re.M), before[-3000:]
     assert "prepare_corpus" not in before  # a finished run reads no corpus: nothing asks for it
-    prepare = subprocess.run(shlex.split(build) + ["--", "data/my/senteval/ROOT", "data/my/corpus.txt"], cwd=proj,
+    prepare = subprocess.run(shlex.split(build) + ["--", "data/mine/senteval/ROOT", "data/mine/corpus.txt"], cwd=proj,
                              env=user_env(), capture_output=True, text=True, timeout=600)
     assert prepare.returncode == 0, prepare.stderr[-3000:]
-    assert (proj / "data/my/corpus.txt").stat().st_mtime > (proj / folder / "train.json").stat().st_mtime
+    assert (proj / "data/mine/corpus.txt").stat().st_mtime > (proj / folder / "train.json").stat().st_mtime
     after = dry_run()  # the data now prepared after the run: still not stale
     assert not re.search(r"^rule train:", after, re.M), after[-3000:]
     forced = subprocess.run(shlex.split(build) + ["-n", "--forcerun", "train"], cwd=proj, env=user_env(),
@@ -323,7 +361,12 @@ def test_a_run_of_one_s_own_is_checked_before_it_trains(capsys, tmp_path):
     from csebench.training.cli import _setting_value
 
     assert [_setting_value(v, "x") for v in ("1e-4", "64", "true", "avg", "[1, 2]")] == [1e-4, 64, True, "avg", [1, 2]]
-    assert_fails(capsys, base + ["--method", "nope"], "unknown method 'nope'")
+    assert_fails(capsys, base + ["--method", "nope"], "--method nope: not a method of params.yaml (valid: ")
+    assert_fails(capsys, base + ["--method", "simcsee"], "--method simcsee: not a method of params.yaml (did you mean 'simcse'?)")
+    # a misspelt backbone name: one line, the closest name, nothing of the hub (no loading was tried)
+    err = assert_fails(capsys, ["train", "--backbone", "minlm", "--method", "simcse", "--corpus", str(corpus)],
+                       "--backbone minlm: not a backbone name of params.yaml (did you mean 'minilm'?)")
+    assert "Hugging Face" not in err and "fetch-backbone" not in err and "hub" not in err
     assert_fails(capsys, base + ["--method", "simcse", "--suite", "ci"], "give either --backbone and --method")
     assert_fails(capsys, base + ["--method", "simcse", "--set", "learning_rate=1"], "--set learning_rate=1: expected training.KEY=VALUE")
     assert_fails(capsys, ["train", "--suite", "ci", "--run", "simcse", "--out", str(tmp_path / "r")], "--seed is required")

@@ -28,3 +28,17 @@ def test_license_file_is_the_declared_licence():
     text = (ROOT / "LICENSE").read_text(encoding="utf-8")
     assert text.startswith("MIT License\n") and "csebench contributors" in text
     assert "THE SOFTWARE IS PROVIDED \"AS IS\", WITHOUT WARRANTY OF ANY KIND" in text
+
+
+def test_the_readme_s_bibtex_and_the_citation_file_name_the_same_authors_title_and_version():
+    """The README's @software entry is CITATION.cff's preferred citation: its authors (as LICENSE and pyproject.toml
+    name them, one corporate name in double braces), title, year and version."""
+    import re
+
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text(encoding="utf-8"))["preferred-citation"]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    entry = dict(re.findall(r"^\s+(\w+)\s*=\s*\{(.*)\},?$", readme.split("@software{csebench,")[1].split("\n}")[0], re.M))
+    authors = [a["name"] for a in cff["authors"]]
+    assert entry["author"] == "{" + " and ".join(authors) + "}" and authors == [a["name"] for a in PROJECT["authors"]]
+    assert (entry["title"], entry["year"], entry["version"]) == (cff["title"], str(cff["year"]), cff["version"])
+    assert "csebench contributors" in (ROOT / "LICENSE").read_text(encoding="utf-8")

@@ -27,6 +27,17 @@ def test_help_lists_every_command_with_its_summary(capsys):
         assert sub.format_help()
 
 
+def test_help_names_every_method_of_the_readme_and_where_the_list_is():
+    """The top-level --help names the methods the README's terms table names (it named 5 of 12) and says where every
+    method of params.yaml is."""
+    readme = (SRC.parents[1] / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("| term key | method |"):].split("\n\n")[0]
+    methods = [row.split("|")[2].strip().removeprefix("unsup-") for row in table.splitlines()[2:]]
+    text = " ".join(build_parser().format_help().split())
+    assert len(methods) == 12 and all(m in text for m in methods), [m for m in methods if m not in text]
+    assert "`methods:` of params.yaml" in text
+
+
 def handlers(parser) -> set[tuple[str, str]]:
     """(module, function) of every handler the parser reaches, subcommands (`results render`) included."""
     out = set()
@@ -91,7 +102,7 @@ def test_a_package_that_declares_a_command_is_found_without_a_list(tmp_path, mon
 
 def test_shared_options_are_declared_once():
     texts = "".join(p.read_text() for p in SRC.rglob("*.py"))
-    for needle in ("encoding batch size (default: 128 on a GPU", "hyperparameter file (default: params.yaml)",
+    for needle in ("encoding batch size (default: 128 on a GPU", "hyperparameter file (default: params.yaml here",
                    "override the saved evaluation pooler", "load a run's model even if its weight files differ"):
         assert texts.count(needle) == 1, needle
 

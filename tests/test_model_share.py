@@ -7,6 +7,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -158,6 +159,43 @@ def test_card_cites_each_term_and_reads_mteb_results(runs, tmp_path):
                 'SentenceTransformer("org/name")', "name: name"):
         assert key in text, key
     assert "is-cse" not in text and "he2023instance" not in text
+    # what the run used, said once: InfoNCE and these terms (no "(none: SimCSE alone)" after them)
+    assert "Objective: SimCSE's InfoNCE plus the terms `gaussian_negatives`, `distillation`, resolved settings" in text
+    assert "none: SimCSE alone" not in text and "SimCSE's InfoNCE alone" not in text
+
+
+def test_a_run_of_your_own_s_card_holds_its_closing_comparison(runs, tmp_path):
+    """`csebench model-card --run` on a run no suite has evaluated (a run of your own: sts_vs_untrained.json beside its
+    model, no sts.json): the card shows the trained model beside the untrained backbone, their difference and the
+    protocol, and its model-index carries the trained side; not "Not evaluated"."""
+    import json
+    import shutil
+
+    from huggingface_hub import ModelCard
+
+    from csebench.cli import main
+    from csebench.evaluation.sts import TEST_TASKS
+
+    run = tmp_path / "run"
+    shutil.copytree(runs["simcse"], run)
+    for f in ("sts.json", "transfer.json"):
+        (run / f).unlink()
+    trained = {t: 70.0 + i for i, t in enumerate(TEST_TASKS)}
+    untrained = {t: 60.0 + 2 * i for i, t in enumerate(TEST_TASKS)}
+    (run / "sts_vs_untrained.json").write_text(json.dumps({
+        "run": "simcse/seed1", "backbone": "tiny", "backbone_model": "random", "pooler": "cls_before_pooler",
+        "precision": "fp32", "protocol": "capped", "max_sts_pairs": 40,
+        "trained": {"tasks": trained, "avg": float(np.mean(list(trained.values())))},
+        "untrained": {"tasks": untrained, "avg": float(np.mean(list(untrained.values())))}}))
+    assert main(["model-card", "--run", str(run)]) == 0
+    text = (run / "model_card.md").read_text()
+    assert "Not evaluated" not in text and "### STS (SentEval): the closing comparison of `csebench train`" in text
+    assert "| untrained `tiny` | 60.00 | 62.00 | 64.00 | 66.00 | 68.00 | 70.00 | 72.00 | 66.00 |" in text
+    assert "| this model | 70.00 | 71.00 | 72.00 | 73.00 | 74.00 | 75.00 | 76.00 | 73.00 |" in text
+    assert "| difference | +10.00 | +9.00 | +8.00 | +7.00 | +6.00 | +5.00 | +4.00 | +7.00 |" in text
+    assert "protocol `capped`: each task on a seeded subset of about 40 pairs" in text
+    card = ModelCard.load(run / "model" / "README.md")
+    assert {r.dataset_config: r.metric_value for r in card.data.eval_results} == trained
 
 
 def test_push_dry_run_writes_the_card_and_lists_the_folder(runs, capsys, monkeypatch):

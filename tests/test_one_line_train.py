@@ -97,6 +97,7 @@ def test_train_ends_with_the_trained_model_beside_the_untrained_backbone(tmp_pat
     from csebench.evaluation.embeddings import model_encoder
     from csebench.evaluation.locate import senteval_root
     from csebench.evaluation.sts import evaluate_sts
+    from csebench.study.typed import Params
     from csebench.training.untrained_run import write_untrained_run
 
     corpus = write_corpus(tmp_path / "my.txt", 32)
@@ -125,6 +126,20 @@ def test_train_ends_with_the_trained_model_beside_the_untrained_backbone(tmp_pat
     assert rows["tiny-simcse/seed42"] == pytest.approx([*trained["tasks"].values(), trained["avg"]], abs=0.006)
     assert rows["difference"] == pytest.approx([a - b for a, b in zip(rows["tiny-simcse/seed42"], rows["untrained tiny"])], abs=0.011)
     assert printed[5] == f"{out}: model/, train.json, sts_vs_untrained.json"
+    # then its model card, made with that comparison (the numbers as printed), and the suite that lists the run
+    assert printed[6] == f"model card: {out / 'model' / 'README.md'} (and {out / 'model_card.md'})"
+    card = (out / "model" / "README.md").read_text()
+    assert card == (out / "model_card.md").read_text() and "Not evaluated" not in card
+    assert "### STS (SentEval): the closing comparison of `csebench train`" in card
+    assert f"| this model | {' | '.join(f'{v:.2f}' for v in rows['tiny-simcse/seed42'])} |" in card
+    assert "| difference | " in card and "Objective: SimCSE's InfoNCE alone (no other objective term)." in card
+    assert "(none: SimCSE alone)" not in card
+    suite_file = out / "suite.yaml"
+    assert "\n".join(printed[7:]) + "\n" == suite_file.read_text()
+    key = _one_line_cfg(corpus).key()
+    assert printed[7].startswith(f"# A suite that lists run tiny-simcse/seed42 (key {key})")
+    mine = Params.load(PARAMS, [suite_file]).suite("mine")
+    assert mine.resolve(mine.runs()[0]["name"], 42).key() == key  # merged over params.yaml: the same run
     done = [r.getMessage() for r in caplog.records if r.getMessage().startswith("done: ")]
     summary = json.loads((out / "train.json").read_text())
     assert done == [f"done: tiny-simcse/seed42: 3 steps, STS-B dev {summary['stsb_dev_best']:.2f} at step "
@@ -143,6 +158,7 @@ def test_train_ends_with_the_trained_model_beside_the_untrained_backbone(tmp_pat
     # --no-sts: no comparison, and the one of the training it replaces is gone
     assert main(argv + ["--force", "--no-sts"]) == 0
     assert "STS, Spearman" not in capsys.readouterr().out and not (out / "sts_vs_untrained.json").exists()
+    assert not (out / "sts_vs_untrained_pairs.npz").exists() and "Not evaluated" in (out / "model_card.md").read_text()
 
 
 def _one_line_cfg(corpus):

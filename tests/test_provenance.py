@@ -231,9 +231,9 @@ def test_report_tables_readme_and_figures_carry_the_footer(tmp_path, monkeypatch
     stamped = []
     real = rp.save_png
 
-    def spy(fig, path, dpi=130, footer=""):
+    def spy(fig, path, dpi=130, footer="", caveat=""):
         stamped.append(footer)
-        real(fig, path, dpi, footer)
+        real(fig, path, dpi, footer, caveat)
         assert any(footer.split(" · ")[0] in t.get_text() for t in fig.texts)
 
     monkeypatch.setattr(rp, "save_png", spy)

@@ -306,16 +306,46 @@ def test_readme_links_curves_and_figures(multi_seed):
         assert (readme.parent / link).is_file(), link
 
 
-def test_tables_say_when_scores_come_from_capped_evaluation_sets(tmp_path):
-    """A demo-scale result (STS pair cap, transfer training cap) puts its warning above the table."""
-    warning = "each STS task was scored on a seeded subset of about 500 pairs (demo)"
+def test_tables_say_when_scores_come_from_capped_evaluation_sets(tmp_path, monkeypatch):
+    """A demo-scale result (STS pair cap, transfer caps, STS-B dev cap in training) carries its caveat, with the numbers
+    of pairs and items, into every rendering: sts.md above the table, sts.tex's caption, a column of sts.csv (on the
+    ours and Δ lines, not the published line), transfer's three, the README's glance and both figures' captions; a
+    result of the full protocol carries none. A capped result that records no numbers gives its own warning."""
     results = tmp_path / "results"
-    d = write_run(results, "s", "simcse", 1, "simcse", "minilm", sts=sts_scores(70.0))
+    d = write_run(results, "s", "simcse", 1, "simcse", "minilm", sts=sts_scores(70.0), transfer=dict.fromkeys(TRANSFER, 80.0),
+                  curves=True)
     params = suite_params("s", {"simcse": ("simcse", "minilm")})
-    assert "Demo scale" not in (render_suite(results, params, "s") / "tables" / "sts.md").read_text()
-    res = json.loads((d / "sts.json").read_text())
-    (d / "sts.json").write_text(json.dumps({**res, "protocol": "capped", "warning": warning}))
-    assert f"**Demo scale:** {warning}." in (render_suite(results, params, "s") / "tables" / "sts.md").read_text()
+    captions = {}
+    real_save_png = rp.save_png
+    monkeypatch.setattr(rp, "save_png", lambda fig, path, **kw: (captions.__setitem__(Path(path).name, kw.get("caveat", "")),
+                                                                  real_save_png(fig, path, **kw)))
+    tables = render_suite(results, params, "s") / "tables"
+    assert "Capped evaluation" not in "".join((tables / f"sts.{e}").read_text() for e in ("md", "csv", "tex"))
+    assert captions == {"sts_avg.png": "", "training_curves.png": ""}
+    sts, transfer, train = (json.loads((d / f).read_text()) for f in ("sts.json", "transfer.json", "train.json"))
+    (d / "sts.json").write_text(json.dumps({**sts, "protocol": "capped", "max_sts_pairs": 200,
+                                            "n_pairs": dict.fromkeys(TEST_TASKS, 200) | {"STS12": 199}}))
+    (d / "transfer.json").write_text(json.dumps({**transfer, "protocol": "capped", "max_train_sentences": 120,
+                                                 "max_test_sentences": 100}))
+    (d / "train.json").write_text(json.dumps({**train, "stsb_dev_protocol": "capped", "stsb_dev_pairs": 125, "sickr_dev_pairs": 125}))
+    render_suite(results, params, "s")
+    sts_caveat = ("Capped evaluation, not comparable with published numbers: STS tasks each scored on a seeded subset of "
+                  "about 200 pairs (199-200 pairs a task).")
+    transfer_caveat = ("Capped evaluation, not comparable with published numbers: SentEval transfer classifiers trained on "
+                       "at most 120 sentences a task and scored on at most 100 held-out items a split.")
+    for kind, caveat in (("sts", sts_caveat), ("transfer", transfer_caveat)):
+        assert f"**Demo scale:** {caveat}" in (tables / f"{kind}.md").read_text()
+        tex = (tables / f"{kind}.tex").read_text()
+        assert caveat in tex[tex.index(r"\caption{"):]
+        rows = list(csv.DictReader((tables / f"{kind}.csv").open()))
+        assert rows and all(r["caveat"] == ("" if r["kind"] == "published" else caveat) for r in rows)
+    assert f"**{sts_caveat}**" in (results / "s" / "README.md").read_text()
+    assert captions == {"sts_avg.png": sts_caveat, "training_curves.png": "Capped evaluation, not comparable with published "
+                        "numbers: STS-B dev during training on 125 pairs (SICK-R dev 125)."}
+    warning = "each STS task was scored on a seeded subset of about 500 pairs (demo)"
+    (d / "sts.json").write_text(json.dumps({**sts, "protocol": "capped", "warning": warning}))
+    assert f"**Demo scale:** Capped evaluation, not comparable with published numbers: {warning}." in \
+        (render_suite(results, params, "s") / "tables" / "sts.md").read_text()
 
 
 @pytest.mark.parametrize("item,line", [
@@ -398,3 +428,19 @@ def test_report_never_shows_a_subset_average_as_the_average(tmp_path):
     md = rp.render_markdown(list(rows.values()), "transfer", "s")
     iscse_line = next(l for l in md.splitlines() if "| iscse |" in l)
     assert iscse_line.split("|")[-4].strip() == "–"  # the Avg. cell
+
+
+def test_a_curve_of_one_point_is_drawn(tmp_path):
+    """A run that logged its loss once (one step, or fewer steps than log_steps) has a one-row train_curve.csv: the
+    loss panel shows it as a marker (a line through one point draws nothing); a longer curve stays a plain line."""
+    from csebench.results.plotting import plot_curve, pyplot
+
+    one, two = tmp_path / "one.csv", tmp_path / "two.csv"
+    one.write_text("step,loss\n1,0.0002\n")
+    two.write_text("step,loss\n1,2.0\n2,1.5\n")
+    fig, ax = pyplot().subplots()
+    plot_curve(ax, one, "loss")
+    plot_curve(ax, two, "loss")
+    assert [line.get_marker() for line in ax.lines] == ["o", "None"]
+    assert list(ax.lines[0].get_xydata()[0]) == [1.0, 0.0002]
+    pyplot().close(fig)

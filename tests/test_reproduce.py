@@ -18,6 +18,7 @@ from csebench.study.typed import Params
 from csebench.core.errors import ConfigError
 from csebench.results.registry import Item, default_suites, load_registry, parse_registry
 from csebench.results.render import context, get, input_files, item_outputs, render_item
+from csebench.results.tables import latex_escape
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPERS = Path(os.environ.get("CSEBENCH_SHARED", ROOT.parent / "shared")) / "papers"
@@ -327,6 +328,39 @@ def test_demo_scale_maps_runs_and_drops_unmapped(results, tmp_path):
     assert "|  | published | 75.00 |" in md and md.count("Δ ours − published") == 1  # Δ only where ours exists
     tex = (tmp_path / "table-99.tex").read_text()
     assert tex.count(r" & $\Delta$ & ") == 1 and "ours: n/a (no demo-scale run)" in tex
+
+
+def test_a_paper_item_of_capped_results_carries_the_caveat_everywhere(results, tmp_path, monkeypatch):
+    """A paper item drawn from capped STS results (the demo's max_sts_pairs) carries the caveat with the number of
+    pairs in its Markdown (under the scale note), its LaTeX caption, its CSV's caveat column and, for a figure, the
+    PNG's caption and its companion CSV; the same item of full-protocol results carries none."""
+    from csebench.results.renderers import figures
+
+    table = _item(layout={"columns": [{"name": "Avg.", "metric": "sts:Avg"}], "rows": [{"label": "A", "run": "a", "published": [70.0]}]})
+    sweep = _item(id="is-cse/figure-99", number="Figure 99", kind="figure", renderer="sweep",
+                  layout={"metric": "sts:Avg", "series": [{"label": "S", "points": [{"x": 0, "run": "a"}, {"x": 1, "run": "b"}]}]})
+    caveats = []
+    real = figures.save_png
+    monkeypatch.setattr(figures, "save_png", lambda fig, path, **kw: (caveats.append(kw.get("caveat")), real(fig, path, **kw)))
+
+    def rendered(out):
+        get("grid").render(context(table, _params_with_suite(), str(results), "paper", out))
+        get("sweep").render(context(sweep, _params_with_suite(), str(results), "paper", out))
+        tex = (out / "table-99.tex").read_text()
+        return ((out / "table-99.md").read_text(), tex[tex.index(r"\caption{"):],
+                {r["caveat"] for name in ("table-99.csv", "figure-99.csv") for r in csv.DictReader(open(out / name))},
+                (out / "figure-99.md").read_text())
+
+    md, caption, columns, figure_md = rendered(tmp_path / "full")
+    assert "Capped" not in md + caption + figure_md and columns == {""} and caveats == [""]
+    for f in results.glob("t/runs/*/seed*/sts.json"):
+        res = json.loads(f.read_text())
+        f.write_text(json.dumps({**res, "protocol": "capped", "max_sts_pairs": 200, "n_pairs": dict.fromkeys(res["tasks"], 200)}))
+    caveat = ("Capped evaluation, not comparable with published numbers: STS tasks each scored on a seeded subset of about "
+              "200 pairs (200 pairs a task).")
+    md, caption, columns, figure_md = rendered(tmp_path / "capped")
+    assert f"**{caveat}**" in md and f"**{caveat}**" in figure_md and columns == {caveat} and caveats[-1] == caveat
+    assert latex_escape(caveat) in caption
 
 
 def test_sweep_curves_seeds_figures(results, tmp_path):

@@ -29,3 +29,30 @@ def test_every_run_of_params_yaml_keeps_its_key():
     assert not missing, f"runs of params.yaml no longer listed: {missing[:10]}"
     assert not changed, "runs whose key changed: " + ", ".join(f"{j} {recorded[j]} -> {now[j]}" for j in changed[:10])
     assert len(recorded) >= 400
+
+
+def test_a_corpus_of_your_own_is_keyed_by_its_content_not_its_path(tmp_path, monkeypatch):
+    """The same corpus file named as my-corpus.txt from its folder and as ../mywork/my-corpus.txt from a sibling
+    folder, or copied elsewhere, is one run (one key, one folder); other content is another run. A file not there
+    yet keeps its path in the key. The shared folder's corpora ({shared}/...) keep the keys recorded above."""
+    from csebench.study.typed import Params
+
+    work = tmp_path / "mywork"
+    work.mkdir()
+    (work / "my-corpus.txt").write_text("a sentence.\nanother sentence.\n", encoding="utf-8")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "copy.txt").write_bytes((work / "my-corpus.txt").read_bytes())
+    params = Params.load(ROOT / "params.yaml")
+
+    def key(corpus: str) -> str:
+        own, suite, run = params.with_run_of_your_own("minilm", "simcse", corpus, {}, None, 42)
+        return own.suite(suite).resolve(run, 42).key()
+
+    monkeypatch.chdir(work)
+    here = key("my-corpus.txt")
+    assert key(str(work / "my-corpus.txt")) == here and key("../elsewhere/copy.txt") == here
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert key("../mywork/my-corpus.txt") == here
+    (tmp_path / "elsewhere" / "copy.txt").write_text("a sentence.\n", encoding="utf-8")
+    assert key("copy.txt") != here
+    assert key("not-there.txt") != key("../not-there.txt")  # nothing to read yet: its path

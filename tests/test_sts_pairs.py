@@ -207,7 +207,7 @@ def test_own_dev_set_selects_the_checkpoint(tmp_path, shared_dir):
     assert "the best Spearman on the development set `negated`" in (out / "model_card.md").read_text()
 
 
-def test_own_sets_are_scored_beside_the_seven_tasks(tmp_path, tiny_encoder, shared_dir):
+def test_own_sets_are_scored_beside_the_seven_tasks(tmp_path, tiny_encoder, shared_dir, capsys):
     from runhelpers import write_small_shared
 
     se = write_small_shared(tmp_path / "shared") / "senteval"
@@ -228,6 +228,10 @@ def test_own_sets_are_scored_beside_the_seven_tasks(tmp_path, tiny_encoder, shar
     assert res["extra_sets"] == {"cats": {"spearman": pytest.approx(100 * spearmanr(cos, test.scores)[0], abs=1e-6),
                                           "n_pairs": 20, "split": "test", "duplicates_dropped": 0}}
     assert sorted(np.load(tmp_path / "pairs.npz").files) == sorted(f"{t}.{k}" for t in res["tasks"] for k in ("sim", "gold"))
+    # printed (no --out): the JSON holds the set's score too, not only the log line
+    capsys.readouterr()
+    assert main(["eval-sts", *common, "--embeddings", str(tmp_path / "emb.npz"), "--sts-pairs", f"cats={mine}"]) == 0
+    assert json.loads(capsys.readouterr().out)["extra_sets"] == res["extra_sets"]
 
 
 @needs_pipeline

@@ -384,6 +384,40 @@ def test_the_bar_shows_only_where_stderr_is_a_terminal(tmp_path, monkeypatch, ca
     assert bars == [tty] and [l[0] for l in _progress(caplog)] == steps
 
 
+def test_the_progress_line_s_loss_keeps_four_significant_digits():
+    """A loss near zero (an easy corpus, a late step) read "loss 0.0000" in a piped log: now 2.000e-04."""
+    from csebench.training.trainer import loss_text
+
+    assert [loss_text(x) for x in (3.17934, 0.48213, 0.1, 0.0123456, 2e-4, 0.0, float("nan"))] == [
+        "3.1793", "0.4821", "0.1000", "1.235e-02", "2.000e-04", "0.0000", "nan"]
+
+
+def test_an_encoding_draws_a_bar_only_on_a_terminal_else_logs_lines(monkeypatch, caplog, tiny_encoder):
+    """eval-sts, embed and the dev scores encode with a progress bar where stderr is a terminal, as training does; into
+    a file or a pipe they write a log line at most every ENCODE_LOG_SECONDS instead (here 0: one per batch)."""
+    import logging
+
+    import tqdm
+
+    import csebench.model.encoder as encoder_mod
+
+    enc = tiny_encoder("cls")
+    bars = []
+    orig = tqdm.tqdm.__init__
+    monkeypatch.setattr(tqdm.tqdm, "__init__", lambda bar, *a, **kw: (bars.append(kw.get("desc")), orig(bar, *a, **kw))[1])
+    monkeypatch.setattr(encoder_mod, "ENCODE_LOG_SECONDS", 0.0)
+    sentences = [f"sentence number {i}" for i in range(10)]
+    for tty in (True, False):
+        monkeypatch.setattr(encoder_mod, "stderr_is_tty", lambda: tty)
+        with caplog.at_level(logging.INFO, logger="csebench.model.encoder"):
+            caplog.clear()
+            enc.encode(sentences, batch_size=4, show_progress=True)
+        lines = [r.getMessage().rsplit(" in ", 1)[0] for r in caplog.records if r.getMessage().startswith("encode: ")]
+        assert (bars, lines) == ((["encode"], []) if tty else (["encode"], ["encode: 4 of 10 sentences",
+                                                                           "encode: 8 of 10 sentences",
+                                                                           "encode: 10 of 10 sentences"]))
+
+
 def test_duration_and_rate_of_the_progress_line():
     from csebench.training.trainer import _duration
 

@@ -55,12 +55,20 @@ def declared_commands() -> list[Command]:
     return out
 
 
+# the papers' methods the top-level --help names (README.md, "Methods are objective terms"; tests/test_commands.py)
+METHODS = ("GS-InfoNCE", "IS-CSE", "SSCL", "DistillCSE", "ESimCSE", "MixCSE", "DCLR", "PromptBERT", "SNCSE", "RankCSE",
+           "DiffCSE")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every declared command; each handler gets ``args.spec`` (its Command) and ``args.run_command``
     (this module's main, for a handler that runs other commands in process: rehearse)."""
-    p = argparse.ArgumentParser(prog="csebench", description="Unsupervised contrastive sentence embeddings: SimCSE, "
-                                "GS-InfoNCE, IS-CSE, SSCL, DistillCSE, trained, evaluated and analysed as the papers do.",
-                                epilog="`csebench COMMAND --help`: one command's options. README.md and docs/: the whole story.")
+    p = argparse.ArgumentParser(prog="csebench", description="Unsupervised contrastive sentence embeddings: SimCSE and "
+                                f"the methods built on it ({', '.join(METHODS)}), trained, evaluated and analysed as the "
+                                "papers do.",
+                                epilog="`csebench COMMAND --help`: one command's options. Every method and its settings: the "
+                                "`methods:` of params.yaml (`csebench train --method NAME`; docs/methods.md). README.md and "
+                                "docs/: the whole story.")
     p.add_argument("-v", "--verbose", action="store_true")
     p.add_argument("--threads", type=positive_int, default=None, help="CPU threads for torch (default: torch's choice)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
@@ -114,7 +122,7 @@ def _on_interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
-OUTPUT_OPTIONS = ("out", "pairs_out", "figure", "markdown", "csv", "out_dir")  # checked writable before any work
+OUTPUT_OPTIONS = ("out", "pairs_out", "figure", "markdown", "latex", "csv", "out_dir")  # checked writable before any work
 
 
 def _check_outputs(args) -> None:

@@ -104,7 +104,8 @@ def _current(func: Callable) -> Callable:
 
 # ------------------------------------------------------------------------------------------- shared options
 
-PARAMS = (option("--params", default="params.yaml", help="hyperparameter file (default: params.yaml)"),
+PARAMS = (option("--params", default="params.yaml", help="hyperparameter file (default: params.yaml here, else the one of the "
+                                                                "checkout csebench is installed from)"),
           option("--config", action="append", default=[], help="YAML file merged over params (repeatable)"))
 NO_VERIFY = option("--no-verify", action="store_true",
                    help="load a run's model even if its weight files differ from the sha256 its train.json recorded")

@@ -295,15 +295,32 @@ def write_csv(path: str | os.PathLike, header: list[str], rows: list[list[Any]])
             writer.writerows(rows)
 
 
-def save_png(fig, path: str | os.PathLike, dpi: int = 130, footer: str = "") -> None:
+def stderr_is_tty() -> bool:
+    """Whether someone watches standard error: a progress bar is drawn only then (a file or a pipe, a Snakemake or
+    cluster log, gets plain log lines instead)."""
+    import sys
+
+    try:
+        return sys.stderr is not None and sys.stderr.isatty()
+    except (AttributeError, ValueError):  # a replaced or closed stream
+        return False
+
+
+def save_png(fig, path: str | os.PathLike, dpi: int = 130, footer: str = "", caveat: str = "") -> None:
     """Write a matplotlib figure atomically as PNG and close it; ``footer`` (the provenance line) goes
-    under the figure in small grey text (bbox_inches="tight" keeps it in the image)."""
+    under the figure in small grey text (bbox_inches="tight" keeps it in the image), and above it ``caveat``
+    (numbers scored on capped evaluation sets: csebench.results.runs.caveat_line), larger and dark red."""
     import textwrap
 
     import matplotlib.pyplot as plt
 
+    y = 0.0
+    if caveat:
+        lines = textwrap.wrap(caveat, 120)
+        fig.text(0.0, y, "\n".join(lines), fontsize=7, color="#8b0000", ha="left", va="top")
+        y -= (len(lines) * 7 * 1.3 + 3) / 72 / fig.get_figheight()  # the caveat's height (points) as a figure fraction
     if footer:
-        fig.text(0.0, 0.0, "\n".join(textwrap.wrap(footer, 170)), fontsize=5, color="0.4", ha="left", va="top")
+        fig.text(0.0, y, "\n".join(textwrap.wrap(footer, 170)), fontsize=5, color="0.4", ha="left", va="top")
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=dpi, bbox_inches="tight")
     plt.close(fig)

@@ -121,8 +121,12 @@ def cmd_eval_sts(args) -> None:
     else:
         from csebench.core.io import dumps_json
 
-        print(dumps_json({"tasks": res["tasks"], "avg": res.get("avg"), "protocol": res.get("protocol"),
-                          "model": args.model, "pooler": pooler, **prefix}, indent=2))
+        printed = {"tasks": res["tasks"], "avg": res.get("avg"), "protocol": res.get("protocol"), "model": args.model,
+                   "pooler": pooler, **prefix}
+        for key in ("warning", "extra_sets"):  # a capped run's caveat; your own STS sets (--sts-pairs), beside the 7
+            if res.get(key):
+                printed[key] = res[key]
+        print(dumps_json(printed, indent=2))
     logging.getLogger("csebench").info("STS avg %.2f (pooler %s): %s%s", res.get("avg", float("nan")), pooler,
                                        ", ".join(f"{k} {v:.2f}" for k, v in res["tasks"].items()),
                                        "".join(f"; {k} {v['spearman']:.2f} (own set)" for k, v in (res.get("extra_sets") or {}).items()))

@@ -30,7 +30,7 @@ from csebench.model.model_types import MODEL_TYPES, DropoutSetting, dropout_conf
 from csebench.model.tokens import TokenizedCorpus
 from csebench.core.errors import ConfigError, DataError
 from csebench.study.fetch import looks_like_path
-from csebench.core.io import atomic_path, dumps_json
+from csebench.core.io import atomic_path, dumps_json, stderr_is_tty
 
 log = logging.getLogger(__name__)
 # torch's safe loader warns before it refuses a pickle of another protocol: the refusal is the one line (_unreadable_weights)
@@ -593,9 +593,11 @@ class SentenceEncoder(nn.Module):
         was_training = self.training
         self.eval()
         batches = range(0, len(order), batch_size)
-        if show_progress:
+        if show_progress and stderr_is_tty():  # a bar only on a terminal, as training draws one
             from tqdm import tqdm
             batches = tqdm(batches, desc="encode", unit="batch", leave=False)
+        elif show_progress:  # a file or a pipe: a log line now and then, as training writes
+            batches = _logged_batches(batches, len(uniq), batch_size)
         dtype = eval_autocast_dtype(precision, device)
         amp = torch.autocast(device.type, dtype=dtype) if dtype is not None else _null()
         model = int8_copy(self) if len(uniq) and eval_int8(precision, device) else self
@@ -1272,3 +1274,19 @@ def no_autocast(device: torch.device):
     if torch.amp.is_autocast_available(device.type):
         return torch.autocast(device.type, enabled=False)
     return contextlib.nullcontext()
+
+
+ENCODE_LOG_SECONDS = 30.0  # without a progress bar, the longest an encoding stays silent (training's log lines: 30 s too)
+
+
+def _logged_batches(batches, n_sentences: int, batch_size: int):
+    """The batch starts, with a log line at most every ENCODE_LOG_SECONDS: how many sentences are encoded so far."""
+    import time
+
+    t0 = last = time.perf_counter()
+    for start in batches:
+        yield start
+        now = time.perf_counter()
+        if now - last >= ENCODE_LOG_SECONDS:
+            log.info("encode: %d of %d sentences in %.0f s", min(start + batch_size, n_sentences), n_sentences, now - t0)
+            last = now

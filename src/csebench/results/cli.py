@@ -116,3 +116,26 @@ def cmd_suite_metrics(args) -> None:
     from csebench.results.tidy import suite_metrics
 
     write_json(args.out, suite_metrics(params_of(args).suite(args.suite), args.results))
+
+
+@COMMANDS.command("compare", "runs side by side from their folders: STS (and transfer) with the paired test against the first",
+                  option("runs", nargs="+", metavar="RUN_DIR",
+                         help="run folders: results/runs/KEY/seedN (or results/runs/KEY, its seeds), a suite's view "
+                              "results/SUITE/runs/RUN/seedN, or a `csebench train --out` folder; the first is the baseline"),
+                  option("--markdown", default=None, help="also write the tables as Markdown to this file"),
+                  option("--latex", default=None, help="also write them as LaTeX (booktabs) to this file"),
+                  option("--csv", default=None, help="also write them as CSV (a row per run and column) to this file"),
+                  option("--n-boot", type=positive_int, default=1000,
+                         help="paired bootstrap resamples, for runs with fewer than 2 common seeds (default: 1000)"))
+def cmd_compare(args) -> None:
+    from csebench.core.io import write_csv, write_text
+    from csebench.results.compare import CSV_HEADER, compare, csv_rows, latex, markdown, terminal_lines
+
+    tables = compare(args.runs, args.n_boot)
+    print("\n\n".join("\n".join(terminal_lines(c)) for c in tables))
+    if args.markdown:
+        write_text(args.markdown, markdown(tables))
+    if args.latex:
+        write_text(args.latex, latex(tables))
+    if args.csv:
+        write_csv(args.csv, CSV_HEADER, csv_rows(tables))

@@ -16,7 +16,7 @@ from typing import Callable
 from csebench.core.errors import ConfigError
 from csebench.results import metrics as M
 from csebench.results.registry import Item, load_registry
-from csebench.results.runs import RunRef, parse_run, read_json_cached, same_run_text
+from csebench.results.runs import RunRef, caveat_line, parse_run, read_json_cached, same_run_text
 from csebench.study.typed import Params
 
 SCALES = ("paper", "demo")
@@ -115,14 +115,36 @@ class Context:
     @cached_property
     def provenance(self) -> str:
         """The footer line of the item: the provenance of every result file it reads that exists."""
-        from csebench.core.provenance import blocks_of, result_json, summary_line
+        from csebench.core.provenance import blocks_of, summary_line
+
+        return summary_line([b for f in self._result_files for b in blocks_of(read_json_cached(str(f)))])
+
+    @cached_property
+    def _result_files(self) -> list:
+        """The result JSONs behind the item: of every input that exists, itself or the JSON that carries its
+        provenance (csebench.core.provenance.result_json)."""
+        from csebench.core.provenance import result_json
 
         inputs = self.renderer.inputs(self) if self.renderer else []
-        files = dict.fromkeys(j for f in inputs if (j := result_json(f)) is not None)
-        return summary_line([b for f in files for b in blocks_of(read_json_cached(str(f)))])
+        return list(dict.fromkeys(j for f in inputs if (j := result_json(f)) is not None))
+
+    @cached_property
+    def caveat(self) -> str:
+        """The capped-evaluation caveat of the item's numbers, with the numbers of pairs or items (from the result
+        files behind it: csebench.results.runs.caveat_line); "" where every number is the papers' protocol. Every
+        rendering carries it: the Markdown under the scale note, the LaTeX caption, a CSV column, a figure's caption."""
+        return caveat_line(read_json_cached(str(f)) for f in self._result_files)
+
+    def figure_caption(self) -> str:
+        """What goes under a figure: the caveat, if any, then the provenance line."""
+        return f"{self.caveat} {self.provenance}" if self.caveat else self.provenance
 
     @property
     def scale_note(self) -> str:
+        """The Markdown note on the item's scale, then its caveat (bold) where its numbers were scored on capped sets."""
+        return self._scale_text() + (f"\n\n**{self.caveat}**" if self.caveat else "")
+
+    def _scale_text(self) -> str:
         if self.scale == "demo":
             theirs = ("the layout is the paper-scale study's, whose numbers these are not comparable to" if
                       load_registry().is_study(self.item.paper) else

@@ -143,9 +143,10 @@ def front_page(results: str = "results", params: Params | None = None, reg: Regi
 
 
 def suite_readme(path: str | os.PathLike, suite: str, tables: dict, figures: list[Path], glance: list[list[str]],
-                 footer: str, description: str = "", extra_tables: list[Path] | None = None) -> None:
+                 footer: str, description: str = "", extra_tables: list[Path] | None = None, caveat: str = "") -> None:
     """``results/{suite}/README.md``: links to every table (``tables``: kind -> (Kind, files)) and figure
-    given, paths relative to it, and the STS averages at a glance (``glance``: one row of cells per run)."""
+    given, paths relative to it, and the STS averages at a glance (``glance``: one row of cells per run), under
+    ``caveat`` where they were scored on capped sets."""
     path = Path(path)
     base = path.parent
     names = {".md": "Markdown", ".csv": "CSV", ".tex": "LaTeX"}
@@ -160,7 +161,7 @@ def suite_readme(path: str | os.PathLike, suite: str, tables: dict, figures: lis
     out += [f"- {titles.get(t.stem, t.stem.replace('_', ' '))}: {link(t, t.name, base)}" for t in extra_tables or []] + [""]
     if glance:
         table = Table(["Backbone", "Run", "Seeds", "Avg. (ours)", "Published Avg.", "p (vs baseline)"], "llrrlr", glance)
-        out += ["## STS average at a glance", ""] + table.markdown() + [""]
+        out += ["## STS average at a glance", ""] + ([f"**{caveat}**", ""] if caveat else []) + table.markdown() + [""]
     if figures:
         out += ["## Figures", ""]
         for f in figures:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
+
 from csebench.core.io import save_png
 from csebench.results.runs import read_curve
 
@@ -40,12 +42,15 @@ def legend_or_empty(ax) -> None:
 def plot_curve(ax, path: str | os.PathLike, column: str, first_other: bool = False, **style):
     """One curve of a run (train_curve.csv / dev_curve.csv) against the training step: ``column``
     (else, with ``first_other``, the first column after the step); returns (steps, values), or None
-    when the file has neither."""
+    when the file has neither. A curve of one point (a run that logged once) is drawn as a marker: a line
+    through one point draws nothing."""
     c = read_curve(path)
     if column not in c and first_other:
         column = next((k for k in c if k != "step"), None)
     y = c.get(column) if column else None
     if y is None or "step" not in c:
         return None
+    if np.isfinite(y).sum() == 1 and not style.get("marker"):
+        style = {**style, "marker": "o"}
     ax.plot(c["step"], y, **style)
     return c["step"], y

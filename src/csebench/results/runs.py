@@ -249,6 +249,50 @@ class RunResult:
         return str(pairs) if self.kind == "sts" and pairs.is_file() else None
 
 
+def _counts(values) -> str:
+    """'200' for one count, '198-200' for several."""
+    values = sorted({int(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)})
+    return "" if not values else str(values[0]) if len(values) == 1 else f"{values[0]}-{values[-1]}"
+
+
+def _capped_parts(result: dict) -> list[str]:
+    """What one capped result file was scored on, with its numbers of pairs or items: an STS or analysis result
+    (max_sts_pairs, its pairs a task), a transfer or probing result (the classifiers' caps), a train.json (the STS-B
+    or own dev pairs during training); its own warning where it records no numbers; nothing for a full protocol."""
+    parts = []
+    if result.get("protocol") == "capped":
+        if result.get("max_sts_pairs"):
+            counts = _counts((result.get("n_pairs") or {}).values())
+            parts.append(f"STS tasks each scored on a seeded subset of about {result['max_sts_pairs']} pairs"
+                         + (f" ({counts} pairs a task)" if counts else ""))
+        elif result.get("max_train_sentences") or result.get("max_test_sentences"):
+            train, test = result.get("max_train_sentences"), result.get("max_test_sentences")
+            caps = ([f"classifiers trained on at most {train} sentences a task"] if train else []) + \
+                   ([f"scored on at most {test} held-out items a split"] if test else [])
+            what = "probing" if result.get("probing_root") else "SentEval transfer"
+            parts.append(f"{what} {' and '.join(caps)}")
+        elif result.get("warning"):
+            parts.append(str(result["warning"]))
+    if result.get("stsb_dev_protocol") == "capped":
+        parts.append(f"STS-B dev during training on {result.get('stsb_dev_pairs', 'a subset of the')} pairs"
+                     + (f" (SICK-R dev {result['sickr_dev_pairs']})" if result.get("sickr_dev_pairs") else ""))
+    if result.get("dev_protocol") == "capped":
+        parts.append(f"the dev set {result.get('dev_set', '')} during training on {result.get('dev_pairs', 'a subset of its')} pairs")
+    return parts
+
+
+CAVEAT = "Capped evaluation, not comparable with published numbers"
+
+
+def caveat_line(results) -> str:
+    """The caveat every rendering of numbers scored off the papers' protocol carries (a table's Markdown, LaTeX caption
+    and CSV column, a figure's caption): what was capped and to how many pairs or items, from the result files
+    (dicts) behind it; "" when none was capped. E.g. "Capped evaluation, not comparable with published numbers:
+    STS tasks each scored on a seeded subset of about 200 pairs (200 pairs a task)."."""
+    parts = list(dict.fromkeys(p for r in results if isinstance(r, dict) for p in _capped_parts(r)))
+    return f"{CAVEAT}: {'; '.join(parts)}." if parts else ""
+
+
 def same_run_text(by_seed: dict[int, str | None], seeds: list[int]) -> str:
     """The note of a row whose run is another suite's (``by_seed``: seed -> "suite/run" or None, from
     the views' ``same_run_as``): "same run as S/R", with the seeds named where only some are; "" for none."""

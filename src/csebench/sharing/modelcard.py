@@ -103,9 +103,11 @@ def load_run(run_dir: str | os.PathLike) -> dict:
     names = {"suite": train.get("suite"), "name": str(train.get("run", "")).rsplit("/seed", 1)[0],
              "method_label": info.get("method_label")}
     config = {**config, **{k: v for k, v in names.items() if v}}
+    from csebench.training.compare import COMPARISON_FILE
+
     return {"dir": run, "train": train, "config": config, "meta": _json(run / "model" / "csebench_encoder.json") or {},
             "hf": _json(run / "model" / "config.json") or {}, "sts": sts, "transfer": transfer,
-            "mteb": mteb_rows(run / "mteb")}
+            "mteb": mteb_rows(run / "mteb"), "comparison": None if sts is not None else _json(run / COMPARISON_FILE)}
 
 
 def mteb_rows(folder: Path) -> list[tuple[str, str, str, float]]:
@@ -214,11 +216,12 @@ def metadata(r: dict, name: str) -> str:
     from huggingface_hub import EvalResult, ModelCardData
 
     cfg = r["config"]
-    capped = (r["sts"] or {}).get("protocol") == "capped"
+    sts = r["sts"] or _closing_sts(r)  # a run of your own: `train`'s closing comparison, its trained side
+    capped = sts.get("protocol") == "capped"
     metric = "Spearman x100 of cosine similarities" + (" (seeded subset of the pairs, CPU demo scale)" if capped else "")
     results = []
     for key, label in STS_TASKS:
-        value = ((r["sts"] or {}).get("tasks") or {}).get(key)
+        value = (sts.get("tasks") or {}).get(key)
         if isinstance(value, (int, float)):
             results.append(EvalResult(task_type="sentence-similarity", task_name="Semantic Textual Similarity",
                                       dataset_type=SENTEVAL_REPO, dataset_name=f"{label} (SentEval)", dataset_config=key,
@@ -257,8 +260,8 @@ def _what(r: dict) -> list[str]:
                 "sentences.", "", "## Method", "",
                 *[f"- **{p['name']}**: {p['term']}" + "".join(f" ({w}, not csebench's own)" for w in _packages_of(r, p['key']))
                   for p in papers],
-                "", f"Objective terms and their resolved settings: `{dumps_json(cfg.get('objectives') or {}, indent=None)}` "
-                "(none: SimCSE alone). Every setting is listed under [Hyperparameters](#hyperparameters).", ""]
+                "", _terms_line(cfg.get("objectives") or {}) + " Every setting is listed under [Hyperparameters](#hyperparameters).",
+                ""]
     pooler, eval_pooler = meta.get("pooler", bb["pooler"]), meta.get("eval_pooler", "cls_before_pooler")
     proj = meta.get("projection_dim")
     hidden = r["hf"].get("hidden_size")
@@ -286,6 +289,47 @@ def _what(r: dict) -> list[str]:
             f"- **The sentence embedding** ({proj or hidden} dimensions) is {emb}. Similarity: cosine.",
             f"- {pooler_output}", ""]
     return out
+
+
+def _terms_line(objectives: dict) -> str:
+    """What the run's objective was: SimCSE's InfoNCE alone, or with these terms and their resolved settings."""
+    if not objectives:
+        return "Objective: SimCSE's InfoNCE alone (no other objective term)."
+    return (f"Objective: SimCSE's InfoNCE plus the term{'s' if len(objectives) > 1 else ''} "
+            f"{', '.join(f'`{t}`' for t in objectives)}, resolved settings `{dumps_json(objectives, indent=None)}`.")
+
+
+def _closing_sts(r: dict) -> dict:
+    """The trained model's side of `csebench train`'s closing comparison (sts_vs_untrained.json) as an STS result
+    (tasks, avg, protocol), or {} without one."""
+    c = r.get("comparison") or {}
+    trained = c.get("trained") or {}
+    return {"tasks": trained.get("tasks") or {}, "avg": trained.get("avg"), "protocol": c.get("protocol")} if trained else {}
+
+
+def _comparison(c: dict) -> list[str]:
+    """The closing comparison of a run of your own (`csebench train --backbone ... --method ...`): this model and the
+    untrained backbone with one pooler, their difference."""
+    def row(label: str, side: dict, signed: bool = False) -> list[str]:
+        cells = [(side.get("tasks") or {}).get(k) for k, _ in STS_TASKS] + [side.get("avg")]
+        return [label, *(f"{x:+.2f}" if signed and _num(x) != "–" else _num(x) for x in cells)]
+
+    trained, untrained = c.get("trained") or {}, c.get("untrained") or {}
+    diff = {"tasks": {k: trained["tasks"][k] - untrained["tasks"][k] for k, _ in STS_TASKS
+                      if isinstance((trained.get("tasks") or {}).get(k), (int, float))
+                      and isinstance((untrained.get("tasks") or {}).get(k), (int, float))}}
+    if isinstance(trained.get("avg"), (int, float)) and isinstance(untrained.get("avg"), (int, float)):
+        diff["avg"] = trained["avg"] - untrained["avg"]
+    protocol = ("the full protocol" if c.get("protocol") == "full" else
+                f"protocol `capped`: each task on a seeded subset of about {c.get('max_sts_pairs')} pairs, a quick look, "
+                "not comparable with published numbers")
+    return ["### STS (SentEval): the closing comparison of `csebench train`", "",
+            f"Spearman correlation × 100 of cosine similarities, STS12–16 in SimCSE's \"all\" setting, STS-B and SICK-R "
+            f"test: this model and the untrained backbone `{c.get('backbone_model') or c.get('backbone')}` it started "
+            f"from, both pooled with `{c.get('pooler')}` ({protocol}; {c.get('precision', 'fp32')}; `sts_vs_untrained.json`).",
+            "", _table(["", *(t for _, t in STS_TASKS), "Avg."],
+                       [row(f"untrained `{c.get('backbone')}`", untrained), row("this model", trained),
+                        row("difference", diff, signed=True)]), ""]
 
 
 def _data(r: dict) -> list[str]:
@@ -328,7 +372,9 @@ def _dev(train: dict) -> str:
 def _results(r: dict) -> list[str]:
     out = ["## Results", "", _dev(r["train"]), ""]
     sts, transfer = r["sts"], r["transfer"]
-    if sts is None and transfer is None and not r["mteb"]:
+    if sts is None and r.get("comparison"):
+        out += _comparison(r["comparison"])
+    elif sts is None and transfer is None and not r["mteb"]:
         return out + ["Not evaluated (a training-only run, or its evaluations have not run yet).", ""]
     if sts is not None:
         out += ["### STS (SentEval)", "", "Spearman correlation × 100 of cosine similarities with the gold scores; STS12–16 "

@@ -5,6 +5,7 @@ and the helpers every command uses to read params.yaml and name a run from its o
 from __future__ import annotations
 
 import logging
+import os
 
 from csebench.core.commands import OUT, PARAMS, RUN, Commands, option
 from csebench.core.errors import ConfigError
@@ -15,8 +16,31 @@ COMMANDS = Commands(stage=10)
 
 
 def params_of(args) -> Params:
-    """params.yaml (--params) with its --config overrides, loaded and checked once."""
-    return Params.load(args.params, args.config)
+    """params.yaml (--params) with its --config overrides, loaded and checked once. Without --params, outside a folder
+    holding a params.yaml (a folder of your own outside the checkout), the params.yaml the Python API reads: the
+    checkout's csebench is installed from, else the copy a wheel carries (csebench.study.params.installed_checkout);
+    its relative paths.shared is then read beside that file (../shared beside the checkout), as the API reads it."""
+    path = args.params
+    if path == DEFAULT_PARAMS and not os.path.isfile(path):
+        found, origin = installed_params()
+        if found is not None:
+            logging.getLogger("csebench").info("no params.yaml here: reading %s (%s)", found, origin)
+            return Params.load(found, args.config).with_shared_beside_file()
+    return Params.load(path, args.config)
+
+
+DEFAULT_PARAMS = "params.yaml"  # --params' default (csebench.core.commands.PARAMS)
+
+
+def installed_params():
+    """(the params.yaml of the checkout csebench is installed from, else the one a wheel of csebench carries, or None;
+    which of them it is)."""
+    from csebench.study.params import installed_checkout, packaged_params_file
+
+    checkout = installed_checkout()
+    if checkout is not None:
+        return checkout / "params.yaml", "the checkout csebench is installed from"
+    return packaged_params_file(), "the copy this installed csebench carries"
 
 
 def resolve_inputs(args) -> None:
@@ -32,6 +56,8 @@ def resolve_inputs(args) -> None:
         return
     params = params_of(args)
     backbone = named_backbone_model(params, model) if named else None
+    if named and backbone is None:  # a bare word that names no backbone: a misspelt one is said before any loading
+        params.check_model_name(model, "--model")
     if backbone is not None:
         logging.getLogger("csebench").info("--model %s: the backbone %s of params.yaml, %s", model, model, backbone)
         args.model = backbone

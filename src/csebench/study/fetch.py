@@ -122,6 +122,40 @@ def offline_hint(what: str, fetch: str = "`csebench fetch-backbone --backbone NA
             f"host: the build does so itself (its fetch_* and prepare_* jobs run there), or {fetch}")
 
 
+TYPO = 0.8  # difflib's ratio from which a bare word is taken for a misspelt backbone name (minlm 0.91; bert-base-uncased 0.69)
+
+
+def check_model_name(params: dict, model: str, what: str = "--model") -> None:
+    """A bare word given for a model (no '/', not a path that exists, not packaged:) that names no backbone of
+    params.yaml and no model in this machine's Hugging Face cache: a ConfigError that says it is not a backbone name of
+    params.yaml and suggests the closest (``minlm``: did you mean 'minilm'?), before anything is loaded. A word close to
+    no name is left to the hub when downloads are on (an old unprefixed hub id such as ``gpt2``); offline it is an error
+    too, listing the names. Only a word that looks like a hub id (ORG/NAME) is ever pointed at the hub."""
+    import difflib
+
+    from csebench.study.params import may_name_backbone
+
+    names = list((params or {}).get("backbones") or {})
+    if not may_name_backbone(model) or model in names or _in_hub_cache(model):
+        return
+    close = difflib.get_close_matches(model, names, n=1, cutoff=TYPO)
+    if close:
+        raise ConfigError(f"{what} {model}: not a backbone name of params.yaml (did you mean '{close[0]}'?), nor a model "
+                          "folder")
+    if offline():
+        raise ConfigError(f"{what} {model}: not a backbone name of params.yaml ({', '.join(names)}), nor a model folder, "
+                          "nor a model in this machine's Hugging Face cache (a hub id is ORG/NAME)")
+
+
+def _in_hub_cache(model: str) -> bool:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(model, "config.json"), str)
+    except Exception:  # not a valid repo id
+        return False
+
+
 def fetch_backbone(params: dict, name: str) -> dict:
     """Download what a run of backbone ``name`` reads from the hub (its model and, if another, its
     tokenizer) into the Hugging Face cache; return the note the rule writes: each repo's commit."""

@@ -7,6 +7,7 @@ The file itself is loaded and checked by csebench.study.params.
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -71,7 +72,9 @@ class RunConfig:
         """What the run computes, without what only names it: the suite, run, method, backbone and
         data names and the labels are left out (two suites listing the same run train it once,
         docs/runs.md); a data source is kept as params.yaml writes it ({shared} unexpanded, so the
-        shared folder's place on this machine does not change the run); so is the file of your own dev
+        shared folder's place on this machine does not change the run), but a corpus file of your own (a path
+        outside the shared folder) is its sha256, so that two spellings of its path, or a copy, are one run
+        (a file not there yet keeps its path until it is); so is the file of your own dev
         set (training.dev_set), not the set's name; teachers are named by their own keys, not by their
         run names in the suite. seed=False: what the run's seeds share."""
         d = self.to_dict()
@@ -82,6 +85,13 @@ class RunConfig:
         for source in d["data"].values():
             if source.get("path"):
                 source["path"] = self._as_written(source["path"])
+        corpus = d["data"].get("corpus") or {}
+        if corpus.get("path") and not corpus["path"].startswith("{shared}") and os.path.isfile(self.data.corpus.path):
+            # a corpus of your own is its content, however its path is spelled (my.txt, ../work/my.txt, a copy)
+            from csebench.core.provenance import file_sha256
+
+            corpus["path"] = None
+            corpus["sha256"] = file_sha256(self.data.corpus.path)
         if self.training.dev_set is not None:  # your own dev set is its file, whatever the data source calls it
             d["training"]["dev_set"] = self._as_written(self.dev_file)
         if d["training"].get("dev_metric") == "stsb":  # the default, written out: the same selection, the same key

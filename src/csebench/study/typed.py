@@ -173,6 +173,18 @@ class Params(Mapping):
     def paths(self) -> Paths:
         return Paths(data=str(data_root(self._raw)), results=str(results_root(self._raw)), shared=shared_dir(self._raw))
 
+    def with_shared_beside_file(self) -> "Params":
+        """The same params with a relative ``paths.shared`` read from the folder of the params.yaml they were loaded
+        from, not from the current folder (a command run outside the checkout reads ../shared beside the checkout, as
+        the Python API does); itself where paths.shared is absolute or the params came from no file. $CSEBENCH_SHARED,
+        when set, still comes first (shared_dir)."""
+        shared = str((self._raw.get("paths") or {}).get("shared", "../shared"))
+        if self.file is None or os.path.isabs(shared):
+            return self
+        raw = dict(self._raw)
+        raw["paths"] = {**(self._raw.get("paths") or {}), "shared": os.path.normpath(os.path.join(os.path.dirname(self.file), shared))}
+        return Params(raw, self.file)
+
     def with_results(self, results: str | os.PathLike | None) -> "Params":
         """The same params, their results read from (and written to) ``results``; itself when None."""
         if results is None:
@@ -202,7 +214,7 @@ class Params(Mapping):
                 name = f"{backbone}-{pooler}-{digest(spec, 6)}"
             backbones[name] = spec
         if method not in (raw.get("methods") or {}):
-            raise ConfigError(f"unknown method '{method}' (params.yaml methods: {', '.join(raw.get('methods') or {})})")
+            raise ConfigError(f"--method {method}: not a method of params.yaml{_suggest(method, list(raw.get('methods') or {}))}")
         if teachers:
             from csebench.study.resolve import teacher_term_of_method
 
@@ -218,6 +230,26 @@ class Params(Mapping):
         raw.setdefault("suites", {})["cli"] = {"data": source, "seeds": [seed],
                                                "runs": [{"name": run, "backbone": name, "method": method, **settings}]}
         return Params(raw), "cli", run
+
+    def suite_of_your_own(self, base: "Params", name: str = "mine") -> tuple[str, dict]:
+        """(the suite's name, a params override file's mapping) of a suite that lists the run of your own these params
+        hold as suite ``cli`` (with_run_of_your_own of ``base``): its data source (the corpus by its absolute path: a
+        run's key reads the file's content, so any spelling of it is the same run), the backbone entry made for a folder,
+        hub id or pooler if any, and the suite, named ``name`` (``name-2``, ... where base has one so named). Merged over
+        params.yaml (``params_overrides``), its run has the one-line run's key: a build of it trains nothing."""
+        cli = copy.deepcopy(self._raw["suites"]["cli"])
+        data = copy.deepcopy(self._raw["data"][cli["data"]])
+        if data["corpus"].get("path"):
+            data["corpus"]["path"] = os.path.abspath(data["corpus"]["path"])
+        taken = set(base._raw.get("suites") or {}) | set(base._raw.get("data") or {})
+        chosen, n = name, 1
+        while chosen in taken:
+            n += 1
+            chosen = f"{name}-{n}"
+        made = {r["backbone"] for r in cli["runs"]} - set(base._raw.get("backbones") or {})
+        out = {"backbones": {b: self._raw["backbones"][b] for b in sorted(made)}} if made else {}
+        out.update(data={chosen: data}, suites={chosen: {**cli, "data": chosen}})
+        return chosen, out
 
     @property
     def suites(self) -> dict[str, Suite]:
@@ -237,6 +269,12 @@ class Params(Mapping):
     @property
     def backbones(self) -> dict[str, BackboneConfig]:
         return {name: backbone_config(self._raw, name) for name in (self._raw.get("backbones") or {})}
+
+    def check_model_name(self, model: str, what: str = "--model") -> None:
+        """A misspelt backbone name given for a model (``minlm``) refused with the closest name (csebench.study.fetch)."""
+        from csebench.study.fetch import check_model_name
+
+        check_model_name(self._raw, model, what)
 
     def data_source(self, name: str) -> DataConfig:
         return data_config(self._raw, name)

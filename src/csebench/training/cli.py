@@ -12,10 +12,13 @@ from pathlib import Path
 from csebench.core.commands import (BATCH_SIZE, KEY, MODEL, NO_PROGRESS, NO_VERIFY, OUT, PARAMS, PREFIX, SENTEVAL, Commands,
                                     option, positive_int)
 from csebench.core.errors import ConfigError, TrainingError
+from csebench.core.lazy import LazyRegistry
 from csebench.study.cli import name_run, params_of
 from csebench.study.typed import Params, Suite
 
 COMMANDS = Commands(stage=20)
+# what `train` does after a run of your own that lives in the layer above: its model card (csebench.sharing), loaded on use
+SHARING = LazyRegistry("post-training step", {"model_card": "csebench.sharing.modelcard:write_card"})
 
 
 @COMMANDS.command("prepare-corpus", "write the (sampled) training corpus", PARAMS, option("--data", required=True, help="data source name in params.yaml"), OUT)
@@ -62,7 +65,8 @@ def _refuse_view(out: str, suite: Suite, run: str, seed: int) -> None:
 
 
 RUN_OUTPUTS = ("model", "train.json", "train_curve.csv", "dev_curve.csv", "train_timing.json", "checkpoint",
-               "best_model.partial", "model.partial", ".lock", "sts_vs_untrained.json")
+               "best_model.partial", "model.partial", ".lock", "sts_vs_untrained.json", "sts_vs_untrained_pairs.npz",
+               "model_card.md", "suite.yaml")
 
 
 def _refuse_links_out(out: str) -> None:
@@ -113,6 +117,7 @@ def _one_line_run(args, params: Params) -> Params:
         if "prefix" in settings.get("training", {}):
             raise ConfigError("--prefix and --set training.prefix both give the prefix: give it one way")
         settings.setdefault("training", {})["prefix"] = args.prefix
+    params.check_model_name(args.backbone, "--backbone")  # minlm: not a name of params.yaml, did you mean minilm?
     pooler = args.pooler
     if pooler is None and args.backbone not in params.backbones:  # a folder or hub id: its own pooling, if it declares one
         from csebench.model.encoder import own_pooler
@@ -232,7 +237,7 @@ def _train(args) -> None:
 
     from csebench.study.fetch import offline
 
-    params = params_of(args)
+    base = params = params_of(args)
     if args.backbone or args.method:
         args.seed = 42 if args.seed is None else args.seed
         params = _one_line_run(args, params)
@@ -295,10 +300,11 @@ def _train(args) -> None:
     if distributed.local_rank() != 0:
         return
     log = logging.getLogger("csebench")
-    from csebench.training.compare import COMPARISON_FILE
+    from csebench.training.compare import COMPARISON_FILE, PAIRS_FILE
 
-    if os.path.exists(os.path.join(args.out, COMPARISON_FILE)):  # a comparison of the training this one replaced
-        os.remove(os.path.join(args.out, COMPARISON_FILE))
+    for old in (COMPARISON_FILE, PAIRS_FILE):  # a comparison of the training this one replaced
+        if os.path.exists(os.path.join(args.out, old)):
+            os.remove(os.path.join(args.out, old))
     if args.suite == "cli" and not args.no_sts and cfg.train:  # a run of your own: did training help?
         from csebench.training.compare import compare_with_untrained, comparison_lines
 
@@ -306,7 +312,38 @@ def _train(args) -> None:
                                             suite.evaluation.get("precision") or "fp32", args.cache_dir)
         for line in comparison_lines(comparison):
             print(line, flush=True)
+    if args.suite == "cli":  # a run of your own: its model card (with that comparison), the suite that lists it
+        card = SHARING.get("model_card")(args.out)
+        print(f"model card: {card} (and {os.path.join(args.out, 'model_card.md')})", flush=True)
+        print(_suite_file(params, base, cfg, args.out), end="", flush=True)
     log.info("done: %s", done_line(summary, args.out))
+
+
+SUITE_FILE = "suite.yaml"  # beside a run of your own: a suite listing it, to merge over params.yaml
+
+
+def _suite_file(params: Params, base: Params, cfg, out: str) -> str:
+    """Write ``out``/suite.yaml, a suite of your own that lists the run just trained (Params.suite_of_your_own): merged
+    over params.yaml, a build of it finds the run in its folder and trains nothing. Returns the text (for the log)."""
+    import shlex
+
+    import yaml
+
+    from csebench.core.io import write_text
+    from csebench.core.paths import key_dir
+
+    path = os.path.abspath(os.path.join(out, SUITE_FILE))
+    name, spec = params.suite_of_your_own(base)
+    overrides = shlex.quote('params_overrides=["' + path + '"]')  # a path with a space or a quote stays one word
+    results, folder = os.path.abspath(params.paths.results), f"runs/{cfg.key()}/seed{cfg.seed}"
+    where = (f"finds the run in {folder} and trains nothing" if os.path.abspath(out) == os.path.abspath(key_dir(
+             params.paths.results, cfg.key(), cfg.seed)) else f"looks for the run in {folder} (it was trained in --out {out})")
+    text = (f"# A suite that lists run {cfg.run_id} (key {cfg.key()}): merged over params.yaml, a build with the results\n"
+            f"# folder {results} {where} (docs/runs.md):\n"
+            f"#   snakemake --cores all --config 'suites=[{name}]' {overrides} reproduce=none\n"
+            + yaml.safe_dump(spec, sort_keys=False, default_flow_style=False))
+    write_text(path, text)
+    return text
 
 
 def done_line(summary: dict, out: str) -> str:

@@ -15,6 +15,7 @@ from csebench.study.resolve import RunConfig
 log = logging.getLogger(__name__)
 
 COMPARISON_FILE = "sts_vs_untrained.json"
+PAIRS_FILE = "sts_vs_untrained_pairs.npz"  # the trained model's cosine per STS pair: `csebench compare`'s paired bootstrap
 SHORT = {"STSBenchmark": "STS-B", "SICKRelatedness": "SICK-R"}
 
 
@@ -22,13 +23,15 @@ def compare_with_untrained(cfg: RunConfig, out: str | os.PathLike, senteval: str
                            max_pairs: int | None = None, precision: str = "fp32",
                            cache_dir: str | os.PathLike | None = None) -> dict:
     """STS of the run's trained model (``out``/model, its evaluation pooler) and of its untrained backbone with that
-    pooler (and template, for a template method), written atomically to ``out``/sts_vs_untrained.json. The untrained
+    pooler (and template, for a template method), written atomically to ``out``/sts_vs_untrained.json (and the trained
+    model's cosine of each pair to ``out``/sts_vs_untrained_pairs.npz: `csebench compare`'s paired test). The untrained
     backbone's scores are kept in ``cache_dir`` (the tokenized corpus's cache): the next run on that backbone, pooler,
     sets and precision reads them instead of encoding the STS sentences again (on a CPU, minutes)."""
     from csebench.core.io import dumps_json, write_json
+    from csebench.core.provenance import collect
     from csebench.evaluation.embeddings import model_encoder
     from csebench.evaluation.locate import senteval_root
-    from csebench.evaluation.sts import evaluate_sts
+    from csebench.evaluation.sts import evaluate_sts, save_pairs
     from csebench.model.encoder import read_encoder_meta, resolve_pooler
 
     model = str(Path(out) / "model")
@@ -37,14 +40,16 @@ def compare_with_untrained(cfg: RunConfig, out: str | os.PathLike, senteval: str
     batch = cfg.training.eval_batch_size
     log.info("closing STS comparison: %s and the untrained %s, both pooled with %s (%s)%s", model, cfg.backbone_name,
              pooler, origin, f", about {max_pairs} pairs a task" if max_pairs else "")
-    trained = evaluate_sts(model_encoder(model, None, batch, precision), root, max_pairs=max_pairs)  # its own: `pooler`
+    trained = evaluate_sts(model_encoder(model, None, batch, precision), root, max_pairs=max_pairs,  # its own: `pooler`
+                           keep_pairs=True)
     untrained = _untrained_scores(cfg, pooler, read_encoder_meta(model).get("prompt"), root, max_pairs, precision,
                                   batch, cache_dir)
     result = {"run": cfg.run_id, "model": model, "backbone": cfg.backbone_name, "backbone_model": cfg.backbone.model,
               "pooler": pooler, "pooler_origin": cfg.pooler_origin, "precision": precision,
-              "protocol": trained.get("protocol", "full"), "max_sts_pairs": max_pairs,
+              "protocol": trained.get("protocol", "full"), "max_sts_pairs": max_pairs, "n_pairs": trained.get("n_pairs"),
               "trained": {"tasks": trained["tasks"], "avg": trained.get("avg")},
-              "untrained": untrained}
+              "untrained": untrained, "provenance": collect(precision=precision)}
+    save_pairs(Path(out) / PAIRS_FILE, trained.pop("pairs"))
     write_json(Path(out) / COMPARISON_FILE, result)
     return result
 

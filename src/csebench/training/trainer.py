@@ -869,7 +869,7 @@ class Trainer:
                     log.info("%s", self.progress_line(last_loss, last_dev, rate))
                     last_line = time.perf_counter()
                 if logs is not None:
-                    bar.set_postfix(loss=f"{logs['loss']:.4f}", dev=f"{last_dev:.2f}", refresh=False)
+                    bar.set_postfix(loss=loss_text(logs["loss"]), dev=f"{last_dev:.2f}", refresh=False)
                 bar.update(1)
                 self.state.elapsed = time.perf_counter() - t0
                 if self.state.step % self.t.checkpoint_steps == 0 and self.state.step < self.total_steps:
@@ -893,7 +893,7 @@ class Trainer:
         else:
             dev_part = f"{self.dev.selection} - (first at step {min(self.t.eval_steps, self.total_steps)})"
         eta = "ETA 0s" if left == 0 else (f"ETA {_duration(left / steps_s)}" if steps_s > 0 else "ETA -")
-        return (f"{self.cfg.run_id} step {self.state.step}/{self.total_steps} loss {loss:.4f} {dev_part} "
+        return (f"{self.cfg.run_id} step {self.state.step}/{self.total_steps} loss {loss_text(loss)} {dev_part} "
                 f"{steps_s:.3g} steps/s {sentences_s:.3g} sentences/s {eta}")
 
     def finish(self, elapsed: float, steps_this_run: int, resumed_from: int | None = None) -> dict:
@@ -978,6 +978,12 @@ VIEWS_SAME = 1e-4
 PROGRESS_SECONDS = 30.0  # the longest a log without a progress bar stays silent while training runs
 
 
+def loss_text(loss: float) -> str:
+    """A loss as the progress line prints it, with 4 significant digits: 3.1793, 0.4821, 2.000e-04 (a loss near zero,
+    an easy corpus or a late step, would read 0.0000 with four decimals)."""
+    return f"{loss:.4f}" if not math.isfinite(loss) or loss == 0 or abs(loss) >= 0.1 else f"{loss:.3e}"
+
+
 class _Rate:
     """Steps and sentences per second of this attempt (a resumed run's earlier steps are not in it)."""
 
@@ -1000,12 +1006,9 @@ def _duration(seconds: float) -> str:
 
 
 def _stderr_is_tty() -> bool:
-    import sys
+    from csebench.core.io import stderr_is_tty
 
-    try:
-        return sys.stderr is not None and sys.stderr.isatty()
-    except (AttributeError, ValueError):  # a replaced or closed stream
-        return False
+    return stderr_is_tty()
 
 
 def _copy_tree(src: Path, dst: Path) -> None:

@@ -55,8 +55,8 @@ def _title(ctx: Context) -> str:
 def _write_figure(ctx: Context, fig, header: list[str], rows: list[list], digits: int = 2) -> list:
     """The PNG (or an already written one when ``fig`` is None), its CSV and the Markdown page."""
     if fig is not None:
-        save_png(fig, ctx.path("png"), footer=ctx.provenance)
-    write_csv(ctx.path("csv"), header + ["provenance"], [r + [ctx.provenance] for r in rows])
+        save_png(fig, ctx.path("png"), footer=ctx.provenance, caveat=ctx.caveat)
+    write_csv(ctx.path("csv"), header + ["caveat", "provenance"], [r + [ctx.caveat, ctx.provenance] for r in rows])
     table = Table(header, "l" * len(header), [[fmt(c, digits) if isinstance(c, float) else str(c) for c in r] for r in rows])
     md = _header(ctx) + table.markdown() + [""]
     _finish_md(ctx, md)
@@ -242,10 +242,11 @@ def render_analysis(ctx: Context) -> list:
             ours = fmt(float(got), v.get("digits", 4)) if isinstance(got, (int, float)) else "not yet run"
             lines.append(f"| {v['label']} | {ours} | {fmt(v.get('published'))} |")
             rows.append([v["label"], "" if not isinstance(got, (int, float)) else got, v.get("published", "")])
-        write_csv(ctx.path("csv"), ["quantity", "ours", "published", "provenance"], [r + [ctx.provenance] for r in rows])
+        write_csv(ctx.path("csv"), ["quantity", "ours", "published", "caveat", "provenance"],
+                  [r + [ctx.caveat, ctx.provenance] for r in rows])
         lines.append("")
     else:
-        write_csv(ctx.path("csv"), ["source", "data", "provenance"], [[fig, " ".join(data), ctx.provenance]])
+        write_csv(ctx.path("csv"), ["source", "data", "caveat", "provenance"], [[fig, " ".join(data), ctx.caveat, ctx.provenance]])
     _finish_md(ctx, lines)
     return [png, ctx.path("md"), ctx.path("csv")]
 
@@ -296,14 +297,14 @@ def render_model_analysis(ctx: Context) -> list:
             sts = ctx.value("sts:Avg", ref, ctx.seeds(ref)[0])
             points.append({"label": label, "alignment": res["alignment"], "uniformity": res["uniformity"], "sts_avg": sts})
             rows.append([label, str(ref), round(res["alignment"], 4), round(res["uniformity"], 4), "" if sts is None else round(sts, 2)])
-        analysis_plots.plot_align_uniform(points, png, title=title, footer=ctx.provenance)
+        analysis_plots.plot_align_uniform(points, png, title=title, footer=ctx.figure_caption())
     else:
         if name == "token_matrix":  # one JSON per model: draw them side by side
             models = {label: next(iter(res["models"].values())) for label, res in models.items()}
-            analysis_plots.plot_token_matrices({"models": models}, png, title=title, footer=ctx.provenance)
+            analysis_plots.plot_token_matrices({"models": models}, png, title=title, footer=ctx.figure_caption())
         else:
             {"cosine_dist": analysis_plots.plot_cosine_dist, "layers": analysis_plots.plot_layers}[name](models, png, title=title,
-                                                                                   footer=ctx.provenance)
+                                                                                   footer=ctx.figure_caption())
         for label, res in models.items():
             rows.append([label, "", *(round(float(v), 4) for v in _summary(name, res))])
     header = {"align_uniform": ["model", "run", "alignment", "uniformity", "STS avg"],

@@ -211,7 +211,7 @@ def render_markdown(ctx: Context, blocks: list[tuple[dict, list[list[Cell]]]]) -
 
 def csv_rows(ctx: Context, blocks) -> tuple[list[str], list[list]]:
     header = ["item", "scale", "block", "row", "column", "run", "metric", "seeds", "ours_mean", "ours_std", "published", "delta",
-              "published_source", "published_source_kind", "same_run_as", "provenance"]  # a column, not a footer row: CSV readers see a table and nothing else
+              "published_source", "published_source_kind", "same_run_as", "caveat", "provenance"]  # columns, not footer rows: CSV readers see a table and nothing else
     rows = []
     for b, (block, cells) in enumerate(blocks):
         names = [c["name"] for c in block.get("columns") or []]
@@ -223,7 +223,7 @@ def csv_rows(ctx: Context, blocks) -> tuple[list[str], list[list]]:
                              " ".join(map(str, c.seeds)), "" if c.mean is None else c.mean, csv_number(c.std),
                              "" if c.published is None else c.published, csv_number(c.delta),
                              row.get("source", "") if c.published is not None else "",
-                             kind if c.published is not None else "", c.same_run, ctx.provenance])
+                             kind if c.published is not None else "", c.same_run, ctx.caveat, ctx.provenance])
     return header, rows
 
 
@@ -236,7 +236,8 @@ def render_latex(ctx: Context, blocks) -> str:
     cap = (f"{ctx.paper_short} {it.number} ({ctx.scale} scale): {it.title}. {it.metric}. Ours: mean ± std over seeds; "
            f"published as printed (its source kind named where it is not the paper's own text: the authors' README "
            f"or notebook, or a third-party reprint); Δ = ours − published."
-           + "".join(f" {run}: {note}." for run, note in shared_runs(blocks).items()) + mixed_note(ctx.provenance))
+           + "".join(f" {run}: {note}." for run, note in shared_runs(blocks).items())
+           + (f" {ctx.caveat}" if ctx.caveat else "") + mixed_note(ctx.provenance))
     lines += [r"\caption{" + latex_escape(cap) + "}", r"\label{tab:" + it.id.replace("/", "-") + "}", r"\end{table}"]
     return "\n".join(lines) + "\n"
 

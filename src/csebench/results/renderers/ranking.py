@@ -112,7 +112,7 @@ def _draw(ctx: Context, panels: dict[str, list[Ranked]], baselines: dict[str, st
     fig.suptitle(f"{ctx.paper_short} {ctx.item.number}: {ctx.item.title}" + (" (demo scale)" if ctx.scale == "demo" else ""),
                  fontsize=10)
     fig.tight_layout()
-    save_png(fig, ctx.path("png"), footer=ctx.provenance)
+    save_png(fig, ctx.path("png"), footer=ctx.provenance, caveat=ctx.caveat)
 
 
 def render(ctx: Context) -> list:
@@ -134,7 +134,7 @@ def render(ctx: Context) -> list:
                                DASH if ci is None else f"[{fmt(ci[0])}, {fmt(ci[1])}]", fmt(gain, signed=True)])
             csv_rows.append([ctx.item.id, ctx.scale, title, rank, r.run, r.label, " ".join(map(str, r.seeds)),
                              csv_number(r.mean), "" if ci is None else csv_number(ci[0]), "" if ci is None else csv_number(ci[1]),
-                             csv_number(gain), ctx.provenance])
+                             csv_number(gain), ctx.caveat, ctx.provenance])
     not_run = [f"`{ref}`" for ref in missing]
     it = ctx.item
     md = [f"# {ctx.paper_short} {it.number}: {it.title}", "", it.shows, "", f"Metric: {it.metric}.", "", ctx.scale_note, "",
@@ -146,7 +146,7 @@ def render(ctx: Context) -> list:
     md += [ctx.provenance, "", *(f"- {n}" for n in it.notes)]
     write_text(ctx.path("md"), "\n".join(md).rstrip() + "\n")
     write_csv(ctx.path("csv"), ["item", "scale", "panel", "rank", "run", "label", "seeds", "mean", "ci_low", "ci_high",
-                                "delta_baseline", "provenance"], csv_rows)
+                                "delta_baseline", "caveat", "provenance"], csv_rows)
     return [png, ctx.path("md"), ctx.path("csv")]
 
 
