@@ -24,12 +24,15 @@ def params_of(args) -> Params:
     if path == DEFAULT_PARAMS and not os.path.isfile(path):
         found, origin = installed_params()
         if found is not None:
-            logging.getLogger("csebench").info("no params.yaml here: reading %s (%s)", found, origin)
+            if found not in _SAID:  # once a process: a command reads params more than once
+                _SAID.add(found)
+                logging.getLogger("csebench").info("no params.yaml here: reading %s (%s)", found, origin)
             return Params.load(found, args.config).with_shared_beside_file()
     return Params.load(path, args.config)
 
 
 DEFAULT_PARAMS = "params.yaml"  # --params' default (csebench.core.commands.PARAMS)
+_SAID: set = set()  # the installed params.yaml files this process has named
 
 
 def installed_params():
