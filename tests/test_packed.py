@@ -56,23 +56,28 @@ def test_hidden_states_equal_the_librarys_at_real_positions(index):
     assert (ref[-1][~real] != 0).any()  # (the library computes them)
 
 
-@pytest.mark.parametrize("index", [0, 1], ids=["bert", "roberta"])
-def test_gradients_equal_the_librarys(index):
-    """Without dropout the two forwards are the same function of the weights: same loss, same gradients."""
+def _gradients_both_ways(build, ids, mask) -> tuple[dict, dict]:
+    """The gradients of one loss through the library's padded forward and through the packed one, each on a fresh
+    model from ``build()`` in training mode (its dropout off): a mean pooling and an inner layer's first token."""
     grads = []
-    ids, mask = _batch(_models(0.0)[index][1], seed=1)
     for use_packed in (False, True):
-        model = _models(0.0)[index][0]
+        model = build()
         model.train()
         if use_packed:
             hs = packed.forward_hidden(model, ids, mask, all_layers=True)
         else:
             hs = model(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states
         m = mask.unsqueeze(-1).float()
-        loss = ((hs[-1] * m).sum(1) / m.sum(1)).pow(2).sum() + hs[2][:, 0].sum()  # mean pooling and an inner CLS
-        loss.backward()
+        ((hs[-1] * m).sum(1) / m.sum(1)).pow(2).sum().add(hs[2][:, 0].sum()).backward()
         grads.append({n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
-    padded, ours = grads
+    return grads[0], grads[1]
+
+
+@pytest.mark.parametrize("index", [0, 1], ids=["bert", "roberta"])
+def test_gradients_equal_the_librarys(index):
+    """Without dropout the two forwards are the same function of the weights: same loss, same gradients."""
+    ids, mask = _batch(_models(0.0)[index][1], seed=1)
+    padded, ours = _gradients_both_ways(lambda: _models(0.0)[index][0], ids, mask)
     assert set(ours) <= set(padded) and len(ours) > 30
     for name in ours:
         torch.testing.assert_close(ours[name], padded[name], atol=1e-5, rtol=1e-4, msg=name)
@@ -110,18 +115,8 @@ def test_every_packed_model_type_equals_the_librarys_forward(model_type):
 @pytest.mark.parametrize("model_type", PACKED)
 def test_every_packed_model_type_has_the_librarys_gradients(model_type):
     ids, mask = _batch(tiny_model(model_type).config.pad_token_id, seed=1)
-    grads = []
-    for use_packed in (False, True):
-        model = tiny_model(model_type, **dict.fromkeys(MODEL_TYPES[model_type].dropout, 0.0))
-        model.train()
-        if use_packed:
-            hs = packed.forward_hidden(model, ids, mask, all_layers=True)
-        else:
-            hs = model(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states
-        m = mask.unsqueeze(-1).float()
-        ((hs[-1] * m).sum(1) / m.sum(1)).pow(2).sum().add(hs[2][:, 0].sum()).backward()
-        grads.append({n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
-    padded, ours = grads
+    padded, ours = _gradients_both_ways(
+        lambda: tiny_model(model_type, **dict.fromkeys(MODEL_TYPES[model_type].dropout, 0.0)), ids, mask)
     assert set(ours) == set(padded) and len(ours) > 30
     for name in ours:
         torch.testing.assert_close(ours[name], padded[name], atol=1e-5, rtol=1e-4, msg=name)
