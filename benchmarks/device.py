@@ -160,8 +160,12 @@ def grid_terms(batch: int, steps: int) -> dict[str, dict]:
     for key, objectives in smallest.items():
         objectives = copy.deepcopy(objectives)
         for k, settings in objectives.items():
-            if "teachers" in {f.name for f in dataclasses.fields(term_class(k).Settings)}:
+            fields = {f.name for f in dataclasses.fields(term_class(k).Settings)}
+            if "teachers" in fields:
                 settings = objectives[k] = dict(settings or {}, teachers={"run": "simcse", "seeds": [0]})
+            if "teacher_representation" in fields:
+                # the device's teacher is the untrained backbone, which saved no head: its one cache is the eval one
+                objectives[k] = dict(objectives[k] or {}, teacher_representation="eval")
         for k, change in at_rehearsal_scale(objectives, batch, steps).items():
             objectives[k] = {**(objectives[k] or {}), **change}
         rows[key] = objectives
@@ -536,7 +540,9 @@ def _grid(sec: dict) -> list[str]:
                 continue
             mark = "" if x["ok"] else " FAILED"
             resumed = f", resumed Δ {x['resume_rel_diff']:.0e}" if "resume_rel_diff" in x else ""
-            vals.append(f"{x['losses'][-1]:.3f}{resumed}{mark}")
+            # a cell that failed before its first step has no losses: its error is in the section's log
+            loss = f"{x['losses'][-1]:.3f}" if x.get("losses") else "no step"
+            vals.append(f"{loss}{resumed}{mark}")
         out.append(f"| {t} | " + " | ".join(vals) + " |")
     return out
 

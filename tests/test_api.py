@@ -111,7 +111,7 @@ def test_eval_sts_takes_a_backbone_name_finds_the_shared_data_and_says_the_poole
     assert "Hugging Face" not in err and "fetch-backbone" not in err
     # offline, a word close to no name and in no cache: the names listed, the hub only as what a hub id looks like
     assert_fails(capsys, ["eval-sts", "--model", "qwerty"], "--model qwerty: not a backbone name of params.yaml (bert-base, ",
-                 "a hub id is ORG/NAME")
+                 "; as a hub id (ORG/NAME, or an old bare NAME), qwerty is not in this machine's Hugging Face cache")
 
 
 def test_the_command_line_works_outside_the_checkout(tmp_path, monkeypatch, capsys, caplog, small):

@@ -82,3 +82,18 @@ def test_a_budget_too_short_still_writes_the_results(bare_python, bundle, tmp_pa
     secs = json.loads((tmp_path / "out" / "gpu_results.json").read_text())["sections"]
     assert list(secs) == ["correctness", "training", "large", "eval", "group_p", "compile"]
     assert all("skipped" in s for s in secs.values())
+
+
+def test_a_correctness_row_that_failed_before_its_first_step_is_rendered_as_failed(monkeypatch):
+    """A row whose trainer was refused while building has no losses: gpu.md says so in its cell and in the section's
+    line (it was a KeyError that lost the whole report, the rows that passed too)."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import device
+
+    ok = {"model": "bert-base", "precision": "fp32", "terms": "simcse", "ok": True, "losses": [2.1, 1.9]}
+    refused = {"model": "bert-base", "precision": "fp32", "terms": "debiased_negatives", "ok": False,
+               "error": "DataError: teacher cache ..."}
+    text = device.render({"versions": {}, "sections": {"correctness": {"rows": [ok, refused], "complete": True}}})
+    assert "| simcse | 1.900 |" in text
+    assert "| debiased_negatives | no step FAILED |" in text
+    assert "FAILED: bert-base fp32 debiased_negatives" in text

@@ -106,7 +106,7 @@ def _train(tmp, capsys, folder, method, *settings, out="run"):
 
 @pytest.mark.parametrize("model_type", ["modernbert", "distilbert"])
 def test_the_dropout_set_is_the_dropout_trained_with(folders, capsys, model_type):
-    """Issue 62's check: the same seed with training.dropout 0.1 and 0.0 gives different losses (ModernBERT's config
+    """The dropout check: the same seed with training.dropout 0.1 and 0.0 gives different losses (ModernBERT's config
     has 0, DistilBERT names its own), and train.json records the dropout in effect."""
     tmp, f = folders
     losses = {}

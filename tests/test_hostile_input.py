@@ -1,4 +1,4 @@
-"""Settings and files as a hostile or careless user gives them (issue 63): no value of params.yaml reaches a shell
+"""Settings and files as a hostile or careless user gives them: no value of params.yaml reaches a shell
 command unquoted, a path setting is checked as a path where it is read, a YAML alias bomb or a special file is one
 line, a link out of data/ is refused as one out of results/ is, and a full disk leaves no empty folder behind."""
 

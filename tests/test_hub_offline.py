@@ -293,7 +293,8 @@ def test_eval_of_a_hub_model_offline_names_the_fetch_step(tmp_path, capsys, monk
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)
     line = assert_fails(capsys, ["eval-sts", "--model", "bert-base-uncased", "--senteval", str(tmp_path / "se"),
                                  "--out", str(tmp_path / "sts.json")],
-                        "csebench eval-sts: error: cannot load bert-base-uncased: bert-base-uncased is not in this machine's "
+                        "csebench eval-sts: error: --model bert-base-uncased: not a backbone name of params.yaml (bert-base, ",
+                        "nor a model folder; as a hub id (ORG/NAME, or an old bare NAME), bert-base-uncased is not in this machine's "
                         "Hugging Face cache and downloads are off (HF_HUB_OFFLINE=1, as in every job Snakemake submits to a "
                         "cluster): fetch it first where there is network, on the submitting host: the build does so itself "
                         "(its fetch_* and prepare_* jobs run there), or `csebench fetch-backbone --backbone NAME --out "

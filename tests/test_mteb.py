@@ -267,6 +267,6 @@ def test_an_mteb_suite_adds_one_eval_mteb_job_per_evaluated_run(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     commands = [line for line in (proc.stdout + proc.stderr).splitlines() if " eval-mteb " in line]
     assert len(commands) == evaluated
-    assert any("--tasks STS12 SciFact --precision fp32 --suite ci --run simcse --seed 1 --out $(dirname "
-               "results/ci/runs/simcse/seed1/mteb/mteb.json)" in c for c in commands), commands
+    assert any("--tasks STS12 SciFact --precision fp32 --suite ci --run simcse --seed 1 --out \"$(dirname "
+               "results/ci/runs/simcse/seed1/mteb/mteb.json)\"" in c for c in commands), commands
     assert "--item mteb/ci" in proc.stdout + proc.stderr  # the suite's MTEB table, asked for by its README

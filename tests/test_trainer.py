@@ -121,8 +121,9 @@ def test_a_trainer_gives_the_process_its_own_determinism_settings_back(inputs, c
     import torch
 
     from csebench.cli import main
-    from csebench.training.trainer import _determinism_state
+    from csebench.training.trainer import _determinism_state, release_all_determinism
 
+    release_all_determinism()  # what trainers of earlier tests in this process, driven step by step, still hold
     monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
     before = _determinism_state()
     try:
@@ -154,8 +155,10 @@ def test_overlapping_trainers_keep_deterministic_mode_until_the_last_is_done(mon
     process's own come back once; a second release does nothing."""
     import torch
 
-    from csebench.training.trainer import DeterministicMode, _determinism_state, _restore_determinism
+    from csebench.training.trainer import (DeterministicMode, _determinism_state, _restore_determinism,
+                                           release_all_determinism)
 
+    release_all_determinism()
     monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
     before = _determinism_state()
     try:
@@ -167,6 +170,16 @@ def test_overlapping_trainers_keep_deterministic_mode_until_the_last_is_done(mon
         assert torch.are_deterministic_algorithms_enabled() and not torch.utils.deterministic.fill_uninitialized_memory
         with second:
             pass
+        assert _determinism_state() == own
+        # a holder dropped without release (a failed notebook cell): release_all gives the settings back now, and
+        # the dropped holder's later release leaves a newer holder's settings alone
+        dropped = DeterministicMode()
+        release_all_determinism()
+        assert _determinism_state() == own
+        newer = DeterministicMode()
+        dropped.release()
+        assert torch.are_deterministic_algorithms_enabled()
+        newer.release()
         assert _determinism_state() == own
     finally:
         _restore_determinism(before)

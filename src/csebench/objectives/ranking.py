@@ -28,7 +28,7 @@ both 0.05 in run_rankcse.sh, so tau_s = --temp and tau_t = --tau2 (the ListNet a
 Similarity(tau2) and, for ListNet, Similarity(tau2 / 2) objects that their forwards never use); beta = gamma = 1,
 ListMLE, batch 128, lr 3e-5, fp16; its README quotes the paper for a ListNet teacher temperature tau2 / 2. Its
 ListMLE adds 1e-7 inside the log (log(sum + 1e-7) after the row's largest logit is taken out): ``listmle_eps``,
-1e-7 by default, 0 the plain log (this term's default until issue 64). Its ListMLE sums each row's loss over
+1e-7 by default, 0 the plain log (this term's earlier default). Its ListMLE sums each row's loss over
 the ranked positions and averages the rows (``positions: sum``): what its head computes, since its commit
 3f04480 ("Fix ListMLE loss reduction"); its earlier revision 338e00d averaged over the positions as well
 (``positions: mean``, a term B times smaller at batch B). Neither revision printed a number: the printed

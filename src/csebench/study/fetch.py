@@ -130,7 +130,7 @@ def check_model_name(params: dict, model: str, what: str = "--model") -> None:
     params.yaml and no model in this machine's Hugging Face cache: a ConfigError that says it is not a backbone name of
     params.yaml and suggests the closest (``minlm``: did you mean 'minilm'?), before anything is loaded. A word close to
     no name is left to the hub when downloads are on (an old unprefixed hub id such as ``gpt2``); offline it is an error
-    too, listing the names. Only a word that looks like a hub id (ORG/NAME) is ever pointed at the hub."""
+    too, listing the names and saying how a hub id would be fetched. A word close to a name is never sent to the hub."""
     import difflib
 
     from csebench.study.params import may_name_backbone
@@ -143,8 +143,9 @@ def check_model_name(params: dict, model: str, what: str = "--model") -> None:
         raise ConfigError(f"{what} {model}: not a backbone name of params.yaml (did you mean '{close[0]}'?), nor a model "
                           "folder")
     if offline():
-        raise ConfigError(f"{what} {model}: not a backbone name of params.yaml ({', '.join(names)}), nor a model folder, "
-                          "nor a model in this machine's Hugging Face cache (a hub id is ORG/NAME)")
+        # an old bare hub id (bert-base-uncased, gpt2) is as likely as a word that names nothing: both are said
+        raise ConfigError(f"{what} {model}: not a backbone name of params.yaml ({', '.join(names)}), nor a model folder; "
+                          f"as a hub id (ORG/NAME, or an old bare NAME), {offline_hint(model)}")
 
 
 def _in_hub_cache(model: str) -> bool:

@@ -106,7 +106,18 @@ def _restore_determinism(state: dict) -> None:
     torch.backends.cudnn.deterministic = state["cudnn"]
 
 
-_DETERMINISM: list = [0, None]  # trainers holding deterministic mode now, the process's settings from before the first
+# trainers holding deterministic mode now, the process's settings from before the first, and a generation that
+# release_all() moves on (a holder of an earlier generation then releases nothing)
+_DETERMINISM: list = [0, None, 0]
+
+
+def release_all_determinism() -> None:
+    """Give the process its own determinism settings back now, whoever still holds them: for a process that dropped
+    trainers without closing them (a notebook cell that failed, a test session between tests). The holders left
+    release nothing later."""
+    if _DETERMINISM[0]:
+        _restore_determinism(_DETERMINISM[1])
+    _DETERMINISM[:] = [0, None, _DETERMINISM[2] + 1]
 
 
 class DeterministicMode:
@@ -121,11 +132,11 @@ class DeterministicMode:
         if _DETERMINISM[0] == 0:
             _DETERMINISM[1] = _determinism_state()
         _DETERMINISM[0] += 1
-        self.held = True
+        self.held, self.generation = True, _DETERMINISM[2]
         configure_determinism()
 
     def release(self) -> None:
-        if not self.held:
+        if not self.held or self.generation != _DETERMINISM[2]:
             return
         self.held = False
         _DETERMINISM[0] -= 1

@@ -4,7 +4,7 @@ the embeddings of two distinct STS-B sentences (0: no preferred direction; near 
 csebench's own measure: Ethayarajh (2019) measures the anisotropy of contextual word representations as the
 expected cosine of randomly drawn words' representations; this is that expectation taken over the sentence
 embeddings of an STS-B split. No paper of the project's prints it; SimCSE's section on anisotropy (its Sec. 5,
-which this analysis was labelled with until issue 64) argues through the embedding matrix's singular values and
+which this analysis was once labelled with) argues through the embedding matrix's singular values and
 Wang & Isola's uniformity (our `align_uniform`), and defines no mean pair cosine. Computed exactly over every
 pair of distinct sentences of the split, from the l2-normalized embeddings x_i: (||sum_i x_i||^2 - n) / (n (n - 1)).
 Also the mean cosine of each sentence to the centroid direction. The suite's table lists every run."""

@@ -4,7 +4,7 @@ sentences; the suite's table puts every run's side by side.
 Retrieved on what IS-CSE's kNN retrieves on in training (``representation: training``, the default): the
 normalised outputs of the run's saved training head (SimCSE's MLP over [CLS]), with dropout off so the table
 is deterministic (analysis.core.training_representation says why); ``representation: eval`` retrieves on the
-evaluation embedding (raw [CLS] for a cls run), which this analysis used before issue 64."""
+evaluation embedding (raw [CLS] for a cls run), which this analysis used earlier."""
 
 from __future__ import annotations
 
