@@ -257,7 +257,8 @@ def test_the_api_page_s_first_example_runs_from_a_folder_outside_the_checkout(tm
 @needs_pipeline
 def test_the_readme_s_one_line_training_is_the_run_the_build_reuses(tmp_path):
     """The README's `csebench train --backbone minilm --method simcse --corpus my-corpus.txt`, as typed (a quick
-    closing comparison: --max-sts-pairs), in the README's layout: it trains into results/runs/KEY/seed42, KEY is the
+    closing comparison: --max-sts-pairs; STS-B dev on ~100 of its 1,500 pairs: --set training.dev_max_pairs, which
+    the suite below lists too), in the README's layout: it trains into results/runs/KEY/seed42, KEY is the
     key a suite of your own listing that run on that corpus resolves to, it ends with the trained model's STS beside
     the untrained MiniLM's, both pooled as `eval-sts --model minilm` pools (avg), and the README's build of that
     suite (`snakemake ... 'params_overrides=["my-suite.yaml"]'`, dry) plans no train job for it: neither before the
@@ -276,8 +277,9 @@ def test_the_readme_s_one_line_training_is_the_run_the_build_reuses(tmp_path):
     proj = readme_checkout(tmp_path)
     lines = (ROOT.parent / "shared" / "corpus" / "demo-sentences.txt").read_text(encoding="utf-8").splitlines()[:64]
     (proj / "my-corpus.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")  # one step of batch 64
-    proc = subprocess.run(cmd.split() + ["--no-progress", "--max-sts-pairs", "40"], cwd=proj, env=user_env(),
-                          capture_output=True, text=True, timeout=900)
+    # MiniLM on all of STS-B dev was most of this test's CPU time (STS-B dev at the step, SICK-R dev)
+    quick = ["--no-progress", "--max-sts-pairs", "40", "--set", "training.dev_max_pairs=100"]
+    proc = subprocess.run(cmd.split() + quick, cwd=proj, env=user_env(), capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     key, folder = re.search(r"run minilm-simcse, key ([0-9a-f]+): (\S+)", proc.stderr).groups()
     assert folder == f"results/runs/{key}/seed42" and (proj / folder / "train.json").is_file()
@@ -285,12 +287,13 @@ def test_the_readme_s_one_line_training_is_the_run_the_build_reuses(tmp_path):
     assert out[0].startswith("STS, Spearman x100, both pooled with avg (capped: about 40 pairs")
     assert re.fullmatch(r"untrained minilm( +-?\d+\.\d\d){8}", out[2]) and re.fullmatch(r"minilm-simcse/seed42( +-?\d+\.\d\d){8}", out[3])
     assert out[-1] == f"{folder}: model/, train.json, sts_vs_untrained.json"
-    assert re.search(rf"done: minilm-simcse/seed42: 1 step, STS-B dev \d+\.\d\d at step 1; {folder} \(model/, train.json\)\n",
-                     proc.stderr)
+    assert re.search(rf"done: minilm-simcse/seed42: 1 step, STS-B dev \d+\.\d\d at step 1 \(a seeded subset of the dev "
+                     rf"pairs\); {folder} \(model/, train.json\)\n", proc.stderr)
     # a suite of your own listing the same run (README, "A suite of your own")
     (proj / "my-suite.yaml").write_text(yaml.safe_dump({
         "data": {"my": {"corpus": {"path": "my-corpus.txt"}, "senteval": {"path": "{shared}/senteval"}}},
-        "suites": {"mine": {"data": "my", "seeds": [42], "runs": {"simcse": {"backbone": "minilm", "method": "simcse"}}}}}))
+        "suites": {"mine": {"data": "my", "seeds": [42], "runs": {"simcse": {
+            "backbone": "minilm", "method": "simcse", "training": {"dev_max_pairs": 100}}}}}}))
     params = load_params(str(proj / "params.yaml"), [str(proj / "my-suite.yaml")])
     assert resolve_run(params, "mine", "simcse", 42).key() == key
     build = next(c for c in readme_block("**A suite of your own**") if c.startswith("snakemake "))
