@@ -141,3 +141,14 @@ def trained(tmp_path_factory) -> Path:
     write_mini_senteval(tmp / "se", pairs=24)
     assert main(train_argv(tmp, tmp / "run", None)) == 0
     return tmp / "run"
+
+
+@pytest.fixture(scope="session")
+def ci_build(tmp_path_factory, shared_dir):
+    """The ci suite built once for the whole session through Snakemake, with the shared data as users have it
+    (runhelpers.build_ci; its command is CI_BUILD): a runhelpers.Built. tests/test_pipeline.py checks the build end to
+    end; a test that needs a finished ci suite takes a copy of its own (``ci_build.copy(tmp_path / "proj")``) and runs
+    Snakemake there with ``ci_build.env``. The workers share the one build (runhelpers.built_once)."""
+    from runhelpers import build_ci, built_once, session_dir, tool_env
+
+    return built_once(session_dir(tmp_path_factory), "ci-build", build_ci, tool_env(shared_dir))

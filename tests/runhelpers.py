@@ -3,17 +3,22 @@ whole small $CSEBENCH_SHARED), config overrides, running the CLI in-process (`ru
 or as a subprocess (`env`, `tool_env`, `popen_train`), a copy of the project, the README's layout.
 
 Everything is written under pytest's tmp_path from the shared data; nothing is copied into the repo.
-Fixtures shared by several test files (`one_thread`, `inputs`, `small`, `trained`) are in conftest.py.
+Fixtures shared by several test files (`one_thread`, `inputs`, `small`, `trained`, `ci_build`) are in conftest.py;
+`built_once` builds a project once for the whole session, whichever worker asks first (`ci_build` is one).
 """
 
 from __future__ import annotations
 
+import fcntl
 import importlib
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
 import sys
+import traceback
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -227,6 +232,67 @@ def copy_project(dst: Path) -> Path:
         (dst / f).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / f, dst / f)
     return dst
+
+
+# ----------------------------------------------------------------------------- builds shared by the session
+
+
+@dataclass
+class Built:
+    """A project built once for the session (``built_once``): ``proj`` is the finished project, which no test changes
+    (``copy`` gives one a copy of its own); ``returncode``, ``stdout`` and ``stderr`` are its build's."""
+
+    proj: Path
+    env: dict
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def copy(self, dst: Path) -> Path:
+        """A copy of the built project at ``dst``: its files with their times (Snakemake, which plans by times, sees
+        what it saw) and its links as links (a suite's views link into the run store, relatively)."""
+        shutil.copytree(self.proj, dst, symlinks=True)
+        return dst
+
+
+def session_dir(tmp_path_factory) -> Path:
+    """The folder every process of this pytest session shares: the workers' common parent under xdist."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def built_once(root: Path, name: str, build, env: dict) -> Built:
+    """``build(proj, env)`` (a subprocess.CompletedProcess) run once under ``root`` (``session_dir``) for the whole
+    session: the first process to ask builds it while holding a lock, the others wait on the lock or find it built.
+    A build that raised is recorded as failed (returncode -1, the traceback as its stderr), not tried again."""
+    folder = root / name
+    record = folder / "built.json"
+    with open(root / f"{name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if not record.exists():
+                shutil.rmtree(folder, ignore_errors=True)
+                folder.mkdir(parents=True)
+                try:
+                    proc = build(folder / "proj", env)
+                    done = {"returncode": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr}
+                except Exception:
+                    done = {"returncode": -1, "stdout": "", "stderr": traceback.format_exc()}
+                record.write_text(json.dumps(done), encoding="utf-8")
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return Built(folder / "proj", env, **json.loads(record.read_text(encoding="utf-8")))
+
+
+CI_BUILD = ["--cores", "2", "--configfile", "config/ci.yaml", "--profile", "workflow/profiles/default",
+            "--resources", "gpu=2", "--config", "threads=1"]  # two one-thread jobs at a time, as make demo on 2 cores
+
+
+def build_ci(proj: Path, env: dict) -> subprocess.CompletedProcess:
+    """The ci suite end to end through Snakemake in a copy of the project (the `ci_build` fixture)."""
+    copy_project(proj)
+    return subprocess.run([str(BIN / "snakemake"), *CI_BUILD], cwd=proj, env=env, capture_output=True, text=True,
+                          timeout=900)
 
 
 def popen_train(argv: list[str], log: Path) -> subprocess.Popen:

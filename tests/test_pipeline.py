@@ -11,7 +11,7 @@ import pytest
 
 from csebench.study.params import list_suites, load_params
 from csebench.study.typed import Params
-from runhelpers import BIN, ROOT, copy_project, needs_pipeline, tool_env
+from runhelpers import BIN, ROOT, needs_pipeline, tool_env
 
 
 def test_committed_dvc_yaml_is_current():
@@ -41,13 +41,11 @@ def test_every_suite_dry_runs_offline():
 
 @pytest.mark.slow(seconds=300)
 @needs_pipeline
-def test_ci_suite_end_to_end_through_snakemake(tmp_path, shared_dir):
-    proj = copy_project(tmp_path / "proj")
-    # two one-thread jobs at a time, as make demo runs on 2 cores (tiny models: mostly Python start-up)
-    proc = subprocess.run([str(BIN / "snakemake"), "--cores", "2", "--configfile", "config/ci.yaml",
-                           "--profile", "workflow/profiles/default", "--resources", "gpu=2", "--config", "threads=1"],
-                          cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+def test_ci_suite_end_to_end_through_snakemake(ci_build, tmp_path):
+    """The ci suite's whole DAG through Snakemake (the session's build: runhelpers.CI_BUILD, two one-thread jobs at a
+    time as make demo runs on 2 cores), then in a copy of it: a rerun plans nothing, and the Snakemake report."""
+    assert ci_build.returncode == 0, ci_build.stderr[-4000:]
+    proj = ci_build.copy(tmp_path / "proj")
     table = (proj / "results/ci/tables/sts.md").read_text()
     rows = [line for line in table.splitlines() if line.startswith("|") and "SimCSE" in line and "published" not in line]
     assert rows, table
@@ -63,11 +61,11 @@ def test_ci_suite_end_to_end_through_snakemake(tmp_path, shared_dir):
     assert "Made with DIFFERENT" not in table
     # rerunning finds nothing to do
     again = subprocess.run([str(BIN / "snakemake"), "-n", "--cores", "2", "--configfile", "config/ci.yaml"],
-                           cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True, timeout=300)
+                           cwd=proj, env=ci_build.env, capture_output=True, text=True, timeout=300)
     assert "Nothing to be done" in again.stdout + again.stderr
     # the Snakemake report: one self-contained page of what is built, captioned from the registry
     report = subprocess.run([str(BIN / "snakemake"), "--cores", "1", "--configfile", "config/ci.yaml", "--report", "results/report.html"],
-                            cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True, timeout=300)
+                            cwd=proj, env=ci_build.env, capture_output=True, text=True, timeout=300)
     assert report.returncode == 0, report.stderr[-3000:]
     html = (proj / "results/report.html").read_text()
     for name in ("sts.md", "transfer.md", "sts_avg.png", "training_curves.png", "Suites", "every run of the suite"):
