@@ -4,7 +4,7 @@ or as a subprocess (`env`, `tool_env`), a copy of the project, the README's layo
 
 Programs that need a process of their own but not a fresh interpreter (a run to kill, a Snakemake build) start
 forked from the test's process, which has imported torch, csebench and Snakemake already (`fork_program`,
-`run_program`, `snakemake`): a fresh Python spent 2-5 CPU-s importing them again.
+`run_program`, `run_snakemake`, `fork_csebench`): a fresh Python spent 2-5 CPU-s importing them again.
 
 Everything is written under pytest's tmp_path from the shared data; nothing is copied into the repo.
 Fixtures shared by several test files (`one_thread`, `inputs`, `small`, `trained`, `ci_build`) are in conftest.py;
@@ -399,13 +399,21 @@ def _snakemake_main():
     return main(sys.argv[1:])
 
 
-def snakemake(args: list[str], cwd: Path | str = ROOT, env: dict | None = None,
-              timeout: float | None = 600) -> subprocess.CompletedProcess:
+def run_snakemake(args: list[str], cwd: Path | str = ROOT, env: dict | None = None,
+                  timeout: float | None = 600) -> subprocess.CompletedProcess:
     """`snakemake ARGS` (the venv's) in ``cwd``, forked from this process (run_program): Snakemake and its plugins
     are imported here once (2.3 of the 3 CPU-s of a `snakemake -n` of the ci suite)."""
     import snakemake.cli  # noqa: F401  before the fork: once for every later build
 
     return run_program(_snakemake_main, ["snakemake", *args], cwd=cwd, env=env, timeout=timeout)
+
+
+def fork_snakemake(args: list[str], cwd: Path | str, env: dict, log: Path, start_new_session: bool = False) -> Forked:
+    """`snakemake ARGS` forked from this process, running on (fork_program), its output (both streams) in ``log``."""
+    import snakemake.cli  # noqa: F401
+
+    return fork_program(_snakemake_main, ["snakemake", *args], cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                        start_new_session=start_new_session)
 
 
 def _csebench_main():
@@ -421,6 +429,15 @@ def _preload_csebench() -> None:
 
     for name in PRELOAD:
         importlib.import_module(name)
+
+
+def run_csebench(argv: list[str], cwd: Path | str = ROOT, env_: dict | None = None,
+                 timeout: float | None = 300) -> subprocess.CompletedProcess:
+    """`csebench ARGV` as the program, forked from this process (run_program): its exit code and both streams, as
+    subprocess.run(..., capture_output=True, text=True) gives them."""
+    _preload_csebench()
+    return run_program(_csebench_main, ["csebench", *argv], cwd=cwd, env=env_ if env_ is not None else env(),
+                       timeout=timeout)
 
 
 def fork_csebench(argv: list[str], log: Path, cwd: Path | str = ROOT, env_: dict | None = None,

@@ -14,7 +14,7 @@ from csebench.study.params import list_suites, load_params
 from csebench.study.typed import Params
 from csebench.workflow.dvcgen import group_record, paper_items
 from csebench.results import render
-from runhelpers import BIN, ROOT, needs_pipeline, readme_block, readme_checkout, user_env
+from runhelpers import BIN, ROOT, needs_pipeline, readme_block, readme_checkout, run_snakemake, user_env
 ENV = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PATH=f"{BIN}:{os.environ['PATH']}")
 
 
@@ -73,8 +73,7 @@ def test_a_stage_lists_the_params_its_runs_read():
 
 
 def _planned_outputs(args: list[str]) -> set[str]:
-    proc = subprocess.run([str(BIN / "snakemake"), "-n", "--forceall", "--cores", "1", *args],
-                          cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+    proc = run_snakemake(["-n", "--forceall", "--cores", "1", *args], cwd=ROOT, env=ENV, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return {p.strip() for m in re.finditer(r"^    output: (.*)$", proc.stdout + proc.stderr, re.M) for p in m[1].split(", ")}
 

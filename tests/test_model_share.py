@@ -5,7 +5,6 @@ import re
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 import torch
@@ -239,7 +238,7 @@ def test_snakemake_makes_the_cards_and_a_second_run_plans_nothing(tmp_path, ci_b
     build of the ci suite, which made every run's card.)"""
     from csebench.study.params import load_params
     from csebench.study.jobs import run_folder
-    from runhelpers import BIN
+    from runhelpers import run_snakemake
 
     assert ci_build.returncode == 0, ci_build.stderr[-4000:]
     proj = ci_build.copy(tmp_path / "proj")
@@ -247,9 +246,8 @@ def test_snakemake_makes_the_cards_and_a_second_run_plans_nothing(tmp_path, ci_b
     card = f"{run}/model_card.md"
 
     def snakemake(*args):
-        return subprocess.run([str(BIN / "snakemake"), "--cores", "2", "--configfile", "config/ci.yaml", "--config",
-                               "threads=1", *args, "--", card], cwd=proj, env=ci_build.env, capture_output=True,
-                              text=True, timeout=900)
+        return run_snakemake(["--cores", "2", "--configfile", "config/ci.yaml", "--config", "threads=1", *args, "--", card],
+                             cwd=proj, env=ci_build.env, timeout=900)
 
     view = proj / "results/ci/runs/simcse/seed1"
     assert (view / "model" / "README.md").read_text() == (proj / card).read_text()
@@ -284,15 +282,14 @@ def test_card_waits_for_the_mteb_results_where_the_suite_asks_for_them(tmp_path)
     has written it."""
     from csebench.study.params import load_params
     from csebench.study.jobs import run_folder
-    from runhelpers import PARAMS
-    from runhelpers import BIN
+    from runhelpers import PARAMS, ROOT, run_snakemake
 
     over = tmp_path / "over.yaml"
     over.write_text("suites:\n  ci:\n    mteb: {}\n")
     card = f"{run_folder(load_params(PARAMS, [over]), 'ci', 'simcse', 1)}/model_card.md"
-    proc = subprocess.run([str(BIN / "snakemake"), "-n", "--forceall", "--configfile", "config/ci.yaml", "--config", "plan=false",
-                           f"params_overrides=[{over}]", "--", card], cwd=Path(__file__).resolve().parents[1],
-                          env=dict(os.environ, HF_HUB_OFFLINE="1"), capture_output=True, text=True, timeout=300)
+    proc = run_snakemake(["-n", "--forceall", "--configfile", "config/ci.yaml", "--config", "plan=false",
+                          f"params_overrides=[{over}]", "--", card], cwd=ROOT, env=dict(os.environ, HF_HUB_OFFLINE="1"),
+                         timeout=300)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     job = out[out.index("rule model_card:"):]
@@ -367,12 +364,10 @@ def test_the_demo_carries_a_card_for_every_model_and_evaluates_nothing_more_for_
 
     from csebench.study.jobs import Runs, evaluated_jobs
     from csebench.study.params import load_params
-    from runhelpers import PARAMS
-    from runhelpers import BIN
+    from runhelpers import PARAMS, ROOT, run_snakemake
 
-    proc = subprocess.run([str(BIN / "snakemake"), "-n", "--forceall", "--quiet", "rules", "--configfile", "config/demo.yaml",
-                           "--config", "plan=false"], cwd=Path(__file__).resolve().parents[1],
-                          env=dict(os.environ, HF_HUB_OFFLINE="1"), capture_output=True, text=True, timeout=300)
+    proc = run_snakemake(["-n", "--forceall", "--quiet", "rules", "--configfile", "config/demo.yaml", "--config", "plan=false"],
+                         cwd=ROOT, env=dict(os.environ, HF_HUB_OFFLINE="1"), timeout=300)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", out, re.M))

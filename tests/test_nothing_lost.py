@@ -300,14 +300,13 @@ def test_snakemake_rerun_of_a_finished_training_job(tmp_path, ci_build):
     session's build of the ci suite.)"""
     from csebench.study.jobs import run_folder
     from csebench.study.params import load_params
-    from runhelpers import BIN, CI_BUILD
+    from runhelpers import CI_BUILD, run_snakemake
 
     assert ci_build.returncode == 0, ci_build.stderr[-4000:]
     proj = ci_build.copy(tmp_path / "proj")
     target = "results/ci/runs/simcse/seed1/train.json"
     before = (proj / target).stat().st_mtime_ns
-    again = subprocess.run([str(BIN / "snakemake"), *CI_BUILD, "plan=false", "--forcerun", "train", "--", target],
-                           cwd=proj, env=ci_build.env, capture_output=True, text=True, timeout=600)
+    again = run_snakemake([*CI_BUILD, "plan=false", "--forcerun", "train", "--", target], cwd=proj, env=ci_build.env)
     assert again.returncode == 0, again.stderr[-3000:]
     # the suite's folder is a view of the run's own (docs/runs.md), where it trains
     run = proj / run_folder(load_params(proj / "params.yaml"), "ci", "simcse", 1)
@@ -329,35 +328,32 @@ def test_snakemake_killed_with_kill_9_then_rerun_as_documented_resumes_the_train
 
     from csebench.study.jobs import run_folder
     from csebench.study.params import load_params
-    from runhelpers import BIN, copy_project, tool_env
+    from runhelpers import copy_project, fork_snakemake, run_snakemake, tool_env
 
     proj = copy_project(tmp_path / "proj")
     # a run long enough to be killed between its first checkpoint and its end (STS-B dev at every step)
     over = write_config(proj / "longer.yaml", {"suites": {"ci": {"training": {
         "max_steps": 16, "checkpoint_steps": 2, "eval_steps": 1}}}})
     target = "results/ci/runs/simcse/seed1/train.json"
-    base = [str(BIN / "snakemake"), "--cores", "2", "--configfile", "config/ci.yaml",
-            "--config", "plan=false", f"params_overrides=[{over.name}]"]
+    base = ["--cores", "2", "--configfile", "config/ci.yaml", "--config", "plan=false", f"params_overrides=[{over.name}]"]
     run = proj / run_folder(load_params(proj / "params.yaml", [over]), "ci", "simcse", 1)
     manifest = run / "checkpoint" / "manifest.json"
-    with (tmp_path / "killed.log").open("w") as log:
-        build = subprocess.Popen(base + ["--profile", "workflow/profiles/default", "--", target], cwd=proj,
-                                 env=tool_env(shared_dir), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.time() + 300
-        while not manifest.exists() and build.poll() is None and time.time() < deadline:
-            time.sleep(0.05)
-        alive = build.poll() is None
-        os.killpg(build.pid, signal.SIGKILL)  # Snakemake, its job's shell and `csebench train`
-        build.wait()
+    build = fork_snakemake(base + ["--profile", "workflow/profiles/default", "--", target], proj, tool_env(shared_dir),
+                           tmp_path / "killed.log", start_new_session=True)
+    deadline = time.time() + 300
+    while not manifest.exists() and build.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    alive = build.poll() is None
+    os.killpg(build.pid, signal.SIGKILL)  # Snakemake, its job's shell and `csebench train`
+    build.wait()
     assert alive and manifest.exists(), (tmp_path / "killed.log").read_text()[-3000:]
     assert not (run / "train.json").exists()
 
-    plain = subprocess.run(base + ["--", target], cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True, timeout=300)
+    plain = run_snakemake(base + ["--", target], cwd=proj, env=tool_env(shared_dir), timeout=300)
     assert plain.returncode != 0 and "--unlock" in plain.stdout + plain.stderr, plain.stdout[-2000:] + plain.stderr[-2000:]
-    unlock = subprocess.run(base + ["--unlock"], cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True, timeout=300)
+    unlock = run_snakemake(base + ["--unlock"], cwd=proj, env=tool_env(shared_dir), timeout=300)
     assert unlock.returncode == 0, unlock.stderr[-2000:]
-    rerun = subprocess.run(base + ["--profile", "workflow/profiles/default", "--", target], cwd=proj, env=tool_env(shared_dir),
-                           capture_output=True, text=True, timeout=600)
+    rerun = run_snakemake(base + ["--profile", "workflow/profiles/default", "--", target], cwd=proj, env=tool_env(shared_dir))
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     timing = json.loads((run / "train_timing.json").read_text())
     assert timing["resumed_from_step"] >= 2, timing
@@ -374,15 +370,15 @@ def test_a_build_while_another_holds_the_lock_is_one_line_and_dry_runs_and_unloc
     target stops before planning, naming the target; a target given on the command line, whose DAG only Snakemake
     knows, stops where Snakemake finds the lock, in the same one line. A dry run still runs beside the lock, and the
     --unlock command the line gives clears a stale one."""
-    from runhelpers import BIN, copy_project, tool_env
+    from runhelpers import copy_project, run_snakemake, tool_env
 
     proj = copy_project(tmp_path / "proj")
     locks = proj / ".snakemake" / "locks"
     locks.mkdir(parents=True)
-    base = [str(BIN / "snakemake"), "--cores", "1", "--configfile", "config/ci.yaml", "--config", "plan=false"]
+    base = ["--cores", "1", "--configfile", "config/ci.yaml", "--config", "plan=false"]
 
     def snakemake(*args):
-        proc = subprocess.run(base + list(args), cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True, timeout=300)
+        proc = run_snakemake(base + list(args), cwd=proj, env=tool_env(shared_dir), timeout=300)
         errors = [line for line in proc.stderr.splitlines() if "error" in line.lower() or "lock" in line.lower()]
         return proc.returncode, errors
 
@@ -399,8 +395,9 @@ def test_a_build_while_another_holds_the_lock_is_one_line_and_dry_runs_and_unloc
         "then run this again"])
     rc, _ = snakemake("-n", "--quiet", "rules")
     assert rc == 0 and (locks / "0.output.lock").exists()  # a dry run beside a running build, as Snakemake allows it
-    proc = subprocess.run(unlock.strip("`").split(), cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True,
-                          timeout=300)
+    command = unlock.strip("`").split()
+    assert command[0] == "snakemake"
+    proc = run_snakemake(command[1:], cwd=proj, env=tool_env(shared_dir), timeout=300)
     assert proc.returncode == 0 and not locks.exists(), proc.stderr[-2000:]
 
 

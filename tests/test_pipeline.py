@@ -11,7 +11,7 @@ import pytest
 
 from csebench.study.params import list_suites, load_params
 from csebench.study.typed import Params
-from runhelpers import BIN, ROOT, needs_pipeline, tool_env
+from runhelpers import BIN, ROOT, needs_pipeline, run_snakemake, tool_env
 
 
 def test_committed_dvc_yaml_is_current():
@@ -23,9 +23,8 @@ def test_committed_dvc_yaml_is_current():
 def test_every_suite_dry_runs_offline():
     suites = list_suites(load_params(ROOT / "params.yaml"))
     # the suites' own jobs (the paper items of the default target: tests/test_reproduce_pipeline.py)
-    proc = subprocess.run([str(BIN / "snakemake"), "-n", "--forceall", "--quiet", "rules", "--config", f"suites=[{','.join(suites)}]",
-                           "reproduce=none", "plan=false"],
-                          cwd=ROOT, env=tool_env(), capture_output=True, text=True, timeout=600)
+    proc = run_snakemake(["-n", "--forceall", "--quiet", "rules", "--config", f"suites=[{','.join(suites)}]", "reproduce=none",
+                          "plan=false"], cwd=ROOT, env=tool_env(), timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", proc.stdout + proc.stderr, re.M))
     # one train job per distinct run (teachers included), however many suites list it (docs/runs.md)
@@ -60,12 +59,11 @@ def test_ci_suite_end_to_end_through_snakemake(ci_build, tmp_path):
     assert table.rstrip().splitlines()[-1].startswith("Provenance (")
     assert "Made with DIFFERENT" not in table
     # rerunning finds nothing to do
-    again = subprocess.run([str(BIN / "snakemake"), "-n", "--cores", "2", "--configfile", "config/ci.yaml"],
-                           cwd=proj, env=ci_build.env, capture_output=True, text=True, timeout=300)
+    again = run_snakemake(["-n", "--cores", "2", "--configfile", "config/ci.yaml"], cwd=proj, env=ci_build.env, timeout=300)
     assert "Nothing to be done" in again.stdout + again.stderr
     # the Snakemake report: one self-contained page of what is built, captioned from the registry
-    report = subprocess.run([str(BIN / "snakemake"), "--cores", "1", "--configfile", "config/ci.yaml", "--report", "results/report.html"],
-                            cwd=proj, env=ci_build.env, capture_output=True, text=True, timeout=300)
+    report = run_snakemake(["--cores", "1", "--configfile", "config/ci.yaml", "--report", "results/report.html"], cwd=proj,
+                           env=ci_build.env, timeout=300)
     assert report.returncode == 0, report.stderr[-3000:]
     html = (proj / "results/report.html").read_text()
     for name in ("sts.md", "transfer.md", "sts_avg.png", "training_curves.png", "Suites", "every run of the suite"):
@@ -152,7 +150,6 @@ def test_csebench_not_reachable_is_one_line_before_any_job(tmp_path, monkeypatch
 def test_snakemakes_lint_is_clean():
     """`snakemake --lint` (docs/cluster.md): functions apart from rules, no global in a shell command, named
     files, no '+' next to a path, a conda environment on every rule; exit 0 and no finding."""
-    proc = subprocess.run([str(BIN / "snakemake"), "--lint", "--configfile", "config/ci.yaml"], cwd=ROOT, env=tool_env(),
-                          capture_output=True, text=True, timeout=300)
+    proc = run_snakemake(["--lint", "--configfile", "config/ci.yaml"], cwd=ROOT, env=tool_env(), timeout=300)
     findings = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("    * ")]
     assert proc.returncode == 0 and not findings, "\n".join(findings) or proc.stderr[-2000:]
