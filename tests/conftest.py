@@ -144,6 +144,18 @@ def trained(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def warm_jobs():
+    """The environment that sends a local Snakemake build's jobs to a warm server forked from this test process
+    (runhelpers.start_warm_server), for a build run with ``--config warm_start=false``: such a build does not start a
+    server of its own (6-7 CPU-s of imports each). The builds that check the Snakefile's own server run without it."""
+    from runhelpers import start_warm_server, stop_warm_server
+
+    proc, env = start_warm_server()
+    yield env
+    stop_warm_server(proc, env)
+
+
+@pytest.fixture(scope="session")
 def ci_build(tmp_path_factory, shared_dir):
     """The ci suite built once for the whole session through Snakemake, with the shared data as users have it
     (runhelpers.build_ci; its command is CI_BUILD): a runhelpers.Built. tests/test_pipeline.py checks the build end to

@@ -448,6 +448,36 @@ def fork_csebench(argv: list[str], log: Path, cwd: Path | str = ROOT, env_: dict
                         stdout=log, stderr=subprocess.STDOUT, start_new_session=start_new_session)
 
 
+def start_warm_server() -> tuple[Forked, dict]:
+    """A warm server (csebench.workflow.warm.serve) forked from this process, which has loaded what a build's server
+    loads (its start costs nothing; a server started as a build starts one loads torch and transformers: 6-7 CPU-s):
+    (the server, the environment that sends a build's jobs to it). A build run with that environment and
+    ``--config warm_start=false`` starts no server of its own: its jobs fork from this one, as they would from
+    their build's. It ends with this process, or with ``stop_warm_server``."""
+    from csebench.cli import build_parser, main
+    from csebench.workflow.warm import ENV, serve
+
+    _preload_csebench()
+    build_parser()
+    path = os.path.join(tempfile.mkdtemp(prefix="csebench-warm-"), "socket")
+    parent = os.getpid()
+    proc = fork_program(lambda: serve(path, parent, main), ["csebench-warm-server"], stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 30
+    while not os.path.exists(path) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert os.path.exists(path), f"the forked warm server did not start (exit {proc.poll()})"
+    return proc, {ENV: path}
+
+
+def stop_warm_server(proc: Forked, env: dict) -> None:
+    from csebench.workflow.warm import ENV
+
+    proc.terminate()
+    proc.wait(30)
+    shutil.rmtree(os.path.dirname(env[ENV]), ignore_errors=True)
+
+
 # ----------------------------------------------------------------------------- builds shared by the session
 
 

@@ -101,7 +101,7 @@ def test_eval_sts_takes_a_backbone_name_finds_the_shared_data_and_says_the_poole
     assert "pooler avg (the model's own, 1_Pooling/config.json)" in text
     assert re.search(r"STS avg [\d.]+ \(pooler avg\)", text)
     out = tmp_path / "cls.json"
-    assert main(["eval-sts", "--model", "minilm", "--pooler", "cls", "--max-sts-pairs", "40", "--no-progress",
+    assert main(["eval-sts", "--model", "minilm", "--pooler", "cls", "--max-sts-pairs", "8", "--no-progress",
                  "--out", str(out)]) == 0
     assert json.loads(out.read_text())["encoding"]["pooler"] == "cls_before_pooler"
     assert_fails(capsys, ["eval-sts", "--model", "minilm", "--senteval", str(tmp_path / "none")],
@@ -218,13 +218,13 @@ def test_training_says_when_it_pools_otherwise_than_the_model_declares(caplog):
 
 
 def test_the_api_page_runs_as_written(capsys):
+    """docs/api.md's second block, in this process (its first, MiniLM's scores, runs as a script outside the checkout
+    in the next test: the same 700 pairs encoded twice were 5 CPU-s)."""
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "api.md").read_text(encoding="utf-8"), re.S)
     assert len(blocks) == 2
-    for block in blocks:
-        exec(compile(block, "docs/api.md", "exec"), {})
+    exec(compile(blocks[1], "docs/api.md", "exec"), {})
     out = capsys.readouterr().out
-    assert re.search(r"^[\d.]+ with pooler avg \(capped\)$", out, re.M)
-    assert re.search(r"^characters: [\d.]+$", out, re.M)
+    assert re.fullmatch(r"characters: [\d.]+\n", out), out
     assert np.isfinite(float(re.search(r"characters: ([\d.]+)", out).group(1)))
 
 

@@ -254,9 +254,9 @@ def test_snakemake_config_schema(config, message):
 def test_snakemake_config_text_booleans_and_files_given_twice(tmp_path):
     from csebench.workflow.steps import check_snakemake_config
 
-    config = {"suites": ["ci"], "plan": "false", "progress": "True"}  # as `--config plan=false` gives it
+    config = {"suites": ["ci"], "plan": "false", "progress": "True", "warm_start": "false"}  # as `--config plan=false` gives it
     check_snakemake_config(config, [])
-    assert config["plan"] is False and config["progress"] is True
+    assert config["plan"] is False and config["progress"] is True and config["warm_start"] is False
     (tmp_path / "c.yaml").write_text("suites: [ci]\nreproduce: none\nsuites: [demo]\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=f"{tmp_path / 'c.yaml'}:3: duplicate key 'suites'"):
         check_snakemake_config({"suites": ["demo"]}, [tmp_path / "c.yaml"])

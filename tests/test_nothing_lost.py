@@ -294,7 +294,7 @@ def test_every_written_file_follows_the_umask(inputs, capsys, monkeypatch):
 
 @pytest.mark.slow(seconds=10)
 @needs_pipeline
-def test_snakemake_rerun_of_a_finished_training_job(tmp_path, ci_build):
+def test_snakemake_rerun_of_a_finished_training_job(tmp_path, ci_build, warm_jobs):
     """Snakemake removes a job's declared outputs before it runs it again, so `train` sees no finished
     run there and needs no --force: a forced rerun (as after a hyperparameter change) completes. (A copy of the
     session's build of the ci suite.)"""
@@ -306,7 +306,8 @@ def test_snakemake_rerun_of_a_finished_training_job(tmp_path, ci_build):
     proj = ci_build.copy(tmp_path / "proj")
     target = "results/ci/runs/simcse/seed1/train.json"
     before = (proj / target).stat().st_mtime_ns
-    again = run_snakemake([*CI_BUILD, "plan=false", "--forcerun", "train", "--", target], cwd=proj, env=ci_build.env)
+    again = run_snakemake([*CI_BUILD, "plan=false", "warm_start=false", "--forcerun", "train", "--", target], cwd=proj,
+                          env={**ci_build.env, **warm_jobs})
     assert again.returncode == 0, again.stderr[-3000:]
     # the suite's folder is a view of the run's own (docs/runs.md), where it trains
     run = proj / run_folder(load_params(proj / "params.yaml"), "ci", "simcse", 1)
@@ -318,11 +319,12 @@ def test_snakemake_rerun_of_a_finished_training_job(tmp_path, ci_build):
 
 @pytest.mark.slow(seconds=70)
 @needs_pipeline
-def test_snakemake_killed_with_kill_9_then_rerun_as_documented_resumes_the_training_job(tmp_path, shared_dir):
+def test_snakemake_killed_with_kill_9_then_rerun_as_documented_resumes_the_training_job(tmp_path, shared_dir, warm_jobs):
     """A kill -9 of the whole Snakemake build mid-training (docs/reliability.md). A plain
     rerun stops at Snakemake's stale lock and says so; after `snakemake --unlock`, the rerun with the
     workflow's profile (rerun-incomplete: true) runs the train job again, and it resumes from the
-    checkpoint the killed job left."""
+    checkpoint the killed job left. (The jobs fork from the session's warm server: the client a kill -9 takes
+    with the build takes its job with it, as with the build's own server.)"""
     import signal
     import time
 
@@ -335,10 +337,12 @@ def test_snakemake_killed_with_kill_9_then_rerun_as_documented_resumes_the_train
     over = write_config(proj / "longer.yaml", {"suites": {"ci": {"training": {
         "max_steps": 16, "checkpoint_steps": 2, "eval_steps": 1}}}})
     target = "results/ci/runs/simcse/seed1/train.json"
-    base = ["--cores", "2", "--configfile", "config/ci.yaml", "--config", "plan=false", f"params_overrides=[{over.name}]"]
+    base = ["--cores", "2", "--configfile", "config/ci.yaml", "--config", "plan=false", "warm_start=false",
+            f"params_overrides=[{over.name}]"]
+    env = {**tool_env(shared_dir), **warm_jobs}
     run = proj / run_folder(load_params(proj / "params.yaml", [over]), "ci", "simcse", 1)
     manifest = run / "checkpoint" / "manifest.json"
-    build = fork_snakemake(base + ["--profile", "workflow/profiles/default", "--", target], proj, tool_env(shared_dir),
+    build = fork_snakemake(base + ["--profile", "workflow/profiles/default", "--", target], proj, env,
                            tmp_path / "killed.log", start_new_session=True)
     deadline = time.time() + 300
     while not manifest.exists() and build.poll() is None and time.time() < deadline:
@@ -349,11 +353,11 @@ def test_snakemake_killed_with_kill_9_then_rerun_as_documented_resumes_the_train
     assert alive and manifest.exists(), (tmp_path / "killed.log").read_text()[-3000:]
     assert not (run / "train.json").exists()
 
-    plain = run_snakemake(base + ["--", target], cwd=proj, env=tool_env(shared_dir), timeout=300)
+    plain = run_snakemake(base + ["--", target], cwd=proj, env=env, timeout=300)
     assert plain.returncode != 0 and "--unlock" in plain.stdout + plain.stderr, plain.stdout[-2000:] + plain.stderr[-2000:]
-    unlock = run_snakemake(base + ["--unlock"], cwd=proj, env=tool_env(shared_dir), timeout=300)
+    unlock = run_snakemake(base + ["--unlock"], cwd=proj, env=env, timeout=300)
     assert unlock.returncode == 0, unlock.stderr[-2000:]
-    rerun = run_snakemake(base + ["--profile", "workflow/profiles/default", "--", target], cwd=proj, env=tool_env(shared_dir))
+    rerun = run_snakemake(base + ["--profile", "workflow/profiles/default", "--", target], cwd=proj, env=env)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     timing = json.loads((run / "train_timing.json").read_text())
     assert timing["resumed_from_step"] >= 2, timing

@@ -56,7 +56,7 @@ def _tiny_suites(params_path: Path, suites: dict[str, list[str]]) -> None:
 
 @pytest.mark.slow(seconds=60)
 @needs_pipeline
-def test_three_paper_tables_end_to_end(tmp_path, shared_dir):
+def test_three_paper_tables_end_to_end(tmp_path, shared_dir, warm_jobs):
     proj = copy_project(tmp_path / "proj")
     runs = {"ablation-iscse-retrieval": ["knn", "kmeans"], "ablation-iscse-k": ["k-8", "k-16"],
             "ablation-iscse-beta": ["beta-1.0", "beta-2.0"]}
@@ -64,7 +64,8 @@ def test_three_paper_tables_end_to_end(tmp_path, shared_dir):
     suites = list(runs)
     targets = [f"results/papers/is-cse/table-{n}.md" for n in (3, 5, 7)]
     proc = run_snakemake(["--cores", "2", "--profile", "workflow/profiles/default", "--resources", "gpu=2", "--config",
-                          "plan=false", "threads=1", "--", *targets], cwd=proj, env=tool_env(shared_dir), timeout=900)  # as make demo
+                          "plan=false", "threads=1", "warm_start=false", "--", *targets], cwd=proj,
+                         env={**tool_env(shared_dir), **warm_jobs}, timeout=900)  # as make demo (the session's warm server)
     assert proc.returncode == 0, proc.stderr[-4000:]
     params = load_params(proj / "params.yaml")
     for n, suite, first_run in ((3, suites[0], "knn"), (5, suites[1], "k-8"), (7, suites[2], "beta-1.0")):

@@ -338,14 +338,14 @@ def test_snakemake_plans_a_run_two_suites_share_once(tmp_path):
 
 @pytest.mark.slow(seconds=120)
 @needs_pipeline
-def test_two_suites_sharing_a_run_train_it_once(tmp_path, shared_dir):
+def test_two_suites_sharing_a_run_train_it_once(tmp_path, shared_dir, warm_jobs):
     from runhelpers import run_snakemake, tool_env
 
     proj = _project_with_two_suites(tmp_path / "proj")
-    # two one-thread jobs at a time, as make demo runs on 2 cores
+    # two one-thread jobs at a time, as make demo runs on 2 cores (their warm server: the session's)
     cmd = ["--cores", "2", "--profile", "workflow/profiles/default", "--resources", "gpu=2",
-           "--config", "suites=[a,b]", "reproduce=none", "plan=false", "threads=1"]
-    proc = run_snakemake(cmd, cwd=proj, env=tool_env(shared_dir), timeout=900)
+           "--config", "suites=[a,b]", "reproduce=none", "plan=false", "threads=1", "warm_start=false"]
+    proc = run_snakemake(cmd, cwd=proj, env={**tool_env(shared_dir), **warm_jobs}, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert len(re.findall(r"^(?:local)?rule train:", proc.stdout + proc.stderr, re.M)) == 2
     params = load_params(proj / "params.yaml")
