@@ -263,16 +263,17 @@ def test_the_docs_package_installed_outside_the_repository_trains_with_its_term(
     card = (tmp_path / "run" / "model" / "README.md").read_text()
     assert all(line in card.splitlines() for line in CARD_NAMES_THE_PACKAGE), card
     assert "- center-penalty" in card.split("---")[1]  # the paper's hub tag in the metadata block
-    # the package uninstalled, the card cannot cite it: one line naming what train.json recorded
-    proc = subprocess.run([sys.executable, "-m", "csebench", "model-card", "--run", str(tmp_path / "run")], cwd=ROOT,
-                          env=env(), capture_output=True, text=True, timeout=300)
+    # the package uninstalled, the card cannot cite it: one line naming what train.json recorded (the program forked
+    # from this process, whose path has no such package)
+    from runhelpers import run_csebench
+
+    proc = run_csebench(["model-card", "--run", str(tmp_path / "run")])
     assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1] == (
         f"csebench model-card: error: {tmp_path / 'run'} was trained with the objective 'center_penalty' of the package "
         "my-csebench-terms 0.1.0, which is not installed here: install it to write the card (its citation is in that "
         "package)"), proc.stderr
     # without the package on the path the same command fails in one line, naming the unknown term
-    proc = subprocess.run([sys.executable, "-m", "csebench", "--threads", "1", *argv[:-1], "--force", "--no-progress"],
-                          cwd=ROOT, env=env(), capture_output=True, text=True, timeout=300)
+    proc = run_csebench(["--threads", "1", *argv[:-1], "--force", "--no-progress"])
     assert proc.returncode == 2 and "unknown objective 'center_penalty'" in proc.stderr.strip().splitlines()[-1], proc.stderr
 
 
