@@ -163,7 +163,7 @@ def test_the_api_names_what_it_could_not_find(tmp_path, monkeypatch):
         csebench.evaluate_sts("minilm", senteval=tmp_path)
 
 
-@pytest.mark.slow(seconds=40)
+@pytest.mark.slow(seconds=9)
 def test_a_wheel_carries_params_yaml_and_the_api_reads_it_without_a_checkout(tmp_path, monkeypatch, small):
     """Installed from a wheel (no checkout): the wheel's csebench/resources/params.yaml, copied from params.yaml when
     it was built (setup.py), gives the backbone names; the shared data must then be named (senteval= or
@@ -253,7 +253,7 @@ def test_the_api_page_s_first_example_runs_from_a_folder_outside_the_checkout(tm
     assert sorted(p.name for p in tmp_path.iterdir()) == ["example.py"]
 
 
-@pytest.mark.slow(seconds=110)
+@pytest.mark.slow(seconds=29)
 @needs_pipeline
 def test_the_readme_s_one_line_training_is_the_run_the_build_reuses(tmp_path):
     """The README's `csebench train --backbone minilm --method simcse --corpus my-corpus.txt`, as typed (a quick

@@ -289,7 +289,7 @@ def test_every_shipped_config_passes_the_schemas(project_root):
         check_snakemake_config({**paper, **read_yaml(project_root / "config" / f"{name}.yaml")}, [])
 
 
-@pytest.mark.slow(seconds=5)
+@pytest.mark.slow(seconds=1)
 @needs_pipeline
 def test_snakemake_dry_run_names_the_key_in_one_line(tmp_path, project_root):
     from runhelpers import run_snakemake, tool_env
@@ -412,7 +412,7 @@ def test_sts_pair_cap_setting(cap, ok):
 # ------------------------------------------------------------- YAML that does not parse: one line, with its position
 
 
-@pytest.mark.slow(seconds=20)
+@pytest.mark.slow(seconds=2)
 def test_invalid_yaml_in_set_and_in_a_config_file_is_one_line_with_its_position(tmp_path):
     """PyYAML's message spans 2-4 lines ("in <unicode string>, line 1, column 1" under each mark); as a user runs
     `csebench train`, each is one line: a --set value's column (or "the end"), a file's line and column."""

@@ -153,7 +153,7 @@ def inputs(tmp_path_factory):
     return tmp
 
 
-@pytest.mark.slow(seconds=5)
+@pytest.mark.slow(seconds=3)
 def test_ddp_loss_and_gradients_equal_single_process(inputs, ddp):
     single = run_steps(inputs, PLAIN, steps=2)
     ranks = [r["plain"] for r in ddp]
@@ -173,7 +173,7 @@ def test_ddp_loss_and_gradients_equal_single_process(inputs, ddp):
     assert rel_error(scaled, single["grads"][0]) > 0.02
 
 
-@pytest.mark.slow(seconds=5)
+@pytest.mark.slow(seconds=1)
 def test_ddp_with_iscse_gaussian_sscl_matches_and_ranks_agree(inputs, ddp):
     steps = 3  # the IS-CSE buffer (16 rows) is full after 2 global batches of 8: step 3 smooths
     single = run_steps(inputs, TERMS, steps=steps)
@@ -193,7 +193,7 @@ def test_ddp_with_iscse_gaussian_sscl_matches_and_ranks_agree(inputs, ddp):
             assert torch.equal(v, ranks[1]["state"][step][name]), name
 
 
-@pytest.mark.slow(seconds=45)
+@pytest.mark.slow(seconds=20)
 def test_csebench_train_under_torchrun_killed_and_resumed(tmp_path):
     """`torchrun --nproc_per_node 2 -m csebench train ...` on CPU (gloo). Rank 0 writes the outputs;
     the global batch is split over the ranks, so the step count is the single-process one. A
@@ -259,7 +259,7 @@ def test_csebench_train_under_torchrun_killed_and_resumed(tmp_path):
         assert (killed / name).read_bytes() == (ref / name).read_bytes(), name
 
 
-@pytest.mark.slow(seconds=5)
+@pytest.mark.slow(seconds=1)
 def test_ddp_with_distillation_matches(inputs, ddp):
     """DistillCSE's anchors x anchors distillation covers all ranks' anchors under DDP."""
     single = run_steps(inputs, DISTILL, steps=2)

@@ -54,7 +54,7 @@ def _device_sh(bin_dir: Path, out: Path, *args: str) -> subprocess.CompletedProc
                           text=True, timeout=900)
 
 
-@pytest.mark.slow(seconds=20)
+@pytest.mark.slow(seconds=15)
 def test_device_script_tiny_in_a_bare_venv(bare_python, bundle, tmp_path):
     bare = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     check = subprocess.run([str(bare_python / "python3"), "-c", "import csebench"], capture_output=True, text=True, env=bare)

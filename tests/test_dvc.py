@@ -293,7 +293,7 @@ def _as_exp(cmd: str) -> str:
     return re.sub(r"\b(?:demo-sweep|ci)\b", "exp", cmd)
 
 
-@pytest.mark.slow(seconds=220)
+@pytest.mark.slow(seconds=78)
 @needs_pipeline
 def test_readmes_queued_sweep_gives_two_experiments_with_their_metrics(tmp_path, warm_jobs):
     env = {**user_env(), **warm_jobs}  # the user's environment, and the session's warm server for the jobs
@@ -336,7 +336,7 @@ def test_readmes_queued_sweep_gives_two_experiments_with_their_metrics(tmp_path,
     assert max(len(line) for line in table.splitlines()) <= 130, table  # about 390 before: every hash and time
 
 
-@pytest.mark.slow(seconds=170)
+@pytest.mark.slow(seconds=21)
 @needs_pipeline
 def test_readmes_push_and_pull_restore_a_suite_that_snakemake_counts_as_built(tmp_path, warm_jobs):
     """The README's team workflow, as typed (ci read as exp): build, commit, push; a fresh clone
@@ -363,7 +363,7 @@ def test_readmes_push_and_pull_restore_a_suite_that_snakemake_counts_as_built(tm
     assert "Nothing to be done" in _sh(block[-1], clone, env)
 
 
-@pytest.mark.slow(seconds=8)
+@pytest.mark.slow(seconds=5)
 @needs_pipeline
 def test_the_readmes_dry_run_after_a_hostile_pull_changes_nothing_outside_the_project(tmp_path):
     """The README's `snakemake -n --configfile config/ci.yaml --config front_page=false` after pulling a

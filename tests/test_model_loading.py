@@ -168,7 +168,7 @@ def _unknown_architecture(folder: Path, tiny_encoder, model_type: str | None) ->
     return folder
 
 
-@pytest.mark.slow(seconds=2)
+@pytest.mark.slow(seconds=1)
 @pytest.mark.parametrize("model_type", ["hsecformer", None])
 def test_an_architecture_transformers_does_not_know_is_one_line(tmp_path, tiny_encoder, small, model_type, capsys):
     """eval-sts as a user runs it (the program, in a process of its own: forked from this one, whose imports it

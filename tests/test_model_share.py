@@ -230,7 +230,7 @@ def test_push_creates_a_private_repo_and_uploads_the_model_folder(runs, monkeypa
     assert calls[2][2]["private"] is False
 
 
-@pytest.mark.slow(seconds=5)
+@pytest.mark.slow(seconds=3)
 @needs_pipeline
 def test_snakemake_makes_the_cards_and_a_second_run_plans_nothing(tmp_path, ci_build):
     """The model_card rule writes model/README.md after the train rule's model/ output is done: nothing reruns.

@@ -292,7 +292,7 @@ def test_every_written_file_follows_the_umask(inputs, capsys, monkeypatch):
 # ----------------------------------------------------------------------------- Snakemake reruns
 
 
-@pytest.mark.slow(seconds=10)
+@pytest.mark.slow(seconds=3)
 @needs_pipeline
 def test_snakemake_rerun_of_a_finished_training_job(tmp_path, ci_build, warm_jobs):
     """Snakemake removes a job's declared outputs before it runs it again, so `train` sees no finished
@@ -317,7 +317,7 @@ def test_snakemake_rerun_of_a_finished_training_job(tmp_path, ci_build, warm_job
     assert (proj / "results/ci/runs/simcse/seed1/model").resolve() == (run / "model").resolve()
 
 
-@pytest.mark.slow(seconds=70)
+@pytest.mark.slow(seconds=11)
 @needs_pipeline
 def test_snakemake_killed_with_kill_9_then_rerun_as_documented_resumes_the_training_job(tmp_path, shared_dir, warm_jobs):
     """A kill -9 of the whole Snakemake build mid-training (docs/reliability.md). A plain
@@ -365,7 +365,7 @@ def test_snakemake_killed_with_kill_9_then_rerun_as_documented_resumes_the_train
     assert json.loads((run / "train.json").read_text())["steps"] == 16
 
 
-@pytest.mark.slow(seconds=15)
+@pytest.mark.slow(seconds=4)
 @needs_pipeline
 def test_a_build_while_another_holds_the_lock_is_one_line_and_dry_runs_and_unlock_still_work(tmp_path, shared_dir):
     """A second Snakemake build while one runs stopped, after planning its whole DAG, with Snakemake's four-line

@@ -38,7 +38,7 @@ def test_every_suite_dry_runs_offline():
     assert int(counts["report"]) == len(suites)
 
 
-@pytest.mark.slow(seconds=300)
+@pytest.mark.slow(seconds=35)
 @needs_pipeline
 def test_ci_suite_end_to_end_through_snakemake(ci_build, tmp_path):
     """The ci suite's whole DAG through Snakemake (the session's build: runhelpers.CI_BUILD, two one-thread jobs at a
@@ -106,7 +106,7 @@ suites:
 """
 
 
-@pytest.mark.slow(seconds=100)
+@pytest.mark.slow(seconds=20)
 @needs_pipeline
 def test_a_suite_in_an_override_file_builds_with_snakemake_typed_without_the_venv_activated(tmp_path):
     """The README's command for a suite of one's own, run for real (not a dry run), by the venv's

@@ -227,7 +227,7 @@ CARD_NAMES_THE_PACKAGE = [  # what a card of a run with the docs' term says of i
 ]
 
 
-@pytest.mark.slow(seconds=25)
+@pytest.mark.slow(seconds=8)
 def test_the_docs_package_installed_outside_the_repository_trains_with_its_term(tmp_path):
     """docs/methods.md's package, as written there (pyproject.toml, the term's module, the config), installed with
     pip into a folder outside the repository and put on the path of a `csebench train` subprocess: two steps of
@@ -277,7 +277,7 @@ def test_the_docs_package_installed_outside_the_repository_trains_with_its_term(
     assert proc.returncode == 2 and "unknown objective 'center_penalty'" in proc.stderr.strip().splitlines()[-1], proc.stderr
 
 
-@pytest.mark.slow(seconds=60)
+@pytest.mark.slow(seconds=17)
 @needs_pipeline
 def test_the_pipeline_s_model_card_of_a_run_with_the_docs_term_names_its_package(tmp_path, monkeypatch, terms):
     """The model_card rule, as a build runs it: the docs' package installed outside the repository and on the build's
@@ -302,7 +302,7 @@ def test_the_pipeline_s_model_card_of_a_run_with_the_docs_term_names_its_package
     assert "suite `ci`, run `centered`" in text and "### STS (SentEval)" in text
 
 
-@pytest.mark.slow(seconds=30)
+@pytest.mark.slow(seconds=3)
 @needs_pipeline
 def test_a_renderer_named_like_a_built_in_stops_snakemake_in_the_cli_s_line(tmp_path):
     """A package's renderer named `sweep` (a built-in renderer's name): `csebench results render` refused it in one

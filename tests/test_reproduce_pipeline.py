@@ -54,7 +54,7 @@ def _tiny_suites(params_path: Path, suites: dict[str, list[str]]) -> None:
     params_path.write_text(yaml.safe_dump(params, sort_keys=False))
 
 
-@pytest.mark.slow(seconds=60)
+@pytest.mark.slow(seconds=10)
 @needs_pipeline
 def test_three_paper_tables_end_to_end(tmp_path, shared_dir, warm_jobs):
     proj = copy_project(tmp_path / "proj")

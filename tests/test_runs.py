@@ -267,7 +267,7 @@ def test_a_run_that_is_its_own_teacher_is_refused_for_every_method_with_teachers
                  "circle (x -> y -> x); a teacher must be a run that does not learn from its student")
 
 
-@pytest.mark.slow(seconds=10)
+@pytest.mark.slow(seconds=1)
 @needs_pipeline
 def test_settings_no_run_can_train_with_are_one_line_at_snakemake_dry_run(tmp_path):
     """`snakemake -n` resolves every run before planning: a run that is its own teacher was a CyclicGraphException, a
@@ -336,7 +336,7 @@ def test_snakemake_plans_a_run_two_suites_share_once(tmp_path):
     assert "csebench plan" not in proc.stderr  # a dry run prints Snakemake's plan only (the cost: `csebench plan`)
 
 
-@pytest.mark.slow(seconds=120)
+@pytest.mark.slow(seconds=20)
 @needs_pipeline
 def test_two_suites_sharing_a_run_train_it_once(tmp_path, shared_dir, warm_jobs):
     from runhelpers import run_snakemake, tool_env

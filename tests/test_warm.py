@@ -122,7 +122,7 @@ def _children(server_pid: int) -> list[int]:
     return [int(x) for x in out.split()]
 
 
-@pytest.mark.slow(seconds=15)
+@pytest.mark.slow(seconds=2)
 def test_ctrl_c_reaches_the_child_once_and_it_says_interrupted(server, tmp_path):
     proc, env = server
     job = _start_long_training(env, tmp_path)
@@ -134,7 +134,7 @@ def test_ctrl_c_reaches_the_child_once_and_it_says_interrupted(server, tmp_path)
     assert not list((tmp_path / "run").glob(".*.tmp")) and not (tmp_path / "run" / "train.json").exists()
 
 
-@pytest.mark.slow(seconds=15)
+@pytest.mark.slow(seconds=2)
 def test_a_job_that_disappears_takes_its_child_with_it(server, tmp_path):
     proc, env = server
     job = _start_long_training(env, tmp_path)
