@@ -255,12 +255,22 @@ def test_interrupt_while_importing_prints_one_line(capsys, monkeypatch):
 
 
 def test_interrupt_after_everything_was_written_is_not_an_interruption(tmp_path):
-    """Ctrl-C once the command has written and logged everything: exit 0, no traceback."""
+    """Ctrl-C once the command has written and logged everything: exit 0, no traceback (the program in a process of
+    its own, forked from this one)."""
+    import signal
+    import time
+
+    from runhelpers import run_program
+
     argv = _report_argv(tmp_path)
-    code = ("import os, signal, sys, time\nfrom csebench import cli\n"
-            f"sys.argv = ['csebench'] + {argv!r}\nrc = cli.main()\n"
-            "os.kill(os.getpid(), signal.SIGINT)\ntime.sleep(0.5)\nsys.exit(rc)\n")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env(), capture_output=True, text=True, timeout=300)
+
+    def program():
+        rc = cli.main()
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.5)
+        return rc
+
+    proc = run_program(program, ["csebench", *argv], env=env(), timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr and "KeyboardInterrupt" not in proc.stderr
     assert "suite/s: results/s/tables/sts.md" in proc.stderr.replace(str(tmp_path) + "/", "") and (tmp_path / "results/s/README.md").is_file()
@@ -629,17 +639,15 @@ def test_two_renders_of_one_suite_at_once_both_finish_with_whole_outputs(tmp_pat
     """Two `csebench results render` processes on the same suite at the same moment:
     each writes its set of outputs through temporaries renamed into place, so both exit 0, the tables
     are those one render writes alone, and no temporary is left."""
-    import subprocess
-    import sys
-    from pathlib import Path
+    from runhelpers import fork_csebench
 
     argv = _report_argv(tmp_path)
     assert run_cli(capsys, argv)[0] == 0
     alone = {k: v for k, v in _report_outputs(tmp_path).items() if not k.endswith(".png")}  # PNGs carry a time
-    cmd = [str(Path(sys.executable).parent / "csebench"), *argv]
-    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
-    outs = [p.communicate(timeout=300) for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], outs
+    # two processes of their own, forked from this one (each a second of imports less)
+    procs = [fork_csebench(argv, tmp_path / f"render{i}.log", env_=dict(os.environ)) for i in range(2)]
+    codes = [p.wait(300) for p in procs]
+    assert codes == [0, 0], [(tmp_path / f"render{i}.log").read_text()[-2000:] for i in range(2)]
     both = _report_outputs(tmp_path)
     assert {k: v for k, v in both.items() if not k.endswith(".png")} == alone
     assert all(v.startswith(b"\x89PNG") for k, v in both.items() if k.endswith(".png"))
