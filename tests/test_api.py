@@ -93,7 +93,7 @@ def test_eval_sts_takes_a_backbone_name_finds_the_shared_data_and_says_the_poole
     from csebench.cli import main
 
     caplog.set_level(logging.INFO)
-    assert main(["eval-sts", "--model", "minilm", "--max-sts-pairs", "40", "--no-progress"]) == 0
+    assert main(["eval-sts", "--model", "minilm", "--max-sts-pairs", "8", "--no-progress"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["pooler"] == "avg" and printed["model"] == "packaged:minilm" and len(printed["tasks"]) == 7
     text = caplog.text
@@ -192,7 +192,7 @@ def test_a_wheel_carries_params_yaml_and_the_api_reads_it_without_a_checkout(tmp
     monkeypatch.delenv("CSEBENCH_SHARED", raising=False)
     monkeypatch.setattr(study_params, "installed_checkout", lambda: None)
     monkeypatch.setattr(study_params, "packaged_params_file", lambda: copy)
-    result = csebench.evaluate_sts("minilm", senteval=small)  # a backbone name of the wheel's params.yaml
+    result = csebench.evaluate_sts("minilm", senteval=small, max_pairs=8)  # a backbone name of the wheel's params.yaml
     assert result.pooler == "avg" and len(result.tasks) == 7
     with pytest.raises(DataError, match=r"csebench is not installed from a checkout with the shared data beside it"):
         csebench.evaluate_sts("minilm")
