@@ -156,11 +156,13 @@ def warm_jobs():
 
 
 @pytest.fixture(scope="session")
-def ci_build(tmp_path_factory, shared_dir):
+def ci_build(tmp_path_factory, shared_dir, warm_jobs):
     """The ci suite built once for the whole session through Snakemake, with the shared data as users have it
-    (runhelpers.build_ci; its command is CI_BUILD): a runhelpers.Built. tests/test_pipeline.py checks the build end to
-    end; a test that needs a finished ci suite takes a copy of its own (``ci_build.copy(tmp_path / "proj")``) and runs
-    Snakemake there with ``ci_build.env``. The workers share the one build (runhelpers.built_once)."""
+    (runhelpers.build_ci; its command is CI_BUILD, its jobs in warm_jobs' server): a runhelpers.Built.
+    tests/test_pipeline.py checks the build end to end; a test that needs a finished ci suite takes a copy of its own
+    (``ci_build.copy(tmp_path / "proj")``) and runs Snakemake there with ``ci_build.env``. The workers share the one
+    build (runhelpers.built_once)."""
     from runhelpers import build_ci, built_once, session_dir, tool_env
 
-    return built_once(session_dir(tmp_path_factory), "ci-build", build_ci, tool_env(shared_dir))
+    return built_once(session_dir(tmp_path_factory), "ci-build", lambda proj, env: build_ci(proj, env, warm_jobs),
+                      tool_env(shared_dir))

@@ -532,11 +532,13 @@ CI_BUILD = ["--cores", "2", "--configfile", "config/ci.yaml", "--profile", "work
             "--resources", "gpu=2", "--config", "threads=1"]  # two one-thread jobs at a time, as make demo on 2 cores
 
 
-def build_ci(proj: Path, env: dict) -> subprocess.CompletedProcess:
-    """The ci suite end to end through Snakemake in a copy of the project (the `ci_build` fixture)."""
+def build_ci(proj: Path, env: dict, warm: dict | None = None) -> subprocess.CompletedProcess:
+    """The ci suite end to end through Snakemake in a copy of the project (the `ci_build` fixture); with ``warm``
+    (conftest's warm_jobs), its jobs fork from that warm server (--config warm_start=false)."""
     copy_project(proj)
-    return subprocess.run([str(BIN / "snakemake"), *CI_BUILD], cwd=proj, env=env, capture_output=True, text=True,
-                          timeout=900)
+    args = [*CI_BUILD, "warm_start=false"] if warm else CI_BUILD
+    return subprocess.run([str(BIN / "snakemake"), *args], cwd=proj, env={**env, **(warm or {})}, capture_output=True,
+                          text=True, timeout=900)
 
 
 def popen_train(argv: list[str], log: Path) -> Forked:
