@@ -328,6 +328,9 @@ def fork_program(main, argv: list[str], cwd: Path | str = ROOT, env: dict | None
             for target, fd in enumerate(moved):
                 os.dup2(fd, target)
                 os.close(fd)
+            # nothing else of this process's: a fresh program has only its three streams (and a child holding the
+            # test worker's pipe to pytest-xdist's controller would keep the session from ending)
+            os.closerange(3, os.sysconf("SC_OPEN_MAX"))
             sys.stdin = sys.__stdin__ = open(0, "r", closefd=False)
             sys.stdout = sys.__stdout__ = open(1, "w", closefd=False)
             sys.stderr = sys.__stderr__ = open(2, "w", closefd=False, buffering=1)
