@@ -8,9 +8,12 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # `make test` runs a worker per core (-n auto): one torch thread in each, and in the commands they start. With
 # torch's default (a thread per core in every worker) two workers kept four busy threads on two cores, and
-# OpenMP's waiting threads spin.
+# OpenMP's waiting threads spin. A command that asks for more threads itself (the README's builds, `--cores all`:
+# two-thread jobs beside the other worker) waits without spinning: one such eval-transfer job took 8.8 CPU-s beside
+# a busy core, 5.4 with a passive wait (and 30 once in make test).
 if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("CSEBENCH_SHARED", ROOT.parent / "shared"))
@@ -141,3 +144,28 @@ def trained(tmp_path_factory) -> Path:
     write_mini_senteval(tmp / "se", pairs=24)
     assert main(train_argv(tmp, tmp / "run", None)) == 0
     return tmp / "run"
+
+
+@pytest.fixture(scope="session")
+def warm_jobs():
+    """The environment that sends a local Snakemake build's jobs to a warm server forked from this test process
+    (runhelpers.start_warm_server), for a build run with ``--config warm_start=false``: such a build does not start a
+    server of its own (6-7 CPU-s of imports each). The builds that check the Snakefile's own server run without it."""
+    from runhelpers import start_warm_server, stop_warm_server
+
+    proc, env = start_warm_server()
+    yield env
+    stop_warm_server(proc, env)
+
+
+@pytest.fixture(scope="session")
+def ci_build(tmp_path_factory, shared_dir, warm_jobs):
+    """The ci suite built once for the whole session through Snakemake, with the shared data as users have it
+    (runhelpers.build_ci; its command is CI_BUILD, its jobs in warm_jobs' server): a runhelpers.Built.
+    tests/test_pipeline.py checks the build end to end; a test that needs a finished ci suite takes a copy of its own
+    (``ci_build.copy(tmp_path / "proj")``) and runs Snakemake there with ``ci_build.env``. The workers share the one
+    build (runhelpers.built_once)."""
+    from runhelpers import build_ci, built_once, session_dir, tool_env
+
+    return built_once(session_dir(tmp_path_factory), "ci-build", lambda proj, env: build_ci(proj, env, warm_jobs),
+                      tool_env(shared_dir))

@@ -1,19 +1,32 @@
 """The tests' shared helpers: small inputs written from the shared data (a corpus, a SentEval folder, a
 whole small $CSEBENCH_SHARED), config overrides, running the CLI in-process (`run_cli`, `assert_fails`)
-or as a subprocess (`env`, `tool_env`, `popen_train`), a copy of the project, the README's layout.
+or as a subprocess (`env`, `tool_env`), a copy of the project, the README's layout.
+
+Programs that need a process of their own but not a fresh interpreter (a run to kill, a Snakemake build) start
+forked from the test's process, which has imported torch, csebench and Snakemake already (`fork_program`,
+`run_program`, `run_snakemake`, `fork_csebench`): a fresh Python spent 2-5 CPU-s importing them again.
 
 Everything is written under pytest's tmp_path from the shared data; nothing is copied into the repo.
-Fixtures shared by several test files (`one_thread`, `inputs`, `small`, `trained`) are in conftest.py.
+Fixtures shared by several test files (`one_thread`, `inputs`, `small`, `trained`, `ci_build`) are in conftest.py;
+`built_once` builds a project once for the whole session, whichever worker asks first (`ci_build` is one).
 """
 
 from __future__ import annotations
 
+import fcntl
 import importlib
 import importlib.util
+import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import time
+import traceback
+import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -229,10 +242,312 @@ def copy_project(dst: Path) -> Path:
     return dst
 
 
-def popen_train(argv: list[str], log: Path) -> subprocess.Popen:
-    fh = open(log, "wb")
-    return subprocess.Popen([sys.executable, "-m", "csebench", "--threads", "1", *argv], cwd=ROOT, env=env(),
-                            stdout=fh, stderr=subprocess.STDOUT)
+# ----------------------------------------------------------------------------- programs forked from this process
+
+_FRESH_WARNINGS = list(warnings.filters)  # as the interpreter set them (pytest changes them only while a test runs)
+
+
+class Forked:
+    """A program running in a child forked from this process (``fork_program``), with subprocess.Popen's interface:
+    ``pid``, ``poll``, ``wait``, ``send_signal``, ``terminate``, ``kill`` and ``returncode`` (-N: ended by signal N)."""
+
+    def __init__(self, pid: int, args: list[str]):
+        self.pid, self.args, self.returncode = pid, args, None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        delay = 0.0005
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+def _as_fd(target, mode: int) -> tuple[int, bool]:
+    """(a file descriptor, whether to close it) for a stream given as None (inherit), DEVNULL, a path or a file."""
+    if target is subprocess.DEVNULL:
+        return os.open(os.devnull, mode), True
+    if isinstance(target, (str, Path)):
+        return os.open(target, mode | os.O_CREAT | os.O_TRUNC, 0o644), True
+    return target.fileno(), False
+
+
+def fork_program(main, argv: list[str], cwd: Path | str = ROOT, env: dict | None = None, stdin=subprocess.DEVNULL,
+                 stdout=None, stderr=None, start_new_session: bool = False) -> Forked:
+    """``main()`` run as the program ``argv`` in a child forked from this process: its own process (signals, kill -9,
+    exit code, a session of its own with ``start_new_session``), folder, environment (exactly ``env``), standard
+    streams (DEVNULL, a path, a file, or this process's with None; stderr=subprocess.STDOUT joins stdout), arguments
+    (sys.argv), logging (no handler yet), warnings filters and unseeded random generators as a fresh interpreter has
+    them; what it imported is this process's. ``main`` returns or raises SystemExit with the exit code. Not for a
+    program whose start reads what this process fixed at import: PYTHONPATH, HF_* settings, a plugin's entry points."""
+    env = dict(os.environ if env is None else env)
+    ends = []
+    fds = []
+    for target, mode in ((stdin, os.O_RDONLY), (stdout, os.O_WRONLY), (stderr, os.O_WRONLY)):
+        if target is None:
+            fds.append(len(fds))  # this process's own descriptor 0, 1 or 2
+        elif target is subprocess.STDOUT:
+            fds.append(fds[1])
+        else:
+            fd, close = _as_fd(target, mode)
+            fds.append(fd)
+            if close:
+                ends.append(fd)
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            if start_new_session:
+                os.setsid()
+            signal.set_wakeup_fd(-1)
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGCHLD, signal.SIGALRM):
+                signal.signal(sig, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.default_int_handler)  # as Python sets it: KeyboardInterrupt
+            moved = [os.dup(fd) for fd in fds]  # (one of them may be 0, 1 or 2 itself)
+            for target, fd in enumerate(moved):
+                os.dup2(fd, target)
+                os.close(fd)
+            # nothing else of this process's: a fresh program has only its three streams (and a child holding the
+            # test worker's pipe to pytest-xdist's controller would keep the session from ending)
+            os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+            sys.stdin = sys.__stdin__ = open(0, "r", closefd=False)
+            sys.stdout = sys.__stdout__ = open(1, "w", closefd=False)
+            sys.stderr = sys.__stderr__ = open(2, "w", closefd=False, buffering=1)
+            os.chdir(cwd)
+            os.environ.clear()
+            os.environ.update(env)
+            sys.argv = list(argv)
+            import atexit
+            import logging
+            import random
+
+            atexit._clear()  # this process's exit handlers are not the program's
+            root = logging.getLogger()
+            for handler in list(root.handlers):
+                root.removeHandler(handler)
+            root.setLevel(logging.WARNING)
+            warnings.filters[:] = _FRESH_WARNINGS
+            warnings._filters_mutated()
+            random.seed()  # unseeded generators drawn anew, as a fresh interpreter's are (torch's too)
+            for name, reseed in (("numpy", lambda m: m.random.seed()), ("torch", lambda m: m.seed())):
+                if name in sys.modules:
+                    reseed(sys.modules[name])
+            if "torch" in sys.modules and env.get("OMP_NUM_THREADS", "").isdigit():
+                sys.modules["torch"].set_num_threads(int(env["OMP_NUM_THREADS"]))
+            try:
+                result = main()
+                code = result if isinstance(result, int) else 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            except KeyboardInterrupt:
+                code = 130
+            except BaseException:
+                traceback.print_exc()
+                code = 1
+            atexit._run_exitfuncs()  # the program's own
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except Exception:
+                    pass
+            os._exit(code)
+    for fd in ends:
+        os.close(fd)
+    return Forked(pid, list(argv))
+
+
+def run_program(main, argv: list[str], cwd: Path | str = ROOT, env: dict | None = None,
+                timeout: float | None = None) -> subprocess.CompletedProcess:
+    """fork_program, waited for, its output captured: what subprocess.run(..., capture_output=True, text=True)
+    returns (a program still running at ``timeout`` is killed: subprocess.TimeoutExpired)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = fork_program(main, argv, cwd=cwd, env=env, stdout=out, stderr=err)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(list(argv), proc.returncode, out.read().decode(errors="replace"),
+                                           err.read().decode(errors="replace"))
+
+
+def _snakemake_main():
+    from snakemake.cli import main
+
+    return main(sys.argv[1:])
+
+
+def run_snakemake(args: list[str], cwd: Path | str = ROOT, env: dict | None = None,
+                  timeout: float | None = 600) -> subprocess.CompletedProcess:
+    """`snakemake ARGS` (the venv's) in ``cwd``, forked from this process (run_program): Snakemake and its plugins
+    are imported here once (2.3 of the 3 CPU-s of a `snakemake -n` of the ci suite)."""
+    import snakemake.cli  # noqa: F401  before the fork: once for every later build
+
+    return run_program(_snakemake_main, ["snakemake", *args], cwd=cwd, env=env, timeout=timeout)
+
+
+def fork_snakemake(args: list[str], cwd: Path | str, env: dict, log: Path, start_new_session: bool = False) -> Forked:
+    """`snakemake ARGS` forked from this process, running on (fork_program), its output (both streams) in ``log``."""
+    import snakemake.cli  # noqa: F401
+
+    return fork_program(_snakemake_main, ["snakemake", *args], cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                        start_new_session=start_new_session)
+
+
+def _csebench_main():
+    from csebench.cli import main
+
+    return main(sys.argv[1:])
+
+
+def _preload_csebench() -> None:
+    """What a build's warm server loads before it forks its jobs (csebench.workflow.warm.PRELOAD), loaded here once:
+    a child forked before this process imported them would import them itself, every time."""
+    from csebench.workflow.warm import PRELOAD
+
+    for name in PRELOAD:
+        importlib.import_module(name)
+
+
+def run_csebench(argv: list[str], cwd: Path | str = ROOT, env_: dict | None = None,
+                 timeout: float | None = 300) -> subprocess.CompletedProcess:
+    """`csebench ARGV` as the program, forked from this process (run_program): its exit code and both streams, as
+    subprocess.run(..., capture_output=True, text=True) gives them."""
+    _preload_csebench()
+    return run_program(_csebench_main, ["csebench", *argv], cwd=cwd, env=env_ if env_ is not None else env(),
+                       timeout=timeout)
+
+
+def fork_csebench(argv: list[str], log: Path, cwd: Path | str = ROOT, env_: dict | None = None,
+                  start_new_session: bool = False) -> Forked:
+    """`csebench ARGV` forked from this process (fork_program), its output (both streams) in ``log``."""
+    _preload_csebench()
+    return fork_program(_csebench_main, ["csebench", *argv], cwd=cwd, env=env_ if env_ is not None else env(),
+                        stdout=log, stderr=subprocess.STDOUT, start_new_session=start_new_session)
+
+
+def start_warm_server() -> tuple[Forked, dict]:
+    """A warm server (csebench.workflow.warm.serve) forked from this process, which has loaded what a build's server
+    loads (its start costs nothing; a server started as a build starts one loads torch and transformers: 6-7 CPU-s):
+    (the server, the environment that sends a build's jobs to it). A build run with that environment and
+    ``--config warm_start=false`` starts no server of its own: its jobs fork from this one, as they would from
+    their build's. It ends with this process, or with ``stop_warm_server``."""
+    from csebench.cli import build_parser, main
+    from csebench.workflow.warm import ENV, serve
+
+    _preload_csebench()
+    build_parser()
+    path = os.path.join(tempfile.mkdtemp(prefix="csebench-warm-"), "socket")
+    parent = os.getpid()
+    proc = fork_program(lambda: serve(path, parent, main), ["csebench-warm-server"], stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 30
+    while not os.path.exists(path) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert os.path.exists(path), f"the forked warm server did not start (exit {proc.poll()})"
+    return proc, {ENV: path}
+
+
+def stop_warm_server(proc: Forked, env: dict) -> None:
+    from csebench.workflow.warm import ENV
+
+    proc.terminate()
+    proc.wait(30)
+    shutil.rmtree(os.path.dirname(env[ENV]), ignore_errors=True)
+
+
+# ----------------------------------------------------------------------------- builds shared by the session
+
+
+@dataclass
+class Built:
+    """A project built once for the session (``built_once``): ``proj`` is the finished project, which no test changes
+    (``copy`` gives one a copy of its own); ``returncode``, ``stdout`` and ``stderr`` are its build's."""
+
+    proj: Path
+    env: dict
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def copy(self, dst: Path) -> Path:
+        """A copy of the built project at ``dst``: its files with their times (Snakemake, which plans by times, sees
+        what it saw) and its links as links (a suite's views link into the run store, relatively)."""
+        shutil.copytree(self.proj, dst, symlinks=True)
+        return dst
+
+
+def session_dir(tmp_path_factory) -> Path:
+    """The folder every process of this pytest session shares: the workers' common parent under xdist."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def built_once(root: Path, name: str, build, env: dict) -> Built:
+    """``build(proj, env)`` (a subprocess.CompletedProcess) run once under ``root`` (``session_dir``) for the whole
+    session: the first process to ask builds it while holding a lock, the others wait on the lock or find it built.
+    A build that raised is recorded as failed (returncode -1, the traceback as its stderr), not tried again."""
+    folder = root / name
+    record = folder / "built.json"
+    with open(root / f"{name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if not record.exists():
+                shutil.rmtree(folder, ignore_errors=True)
+                folder.mkdir(parents=True)
+                try:
+                    proc = build(folder / "proj", env)
+                    done = {"returncode": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr}
+                except Exception:
+                    done = {"returncode": -1, "stdout": "", "stderr": traceback.format_exc()}
+                record.write_text(json.dumps(done), encoding="utf-8")
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return Built(folder / "proj", env, **json.loads(record.read_text(encoding="utf-8")))
+
+
+CI_BUILD = ["--cores", "2", "--configfile", "config/ci.yaml", "--profile", "workflow/profiles/default",
+            "--resources", "gpu=2", "--config", "threads=1"]  # two one-thread jobs at a time, as make demo on 2 cores
+
+
+def build_ci(proj: Path, env: dict, warm: dict | None = None) -> subprocess.CompletedProcess:
+    """The ci suite end to end through Snakemake in a copy of the project (the `ci_build` fixture); with ``warm``
+    (conftest's warm_jobs), its jobs fork from that warm server (--config warm_start=false)."""
+    copy_project(proj)
+    args = [*CI_BUILD, "warm_start=false"] if warm else CI_BUILD
+    return subprocess.run([str(BIN / "snakemake"), *args], cwd=proj, env={**env, **(warm or {})}, capture_output=True,
+                          text=True, timeout=900)
+
+
+def popen_train(argv: list[str], log: Path) -> Forked:
+    """`csebench --threads 1 ARGV` as a process of its own (to kill, to wait for), forked from this one, its output in
+    ``log``."""
+    return fork_csebench(["--threads", "1", *argv], log)
 
 
 def random_step_context(b=4, n=None, d=8, step=0, total=10, offset=0, tau=0.05, seed=0):

@@ -103,10 +103,10 @@ def test_the_config_check_is_the_registry():
 @needs_pipeline
 def test_the_snakemake_rules_are_the_registry(project_root):
     """Every analysis with a pipeline has its rule, every suite figure or table its own, nothing else."""
-    from runhelpers import BIN, tool_env
+    from runhelpers import run_snakemake, tool_env
 
-    proc = subprocess.run([str(BIN / "snakemake"), "--list-rules", "--configfile", "config/ci.yaml", "--config", "plan=false"],
-                          cwd=project_root, env=tool_env(), capture_output=True, text=True, timeout=300)
+    proc = run_snakemake(["--list-rules", "--configfile", "config/ci.yaml", "--config", "plan=false"], cwd=project_root,
+                         env=tool_env(), timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     rules = {r for r in proc.stdout.split() if r.startswith("analysis_")}
     built = [n for n in NAMES if ANALYSES.get(n).pipeline is not None]
@@ -140,7 +140,7 @@ def test_a_capped_suite_s_analyses_of_stsb_read_its_capped_pairs_and_an_uncapped
 
     params = load_params(PARAMS)
     pipe = AnalysisPipeline(params, {"analyses": ["layers", "align_uniform", "neighbours"]}, Runs(params))
-    for suite, run in (("demo", "simcse"), ("ci", "simcse")):
+    for suite, run in (("demo", "simcse"), ("ci", "simcse"), ("paper", "bert-base-simcse")):
         cap = suite_evaluation(params, suite)["max_sts_pairs"]
         w = SimpleNamespace(key=pipe.runs.key(suite, run), seed="42", ev=eval_name(suite_evaluation(params, suite)))
         for name in ("layers", "align_uniform", "neighbours"):
@@ -149,4 +149,4 @@ def test_a_capped_suite_s_analyses_of_stsb_read_its_capped_pairs_and_an_uncapped
             assert ("--max-sts-pairs" in argv) == (cap is not None and "senteval" in a.inputs()), (suite, name, argv)
             if "--max-sts-pairs" in argv:
                 assert argv[argv.index("--max-sts-pairs") + 1] == str(cap)
-    assert suite_evaluation(params, "demo")["max_sts_pairs"] and suite_evaluation(params, "ci")["max_sts_pairs"] is None
+    assert suite_evaluation(params, "demo")["max_sts_pairs"] and suite_evaluation(params, "paper")["max_sts_pairs"] is None

@@ -210,7 +210,7 @@ def small_senteval(tmp_path_factory, shared_dir):
     return write_senteval(shared_dir / "senteval", tmp_path_factory.mktemp("senteval"), lines=12) / "downstream"
 
 
-@pytest.mark.slow(seconds=30)
+@pytest.mark.slow(seconds=16)
 @pytest.mark.parametrize("backbone", list(CLASS_RUNS))
 def test_one_run_of_each_class_at_its_real_shape(backbone, rehearsing, small_senteval, tmp_path, monkeypatch, corpus):
     """The published shape (12/24 layers, 768/1024 wide, 12/16 heads) through the real Trainer with three

@@ -418,7 +418,7 @@ def test_the_combinations_item_before_its_runs(tmp_path):
     assert "| **SSCL-SimCSE** | 1 | 71.00 |" in md and "`combinations/iscse`" in md and "`combinations/sscl`" not in md
 
 
-@pytest.mark.slow(seconds=10)
+@pytest.mark.slow(seconds=4)
 def test_the_combinations_items_from_tiny_model_runs(tmp_path, shared_dir):
     """The demo-scale table and figure from tiny random-BERT runs of demo-combinations (4 steps each, STS
     capped at 200 pairs a task): four of its six runs trained and evaluated, drawn, the other two named."""
@@ -456,7 +456,7 @@ def test_the_combinations_items_from_tiny_model_runs(tmp_path, shared_dir):
     assert "| **GS-InfoNCE** | " in (tmp_path / "out" / "figure-1.md").read_text()
 
 
-@pytest.mark.slow(seconds=2)
+@pytest.mark.slow(seconds=1)
 def test_a_composed_method_trains_with_every_term_on(tmp_path):
     """The trainer runs a composed method as any other: each term's loss part and logs in the curve,
     IS-CSE's loss switched on once its buffer filled, SSCL's layer fed."""

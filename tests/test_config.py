@@ -6,7 +6,6 @@ at every entry point. The short forms of params.yaml read as the long ones."""
 from __future__ import annotations
 
 import copy
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -255,9 +254,9 @@ def test_snakemake_config_schema(config, message):
 def test_snakemake_config_text_booleans_and_files_given_twice(tmp_path):
     from csebench.workflow.steps import check_snakemake_config
 
-    config = {"suites": ["ci"], "plan": "false", "progress": "True"}  # as `--config plan=false` gives it
+    config = {"suites": ["ci"], "plan": "false", "progress": "True", "warm_start": "false"}  # as `--config plan=false` gives it
     check_snakemake_config(config, [])
-    assert config["plan"] is False and config["progress"] is True
+    assert config["plan"] is False and config["progress"] is True and config["warm_start"] is False
     (tmp_path / "c.yaml").write_text("suites: [ci]\nreproduce: none\nsuites: [demo]\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=f"{tmp_path / 'c.yaml'}:3: duplicate key 'suites'"):
         check_snakemake_config({"suites": ["demo"]}, [tmp_path / "c.yaml"])
@@ -290,22 +289,20 @@ def test_every_shipped_config_passes_the_schemas(project_root):
         check_snakemake_config({**paper, **read_yaml(project_root / "config" / f"{name}.yaml")}, [])
 
 
-@pytest.mark.slow(seconds=5)
+@pytest.mark.slow(seconds=1)
 @needs_pipeline
 def test_snakemake_dry_run_names_the_key_in_one_line(tmp_path, project_root):
-    from runhelpers import BIN, tool_env
+    from runhelpers import run_snakemake, tool_env
 
     cfg = _override(tmp_path, "suites:\n  ci:\n    training: [1, 2]\n")
-    proc = subprocess.run([str(BIN / "snakemake"), "-n", "--quiet", "rules", "--configfile", "config/ci.yaml",
-                           "--config", f"params_overrides=[{cfg}]", "plan=false"],
-                          cwd=project_root, env=tool_env(), capture_output=True, text=True, timeout=300)
+    proc = run_snakemake(["-n", "--quiet", "rules", "--configfile", "config/ci.yaml", "--config", f"params_overrides=[{cfg}]",
+                          "plan=false"], cwd=project_root, env=tool_env(), timeout=300)
     text = proc.stdout + proc.stderr
     assert proc.returncode != 0
     assert f"{cfg}: suites.ci.training: expected a mapping, got [1, 2]" in text
     assert "AttributeError" not in text and "object has no attribute" not in text
-    proc = subprocess.run([str(BIN / "snakemake"), "-n", "--quiet", "rules", "--configfile", "config/ci.yaml",
-                           "--config", "analyses=[align_uniform,nope]", "plan=false"],
-                          cwd=project_root, env=tool_env(), capture_output=True, text=True, timeout=300)
+    proc = run_snakemake(["-n", "--quiet", "rules", "--configfile", "config/ci.yaml", "--config", "analyses=[align_uniform,nope]",
+                          "plan=false"], cwd=project_root, env=tool_env(), timeout=300)
     assert proc.returncode != 0 and "analyses[1]: 'nope' is not one of" in proc.stdout + proc.stderr
 
 
@@ -316,10 +313,7 @@ def test_snakemake_dry_run_names_the_key_in_one_line(tmp_path, project_root):
 def test_snakemake_settings_mistake_is_one_line(tmp_path):
     """`snakemake -n` with a malformed section printed the right line under Snakemake's header, then 4 stack lines;
     an unknown suite in --config gave a KeyError with its stack."""
-    import subprocess
-
-    from runhelpers import BIN, tool_env
-    from runhelpers import ROOT
+    from runhelpers import ROOT, run_snakemake, tool_env
 
     over = tmp_path / "over.yaml"
     over.write_text("suites:\n  ci:\n    training: [1, 2]\n")
@@ -329,8 +323,8 @@ def test_snakemake_settings_mistake_is_one_line(tmp_path):
                             ("suites=[cii]", "suites: unknown suite 'cii' (did you mean 'ci'?)"),
                             (f"params_overrides=[{named}] suites=[../../../../SOMEWHERE]",
                              f"{named}: suite '../../../../SOMEWHERE': {NAME_RULE}")):
-        proc = subprocess.run([str(BIN / "snakemake"), "-n", "--configfile", "config/ci.yaml", "--config", *config.split(), "plan=false"],
-                              cwd=ROOT, env=tool_env(), capture_output=True, text=True, timeout=120)
+        proc = run_snakemake(["-n", "--configfile", "config/ci.yaml", "--config", *config.split(), "plan=false"], cwd=ROOT,
+                             env=tool_env(), timeout=120)
         lines = [l for l in (proc.stdout + proc.stderr).splitlines() if not l.startswith("Config file config/paper.yaml")]
         assert proc.returncode == 1 and lines == [f"csebench: error: {lines[0].partition('error: ')[2]}"], lines
         assert message in lines[0]
@@ -418,13 +412,11 @@ def test_sts_pair_cap_setting(cap, ok):
 # ------------------------------------------------------------- YAML that does not parse: one line, with its position
 
 
-@pytest.mark.slow(seconds=20)
+@pytest.mark.slow(seconds=2)
 def test_invalid_yaml_in_set_and_in_a_config_file_is_one_line_with_its_position(tmp_path):
     """PyYAML's message spans 2-4 lines ("in <unicode string>, line 1, column 1" under each mark); as a user runs
     `csebench train`, each is one line: a --set value's column (or "the end"), a file's line and column."""
-    import sys
-
-    from runhelpers import PARAMS, env, write_corpus
+    from runhelpers import PARAMS, run_csebench, write_corpus
 
     write_corpus(tmp_path / "corpus.txt", n=16)
     bad = _override(tmp_path, "suites:\n  ci:\n    training: {max_steps: 3\n", "bad.yaml")
@@ -440,8 +432,7 @@ def test_invalid_yaml_in_set_and_in_a_config_file_is_one_line_with_its_position(
               "--corpus", str(tmp_path / "corpus.txt"), "--out", str(tmp_path / "run"), "--no-progress"],
              f"{bad}: not valid YAML at line 4, column 1: did not find expected ',' or '}}' (while parsing a flow mapping "
              "that starts at line 3, column 15)")):
-        proc = subprocess.run([sys.executable, "-m", "csebench", *argv], cwd=tmp_path, env=env(), capture_output=True,
-                              text=True, timeout=120)
+        proc = run_csebench(argv, cwd=tmp_path, timeout=120)  # the program (forked: no second import of torch)
         assert proc.returncode == 2 and proc.stderr.splitlines() == [f"csebench train: error: {line}"], proc.stderr
         assert not (tmp_path / "run").exists()
 

@@ -153,7 +153,7 @@ def inputs(tmp_path_factory):
     return tmp
 
 
-@pytest.mark.slow(seconds=5)
+@pytest.mark.slow(seconds=3)
 def test_ddp_loss_and_gradients_equal_single_process(inputs, ddp):
     single = run_steps(inputs, PLAIN, steps=2)
     ranks = [r["plain"] for r in ddp]
@@ -173,7 +173,7 @@ def test_ddp_loss_and_gradients_equal_single_process(inputs, ddp):
     assert rel_error(scaled, single["grads"][0]) > 0.02
 
 
-@pytest.mark.slow(seconds=5)
+@pytest.mark.slow(seconds=1)
 def test_ddp_with_iscse_gaussian_sscl_matches_and_ranks_agree(inputs, ddp):
     steps = 3  # the IS-CSE buffer (16 rows) is full after 2 global batches of 8: step 3 smooths
     single = run_steps(inputs, TERMS, steps=steps)
@@ -193,30 +193,34 @@ def test_ddp_with_iscse_gaussian_sscl_matches_and_ranks_agree(inputs, ddp):
             assert torch.equal(v, ranks[1]["state"][step][name]), name
 
 
-@pytest.mark.slow(seconds=45)
+@pytest.mark.slow(seconds=20)
 def test_csebench_train_under_torchrun_killed_and_resumed(tmp_path):
     """`torchrun --nproc_per_node 2 -m csebench train ...` on CPU (gloo). Rank 0 writes the outputs;
     the global batch is split over the ranks, so the step count is the single-process one. A
     torchrun job killed (SIGKILL to the whole process group, as a preemption) after a checkpoint
-    and started again resumes and ends identical to an uninterrupted torchrun job."""
+    and started again resumes and ends identical to an uninterrupted DDP job of the same command (its two ranks
+    forked from this process with the environment torchrun gives its workers: torch and csebench loaded once)."""
     import json
     import signal
     import subprocess
     import sys
     import time
 
-    from runhelpers import ROOT, ci_training, env, write_config
+    from runhelpers import ROOT, ci_training, env, fork_csebench, write_config
 
     write_corpus(tmp_path / "corpus.txt", n=96)
     write_mini_senteval(tmp_path / "se", pairs=24)
     cfg = write_config(tmp_path / "over.yaml", ci_training(max_steps=8, eval_steps=2, checkpoint_steps=2, batch_size=8,
                                                            log_steps=1, eval_batch_size=64))
 
+    def train(out: Path) -> list[str]:
+        return ["--threads", "1", "train", "--config", str(cfg), "--suite", "ci", "--run-name", "simcse", "--seed", "1",
+                "--corpus", str(tmp_path / "corpus.txt"), "--senteval", str(tmp_path / "se"), "--out", str(out),
+                "--cache-dir", str(tmp_path / "cache"), "--no-progress"]
+
     def launch(out: Path, log: str) -> subprocess.Popen:
         cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
-               str(_free_port()), "-m", "csebench", "--threads", "1", "train", "--config", str(cfg), "--suite", "ci",
-               "--run-name", "simcse", "--seed", "1", "--corpus", str(tmp_path / "corpus.txt"), "--senteval",
-               str(tmp_path / "se"), "--out", str(out), "--cache-dir", str(tmp_path / "cache"), "--no-progress"]
+               str(_free_port()), "-m", "csebench", *train(out)]
         return subprocess.Popen(cmd, cwd=ROOT, env=env(), stdout=open(tmp_path / log, "wb"), stderr=subprocess.STDOUT,
                                 start_new_session=True)
 
@@ -224,7 +228,10 @@ def test_csebench_train_under_torchrun_killed_and_resumed(tmp_path):
         assert proc.wait(timeout=400) == 0, (tmp_path / log).read_text(errors="replace")[-3000:]
 
     ref, killed = tmp_path / "reference", tmp_path / "killed"
-    p_ref = launch(ref, "reference.log")
+    port = str(_free_port())  # torchrun's env:// rendezvous, as its workers see it
+    p_ref = [fork_csebench(train(ref), tmp_path / f"reference{r}.log", env_={
+        **env(), "RANK": str(r), "LOCAL_RANK": str(r), "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2",
+        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}) for r in range(2)]
     victim = launch(killed, "killed.log")
     deadline = time.time() + 300
     while not (killed / "checkpoint" / "manifest.json").exists() and victim.poll() is None and time.time() < deadline:
@@ -240,7 +247,8 @@ def test_csebench_train_under_torchrun_killed_and_resumed(tmp_path):
     time.sleep(0.5)  # let the killed workers' sockets go
     assert not (killed / "train.json").exists()
     finish(launch(killed, "resumed.log"), "resumed.log")
-    finish(p_ref, "reference.log")
+    for r, proc in enumerate(p_ref):
+        finish(proc, f"reference{r}.log")
 
     summary = json.loads((ref / "train.json").read_text())
     assert summary["world_size"] == 2 and summary["steps"] == 8
@@ -251,7 +259,7 @@ def test_csebench_train_under_torchrun_killed_and_resumed(tmp_path):
         assert (killed / name).read_bytes() == (ref / name).read_bytes(), name
 
 
-@pytest.mark.slow(seconds=5)
+@pytest.mark.slow(seconds=1)
 def test_ddp_with_distillation_matches(inputs, ddp):
     """DistillCSE's anchors x anchors distillation covers all ranks' anchors under DDP."""
     single = run_steps(inputs, DISTILL, steps=2)

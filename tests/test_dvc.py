@@ -14,7 +14,7 @@ from csebench.study.params import list_suites, load_params
 from csebench.study.typed import Params
 from csebench.workflow.dvcgen import group_record, paper_items
 from csebench.results import render
-from runhelpers import BIN, ROOT, needs_pipeline, readme_block, readme_checkout, user_env
+from runhelpers import BIN, ROOT, needs_pipeline, readme_block, readme_checkout, run_csebench, run_snakemake, user_env
 ENV = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PATH=f"{BIN}:{os.environ['PATH']}")
 
 
@@ -73,8 +73,7 @@ def test_a_stage_lists_the_params_its_runs_read():
 
 
 def _planned_outputs(args: list[str]) -> set[str]:
-    proc = subprocess.run([str(BIN / "snakemake"), "-n", "--forceall", "--cores", "1", *args],
-                          cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+    proc = run_snakemake(["-n", "--forceall", "--cores", "1", *args], cwd=ROOT, env=ENV, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return {p.strip() for m in re.finditer(r"^    output: (.*)$", proc.stdout + proc.stderr, re.M) for p in m[1].split(", ")}
 
@@ -261,7 +260,9 @@ EXP_SUITE = """\
     runs:
       simcse: {backbone: tiny, method: simcse}
 """
-EXP_CONFIG = "suites: [exp]\nprogress: false\nthreads: 1\nreproduce: none\nanalyses: []\n"
+# warm_start: false: an experiment's build starts no warm server of its own (6-7 CPU-s of imports each); its jobs go to
+# the test session's (conftest warm_jobs, named in the commands' environment), as they would go to the build's
+EXP_CONFIG = "suites: [exp]\nprogress: false\nthreads: 1\nreproduce: none\nanalyses: []\nwarm_start: false\n"
 GIT_ID = {"GIT_AUTHOR_NAME": "test", "GIT_AUTHOR_EMAIL": "test@example.org", "GIT_COMMITTER_NAME": "test",
           "GIT_COMMITTER_EMAIL": "test@example.org"}
 
@@ -281,7 +282,8 @@ def _exp_repo(base: Path, env: dict) -> Path:
     with open(proj / "params.yaml", "a", encoding="utf-8") as f:  # suites: is params.yaml's last section
         f.write(EXP_SUITE)
     (proj / "config/exp.yaml").write_text(EXP_CONFIG)
-    _sh(["csebench", "dvc-yaml"], proj, env)
+    made = run_csebench(["dvc-yaml"], cwd=proj, env_=env)  # the stage of exp (forked: no second start of Python)
+    assert made.returncode == 0, made.stderr[-3000:]
     for cmd in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "project"]):
         _sh(cmd, proj, env)
     return proj
@@ -291,10 +293,10 @@ def _as_exp(cmd: str) -> str:
     return re.sub(r"\b(?:demo-sweep|ci)\b", "exp", cmd)
 
 
-@pytest.mark.slow(seconds=220)
+@pytest.mark.slow(seconds=78)
 @needs_pipeline
-def test_readmes_queued_sweep_gives_two_experiments_with_their_metrics(tmp_path):
-    env = user_env()
+def test_readmes_queued_sweep_gives_two_experiments_with_their_metrics(tmp_path, warm_jobs):
+    env = {**user_env(), **warm_jobs}  # the user's environment, and the session's warm server for the jobs
     proj = _exp_repo(tmp_path, env)
     commands = [_as_exp(c) for c in readme_block("Experiments and sweeps")]
     block = [c for c in commands if "--queue" in c or "--run-all" in c]
@@ -334,12 +336,12 @@ def test_readmes_queued_sweep_gives_two_experiments_with_their_metrics(tmp_path)
     assert max(len(line) for line in table.splitlines()) <= 130, table  # about 390 before: every hash and time
 
 
-@pytest.mark.slow(seconds=170)
+@pytest.mark.slow(seconds=21)
 @needs_pipeline
-def test_readmes_push_and_pull_restore_a_suite_that_snakemake_counts_as_built(tmp_path):
+def test_readmes_push_and_pull_restore_a_suite_that_snakemake_counts_as_built(tmp_path, warm_jobs):
     """The README's team workflow, as typed (ci read as exp): build, commit, push; a fresh clone
     pulls, `dvc status` is up to date and the stage's command, dry, plans nothing, with no hand step."""
-    env = user_env()
+    env = {**user_env(), **warm_jobs}  # the user's environment, and the session's warm server for the jobs
     proj = _exp_repo(tmp_path, env)
     _sh(["dvc", "remote", "add", "-d", "team", str(tmp_path / "remote")], proj, env)  # docs/dvc.md: once per project
     _sh(["git", "commit", "-qam", "remote"], proj, env)
@@ -361,7 +363,7 @@ def test_readmes_push_and_pull_restore_a_suite_that_snakemake_counts_as_built(tm
     assert "Nothing to be done" in _sh(block[-1], clone, env)
 
 
-@pytest.mark.slow(seconds=8)
+@pytest.mark.slow(seconds=5)
 @needs_pipeline
 def test_the_readmes_dry_run_after_a_hostile_pull_changes_nothing_outside_the_project(tmp_path):
     """The README's `snakemake -n --configfile config/ci.yaml --config front_page=false` after pulling a

@@ -114,7 +114,7 @@ def _cli(*argv):
     assert main(["--threads", "1", *map(str, argv)]) == 0
 
 
-@pytest.mark.slow(seconds=30)
+@pytest.mark.slow(seconds=10)
 def test_evaluators_from_the_table_match_direct_encoding(tiny_encoder, tmp_path, shared_dir):
     """eval-sts / eval-transfer / align-uniform with --embeddings give the numbers of encoding directly,
     and the table is written atomically with its provenance."""

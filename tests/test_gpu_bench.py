@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,6 +14,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_gpu_benchmark_tiny_on_cpu(tmp_path, shared_dir):
+    import runpy
+
+    from runhelpers import run_program
+
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import run as bench
 
@@ -22,8 +25,9 @@ def test_gpu_benchmark_tiny_on_cpu(tmp_path, shared_dir):
     report.write_text("# Benchmarks\n\nthe CPU report\n", encoding="utf-8")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
            "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu.py"), "--tiny", "--out", str(report),
-                           "--json", str(raw)], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
+    script = str(ROOT / "benchmarks" / "gpu.py")  # the script as a program, forked from this process (torch loaded)
+    proc = run_program(lambda: runpy.run_path(script, run_name="__main__"), [script, "--tiny", "--out", str(report),
+                       "--json", str(raw)], cwd=tmp_path, env=env, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
     text = report.read_text(encoding="utf-8")

@@ -5,7 +5,6 @@ import re
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -269,27 +268,25 @@ def test_push_creates_a_private_repo_and_uploads_the_model_folder(runs, monkeypa
     assert calls[2][2]["private"] is False
 
 
-@pytest.mark.slow(seconds=65)
+@pytest.mark.slow(seconds=3)
 @needs_pipeline
-def test_snakemake_makes_the_cards_and_a_second_run_plans_nothing(tmp_path, small_shared):
+def test_snakemake_makes_the_cards_and_a_second_run_plans_nothing(tmp_path, ci_build):
     """The model_card rule writes model/README.md after the train rule's model/ output is done: nothing reruns.
-    One card per run, in its own folder; the suite's view shows it through its model/ link."""
+    One card per run, in its own folder; the suite's view shows it through its model/ link. (A copy of the session's
+    build of the ci suite, which made every run's card.)"""
     from csebench.study.params import load_params
     from csebench.study.jobs import run_folder
-    from runhelpers import BIN, copy_project
+    from runhelpers import run_snakemake
 
-    proj = copy_project(tmp_path / "proj")
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", CSEBENCH_SHARED=str(small_shared),
-               PATH=f"{BIN}:{os.environ['PATH']}", CSEBENCH_DATA_CHECK="0")
+    assert ci_build.returncode == 0, ci_build.stderr[-4000:]
+    proj = ci_build.copy(tmp_path / "proj")
     run = run_folder(load_params(proj / "params.yaml"), "ci", "simcse", 1)
     card = f"{run}/model_card.md"
 
     def snakemake(*args):
-        return subprocess.run([str(BIN / "snakemake"), "--cores", "2", "--configfile", "config/ci.yaml", "--config",
-                               "plan=false", "threads=1", *args, "--", card], cwd=proj, env=env, capture_output=True, text=True, timeout=900)
+        return run_snakemake(["--cores", "2", "--configfile", "config/ci.yaml", "--config", "threads=1", *args, "--", card],
+                             cwd=proj, env=ci_build.env, timeout=900)
 
-    proc = snakemake()
-    assert proc.returncode == 0, proc.stderr[-4000:]
     view = proj / "results/ci/runs/simcse/seed1"
     assert (view / "model" / "README.md").read_text() == (proj / card).read_text()
     assert "suite `ci`, run `simcse`" in (proj / card).read_text() and "### STS (SentEval)" in (proj / card).read_text()
@@ -323,15 +320,14 @@ def test_card_waits_for_the_mteb_results_where_the_suite_asks_for_them(tmp_path)
     has written it."""
     from csebench.study.params import load_params
     from csebench.study.jobs import run_folder
-    from runhelpers import PARAMS
-    from runhelpers import BIN
+    from runhelpers import PARAMS, ROOT, run_snakemake
 
     over = tmp_path / "over.yaml"
     over.write_text("suites:\n  ci:\n    mteb: {}\n")
     card = f"{run_folder(load_params(PARAMS, [over]), 'ci', 'simcse', 1)}/model_card.md"
-    proc = subprocess.run([str(BIN / "snakemake"), "-n", "--forceall", "--configfile", "config/ci.yaml", "--config", "plan=false",
-                           f"params_overrides=[{over}]", "--", card], cwd=Path(__file__).resolve().parents[1],
-                          env=dict(os.environ, HF_HUB_OFFLINE="1"), capture_output=True, text=True, timeout=300)
+    proc = run_snakemake(["-n", "--forceall", "--configfile", "config/ci.yaml", "--config", "plan=false",
+                          f"params_overrides=[{over}]", "--", card], cwd=ROOT, env=dict(os.environ, HF_HUB_OFFLINE="1"),
+                         timeout=300)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     job = out[out.index("rule model_card:"):]
@@ -406,12 +402,10 @@ def test_the_demo_carries_a_card_for_every_model_and_evaluates_nothing_more_for_
 
     from csebench.study.jobs import Runs, evaluated_jobs
     from csebench.study.params import load_params
-    from runhelpers import PARAMS
-    from runhelpers import BIN
+    from runhelpers import PARAMS, ROOT, run_snakemake
 
-    proc = subprocess.run([str(BIN / "snakemake"), "-n", "--forceall", "--quiet", "rules", "--configfile", "config/demo.yaml",
-                           "--config", "plan=false"], cwd=Path(__file__).resolve().parents[1],
-                          env=dict(os.environ, HF_HUB_OFFLINE="1"), capture_output=True, text=True, timeout=300)
+    proc = run_snakemake(["-n", "--forceall", "--quiet", "rules", "--configfile", "config/demo.yaml", "--config", "plan=false"],
+                         cwd=ROOT, env=dict(os.environ, HF_HUB_OFFLINE="1"), timeout=300)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", out, re.M))

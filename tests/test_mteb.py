@@ -4,7 +4,6 @@ files; offline and bad-input errors; the opt-in `mteb:` suite section, the rule,
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -261,9 +260,11 @@ def test_an_mteb_suite_adds_one_eval_mteb_job_per_evaluated_run(tmp_path):
     params = load_params(PARAMS, [config])
     evaluated = len(evaluated_jobs(params, "ci"))
     assert suite_plan(Params.of(params).suite("ci")).jobs == suite_plan(Params.of(load_params(PARAMS)).suite("ci")).jobs + evaluated + 1  # + the MTEB table
-    proc = subprocess.run([str(Path(sys.executable).parent / "snakemake"), "-n", "-p", "--forceall", "--config", "suites=[ci]", "reproduce=none", "plan=false",
-                           f"params_overrides=[{config}]"], cwd=ROOT, capture_output=True, text=True, timeout=600,
-                          env=dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}"))
+    from runhelpers import run_snakemake
+
+    proc = run_snakemake(["-n", "-p", "--forceall", "--config", "suites=[ci]", "reproduce=none", "plan=false",
+                          f"params_overrides=[{config}]"], cwd=ROOT, timeout=600,
+                         env=dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     commands = [line for line in (proc.stdout + proc.stderr).splitlines() if " eval-mteb " in line]
     assert len(commands) == evaluated

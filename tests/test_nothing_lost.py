@@ -255,12 +255,22 @@ def test_interrupt_while_importing_prints_one_line(capsys, monkeypatch):
 
 
 def test_interrupt_after_everything_was_written_is_not_an_interruption(tmp_path):
-    """Ctrl-C once the command has written and logged everything: exit 0, no traceback."""
+    """Ctrl-C once the command has written and logged everything: exit 0, no traceback (the program in a process of
+    its own, forked from this one)."""
+    import signal
+    import time
+
+    from runhelpers import run_program
+
     argv = _report_argv(tmp_path)
-    code = ("import os, signal, sys, time\nfrom csebench import cli\n"
-            f"sys.argv = ['csebench'] + {argv!r}\nrc = cli.main()\n"
-            "os.kill(os.getpid(), signal.SIGINT)\ntime.sleep(0.5)\nsys.exit(rc)\n")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env(), capture_output=True, text=True, timeout=300)
+
+    def program():
+        rc = cli.main()
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.5)
+        return rc
+
+    proc = run_program(program, ["csebench", *argv], env=env(), timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr and "KeyboardInterrupt" not in proc.stderr
     assert "suite/s: results/s/tables/sts.md" in proc.stderr.replace(str(tmp_path) + "/", "") and (tmp_path / "results/s/README.md").is_file()
@@ -292,73 +302,72 @@ def test_every_written_file_follows_the_umask(inputs, capsys, monkeypatch):
 # ----------------------------------------------------------------------------- Snakemake reruns
 
 
-@pytest.mark.slow(seconds=35)
+@pytest.mark.slow(seconds=3)
 @needs_pipeline
-def test_snakemake_rerun_of_a_finished_training_job(tmp_path, shared_dir):
+def test_snakemake_rerun_of_a_finished_training_job(tmp_path, ci_build, warm_jobs):
     """Snakemake removes a job's declared outputs before it runs it again, so `train` sees no finished
-    run there and needs no --force: a forced rerun (as after a hyperparameter change) completes."""
+    run there and needs no --force: a forced rerun (as after a hyperparameter change) completes. (A copy of the
+    session's build of the ci suite.)"""
     from csebench.study.jobs import run_folder
     from csebench.study.params import load_params
-    from runhelpers import BIN, copy_project, tool_env
+    from runhelpers import CI_BUILD, run_snakemake
 
-    proj = copy_project(tmp_path / "proj")
+    assert ci_build.returncode == 0, ci_build.stderr[-4000:]
+    proj = ci_build.copy(tmp_path / "proj")
     target = "results/ci/runs/simcse/seed1/train.json"
-    cmd = [str(BIN / "snakemake"), "--cores", "2", "--configfile", "config/ci.yaml", "--config", "plan=false",
-           "--profile", "workflow/profiles/default"]
-    first = subprocess.run(cmd + ["--", target], cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True, timeout=600)
-    assert first.returncode == 0, first.stderr[-3000:]
     before = (proj / target).stat().st_mtime_ns
-    again = subprocess.run(cmd + ["--forcerun", "train", "--", target], cwd=proj, env=tool_env(shared_dir),
-                           capture_output=True, text=True, timeout=600)
+    again = run_snakemake([*CI_BUILD, "plan=false", "warm_start=false", "--forcerun", "train", "--", target], cwd=proj,
+                          env={**ci_build.env, **warm_jobs})
     assert again.returncode == 0, again.stderr[-3000:]
     # the suite's folder is a view of the run's own (docs/runs.md), where it trains
     run = proj / run_folder(load_params(proj / "params.yaml"), "ci", "simcse", 1)
     assert (proj / target).stat().st_mtime_ns > before
-    assert sorted(p.name for p in run.iterdir() if p.name != "logs") == FINISHED
+    later = {"model_card.md", "teacher"} | {p.name for p in run.glob("eval-*")}  # the card's, a student's, the evaluations'
+    assert sorted(p.name for p in run.iterdir() if p.name not in later | {"logs"}) == FINISHED
     assert (proj / "results/ci/runs/simcse/seed1/model").resolve() == (run / "model").resolve()
 
 
-@pytest.mark.slow(seconds=70)
+@pytest.mark.slow(seconds=11)
 @needs_pipeline
-def test_snakemake_killed_with_kill_9_then_rerun_as_documented_resumes_the_training_job(tmp_path, shared_dir):
+def test_snakemake_killed_with_kill_9_then_rerun_as_documented_resumes_the_training_job(tmp_path, shared_dir, warm_jobs):
     """A kill -9 of the whole Snakemake build mid-training (docs/reliability.md). A plain
     rerun stops at Snakemake's stale lock and says so; after `snakemake --unlock`, the rerun with the
     workflow's profile (rerun-incomplete: true) runs the train job again, and it resumes from the
-    checkpoint the killed job left."""
+    checkpoint the killed job left. (The jobs fork from the session's warm server: the client a kill -9 takes
+    with the build takes its job with it, as with the build's own server.)"""
     import signal
     import time
 
     from csebench.study.jobs import run_folder
     from csebench.study.params import load_params
-    from runhelpers import BIN, copy_project, tool_env
+    from runhelpers import copy_project, fork_snakemake, run_snakemake, tool_env
 
     proj = copy_project(tmp_path / "proj")
     # a run long enough to be killed between its first checkpoint and its end (STS-B dev at every step)
     over = write_config(proj / "longer.yaml", {"suites": {"ci": {"training": {
         "max_steps": 16, "checkpoint_steps": 2, "eval_steps": 1}}}})
     target = "results/ci/runs/simcse/seed1/train.json"
-    base = [str(BIN / "snakemake"), "--cores", "2", "--configfile", "config/ci.yaml",
-            "--config", "plan=false", f"params_overrides=[{over.name}]"]
+    base = ["--cores", "2", "--configfile", "config/ci.yaml", "--config", "plan=false", "warm_start=false",
+            f"params_overrides=[{over.name}]"]
+    env = {**tool_env(shared_dir), **warm_jobs}
     run = proj / run_folder(load_params(proj / "params.yaml", [over]), "ci", "simcse", 1)
     manifest = run / "checkpoint" / "manifest.json"
-    with (tmp_path / "killed.log").open("w") as log:
-        build = subprocess.Popen(base + ["--profile", "workflow/profiles/default", "--", target], cwd=proj,
-                                 env=tool_env(shared_dir), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.time() + 300
-        while not manifest.exists() and build.poll() is None and time.time() < deadline:
-            time.sleep(0.05)
-        alive = build.poll() is None
-        os.killpg(build.pid, signal.SIGKILL)  # Snakemake, its job's shell and `csebench train`
-        build.wait()
+    build = fork_snakemake(base + ["--profile", "workflow/profiles/default", "--", target], proj, env,
+                           tmp_path / "killed.log", start_new_session=True)
+    deadline = time.time() + 300
+    while not manifest.exists() and build.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    alive = build.poll() is None
+    os.killpg(build.pid, signal.SIGKILL)  # Snakemake, its job's shell and `csebench train`
+    build.wait()
     assert alive and manifest.exists(), (tmp_path / "killed.log").read_text()[-3000:]
     assert not (run / "train.json").exists()
 
-    plain = subprocess.run(base + ["--", target], cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True, timeout=300)
+    plain = run_snakemake(base + ["--", target], cwd=proj, env=env, timeout=300)
     assert plain.returncode != 0 and "--unlock" in plain.stdout + plain.stderr, plain.stdout[-2000:] + plain.stderr[-2000:]
-    unlock = subprocess.run(base + ["--unlock"], cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True, timeout=300)
+    unlock = run_snakemake(base + ["--unlock"], cwd=proj, env=env, timeout=300)
     assert unlock.returncode == 0, unlock.stderr[-2000:]
-    rerun = subprocess.run(base + ["--profile", "workflow/profiles/default", "--", target], cwd=proj, env=tool_env(shared_dir),
-                           capture_output=True, text=True, timeout=600)
+    rerun = run_snakemake(base + ["--profile", "workflow/profiles/default", "--", target], cwd=proj, env=env)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     timing = json.loads((run / "train_timing.json").read_text())
     assert timing["resumed_from_step"] >= 2, timing
@@ -366,7 +375,7 @@ def test_snakemake_killed_with_kill_9_then_rerun_as_documented_resumes_the_train
     assert json.loads((run / "train.json").read_text())["steps"] == 16
 
 
-@pytest.mark.slow(seconds=15)
+@pytest.mark.slow(seconds=4)
 @needs_pipeline
 def test_a_build_while_another_holds_the_lock_is_one_line_and_dry_runs_and_unlock_still_work(tmp_path, shared_dir):
     """A second Snakemake build while one runs stopped, after planning its whole DAG, with Snakemake's four-line
@@ -375,15 +384,15 @@ def test_a_build_while_another_holds_the_lock_is_one_line_and_dry_runs_and_unloc
     target stops before planning, naming the target; a target given on the command line, whose DAG only Snakemake
     knows, stops where Snakemake finds the lock, in the same one line. A dry run still runs beside the lock, and the
     --unlock command the line gives clears a stale one."""
-    from runhelpers import BIN, copy_project, tool_env
+    from runhelpers import copy_project, run_snakemake, tool_env
 
     proj = copy_project(tmp_path / "proj")
     locks = proj / ".snakemake" / "locks"
     locks.mkdir(parents=True)
-    base = [str(BIN / "snakemake"), "--cores", "1", "--configfile", "config/ci.yaml", "--config", "plan=false"]
+    base = ["--cores", "1", "--configfile", "config/ci.yaml", "--config", "plan=false"]
 
     def snakemake(*args):
-        proc = subprocess.run(base + list(args), cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True, timeout=300)
+        proc = run_snakemake(base + list(args), cwd=proj, env=tool_env(shared_dir), timeout=300)
         errors = [line for line in proc.stderr.splitlines() if "error" in line.lower() or "lock" in line.lower()]
         return proc.returncode, errors
 
@@ -400,8 +409,9 @@ def test_a_build_while_another_holds_the_lock_is_one_line_and_dry_runs_and_unloc
         "then run this again"])
     rc, _ = snakemake("-n", "--quiet", "rules")
     assert rc == 0 and (locks / "0.output.lock").exists()  # a dry run beside a running build, as Snakemake allows it
-    proc = subprocess.run(unlock.strip("`").split(), cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True,
-                          timeout=300)
+    command = unlock.strip("`").split()
+    assert command[0] == "snakemake"
+    proc = run_snakemake(command[1:], cwd=proj, env=tool_env(shared_dir), timeout=300)
     assert proc.returncode == 0 and not locks.exists(), proc.stderr[-2000:]
 
 
@@ -629,17 +639,15 @@ def test_two_renders_of_one_suite_at_once_both_finish_with_whole_outputs(tmp_pat
     """Two `csebench results render` processes on the same suite at the same moment:
     each writes its set of outputs through temporaries renamed into place, so both exit 0, the tables
     are those one render writes alone, and no temporary is left."""
-    import subprocess
-    import sys
-    from pathlib import Path
+    from runhelpers import fork_csebench
 
     argv = _report_argv(tmp_path)
     assert run_cli(capsys, argv)[0] == 0
     alone = {k: v for k, v in _report_outputs(tmp_path).items() if not k.endswith(".png")}  # PNGs carry a time
-    cmd = [str(Path(sys.executable).parent / "csebench"), *argv]
-    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
-    outs = [p.communicate(timeout=300) for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], outs
+    # two processes of their own, forked from this one (each a second of imports less)
+    procs = [fork_csebench(argv, tmp_path / f"render{i}.log", env_=dict(os.environ)) for i in range(2)]
+    codes = [p.wait(300) for p in procs]
+    assert codes == [0, 0], [(tmp_path / f"render{i}.log").read_text()[-2000:] for i in range(2)]
     both = _report_outputs(tmp_path)
     assert {k: v for k, v in both.items() if not k.endswith(".png")} == alone
     assert all(v.startswith(b"\x89PNG") for k, v in both.items() if k.endswith(".png"))

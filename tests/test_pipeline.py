@@ -11,7 +11,7 @@ import pytest
 
 from csebench.study.params import list_suites, load_params
 from csebench.study.typed import Params
-from runhelpers import BIN, ROOT, copy_project, needs_pipeline, tool_env
+from runhelpers import BIN, ROOT, needs_pipeline, run_snakemake, tool_env
 
 
 def test_committed_dvc_yaml_is_current():
@@ -23,9 +23,8 @@ def test_committed_dvc_yaml_is_current():
 def test_every_suite_dry_runs_offline():
     suites = list_suites(load_params(ROOT / "params.yaml"))
     # the suites' own jobs (the paper items of the default target: tests/test_reproduce_pipeline.py)
-    proc = subprocess.run([str(BIN / "snakemake"), "-n", "--forceall", "--quiet", "rules", "--config", f"suites=[{','.join(suites)}]",
-                           "reproduce=none", "plan=false"],
-                          cwd=ROOT, env=tool_env(), capture_output=True, text=True, timeout=600)
+    proc = run_snakemake(["-n", "--forceall", "--quiet", "rules", "--config", f"suites=[{','.join(suites)}]", "reproduce=none",
+                          "plan=false"], cwd=ROOT, env=tool_env(), timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", proc.stdout + proc.stderr, re.M))
     # one train job per distinct run (teachers included), however many suites list it (docs/runs.md)
@@ -39,15 +38,13 @@ def test_every_suite_dry_runs_offline():
     assert int(counts["report"]) == len(suites)
 
 
-@pytest.mark.slow(seconds=300)
+@pytest.mark.slow(seconds=35)
 @needs_pipeline
-def test_ci_suite_end_to_end_through_snakemake(tmp_path, shared_dir):
-    proj = copy_project(tmp_path / "proj")
-    # two one-thread jobs at a time, as make demo runs on 2 cores (tiny models: mostly Python start-up)
-    proc = subprocess.run([str(BIN / "snakemake"), "--cores", "2", "--configfile", "config/ci.yaml",
-                           "--profile", "workflow/profiles/default", "--resources", "gpu=2", "--config", "threads=1"],
-                          cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+def test_ci_suite_end_to_end_through_snakemake(ci_build, tmp_path):
+    """The ci suite's whole DAG through Snakemake (the session's build: runhelpers.CI_BUILD, two one-thread jobs at a
+    time as make demo runs on 2 cores), then in a copy of it: a rerun plans nothing, and the Snakemake report."""
+    assert ci_build.returncode == 0, ci_build.stderr[-4000:]
+    proj = ci_build.copy(tmp_path / "proj")
     table = (proj / "results/ci/tables/sts.md").read_text()
     rows = [line for line in table.splitlines() if line.startswith("|") and "SimCSE" in line and "published" not in line]
     assert rows, table
@@ -62,12 +59,11 @@ def test_ci_suite_end_to_end_through_snakemake(tmp_path, shared_dir):
     assert table.rstrip().splitlines()[-1].startswith("Provenance (")
     assert "Made with DIFFERENT" not in table
     # rerunning finds nothing to do
-    again = subprocess.run([str(BIN / "snakemake"), "-n", "--cores", "2", "--configfile", "config/ci.yaml"],
-                           cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True, timeout=300)
+    again = run_snakemake(["-n", "--cores", "2", "--configfile", "config/ci.yaml"], cwd=proj, env=ci_build.env, timeout=300)
     assert "Nothing to be done" in again.stdout + again.stderr
     # the Snakemake report: one self-contained page of what is built, captioned from the registry
-    report = subprocess.run([str(BIN / "snakemake"), "--cores", "1", "--configfile", "config/ci.yaml", "--report", "results/report.html"],
-                            cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True, timeout=300)
+    report = run_snakemake(["--cores", "1", "--configfile", "config/ci.yaml", "--report", "results/report.html"], cwd=proj,
+                           env=ci_build.env, timeout=300)
     assert report.returncode == 0, report.stderr[-3000:]
     html = (proj / "results/report.html").read_text()
     for name in ("sts.md", "transfer.md", "sts_avg.png", "training_curves.png", "Suites", "every run of the suite"):
@@ -110,7 +106,7 @@ suites:
 """
 
 
-@pytest.mark.slow(seconds=100)
+@pytest.mark.slow(seconds=20)
 @needs_pipeline
 def test_a_suite_in_an_override_file_builds_with_snakemake_typed_without_the_venv_activated(tmp_path):
     """The README's command for a suite of one's own, run for real (not a dry run), by the venv's
@@ -154,7 +150,6 @@ def test_csebench_not_reachable_is_one_line_before_any_job(tmp_path, monkeypatch
 def test_snakemakes_lint_is_clean():
     """`snakemake --lint` (docs/cluster.md): functions apart from rules, no global in a shell command, named
     files, no '+' next to a path, a conda environment on every rule; exit 0 and no finding."""
-    proc = subprocess.run([str(BIN / "snakemake"), "--lint", "--configfile", "config/ci.yaml"], cwd=ROOT, env=tool_env(),
-                          capture_output=True, text=True, timeout=300)
+    proc = run_snakemake(["--lint", "--configfile", "config/ci.yaml"], cwd=ROOT, env=tool_env(), timeout=300)
     findings = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("    * ")]
     assert proc.returncode == 0 and not findings, "\n".join(findings) or proc.stderr[-2000:]

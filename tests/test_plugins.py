@@ -227,7 +227,7 @@ CARD_NAMES_THE_PACKAGE = [  # what a card of a run with the docs' term says of i
 ]
 
 
-@pytest.mark.slow(seconds=25)
+@pytest.mark.slow(seconds=8)
 def test_the_docs_package_installed_outside_the_repository_trains_with_its_term(tmp_path):
     """docs/methods.md's package, as written there (pyproject.toml, the term's module, the config), installed with
     pip into a folder outside the repository and put on the path of a `csebench train` subprocess: two steps of
@@ -263,20 +263,21 @@ def test_the_docs_package_installed_outside_the_repository_trains_with_its_term(
     card = (tmp_path / "run" / "model" / "README.md").read_text()
     assert all(line in card.splitlines() for line in CARD_NAMES_THE_PACKAGE), card
     assert "- center-penalty" in card.split("---")[1]  # the paper's hub tag in the metadata block
-    # the package uninstalled, the card cannot cite it: one line naming what train.json recorded
-    proc = subprocess.run([sys.executable, "-m", "csebench", "model-card", "--run", str(tmp_path / "run")], cwd=ROOT,
-                          env=env(), capture_output=True, text=True, timeout=300)
+    # the package uninstalled, the card cannot cite it: one line naming what train.json recorded (the program forked
+    # from this process, whose path has no such package)
+    from runhelpers import run_csebench
+
+    proc = run_csebench(["model-card", "--run", str(tmp_path / "run")])
     assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1] == (
         f"csebench model-card: error: {tmp_path / 'run'} was trained with the objective 'center_penalty' of the package "
         "my-csebench-terms 0.1.0, which is not installed here: install it to write the card (its citation is in that "
         "package)"), proc.stderr
     # without the package on the path the same command fails in one line, naming the unknown term
-    proc = subprocess.run([sys.executable, "-m", "csebench", "--threads", "1", *argv[:-1], "--force", "--no-progress"],
-                          cwd=ROOT, env=env(), capture_output=True, text=True, timeout=300)
+    proc = run_csebench(["--threads", "1", *argv[:-1], "--force", "--no-progress"])
     assert proc.returncode == 2 and "unknown objective 'center_penalty'" in proc.stderr.strip().splitlines()[-1], proc.stderr
 
 
-@pytest.mark.slow(seconds=60)
+@pytest.mark.slow(seconds=17)
 @needs_pipeline
 def test_the_pipeline_s_model_card_of_a_run_with_the_docs_term_names_its_package(tmp_path, monkeypatch, terms):
     """The model_card rule, as a build runs it: the docs' package installed outside the repository and on the build's
@@ -301,7 +302,7 @@ def test_the_pipeline_s_model_card_of_a_run_with_the_docs_term_names_its_package
     assert "suite `ci`, run `centered`" in text and "### STS (SentEval)" in text
 
 
-@pytest.mark.slow(seconds=30)
+@pytest.mark.slow(seconds=3)
 @needs_pipeline
 def test_a_renderer_named_like_a_built_in_stops_snakemake_in_the_cli_s_line(tmp_path):
     """A package's renderer named `sweep` (a built-in renderer's name): `csebench results render` refused it in one

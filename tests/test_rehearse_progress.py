@@ -12,7 +12,7 @@ import pytest
 from runhelpers import run_cli
 
 
-@pytest.mark.slow(seconds=15)
+@pytest.mark.slow(seconds=3)
 def test_rehearse_says_each_run_as_it_passes_or_fails(tmp_path, capsys, caplog, monkeypatch):
     from csebench.workflow import rehearse
 

@@ -30,7 +30,7 @@ def _rehearse_simcse_with(tmp_path, capsys, caplog, objectives: dict):
     return rc, said.out + said.err, lines, out
 
 
-@pytest.mark.slow(seconds=12)
+@pytest.mark.slow(seconds=4)
 def test_a_waiting_term_fires_at_rehearsal_scale_and_the_run_says_so(tmp_path, capsys, caplog):
     rc, err, lines, out = _rehearse_simcse_with(tmp_path, capsys, caplog, {"instance_smoothing": {"buffer_size": 1024}})
     assert rc == 0, err
@@ -44,7 +44,7 @@ def test_a_waiting_term_fires_at_rehearsal_scale_and_the_run_says_so(tmp_path, c
     assert json.loads(train.read_text())["terms_fired"] == {"instance_smoothing": {"step": 2, "how": ["extra loss"]}}
 
 
-@pytest.mark.slow(seconds=12)
+@pytest.mark.slow(seconds=1)
 def test_a_term_made_to_wait_fails_the_run_with_its_reason(tmp_path, capsys, caplog, monkeypatch):
     from csebench.objectives.smoothing import InstanceSmoothing
 
@@ -56,7 +56,7 @@ def test_a_term_made_to_wait_fails_the_run_with_its_reason(tmp_path, capsys, cap
                         lines[0]), lines
 
 
-@pytest.mark.slow(seconds=12)
+@pytest.mark.slow(seconds=1)
 def test_a_term_whose_output_changes_nothing_fails_the_run(tmp_path, capsys, caplog, monkeypatch):
     """Extra negative columns at -inf: the term hands something over each step, and no loss moves."""
     from csebench.objectives.gaussian import GaussianNegatives

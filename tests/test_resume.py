@@ -81,7 +81,7 @@ def _same_weights(a: Path, b: Path) -> None:
         assert torch.equal(wa[k], wb[k]), f"weights differ: {k}"
 
 
-@pytest.mark.slow(seconds=30)
+@pytest.mark.slow(seconds=3)
 def test_killed_run_resumes_to_identical_results(runs):
     dirs, killed = runs
     assert not killed["train_json"], "the victim was killed after it had finished"
@@ -111,7 +111,7 @@ def test_same_seed_gives_byte_identical_metrics(runs):
     assert curve[-1].split(",")[active] == "1.0"  # the IS-CSE loss was on by the end
 
 
-@pytest.mark.slow(seconds=3)
+@pytest.mark.slow(seconds=1)
 def test_failure_while_writing_outputs_leaves_nothing_finished_and_rerun_resumes(tmp_path, capsys, monkeypatch):
     """A failure at the very end (disk full while writing train.json) leaves no train.json, curves
     or model; the checkpoint survives and the same command then resumes and completes."""
@@ -133,7 +133,7 @@ def test_failure_while_writing_outputs_leaves_nothing_finished_and_rerun_resumes
                                                      "train_timing.json"]
 
 
-@pytest.mark.slow(seconds=3)
+@pytest.mark.slow(seconds=2)
 def test_half_swapped_checkpoint_stale_files_and_changed_config(tmp_path, monkeypatch, caplog):
     """Kill between the two renames of the checkpoint swap (only .checkpoint.old left), plus stale
     temporaries and an old train.json: the rerun resumes from .checkpoint.old and cleans up. A

@@ -7,7 +7,6 @@ import copy
 import json
 import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -268,12 +267,12 @@ def test_a_run_that_is_its_own_teacher_is_refused_for_every_method_with_teachers
                  "circle (x -> y -> x); a teacher must be a run that does not learn from its student")
 
 
-@pytest.mark.slow(seconds=10)
+@pytest.mark.slow(seconds=1)
 @needs_pipeline
 def test_settings_no_run_can_train_with_are_one_line_at_snakemake_dry_run(tmp_path):
     """`snakemake -n` resolves every run before planning: a run that is its own teacher was a CyclicGraphException, a
     PromptBERT template without {mask} passed (it failed in the train job); both are the one csebench line, exit 1."""
-    from runhelpers import BIN, tool_env
+    from runhelpers import run_snakemake, tool_env
 
     nomask = {"methods": {"simcse": {"objectives": {"prompt": {"template": {"prefix": "It is ", "suffix": " indeed ."}}}}}}
     for name, over, message in (
@@ -281,9 +280,8 @@ def test_settings_no_run_can_train_with_are_one_line_at_snakemake_dry_run(tmp_pa
             ("nomask", nomask, "objectives.prompt.template: the suffix must hold {mask} exactly once and the prefix none "
                                "(got 'It is ', ' indeed .')")):
         cfg = write_config(tmp_path / f"{name}.yaml", over)
-        proc = subprocess.run([str(BIN / "snakemake"), "-n", "--configfile", "config/ci.yaml", "--config",
-                               f"params_overrides=[{cfg}]", "plan=false"],
-                              cwd=ROOT, env=tool_env(), capture_output=True, text=True, timeout=300)
+        proc = run_snakemake(["-n", "--configfile", "config/ci.yaml", "--config", f"params_overrides=[{cfg}]", "plan=false"],
+                             cwd=ROOT, env=tool_env(), timeout=300)
         lines = [l for l in (proc.stdout + proc.stderr).splitlines() if not l.startswith("Config file config/paper.yaml")]
         assert proc.returncode == 1 and len(lines) == 1 and lines[0].startswith("csebench: error: "), lines
         assert message in lines[0], lines
@@ -317,8 +315,9 @@ def _project_with_two_suites(proj: Path) -> Path:
     copy_project(proj)
     params = yaml.safe_load((proj / "params.yaml").read_text())
     two = _two_suites()
-    for suite in ("a", "b"):  # capped evaluation sets, as the demo's: the end-to-end test evaluates them for real
-        two["suites"][suite].update(evaluation={"max_sts_pairs": 200}, transfer={"max_train_sentences": 200, "max_test_sentences": 200})
+    for suite in ("a", "b"):  # capped evaluation sets (a suite of one's own in the README takes these): the end-to-end
+        # test evaluates them for real
+        two["suites"][suite].update(evaluation={"max_sts_pairs": 50}, transfer={"max_train_sentences": 64, "max_test_sentences": 64})
     params["suites"].update(a=two["suites"]["a"], b=two["suites"]["b"])
     (proj / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     return proj
@@ -326,11 +325,10 @@ def _project_with_two_suites(proj: Path) -> Path:
 
 @needs_pipeline
 def test_snakemake_plans_a_run_two_suites_share_once(tmp_path):
-    from runhelpers import BIN, tool_env
+    from runhelpers import run_snakemake, tool_env
 
     proj = _project_with_two_suites(tmp_path / "proj")
-    proc = subprocess.run([str(BIN / "snakemake"), "-n", "--quiet", "rules", "--config", "suites=[a,b]", "reproduce=none"],
-                          cwd=proj, env=tool_env(), capture_output=True, text=True, timeout=600)
+    proc = run_snakemake(["-n", "--quiet", "rules", "--config", "suites=[a,b]", "reproduce=none"], cwd=proj, env=tool_env())
     assert proc.returncode == 0, proc.stderr[-3000:]
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", proc.stdout + proc.stderr, re.M))
     assert (counts["train"], counts["embed"], counts["eval_sts"], counts["eval_transfer"]) == ("2", "2", "2", "2")
@@ -339,16 +337,16 @@ def test_snakemake_plans_a_run_two_suites_share_once(tmp_path):
     assert "csebench plan" not in proc.stderr  # a dry run prints Snakemake's plan only (the cost: `csebench plan`)
 
 
-@pytest.mark.slow(seconds=120)
+@pytest.mark.slow(seconds=20)
 @needs_pipeline
-def test_two_suites_sharing_a_run_train_it_once(tmp_path, shared_dir):
-    from runhelpers import BIN, tool_env
+def test_two_suites_sharing_a_run_train_it_once(tmp_path, shared_dir, warm_jobs):
+    from runhelpers import run_snakemake, tool_env
 
     proj = _project_with_two_suites(tmp_path / "proj")
-    # two one-thread jobs at a time, as make demo runs on 2 cores
-    cmd = [str(BIN / "snakemake"), "--cores", "2", "--profile", "workflow/profiles/default", "--resources", "gpu=2",
-           "--config", "suites=[a,b]", "reproduce=none", "plan=false", "threads=1"]
-    proc = subprocess.run(cmd, cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True, timeout=900)
+    # two one-thread jobs at a time, as make demo runs on 2 cores (their warm server: the session's)
+    cmd = ["--cores", "2", "--profile", "workflow/profiles/default", "--resources", "gpu=2",
+           "--config", "suites=[a,b]", "reproduce=none", "plan=false", "threads=1", "warm_start=false"]
+    proc = run_snakemake(cmd, cwd=proj, env={**tool_env(shared_dir), **warm_jobs}, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert len(re.findall(r"^(?:local)?rule train:", proc.stdout + proc.stderr, re.M)) == 2
     params = load_params(proj / "params.yaml")
@@ -368,7 +366,7 @@ def test_two_suites_sharing_a_run_train_it_once(tmp_path, shared_dir):
     params_yaml = yaml.safe_load((proj / "params.yaml").read_text())
     params_yaml["suites"]["b"]["runs"][0]["training"] = {"learning_rate": 2.0e-4}
     (proj / "params.yaml").write_text(yaml.safe_dump(params_yaml, sort_keys=False))
-    again = subprocess.run([*cmd, "-n", "--quiet", "rules"], cwd=proj, env=tool_env(shared_dir), capture_output=True, text=True, timeout=600)
+    again = run_snakemake([*cmd, "-n", "--quiet", "rules"], cwd=proj, env=tool_env(shared_dir))
     assert again.returncode == 0, again.stderr[-3000:]
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", again.stdout + again.stderr, re.M))
     assert counts["train"] == "1" and counts["model_card"] == "1" and "report" in counts

@@ -3,7 +3,6 @@
 import json
 import os
 import re
-import subprocess
 import sys
 
 import numpy as np
@@ -112,13 +111,14 @@ def test_fingerprints_are_unchanged_while_the_feature_is_unused(tmp_path, monkey
     # (demo/minilm) was given a key of what it reads: every key moved once then, on purpose; the demo's moved
     # again when its STS-B dev and transfer caps shrank to fit its 12-minute budget (its settings changed), and
     # again when the packaged MiniLM took its own mean pooling (backbones.minilm.pooler: avg, not cls), and again
-    # when the demo was cut to fit 15 minutes on an AVX2-only CPU (21 steps of batch 16, its caps shrank)
+    # when the demo was cut to fit 15 minutes on an AVX2-only CPU (21 steps of batch 16, its caps shrank); the ci
+    # suite's evaluation folder moved when it took the demo's evaluation caps (its runs' keys did not)
     before = {("ci", "simcse", 1): ("3c6acf85c51a0403", "0de7b91bca553ce5"),
               ("demo", "simcse", 42): ("b6b1a54ae926d623", "d2500a78792de33a"),
               ("demo", "distillcse", 42): ("b91e9cd76079a389", "0d97eaa022e2350d"),
               ("demo", "minilm", 42): ("d8bf6f8fcf2bb117", "ee1e972d8828fbc4"),
               ("paper", "bert-base-simcse", 42): ("ddb51c02270e19f0", "e2b958b95e81630f")}
-    folders = {"ci": "eval-fp32-capped-a12f6d10", "demo": "eval-fast-capped-2e662556", "paper": "eval-fp32"}
+    folders = {"ci": "eval-fp32-capped-2e662556", "demo": "eval-fast-capped-2e662556", "paper": "eval-fp32"}
     params = load_params(PARAMS)
     for (suite, run, seed), (fp, key) in before.items():
         cfg = resolve_run(params, suite, run, seed)
@@ -240,9 +240,10 @@ def test_snakemake_passes_the_sets_to_train_embed_and_eval_sts(tmp_path):
     over = _override(tmp_path, data={"mine": {"path": str(mine)}}, training={"dev_set": "mine"}, evaluation={"sts_pairs": ["mine"]})
     target = "results/ci/runs/simcse/seed1/sts.json"
     env = dict(os.environ, HF_HUB_OFFLINE="1", PATH=f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}")
-    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "snakemake"), "-n", "--forceall", "-p", "--configfile",
-                           "config/ci.yaml", "--config", "plan=false", f"params_overrides=[{over}]", "--", target],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    from runhelpers import run_snakemake
+
+    proc = run_snakemake(["-n", "--forceall", "-p", "--configfile", "config/ci.yaml", "--config", "plan=false",
+                          f"params_overrides=[{over}]", "--", target], cwd=ROOT, env=env, timeout=300)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     train = out[out.index("rule train:"):out.index("rule train:") + 600]

@@ -241,7 +241,7 @@ def test_initial_weights_match_senteval_and_leave_rng_alone():
 # ----------------------------------------------------------------------------- driver
 
 
-@pytest.mark.slow(seconds=2)  # ~10 s on an idle 2-core machine, about a minute when it is shared
+@pytest.mark.slow(seconds=1)  # ~10 s on an idle 2-core machine, about a minute when it is shared
 def test_evaluate_transfer_end_to_end(tmp_path):
     root = make_senteval(tmp_path / "se")
     seen = []

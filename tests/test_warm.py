@@ -14,16 +14,48 @@ import pytest
 from runhelpers import BIN, ROOT, ci_training, train_argv, write_config
 
 
-@pytest.fixture()
-def server(monkeypatch):
+def _started():
     from csebench.workflow import warm
 
     proc = warm.start()
     assert proc is not None and os.environ.get(warm.ENV)
-    env = dict(os.environ)
-    yield proc, env
+    return proc, dict(os.environ)
+
+
+def _stopped(proc) -> None:
+    from csebench.workflow import warm
+
     warm.stop(proc)
     assert proc.poll() is not None and warm.ENV not in os.environ
+
+
+@pytest.fixture(scope="module")
+def warm_server():
+    """One server for the tests that leave it running, as a build's serves all its jobs (each server loads torch and
+    transformers: 6 CPU-s): (its process, the environment that points at it)."""
+    proc, env = _started()
+    yield proc, env
+    _stopped(proc)
+
+
+@pytest.fixture()
+def server(warm_server):
+    proc, env = warm_server
+    assert proc.poll() is None, "a test before this one stopped the module's server"
+    return proc, dict(env)
+
+
+@pytest.fixture()
+def own_server():
+    """A server of the test's own, to stop (the module's server is set aside meanwhile)."""
+    from csebench.workflow import warm
+
+    before = os.environ.pop(warm.ENV, None)
+    proc, env = _started()
+    yield proc, env
+    _stopped(proc)
+    if before is not None:
+        os.environ[warm.ENV] = before
 
 
 def _csebench(env, *argv, cwd=ROOT, **kw):
@@ -50,8 +82,8 @@ def test_a_command_runs_warm_with_the_jobs_folder_environment_and_streams(server
     assert bad.returncode == 2 and bad.stderr.startswith("csebench show-config: error: ") and not bad.stdout
 
 
-def test_no_server_or_a_dead_one_runs_the_command_cold(server, tmp_path):
-    proc, env = server
+def test_no_server_or_a_dead_one_runs_the_command_cold(own_server, tmp_path):
+    proc, env = own_server
     proc.terminate()
     proc.wait()
     out = _csebench(env, "show-config", "--suite", "ci", "--run", "simcse", "--seed", "1")
@@ -90,7 +122,7 @@ def _children(server_pid: int) -> list[int]:
     return [int(x) for x in out.split()]
 
 
-@pytest.mark.slow(seconds=15)
+@pytest.mark.slow(seconds=2)
 def test_ctrl_c_reaches_the_child_once_and_it_says_interrupted(server, tmp_path):
     proc, env = server
     job = _start_long_training(env, tmp_path)
@@ -102,7 +134,7 @@ def test_ctrl_c_reaches_the_child_once_and_it_says_interrupted(server, tmp_path)
     assert not list((tmp_path / "run").glob(".*.tmp")) and not (tmp_path / "run" / "train.json").exists()
 
 
-@pytest.mark.slow(seconds=15)
+@pytest.mark.slow(seconds=2)
 def test_a_job_that_disappears_takes_its_child_with_it(server, tmp_path):
     proc, env = server
     job = _start_long_training(env, tmp_path)

@@ -194,6 +194,11 @@ class Runs:
         """The (suite, run) that names the run with this key and seed: the first that lists it."""
         from csebench.core.errors import ConfigError
 
+        if self._listed is None:  # a job's --key: the suites in params.yaml's order up to the first that lists it
+            for suite in list_suites(self.params):  # (resolving every run for one was a third of a small job)
+                for run, s in all_runs_with_teachers(self.params, suite):
+                    if s == int(seed) and self.key(suite, run) == key:
+                        return suite, run
         listed = self.listed.get((key, int(seed))) or next((v for (k, _), v in self.listed.items() if k == key), None)
         if not listed:
             raise ConfigError(f"no run of params.yaml has the key {key}: params.yaml changed since this folder was "

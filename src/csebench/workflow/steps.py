@@ -61,12 +61,13 @@ def merge_default_config(config: dict, path: str = "config/paper.yaml") -> None:
 def check_snakemake_config(config: dict, configfiles) -> None:
     """The Snakemake config, before anything reads it: each config file again for keys given twice
     (Snakemake's reader keeps the last silently), then the merged config against the schema."""
-    from csebench.core.schema import read_yaml
+    from csebench.core.schema import read_yaml, schema_path
     from csebench.core.schema import validate
 
     for f in configfiles:
         read_yaml(f)
-    for key in ("progress", "plan", "front_page", "warm_start"):  # `--config plan=false` arrives as the text 'false', which is truthy
+    flags = [k for k, v in read_yaml(schema_path("snakemake-config"))["properties"].items() if v.get("type") == "boolean"]
+    for key in flags:  # `--config plan=false` arrives as the text 'false', which is truthy
         if isinstance(config.get(key), str) and config[key].lower() in ("true", "false"):
             config[key] = config[key].lower() == "true"
     validate(config, "snakemake-config", "Snakemake config (config/*.yaml, --configfile, --config)")
