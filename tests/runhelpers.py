@@ -31,6 +31,8 @@ from pathlib import Path
 
 import yaml
 
+from csebench.workflow.warm import exit_status_of, flush_and_exit
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("CSEBENCH_SHARED", ROOT.parent / "shared"))
 PARAMS = ROOT / "params.yaml"
@@ -355,24 +357,12 @@ def fork_program(main, argv: list[str], cwd: Path | str = ROOT, env: dict | None
                     reseed(sys.modules[name])
             if "torch" in sys.modules and env.get("OMP_NUM_THREADS", "").isdigit():
                 sys.modules["torch"].set_num_threads(int(env["OMP_NUM_THREADS"]))
-            try:
-                result = main()
-                code = result if isinstance(result, int) else 0
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-            except KeyboardInterrupt:
-                code = 130
-            except BaseException:
-                traceback.print_exc()
-                code = 1
+            code = exit_status_of(main)
             atexit._run_exitfuncs()  # the program's own
+        except BaseException:  # the fork's own setup failed
+            traceback.print_exc()
         finally:
-            for stream in (sys.stdout, sys.stderr):
-                try:
-                    stream.flush()
-                except Exception:
-                    pass
-            os._exit(code)
+            flush_and_exit(code)
     for fd in ends:
         os.close(fd)
     return Forked(pid, list(argv))

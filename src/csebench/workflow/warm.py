@@ -165,21 +165,40 @@ def _run_child(request: dict, fds: list[int], keep_closed: list, program) -> Non
         random.seed()  # a fresh process's unseeded generators differ run to run; copies of one would not
         if "numpy" in sys.modules:
             sys.modules["numpy"].random.seed()
-        code = program()
+        code = exit_status_of(program)
+    except BaseException:  # the job's own setup failed (its errors are exit_status_of's)
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        flush_and_exit(code)
+
+
+def exit_status_of(program) -> int:
+    """``program()`` run as a process's main: the exit status Python would give it (the int it returns or
+    SystemExit's code; 130 on Ctrl-C; 1, its traceback printed, on any other error)."""
+    try:
+        result = program()
+        return result if isinstance(result, int) else 0
     except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except KeyboardInterrupt:
+        return 130
     except BaseException:
         import traceback
 
         traceback.print_exc()
-        code = 1
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:
-                pass
-        os._exit(code)
+        return 1
+
+
+def flush_and_exit(code: int):
+    """End a forked process now, its output flushed (os._exit: none of the parent's exit handlers run)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    os._exit(code)
 
 
 def _exit_code(status: int) -> int:
