@@ -374,7 +374,12 @@ def test_the_bar_shows_only_where_stderr_is_a_terminal(tmp_path, monkeypatch, ca
     import csebench.training.trainer as trainer_mod
     from runhelpers import train_tiny
 
+    import csebench.model.encoder as encoder_mod
+
+    # the dev evaluation's encoding decides as training does (where the test's own stderr is a terminal, it drew
+    # an encode bar of its own when the test ran alone)
     monkeypatch.setattr(trainer_mod, "_stderr_is_tty", lambda: tty)
+    monkeypatch.setattr(encoder_mod, "stderr_is_tty", lambda: tty)
     bars = []
     real = trainer_mod.Trainer.run
 
@@ -384,7 +389,8 @@ def test_the_bar_shows_only_where_stderr_is_a_terminal(tmp_path, monkeypatch, ca
         orig = tqdm.tqdm.__init__
 
         def init(bar, *a, **kw):
-            bars.append(not kw.get("disable"))
+            if kw.get("unit") == "step":  # the training bar (an encoding's bar is another test's)
+                bars.append(not kw.get("disable"))
             return orig(bar, *a, **kw)
 
         monkeypatch.setattr(tqdm.tqdm, "__init__", init)
