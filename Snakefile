@@ -18,9 +18,9 @@ from csebench.study.params import run_dir
 from csebench.study.typed import Params
 from csebench.workflow.steps import (check_plugins, check_snakemake_config, find_cli, finished_run_inputs,
                                      hub_generators, lock_error_in_one_line, merge_default_config,
-                                     offline_if_submitted, one_line, option_words, params_args, record_times,
-                                     refuse_locked_build, refuse_outside_links, restore_times, shell_words, start_warm,
-                                     stop_warm, sts_pairs_words, trains_from_hub)
+                                     offline_if_submitted, one_line, option_args, params_args, record_times,
+                                     refuse_locked_build, refuse_outside_links, restore_times, start_warm,
+                                     stop_warm, sts_pairs_argv, trains_from_hub)
 from csebench.results.registry import default_suites
 
 merge_default_config(config, "config/paper.yaml")  # the papers' build, under --configfile and --config
@@ -40,7 +40,7 @@ with one_line():  # a mistake in params.yaml or an override: its one line, witho
 PARAMS_ARGS = params_args(config)  # every rule's command reads the params the DAG was planned with
 RESULTS = PARAMS.get("paths", {}).get("results", "results")
 DATA = PARAMS.get("paths", {}).get("data", "data")
-PROGRESS = "" if config.get("progress", True) else "--no-progress"
+PROGRESS = [] if config.get("progress", True) else ["--no-progress"]
 # Every run of params.yaml by identity (docs/runs.md): a run listed by several suites is trained,
 # embedded and evaluated once, in its own folder; the suites' folders are views of it (views.smk).
 with one_line():

@@ -145,7 +145,7 @@ def test_a_capped_suite_s_analyses_of_stsb_read_its_capped_pairs_and_an_uncapped
         w = SimpleNamespace(key=pipe.runs.key(suite, run), seed="42", ev=eval_name(suite_evaluation(params, suite)))
         for name in ("layers", "align_uniform", "neighbours"):
             a = ANALYSES.get(name)
-            argv = pipe.command(a)(w, pipe.outputs(a)).split()
+            argv = pipe.command(a)(w, pipe.outputs(a))  # the argument list the rule quotes
             assert ("--max-sts-pairs" in argv) == (cap is not None and "senteval" in a.inputs()), (suite, name, argv)
             if "--max-sts-pairs" in argv:
                 assert argv[argv.index("--max-sts-pairs") + 1] == str(cap)

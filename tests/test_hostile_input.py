@@ -18,10 +18,9 @@ import pytest
 from runhelpers import BIN, PARAMS, ROOT, copy_project, needs_pipeline, run_cli, write_config
 
 RULE_FILES = [ROOT / "Snakefile", *sorted((ROOT / "workflow" / "rules").glob("*.smk"))]
-# params whose value is already shell text, each word quoted where it is built (csebench.workflow.steps.shell_words,
-# params_args, the analyses' shlex.join): the only fields a rule's command may hold without Snakemake's `:q`
-PRE_QUOTED = {"params.cfg", "params.cap", "params.progress", "params.args", "params.links", "params.corpus",
-              "params.teacher_args", "threads"}
+# the only field a rule's command may hold without Snakemake's `:q`: the job's thread count, a number Snakemake sets
+# (what a rule passes as several words is an argument list, quoted word by word by `:q`)
+PRE_QUOTED = {"threads"}
 
 
 # ----------------------------------------------------------------------------- every rule's command is quoted
@@ -55,8 +54,8 @@ def _shell_commands(path: Path) -> dict[str, str]:
 
 def test_every_value_in_a_rules_shell_command_is_quoted():
     """A settings file ran shell commands: the rules put {DATA}, {RESULTS}, {output} and the STS-pairs arguments into
-    their commands unquoted. Every field of every rule's command is quoted by Snakemake (`:q`) or is shell text whose
-    words were quoted where it was built; a command substitution is inside double quotes."""
+    their commands unquoted. Every field of every rule's command is quoted by Snakemake (`:q`; an argument list word by
+    word), the job's thread count aside; a command substitution is inside double quotes."""
     commands = {k: v for f in RULE_FILES for k, v in _shell_commands(f).items()}
     assert len(commands) >= 20  # every rule of the DAG has one
     for where, cmd in commands.items():
@@ -66,17 +65,24 @@ def test_every_value_in_a_rules_shell_command_is_quoted():
         assert all(cmd[i - 1] == '"' for i in (m.start() for m in re.finditer(r"\$\(", cmd))), f"{where}: {cmd}"
 
 
-def test_the_pre_quoted_shell_text_quotes_each_word():
-    from csebench.workflow.steps import option_words, params_args, shell_words, sts_pairs_words
+def test_the_argument_lists_of_the_rules_params_are_quoted_word_by_word():
+    """What a rule passes as several words is an argument list; Snakemake's `:q` (its own formatter, as a rule's
+    command is rendered) quotes each word."""
+    from snakemake.utils import format as rule_format
+
+    from csebench.workflow.steps import option_args, params_args, sts_pairs_argv
+
+    def q(args) -> str:
+        return rule_format("{args:q}", args=args)
 
     hostile = "pairs $(touch X) 'q'.tsv"
-    assert shell_words("--max-sts-pairs", 20) == "--max-sts-pairs 20"
-    assert sts_pairs_words({"own": hostile}) == "--sts-pairs 'own=pairs $(touch X) '\"'\"'q'\"'\"'.tsv'"
-    assert option_words("--teacher-cache", ["a b", "c"]) == "--teacher-cache 'a b' --teacher-cache c"
-    assert option_words("--corpus", []) == "" and sts_pairs_words({}) == ""
-    assert params_args({"params_overrides": ["my $(x).yaml"]}) == "--config 'my $(x).yaml'"
+    assert q(["--max-sts-pairs", "20"]) == "--max-sts-pairs 20"
+    assert q(sts_pairs_argv({"own": hostile})) == "--sts-pairs 'own=pairs $(touch X) '\"'\"'q'\"'\"'.tsv'"
+    assert q(option_args("--teacher-cache", ["a b", "c"])) == "--teacher-cache 'a b' --teacher-cache c"
+    assert q(option_args("--corpus", [])) == "" and q(sts_pairs_argv({})) == ""
+    assert q(params_args({"params_overrides": ["my $(x).yaml"]})) == "--config 'my $(x).yaml'"
     # what a shell makes of it: the same words back, nothing run
-    out = subprocess.run(["bash", "-c", f"printf '%s\\n' {sts_pairs_words({'own': hostile})}"], capture_output=True,
+    out = subprocess.run(["bash", "-c", f"printf '%s\\n' {q(sts_pairs_argv({'own': hostile}))}"], capture_output=True,
                          text=True, check=True).stdout
     assert out.splitlines() == ["--sts-pairs", f"own={hostile}"]
 

@@ -371,10 +371,9 @@ def test_the_bar_shows_only_where_stderr_is_a_terminal(tmp_path, monkeypatch, ca
     or pipe (stderr not a TTY: Snakemake's, a cluster's) gets no bar, a line every log_steps instead."""
     import logging
 
+    import csebench.model.encoder as encoder_mod
     import csebench.training.trainer as trainer_mod
     from runhelpers import train_tiny
-
-    import csebench.model.encoder as encoder_mod
 
     # the dev evaluation's encoding decides as training does (where the test's own stderr is a terminal, it drew
     # an encode bar of its own when the test ran alone)

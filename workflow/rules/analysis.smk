@@ -36,7 +36,7 @@ for _analysis in ANALYSES.built():
         conda:
             "../envs/csebench.yaml"
         shell:
-            "csebench --threads {threads} analyze {params.args} {params.cfg} 2> {log:q}"
+            "csebench --threads {threads} analyze {params.args:q} {params.cfg:q} 2> {log:q}"
 
 
 for _analysis in ANALYSES.combined():
@@ -55,4 +55,4 @@ for _analysis in ANALYSES.combined():
         conda:
             "../envs/csebench.yaml"
         shell:
-            "csebench analyze-figure {params.args} 2> {log:q}"
+            "csebench analyze-figure {params.args:q} 2> {log:q}"

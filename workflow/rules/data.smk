@@ -16,7 +16,7 @@ rule prepare_corpus:
     log:
         f"{DATA}/logs/prepare_corpus.{{data}}.log",
     shell:
-        "csebench prepare-corpus {params.cfg} --data {wildcards.data:q} --out {output.corpus:q} 2> {log:q}"
+        "csebench prepare-corpus {params.cfg:q} --data {wildcards.data:q} --out {output.corpus:q} 2> {log:q}"
 
 
 rule prepare_senteval:
@@ -30,7 +30,7 @@ rule prepare_senteval:
     log:
         f"{DATA}/logs/prepare_senteval.{{data}}.log",
     shell:
-        "csebench prepare-senteval {params.cfg} --data {wildcards.data:q} --out \"$(dirname {output.root:q})\" 2> {log:q}"
+        "csebench prepare-senteval {params.cfg:q} --data {wildcards.data:q} --out \"$(dirname {output.root:q})\" 2> {log:q}"
 
 
 rule fetch_backbone:  # only for a backbone that is a hub id (train.smk asks for it then)
@@ -43,7 +43,7 @@ rule fetch_backbone:  # only for a backbone that is a hub id (train.smk asks for
     log:
         f"{DATA}/logs/fetch_backbone.{{backbone}}.log",
     shell:
-        "csebench fetch-backbone {params.cfg} --backbone {wildcards.backbone:q} --out {output.note:q} 2> {log:q}"
+        "csebench fetch-backbone {params.cfg:q} --backbone {wildcards.backbone:q} --out {output.note:q} 2> {log:q}"
 
 
 rule fetch_generator:  # a term's second pretrained model (DiffCSE's generator), as a backbone (train.smk asks for it)

@@ -17,7 +17,7 @@ rule embed:
         table=f"{EVAL}/embeddings.npz",
     params:
         cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
-        cap=lambda w: " ".join(a for a in (transfer_cap(w), sts_cap(w), sts_pairs_args(w)) if a),
+        cap=lambda w: [*transfer_cap(w), *sts_cap(w), *sts_pairs_args(w)],
         precision=lambda w: eval_settings(w)["precision"],
         progress=PROGRESS,
     threads: config.get("threads", 4)
@@ -26,6 +26,6 @@ rule embed:
     log:
         f"{EVAL}/logs/embed.log",
     shell:
-        "csebench --threads {threads} embed {params.cfg} --model \"$(dirname {input.summary:q})/model\""
-        " --senteval \"$(dirname {input.senteval:q})\" {params.cap} --precision {params.precision:q} --out {output.table:q}"
-        " {params.progress} 2> {log:q}"
+        "csebench --threads {threads} embed {params.cfg:q} --model \"$(dirname {input.summary:q})/model\""
+        " --senteval \"$(dirname {input.senteval:q})\" {params.cap:q} --precision {params.precision:q} --out {output.table:q}"
+        " {params.progress:q} 2> {log:q}"

@@ -1,8 +1,8 @@
 # What the rules read and where their targets are: the input functions and target lists of the
 # rule files, kept apart from the rules (one kind of thing per file, as `snakemake --lint` asks). Thin
-# wrappers over csebench.study.jobs; include after common.smk and before the rule files. What goes into a
-# shell command as text is quoted here (csebench.workflow.steps.shell_words), the rules' own values with
-# Snakemake's `:q`: no value of params.yaml or of the config runs as a command (docs/reliability.md, "Paths in settings").
+# wrappers over csebench.study.jobs; include after common.smk and before the rule files. Options a command takes
+# are argument lists here, which the rules quote word by word with Snakemake's `:q`, as their own values: no value
+# of params.yaml or of the config runs as a command (docs/reliability.md, "Paths in settings").
 
 
 import functools
@@ -54,25 +54,25 @@ def eval_settings(w):  # a run's job: the settings its {ev} folder names; a suit
 
 def probing_cap(w):  # `transfer: {max_train_sentences: N, max_test_sentences: M}` (CPU demo only)
     ev = eval_settings(w)
-    return shell_words(*(["--max-train-sentences", ev["max_train_sentences"]] if ev["max_train_sentences"] else []),
-                       *(["--max-test-sentences", ev["max_test_sentences"]] if ev["max_test_sentences"] else []))
+    return [*(["--max-train-sentences", str(ev["max_train_sentences"])] if ev["max_train_sentences"] else []),
+            *(["--max-test-sentences", str(ev["max_test_sentences"])] if ev["max_test_sentences"] else [])]
 
 
 def transfer_cap(w):  # the caps, or `transfer: false`: embed encodes no transfer sentence, eval_transfer says "off"
-    return "--no-transfer" if eval_settings(w).get("transfer") is False else probing_cap(w)
+    return ["--no-transfer"] if eval_settings(w).get("transfer") is False else probing_cap(w)
 
 
 def sts_cap(w):  # `evaluation: {max_sts_pairs: N}` (CPU demo only): embed and eval_sts use the same subsets
     cap = eval_settings(w)["max_sts_pairs"]
-    return shell_words("--max-sts-pairs", cap) if cap else ""
+    return ["--max-sts-pairs", str(cap)] if cap else []
 
 
 def sts_pairs_of(w):  # `evaluation: {sts_pairs: [NAME, ...]}`: your own STS test sets, part of the settings {ev} names
     return list(sts_sets(PARAMS, eval_settings(w)).values())
 
 
-def sts_pairs_args(w):  # embed and eval_sts read the same sets (quoted: a path of params.yaml runs nothing)
-    return sts_pairs_words(sts_sets(PARAMS, eval_settings(w)))
+def sts_pairs_args(w):  # embed and eval_sts read the same sets
+    return sts_pairs_argv(sts_sets(PARAMS, eval_settings(w)))
 
 
 def embeddings_of(w):

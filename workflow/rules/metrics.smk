@@ -22,4 +22,4 @@ rule suite_metrics:
     log:
         f"{RESULTS}/{{suite}}/logs/metrics.log",
     shell:
-        "csebench suite-metrics {params.cfg} --suite {wildcards.suite:q} --results {params.results:q} --out {output.metrics:q} 2> {log:q}"
+        "csebench suite-metrics {params.cfg:q} --suite {wildcards.suite:q} --results {params.results:q} --out {output.metrics:q} 2> {log:q}"

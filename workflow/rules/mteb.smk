@@ -22,6 +22,6 @@ rule eval_mteb:
     log:
         f"{RESULTS}/{{suite}}/logs/eval_mteb.{{run}}.seed{{seed}}.log",
     shell:
-        "csebench --threads {threads} eval-mteb {params.cfg} --model \"$(dirname {input.summary:q})/model\" --tasks {params.tasks:q}"
+        "csebench --threads {threads} eval-mteb {params.cfg:q} --model \"$(dirname {input.summary:q})/model\" --tasks {params.tasks:q}"
         " --precision {params.precision:q} --suite {wildcards.suite:q} --run {wildcards.run:q} --seed {wildcards.seed:q}"
-        " --out \"$(dirname {output.mteb:q})\" {params.progress} 2> {log:q}"
+        " --out \"$(dirname {output.mteb:q})\" {params.progress:q} 2> {log:q}"

@@ -20,7 +20,7 @@ rule prepare_probing:
     log:
         f"{DATA}/logs/prepare_probing.{{data}}.log",
     shell:
-        "csebench prepare-probing {params.cfg} --data {wildcards.data:q} --out \"$(dirname {output.root:q})\" 2> {log:q}"
+        "csebench prepare-probing {params.cfg:q} --data {wildcards.data:q} --out \"$(dirname {output.root:q})\" 2> {log:q}"
 
 
 rule eval_probing:
@@ -42,6 +42,6 @@ rule eval_probing:
     log:
         f"{EVAL}/logs/eval_probing.log",
     shell:
-        "csebench --threads {threads} eval-probing {params.cfg} --model \"$(dirname {input.summary:q})/model\""
+        "csebench --threads {threads} eval-probing {params.cfg:q} --model \"$(dirname {input.summary:q})/model\""
         " --probing \"$(dirname {input.probing:q})\" --precision {params.precision:q} --key {wildcards.key:q}"
-        " --seed {wildcards.seed:q} {params.cap} --out {output.probing:q} {params.progress} 2> {log:q}"
+        " --seed {wildcards.seed:q} {params.cap:q} --out {output.probing:q} {params.progress:q} 2> {log:q}"

@@ -46,12 +46,12 @@ rule report:
     params:
         cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
         results=lambda w, output: results_of(output[0], w.suite),
-        links=lambda w, input: shell_words("--link", *input.links) if input.links else "",
+        links=lambda w, input: option_args("--link", input.links),
         caption=lambda w: REGISTRY.caption(REGISTRY.item(f"suite/{w.suite}")),
     log:
         f"{RESULTS}/{{suite}}/logs/report.log",
     shell:
-        "csebench results render {params.cfg} --results {params.results:q} --item suite/{wildcards.suite:q} {params.links} 2> {log:q}"
+        "csebench results render {params.cfg:q} --results {params.results:q} --item suite/{wildcards.suite:q} {params.links:q} 2> {log:q}"
 
 
 rule mteb_table:
@@ -71,7 +71,7 @@ rule mteb_table:
     log:
         f"{RESULTS}/{{suite}}/logs/mteb_table.log",
     shell:
-        "csebench results render {params.cfg} --results {params.results:q} --item mteb/{wildcards.suite:q} 2> {log:q}"
+        "csebench results render {params.cfg:q} --results {params.results:q} --item mteb/{wildcards.suite:q} 2> {log:q}"
 
 
 rule reproduce_table:
@@ -95,7 +95,7 @@ rule reproduce_table:
     log:
         "{root}/logs/{paper}.{item}.log",
     shell:
-        "csebench results render {params.cfg} --results {params.results:q} --item {wildcards.paper:q}/{wildcards.item:q}"
+        "csebench results render {params.cfg:q} --results {params.results:q} --item {wildcards.paper:q}/{wildcards.item:q}"
         " --scale {params.scale:q} --out-dir {wildcards.root:q}/{wildcards.paper:q} 2> {log:q}"
 
 
@@ -120,7 +120,7 @@ rule reproduce_figure:
     log:
         "{root}/logs/{paper}.{item}.log",
     shell:
-        "csebench results render {params.cfg} --results {params.results:q} --item {wildcards.paper:q}/{wildcards.item:q}"
+        "csebench results render {params.cfg:q} --results {params.results:q} --item {wildcards.paper:q}/{wildcards.item:q}"
         " --scale {params.scale:q} --out-dir {wildcards.root:q}/{wildcards.paper:q} 2> {log:q}"
 
 
@@ -138,4 +138,4 @@ rule front_page:
     log:
         f"{RESULTS}/logs/front_page.log",
     shell:
-        "csebench results front-page {params.cfg} --results {params.results:q} --out {output.page:q} 2> {log:q}"
+        "csebench results front-page {params.cfg:q} --results {params.results:q} --out {output.page:q} 2> {log:q}"

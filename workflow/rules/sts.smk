@@ -13,12 +13,12 @@ rule eval_sts:
         pairs=f"{EVAL}/sts_pairs.npz",  # per-pair cosines: paired bootstrap in report
     params:
         cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
-        cap=lambda w: " ".join(a for a in (sts_cap(w), sts_pairs_args(w)) if a),  # your own STS sets too (embed.smk)
+        cap=lambda w: [*sts_cap(w), *sts_pairs_args(w)],  # your own STS sets too (embed.smk)
         progress=PROGRESS,
     threads: 1  # looks embeddings up
     log:
         f"{EVAL}/logs/eval_sts.log",
     shell:
-        "csebench --threads {threads} eval-sts {params.cfg} --model \"$(dirname {input.summary:q})/model\""
+        "csebench --threads {threads} eval-sts {params.cfg:q} --model \"$(dirname {input.summary:q})/model\""
         " --senteval \"$(dirname {input.senteval:q})\" --embeddings {input.embeddings:q} --key {wildcards.key:q}"
-        " --seed {wildcards.seed:q} --out {output.sts:q} --pairs-out {output.pairs:q} {params.cap} {params.progress} 2> {log:q}"
+        " --seed {wildcards.seed:q} --out {output.sts:q} --pairs-out {output.pairs:q} {params.cap:q} {params.progress:q} 2> {log:q}"

@@ -24,7 +24,7 @@ rule teacher_cache:
     log:
         f"{RUN}/logs/teacher_cache.log",
     shell:
-        "csebench --threads {threads} teacher-cache {params.cfg} --model \"$(dirname {input.summary:q})/model\""
+        "csebench --threads {threads} teacher-cache {params.cfg:q} --model \"$(dirname {input.summary:q})/model\""
         " --corpus {input.corpus:q} --out {output.emb:q} --max-seq-length {params.max_len:q} --cache-dir {params.cache:q}"
         " 2> {log:q}"
 
@@ -51,6 +51,6 @@ rule teacher_cache_training:
     log:
         f"{RUN}/logs/teacher_cache_training.log",
     shell:
-        "csebench --threads {threads} teacher-cache {params.cfg} --model \"$(dirname {input.summary:q})/model\""
+        "csebench --threads {threads} teacher-cache {params.cfg:q} --model \"$(dirname {input.summary:q})/model\""
         " --corpus {input.corpus:q} --representation training --out {output.emb:q} --max-seq-length {params.max_len:q}"
         " --cache-dir {params.cache:q} 2> {log:q}"

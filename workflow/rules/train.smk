@@ -18,8 +18,8 @@ rule train:  # with `train: false` it writes the untrained backbone as model/ (c
         dev_curve=f"{RUN}/dev_curve.csv",
     params:
         cfg=PARAMS_ARGS,  # params.yaml and its overrides, as the DAG was planned
-        corpus=lambda w, input: option_words("--corpus", input.corpus),
-        teacher_args=lambda w, input: option_words("--teacher-cache", input.teachers),
+        corpus=lambda w, input: option_args("--corpus", input.corpus),
+        teacher_args=lambda w, input: option_args("--teacher-cache", input.teachers),
         cache=f"{DATA}/cache",
         progress=PROGRESS,
     resources:
@@ -28,6 +28,6 @@ rule train:  # with `train: false` it writes the untrained backbone as model/ (c
     log:
         f"{RUN}/logs/train.log",
     shell:
-        "csebench --threads {threads} train {params.cfg} --key {wildcards.key:q} --seed {wildcards.seed:q}"
-        " {params.corpus} --senteval \"$(dirname {input.senteval:q})\" --out \"$(dirname {output.summary:q})\""
-        " --cache-dir {params.cache:q} {params.teacher_args} {params.progress} 2> {log:q}"
+        "csebench --threads {threads} train {params.cfg:q} --key {wildcards.key:q} --seed {wildcards.seed:q}"
+        " {params.corpus:q} --senteval \"$(dirname {input.senteval:q})\" --out \"$(dirname {output.summary:q})\""
+        " --cache-dir {params.cache:q} {params.teacher_args:q} {params.progress:q} 2> {log:q}"

@@ -20,6 +20,6 @@ rule eval_transfer:
     log:
         f"{EVAL}/logs/eval_transfer.log",
     shell:
-        "csebench --threads {threads} eval-transfer {params.cfg} --model \"$(dirname {input.summary:q})/model\""
+        "csebench --threads {threads} eval-transfer {params.cfg:q} --model \"$(dirname {input.summary:q})/model\""
         " --senteval \"$(dirname {input.senteval:q})\" --embeddings {input.embeddings:q} --key {wildcards.key:q}"
-        " --seed {wildcards.seed:q} {params.cap} --out {output.transfer:q} {params.progress} 2> {log:q}"
+        " --seed {wildcards.seed:q} {params.cap:q} --out {output.transfer:q} {params.progress:q} 2> {log:q}"

@@ -13,7 +13,7 @@ from csebench.core import paths
 localrules: view_trained, view_evaluated, view_probing, view_analysis
 
 VIEW = run_dir(PARAMS, "{suite}", "{run}", "{seed}")  # a suite's view of a run
-VIEW_CMD = ("csebench view-run {params.cfg} --suite {wildcards.suite:q} --run {wildcards.run:q} --seed {wildcards.seed:q}"
+VIEW_CMD = ("csebench view-run {params.cfg:q} --suite {wildcards.suite:q} --run {wildcards.run:q} --seed {wildcards.seed:q}"
             " --first {params.first:q} --from {params.source:q} --out {params.view:q} {params.names:q} 2> {log:q}")
 
 

@@ -13,7 +13,6 @@ file and its test.
 from __future__ import annotations
 
 import os
-import shlex
 
 from csebench.core import paths
 from csebench.analysis import ANALYSES
@@ -178,8 +177,8 @@ class AnalysisPipeline:
         return lambda w: Job(self, a, w).inputs
 
     def command(self, a: Analysis):
-        """The rule's `csebench analyze` arguments: (wildcards, output) -> text."""
-        return lambda w, output: shlex.join(Job(self, a, w).argv(dict(output.items())))
+        """The rule's `csebench analyze` arguments: (wildcards, output) -> an argument list (the rule quotes it)."""
+        return lambda w, output: Job(self, a, w).argv(dict(output.items()))
 
     def threads(self, a: Analysis, default: int) -> int:
         return a.threads or default
@@ -222,7 +221,7 @@ class AnalysisPipeline:
             args = [a.name, "--inputs", *input.results]
             if a.combine.sts:
                 args += ["--sts", *input.sts]
-            return shlex.join(args + [a for name, path in output.items() for a in (f"--{name}", path)])
+            return args + [a for name, path in output.items() for a in (f"--{name}", path)]
         return argv
 
     # ---- what a suite builds

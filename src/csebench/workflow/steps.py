@@ -142,37 +142,27 @@ def stop_warm(started: list) -> None:
         stop(started.pop())
 
 
-def params_args(config: dict) -> str:
+def params_args(config: dict) -> list[str]:
     """The params file and override files of the Snakemake config as the csebench CLI takes them
     (`--params P --config O ...`), so every rule's command resolves the runs the DAG was planned
-    with: a suite defined in an override file trains, not only dry-runs."""
-    import shlex
-
+    with: a suite defined in an override file trains, not only dry-runs. Like every argument list of a rule's
+    params, a list that the command quotes word by word with Snakemake's `:q`."""
     args = []
     if config.get("params", "params.yaml") != "params.yaml":
         args += ["--params", str(config["params"])]
     for extra in config.get("params_overrides") or []:
         args += ["--config", str(extra)]
-    return " ".join(shlex.quote(a) for a in args)
+    return args
 
 
-def shell_words(*args) -> str:
-    """Arguments as the text of a shell command, each one quoted (shlex): what a rule's params put into its
-    command. A path from params.yaml with a space, a quote or `$(...)` in it stays one argument and runs
-    nothing (docs/reliability.md, "Paths in settings"); an empty list gives ""."""
-    import shlex
-
-    return " ".join(shlex.quote(str(a)) for a in args)
+def option_args(option: str, values) -> list[str]:
+    """``option VALUE`` for each value (``--teacher-cache A --teacher-cache B``); [] for none."""
+    return [w for v in values for w in (option, str(v))]
 
 
-def option_words(option: str, values) -> str:
-    """``option VALUE`` for each value, quoted (``--teacher-cache A --teacher-cache B``); "" for none."""
-    return shell_words(*(w for v in values for w in (option, v)))
-
-
-def sts_pairs_words(sets: dict[str, str]) -> str:
-    """``--sts-pairs NAME=FILE ...`` of your own STS sets (csebench.study.jobs.sts_sets), quoted; "" for none."""
-    return shell_words("--sts-pairs", *(f"{name}={path}" for name, path in sets.items())) if sets else ""
+def sts_pairs_argv(sets: dict[str, str]) -> list[str]:
+    """``--sts-pairs NAME=FILE ...`` of your own STS sets (csebench.study.jobs.sts_sets); [] for none."""
+    return ["--sts-pairs", *(f"{name}={path}" for name, path in sets.items())] if sets else []
 
 
 def find_cli(uses_conda: bool) -> None:
