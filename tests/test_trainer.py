@@ -247,14 +247,18 @@ def test_sickr_dev_is_scored_once_for_the_selected_checkpoint_and_kept_in_every_
 @pytest.mark.parametrize("stsb,best_step", [([50.0, 60.0, 70.0], 3), ([70.0, 60.0, 50.0], 1)])
 def test_sickr_dev_scores_the_selected_weights_whether_training_moved_past_them_or_not(tmp_path, monkeypatch, stsb,
                                                                                          best_step):
-    """The best checkpoint at the last step is scored on the weights in place (nothing copied out and back); an
-    earlier one on its kept weights, the last ones restored after: both are the saved model's SICK-R dev."""
+    """The best checkpoint at the last step is scored on the weights in place (nothing copied out and back, nor kept
+    on the host when it is selected: no step follows); an earlier one on its kept weights, the last ones restored
+    after: both are the saved model's SICK-R dev."""
     from csebench.cli import main
     from csebench.model.encoder import load_encoder
-    from csebench.training.trainer import DevEvaluator
+    from csebench.training.trainer import DevEvaluator, Trainer
 
     scores = iter(stsb)
     monkeypatch.setattr(DevEvaluator, "__call__", lambda self, enc: next(scores))
+    kept = []  # at the end of training: whether the selected weights were held on the host
+    real_score = Trainer.score_best_sickr
+    monkeypatch.setattr(Trainer, "score_best_sickr", lambda self: kept.append(self._best_weights is not None) or real_score(self))
     write_corpus(tmp_path / "corpus.txt", n=32)
     write_mini_senteval(tmp_path / "se", pairs=24)
     cfg = write_config(tmp_path / "over.yaml", ci_training(max_steps=3, eval_steps=1, batch_size=8, log_steps=1,
@@ -263,7 +267,7 @@ def test_sickr_dev_scores_the_selected_weights_whether_training_moved_past_them_
     assert main(["--threads", "1", *train_argv(tmp_path, out, cfg)]) == 0
     monkeypatch.undo()
     summary = json.loads((out / "train.json").read_text())
-    assert summary["best_step"] == best_step
+    assert summary["best_step"] == best_step and kept == [best_step < 3]
     dev = DevEvaluator(tmp_path / "se", 8, precision="fp32")
     assert summary["sickr_dev"] == pytest.approx(dev.sickr(load_encoder(out / "model")), abs=1e-3)
 
