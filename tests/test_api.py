@@ -302,7 +302,7 @@ def test_the_readme_s_one_line_training_is_the_run_the_build_reuses(tmp_path, mo
 
     from csebench.study.params import load_params
     from csebench.study.resolve import resolve_run
-    from runhelpers import readme_block, readme_checkout, user_env
+    from runhelpers import readme_block, readme_checkout, run_snakemake, user_env
 
     cmd = next(c for c in readme_block("## Your model, your corpus") if c.startswith("csebench train "))
     assert cmd == "csebench train --backbone minilm --method simcse --corpus my-corpus.txt"
@@ -336,8 +336,13 @@ def test_the_readme_s_one_line_training_is_the_run_the_build_reuses(tmp_path, mo
     build = next(c for c in readme_block("**A suite of your own**") if c.startswith("snakemake "))
     assert "'params_overrides=[\"my-suite.yaml\"]'" in build
 
+    # the build's command, forked from this process (runhelpers.run_snakemake: Snakemake imported once; what these
+    # check is what it plans and prepares, not its start)
+    words = shlex.split(build)
+    assert words[0] == "snakemake"
+
     def dry_run() -> str:
-        dry = subprocess.run(shlex.split(build) + ["-n"], cwd=proj, env=user_env(), capture_output=True, text=True, timeout=600)
+        dry = run_snakemake(words[1:] + ["-n"], cwd=proj, env=user_env())
         assert dry.returncode == 0, dry.stderr[-3000:]
         return dry.stdout + dry.stderr
 
@@ -345,14 +350,12 @@ def test_the_readme_s_one_line_training_is_the_run_the_build_reuses(tmp_path, mo
     assert re.search(r"^rule eval_sts:", before, re.M) and "prepare_senteval" in before  # the suite is not built yet
     assert not re.search(r"^rule train:", before, re.M), before[-3000:]
     assert "prepare_corpus" not in before  # a finished run reads no corpus: nothing asks for it
-    prepare = subprocess.run(shlex.split(build) + ["--", "data/mine/senteval/ROOT", "data/mine/corpus.txt"], cwd=proj,
-                             env=user_env(), capture_output=True, text=True, timeout=600)
+    prepare = run_snakemake(words[1:] + ["--", "data/mine/senteval/ROOT", "data/mine/corpus.txt"], cwd=proj, env=user_env())
     assert prepare.returncode == 0, prepare.stderr[-3000:]
     assert (proj / "data/mine/corpus.txt").stat().st_mtime > (proj / folder / "train.json").stat().st_mtime
     after = dry_run()  # the data now prepared after the run: still not stale
     assert not re.search(r"^rule train:", after, re.M), after[-3000:]
-    forced = subprocess.run(shlex.split(build) + ["-n", "--forcerun", "train"], cwd=proj, env=user_env(),
-                            capture_output=True, text=True, timeout=600)
+    forced = run_snakemake(words[1:] + ["-n", "--forcerun", "train"], cwd=proj, env=user_env())
     assert re.search(r"^rule train:", forced.stdout + forced.stderr, re.M)  # the dry run would show one (forced)
 
 
