@@ -293,6 +293,28 @@ def _as_fd(target, mode: int) -> tuple[int, bool]:
     return target.fileno(), False
 
 
+def _release_descriptors() -> None:
+    """In a forked child: every descriptor above 2 made a non-inheritable /dev/null (see fork_program)."""
+    null = os.open(os.devnull, os.O_RDWR)
+    try:
+        fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:  # no /proc (macOS): every number up to the limit that is open
+        fds = []
+        for fd in range(3, min(os.sysconf("SC_OPEN_MAX"), 65536)):
+            try:
+                os.fstat(fd)
+                fds.append(fd)
+            except OSError:
+                pass
+    for fd in fds:
+        if fd > 2 and fd != null:
+            try:
+                os.dup2(null, fd, inheritable=False)
+            except OSError:  # the listing's own descriptor, closed since
+                pass
+    os.close(null)
+
+
 def fork_program(main, argv: list[str], cwd: Path | str = ROOT, env: dict | None = None, stdin=subprocess.DEVNULL,
                  stdout=None, stderr=None, start_new_session: bool = False) -> Forked:
     """``main()`` run as the program ``argv`` in a child forked from this process: its own process (signals, kill -9,
@@ -331,8 +353,12 @@ def fork_program(main, argv: list[str], cwd: Path | str = ROOT, env: dict | None
                 os.dup2(fd, target)
                 os.close(fd)
             # nothing else of this process's: a fresh program has only its three streams (and a child holding the
-            # test worker's pipe to pytest-xdist's controller would keep the session from ending)
-            os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+            # test worker's pipe to pytest-xdist's controller would keep the session from ending). Each descriptor
+            # above 2 is pointed at /dev/null rather than closed, so that its number stays taken: an object of this
+            # process that still holds it (a file or pipe the garbage collector finalises later, in the program)
+            # closes its /dev/null, not a pipe the program opened since under that number (a forked Snakemake's
+            # next job failed in Popen with EBADF, once in make test)
+            _release_descriptors()
             sys.stdin = sys.__stdin__ = open(0, "r", closefd=False)
             sys.stdout = sys.__stdout__ = open(1, "w", closefd=False)
             sys.stderr = sys.__stderr__ = open(2, "w", closefd=False, buffering=1)
