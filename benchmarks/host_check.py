@@ -67,8 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.rounds < 1 or args.pause < 0 or args.size_mb < 1:
         ap.error("--rounds and --size-mb must be at least 1, --pause at least 0")
     for r in range(1, args.rounds + 1):
-        reused = touch_seconds(args.size_mb)
-        reused = touch_seconds(args.size_mb)  # the pages the first block freed, taken again at once
+        touch_seconds(args.size_mb)  # a block written and freed just before the one timed
+        reused = touch_seconds(args.size_mb)  # the pages that block freed, taken again at once
         time.sleep(args.pause)
         paused = touch_seconds(args.size_mb)
         mm, steal = matmul_seconds()
