@@ -450,3 +450,19 @@ def test_yaml_errors_keep_the_parser_s_words_in_one_line():
         with pytest.raises(ConfigError) as err:
             load_yaml_text(text, "T")
         assert str(err.value).startswith(said) and "\n" not in str(err.value), str(err.value)
+
+
+def test_deep_merge_merges_nested_keys_and_shares_nothing_with_its_inputs():
+    from csebench.study.params import deep_merge
+
+    base = {"training": {"lr": 1, "sched": {"warmup": 0, "kind": "linear"}}, "tags": ["a"]}
+    over = {"training": {"sched": {"warmup": 5}, "extra": {"x": [1]}}, "tags": ["b"]}
+    out = deep_merge(base, over)
+    assert out == {"training": {"lr": 1, "sched": {"warmup": 5, "kind": "linear"}, "extra": {"x": [1]}}, "tags": ["b"]}
+    assert base == {"training": {"lr": 1, "sched": {"warmup": 0, "kind": "linear"}}, "tags": ["a"]}
+    assert over == {"training": {"sched": {"warmup": 5}, "extra": {"x": [1]}}, "tags": ["b"]}
+    out["training"]["sched"]["kind"] = "cosine"
+    out["training"]["extra"]["x"].append(2)
+    out["tags"].append("c")
+    assert base["training"]["sched"]["kind"] == "linear" and over["training"]["extra"]["x"] == [1] and over["tags"] == ["b"]
+    assert deep_merge(base, None) == base and deep_merge(base, None) is not base

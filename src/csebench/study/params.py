@@ -37,13 +37,21 @@ SHARED_ENV = "CSEBENCH_SHARED"
 
 
 def deep_merge(base: dict, override: dict | None) -> dict:
+    """A new dict: ``base`` with ``override`` merged in, key by key into nested dicts; neither is changed, nothing of
+    either is shared with the result (base is copied once, then merged into in place: resolving every run of
+    params.yaml, which each Snakemake start does, copied each nested level again)."""
     out = copy.deepcopy(base)
+    merge_into(out, override)
+    return out
+
+
+def merge_into(out: dict, override: dict | None) -> None:
+    """deep_merge into ``out`` itself (a dict of the caller's own): override's values copied in."""
     for key, value in (override or {}).items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = deep_merge(out[key], value)
+            merge_into(out[key], value)
         else:
             out[key] = copy.deepcopy(value)
-    return out
 
 
 @dataclass

@@ -17,7 +17,7 @@ from csebench.core.paths import check_name
 from csebench.core.schema import _suggest, check_keys, from_dict
 from csebench.study.params import (BackboneConfig, DataConfig, METHOD_KEYS, ProbingSourceConfig, RUN_KEYS,
                                    SENTEVAL_PROBING_URL, SUITE_KEYS, SourceConfig, TrainingConfig, named_entry,
-                                   deep_merge, digest, expand_path, named_backbone_model, shared_dir)
+                                   deep_merge, digest, expand_path, merge_into, named_backbone_model, shared_dir)
 
 # A run's objectives are checked (and their defaults filled in) by the terms' own settings classes, which live
 # in csebench.objectives, a layer above the study: the check is loaded by name on first use, as the terms
@@ -325,7 +325,7 @@ def resolve_run(params: dict, suite: str, run_name: str, seed: int, _students: t
     train_dict = deep_merge(params.get("training") or {}, backbone.training)
     later = (suite_spec.get("training"), run.get("training"))
     for layer in (method_training, *later):
-        train_dict = deep_merge(train_dict, layer)
+        merge_into(train_dict, layer)  # train_dict is this function's own copy
     for key, values in clashes.items():
         if not any(key in (layer or {}) for layer in later):
             raise ConfigError(f"methods.{run['method']}.compose: the composed methods set training.{key} differently "
