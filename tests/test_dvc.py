@@ -161,7 +161,7 @@ def test_params_yaml_is_in_the_form_dvc_writes_back(tmp_path):
 
 
 @needs_pipeline
-def test_dvc_reads_params_and_dvc_yaml_with_its_c_parser(tmp_path):
+def test_dvc_reads_params_and_dvc_yaml_with_its_c_parser():
     """DVC parses params.yaml and dvc.yaml (every revision, in `dvc exp show`) with ruamel.yaml's C parser, the
     pipeline extra's ruamel.yaml.clib (8.0 s -> 1.6 s a `dvc exp show` here). That parser is libyaml's older
     YAML: a ':' inside an unquoted value in {...} (`{model: packaged:minilm}`) is an error to it, which
@@ -171,8 +171,8 @@ def test_dvc_reads_params_and_dvc_yaml_with_its_c_parser(tmp_path):
 
     assert YAML(typ="safe").Parser.__module__.startswith("ruamel.yaml.clib"), "ruamel.yaml.clib is not installed"
     for name in ("params.yaml", "dvc.yaml"):
-        assert parse_yaml((ROOT / name).read_text(encoding="utf-8"), name) == \
-            yaml.safe_load((ROOT / name).read_text(encoding="utf-8")), name
+        text = (ROOT / name).read_text(encoding="utf-8")
+        assert parse_yaml(text, name) == yaml.safe_load(text), name
     with pytest.raises(YAMLFileCorruptedError):  # what the check would catch
         parse_yaml("backbones:\n  minilm: {model: packaged:minilm}\n", "params.yaml")
 
