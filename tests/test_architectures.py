@@ -60,6 +60,41 @@ def test_facts_are_the_published_configs_and_plan_counts():
     assert architecture("packaged:minilm") is None and architecture("random") is None
 
 
+@pytest.mark.parametrize("model", ["bert-base-uncased", "roberta-base"])
+def test_a_stand_in_s_weights_are_drawn_once_by_its_class(model, monkeypatch):
+    """build_model draws the weights once, with the class's own initialisation (normal with std initializer_range,
+    biases 0, LayerNorm 1 and 0, the padding row 0), not first with torch's Kaiming draw that the class then
+    overwrites; the same seed gives the same weights, and its buffers are the constructor's."""
+    from transformers import BertModel, RobertaModel
+
+    from csebench.model.standins import model_config
+
+    def drawn(*args, **kwargs):
+        raise AssertionError("torch's default Linear initialisation ran: the weights were drawn twice")
+
+    a = ARCHITECTURES[model]
+    shape = {"hidden_size": 64, "num_attention_heads": 2, "intermediate_size": 128}
+    with monkeypatch.context() as m:
+        m.setattr(torch.nn.init, "kaiming_uniform_", drawn)
+        built = build_model(a, seed=3, depth=2, shape=shape)
+    again = build_model(a, seed=3, depth=2, shape=shape)
+    std = built.config.initializer_range
+    for name, p in built.named_parameters():
+        assert torch.equal(p, again.state_dict()[name]), name
+        if name.endswith("LayerNorm.weight"):
+            assert torch.equal(p, torch.ones_like(p)), name
+        elif name.endswith("bias"):
+            assert torch.equal(p, torch.zeros_like(p)), name
+        else:  # Linear and Embedding weights: N(0, initializer_range)
+            assert abs(p.std().item() - std) < 0.15 * std and abs(p.mean().item()) < 0.1 * std, name
+    assert torch.equal(built.embeddings.word_embeddings.weight[a.pad_id], torch.zeros(64))
+    cls = BertModel if a.family == "bert" else RobertaModel
+    plain = cls(model_config(a, depth=2, shape=shape), add_pooling_layer=True)
+    assert {k: v for k, v in built.named_buffers()}.keys() == {k: v for k, v in plain.named_buffers()}.keys()
+    for k, v in plain.named_buffers():
+        assert torch.equal(v, dict(built.named_buffers())[k]), k
+
+
 def test_offline_tokenizers_are_of_the_right_kind(corpus, tmp_path):
     from transformers import AutoTokenizer
 

@@ -184,7 +184,22 @@ def build_model(arch: Architecture, seed: int = WEIGHTS_SEED, dropout: float | N
     cls = BertModel if arch.family == "bert" else RobertaModel
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        return cls(model_config(arch, dropout, depth, shape), add_pooling_layer=True)
+        return _initialised_once(lambda: cls(model_config(arch, dropout, depth, shape), add_pooling_layer=True))
+
+
+def _initialised_once(make):
+    """``make()``'s model with its weights drawn once, by the model class's own initialisation (what a hub
+    checkpoint's weights stand in for): torch's module constructors draw every Linear and Embedding first (Kaiming),
+    which the class's initialisation then overwrites; skipping that draw is 44% of building BERT-large (4.5 -> 2.5 s on
+    a 2-core Zen 4 VM). Same distributions, padding rows zero, buffers as built; other draws than before."""
+    try:
+        from transformers.initialization import no_init_weights
+    except ImportError:  # a transformers without it: draw twice, as the class's constructor does
+        return make()
+    with no_init_weights():
+        model = make()
+    model.init_weights()
+    return model
 
 
 def depth_for(cfg, depth: int | None) -> int | None:
@@ -226,4 +241,4 @@ def generator_for(model: str):
     cls = getattr(transformers, arch.mlm_class)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(WEIGHTS_SEED)
-        return cls(model_config(arch, None, _ACTIVE.depth, _ACTIVE.shape))
+        return _initialised_once(lambda: cls(model_config(arch, None, _ACTIVE.depth, _ACTIVE.shape)))
