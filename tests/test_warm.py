@@ -159,3 +159,22 @@ def test_the_server_ends_with_the_process_that_started_it(tmp_path):
     if _alive(pid):
         os.kill(pid, signal.SIGKILL)
         pytest.fail("the warm server outlived the build that started it")
+
+
+def test_a_server_whose_build_is_gone_before_it_has_loaded_loads_nothing_more(tmp_path):
+    """A build that ends while its server is still loading (a dry run, a DAG that fails): the server loads no more
+    modules (torch came first; transformers and sklearn were 5 of its 7 CPU-s) and runs nothing after loading."""
+    from csebench.workflow import warm
+
+    child = os.fork()
+    if child == 0:  # serve in a child of this process, told that its build is another process (gone)
+        code = 3
+        try:
+            warmed = []
+            warm.PRELOAD = ("json",)
+            warm.serve(str(tmp_path / "socket"), -1, None, warm_up=lambda: warmed.append(1))
+            code = 1 if warmed else 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, "the server went on loading for a build that is gone"

@@ -214,6 +214,9 @@ def serve(path: str, parent: int, program, warm_up=None) -> None:
     os.chmod(path, 0o600)
     listener.listen(64)  # a job that connects while the modules load waits here
     for name in PRELOAD:
+        if os.getppid() != parent:  # the build is gone (a dry run, a DAG that failed): load nothing more for it
+            listener.close()  # (loading the rest, transformers and sklearn, was 5 of the server's 7 CPU-s)
+            return
         try:
             __import__(name)
         except Exception:  # a module that cannot load here is loaded (or fails) in the child
