@@ -180,6 +180,7 @@ def section_correctness(r: Run) -> dict:
     batch, steps = (8, 2) if r.a.tiny else (64, 4)
     cuda = r.device == "cuda"
     rows, complete = [], True
+    raw: dict[tuple[str, str, str], list[float]] = {}  # the losses as computed: the rows keep them to 6 decimals
     for model in ("bert-base", "roberta-base"):
         teacher = teacher_cache(r, model)
         terms = grid_terms(batch, steps)
@@ -201,6 +202,7 @@ def section_correctness(r: Run) -> dict:
                     row["scaler"] = tr.scaler is not None
                     losses = gpu.advance(tr, steps)
                     gpu.free(tr)
+                    raw[(model, precision, name)] = losses
                     row["losses"] = [round(x, 6) for x in losses]
                     row["finite"] = all(math.isfinite(x) for x in losses)
                     if name == "all":  # checkpoint at step 1, a new Trainer resumes; per-step losses compared
@@ -217,11 +219,13 @@ def section_correctness(r: Run) -> dict:
                         row.update(resume_rel_diff=diff, resume_tol=tol,
                                    resumed_from=read_json(out / "resumed" / "train_timing.json")["resumed_from_step"],
                                    resume_ok=diff <= max(tol, 1e-6) and len(resumed) == steps)
-                    # a term that adds nothing in these steps was not checked: its losses must part from SimCSE's
-                    plain = next((x for x in rows if x["model"] == model and x["precision"] == precision
-                                  and x["terms"] == "simcse" and "losses" in x), None)
+                    # a term that adds nothing in these steps was not checked: its losses, as computed, must part from
+                    # SimCSE's at some step. Not only from the second on: GS-InfoNCE's Gaussian negatives move a tiny
+                    # random model's loss by 1e-5 at the first step and not at all in float32 at the second, once
+                    # the embeddings sit closer together than the noise (IS-CSE's loss starts at the second)
+                    plain = raw.get((model, precision, "simcse"))
                     if plain is not None and name != "simcse":
-                        row["differs_from_simcse"] = row["losses"][1:] != plain["losses"][1:]
+                        row["differs_from_simcse"] = losses != plain
                     row["ok"] = row["finite"] and row.get("resume_ok", True) and row.get("differs_from_simcse", True)
                 except Exception as exc:  # noqa: BLE001
                     row.update(ok=False, error=f"{exc.__class__.__name__}: {str(exc)[:300]}")

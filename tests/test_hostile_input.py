@@ -125,10 +125,13 @@ def test_a_data_source_path_with_a_control_character_is_refused_and_one_with_a_s
 
 @pytest.mark.slow(seconds=40)
 @needs_pipeline
-def test_no_path_setting_runs_a_command_under_a_real_snakemake_build(tmp_path):
+def test_no_path_setting_runs_a_command_under_a_real_snakemake_build(tmp_path, warm_jobs):
     """`$(touch X)` and a space in paths.data, paths.results, paths.shared and a data source's STS-pairs file: a build
     of the corpus and of a run's STS evaluation with its own STS set (the prepare, train, embed and eval-sts jobs,
-    each command holding those paths) creates no file through them and succeeds, the space included."""
+    each command holding those paths) creates no file through them and succeeds, the space included. The jobs' shell
+    commands are Snakemake's, as in any build; the `csebench` each runs hands its arguments, folder and environment
+    to the session's warm server (conftest warm_jobs, --config warm_start=false) rather than to one this build would
+    start (its 6-7 CPU-s of imports)."""
     from csebench.study.typed import Params
     from runhelpers import write_small_shared
 
@@ -151,8 +154,9 @@ def test_no_path_setting_runs_a_command_under_a_real_snakemake_build(tmp_path):
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PATH=f"{BIN}:{os.environ['PATH']}",
                CSEBENCH_DATA_CHECK="0")  # the small shared folder is not SentEval's published data
     env.pop("CSEBENCH_SHARED", None)  # paths.shared itself is read
+    env.update(warm_jobs)
     proc = subprocess.run([str(BIN / "snakemake"), "--cores", "1", "--configfile", "config/ci.yaml", "--config",
-                           "plan=false", "params_overrides=[inj.yaml]", "suites=[inj]", "--", corpus, sts],
+                           "plan=false", "warm_start=false", "params_overrides=[inj.yaml]", "suites=[inj]", "--", corpus, sts],
                           cwd=proj, env=env, capture_output=True, text=True, timeout=600)
     made = sorted(str(p.relative_to(proj)) for p in proj.rglob("INJ_*"))
     assert made == [], made
