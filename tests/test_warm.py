@@ -47,15 +47,14 @@ def server(warm_server):
 
 @pytest.fixture()
 def own_server():
-    """A server of the test's own, to stop (the module's server is set aside meanwhile)."""
-    from csebench.workflow import warm
+    """A server of the test's own, to stop: forked from this process (runhelpers.start_warm_server), since what its
+    test checks is the client once the server is gone, not a server's start (the module's server is one started as a
+    build starts it; another such start loads torch and transformers again: 6-7 CPU-s)."""
+    from runhelpers import start_warm_server, stop_warm_server
 
-    before = os.environ.pop(warm.ENV, None)
-    proc, env = _started()
-    yield proc, env
-    _stopped(proc)
-    if before is not None:
-        os.environ[warm.ENV] = before
+    proc, env = start_warm_server()
+    yield proc, {**os.environ, **env}
+    stop_warm_server(proc, env)
 
 
 def _csebench(env, *argv, cwd=ROOT, **kw):
