@@ -1,7 +1,7 @@
 """Terms, analyses and renderers of another installed package, found through the entry-point groups
 csebench.objectives, csebench.analyses and csebench.renderers like the built-in ones (docs/methods.md, "A
 method in your own package"). The packages are written under tmp_path, outside the repository: a module and
-its .dist-info folder put on sys.path, and once the docs' own package installed with pip and trained with."""
+its .dist-info folder put on sys.path, and once the docs' own package installed with pip and trained with by a build."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import yaml
 
 from csebench.core.errors import ConfigError
 from csebench.core.lazy import LazyRegistry
-from runhelpers import ROOT, ci_training, env, needs_pipeline, train_argv, write_config, write_corpus, write_mini_senteval
+from runhelpers import ROOT, needs_pipeline, write_config
 
 DOC = ROOT / "docs" / "methods.md"
 TERM = textwrap.dedent('''
@@ -227,79 +227,73 @@ CARD_NAMES_THE_PACKAGE = [  # what a card of a run with the docs' term says of i
 ]
 
 
-@pytest.mark.slow(seconds=8)
-def test_the_docs_package_installed_outside_the_repository_trains_with_its_term(tmp_path):
-    """docs/methods.md's package, as written there (pyproject.toml, the term's module, the config), installed with
-    pip into a folder outside the repository and put on the path of a `csebench train` subprocess: two steps of
-    the ci suite's tiny model with the method that uses its term; `csebench model-card` on the run then cites the
-    term's paper and names its package and version."""
-    site = _install_docs_package(tmp_path)
-
-    config = yaml.safe_load(_doc_block("yaml"))
-    config["suites"]["ci"]["training"] = ci_training(max_steps=2, eval_steps=2, log_steps=1, batch_size=8)["suites"]["ci"]["training"]
-    cfg = write_config(tmp_path / "centered.yaml", config)
-    write_corpus(tmp_path / "corpus.txt", n=32)
-    write_mini_senteval(tmp_path / "se", pairs=16)
-    argv = train_argv(tmp_path, tmp_path / "run", cfg)
-    argv[argv.index("--run") + 1] = "centered"
-    e = _with_path(env(), site)
-    proc = subprocess.run([sys.executable, "-m", "csebench", "--threads", "1", *argv], cwd=ROOT, env=e,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    summary = json.loads((tmp_path / "run" / "train.json").read_text())
-    assert summary["method"] == "simcse_centered" and summary["steps"] == 2
-    assert summary["provenance"]["term_packages"] == {"center_penalty": "my-csebench-terms 0.1.0"}
-    config_run = json.loads((tmp_path / "run" / "model" / "training_config.json").read_text())
-    assert config_run["objectives"] == {"center_penalty": {"weight": 0.1}}
-    rows = (tmp_path / "run" / "train_curve.csv").read_text().splitlines()
-    head = rows[0].split(",")
-    for row in rows[1:]:  # each logged step: the total is InfoNCE plus the package's term, which is on
-        v = dict(zip(head, map(float, row.split(","))))
-        assert v["loss_center_penalty"] > 0 and v["loss"] == pytest.approx(v["loss_contrastive"] + v["loss_center_penalty"], abs=2e-6)
-    # its model card (a KeyError: 'term' before): the term's paper, cited, beside its package and version
-    proc = subprocess.run([sys.executable, "-m", "csebench", "model-card", "--run", str(tmp_path / "run")], cwd=ROOT, env=e,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    card = (tmp_path / "run" / "model" / "README.md").read_text()
-    assert all(line in card.splitlines() for line in CARD_NAMES_THE_PACKAGE), card
-    assert "- center-penalty" in card.split("---")[1]  # the paper's hub tag in the metadata block
-    # the package uninstalled, the card cannot cite it: one line naming what train.json recorded (the program forked
-    # from this process, whose path has no such package)
-    from runhelpers import run_csebench
-
-    proc = run_csebench(["model-card", "--run", str(tmp_path / "run")])
-    assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1] == (
-        f"csebench model-card: error: {tmp_path / 'run'} was trained with the objective 'center_penalty' of the package "
-        "my-csebench-terms 0.1.0, which is not installed here: install it to write the card (its citation is in that "
-        "package)"), proc.stderr
-    # without the package on the path the same command fails in one line, naming the unknown term
-    proc = run_csebench(["--threads", "1", *argv[:-1], "--force", "--no-progress"])
-    assert proc.returncode == 2 and "unknown objective 'center_penalty'" in proc.stderr.strip().splitlines()[-1], proc.stderr
-
-
-@pytest.mark.slow(seconds=17)
+@pytest.mark.slow(seconds=20)
 @needs_pipeline
-def test_the_pipeline_s_model_card_of_a_run_with_the_docs_term_names_its_package(tmp_path, monkeypatch, terms):
-    """The model_card rule, as a build runs it: the docs' package installed outside the repository and on the build's
-    path, its config as the params override, Snakemake asked for that run's card (it trains, evaluates and writes it)."""
+def test_the_docs_package_installed_outside_the_repository_trains_with_its_term_and_its_cards_name_it(
+        tmp_path, monkeypatch, terms):
+    """docs/methods.md's package, as written there (pyproject.toml, the term's module, the config), installed with
+    pip into a folder outside the repository and on a build's path, its config as the params override; Snakemake
+    asked for that run's card (the model_card rule, as a build runs it) trains it with the doc's command
+    (`csebench train --config centered.yaml --suite ci --run centered --seed 1 --corpus ... --senteval ... --out
+    ...`, the train rule's), evaluates it and writes the card. train.json names the package, every logged loss is
+    InfoNCE plus the package's term, and both cards (the rule's and `csebench model-card --run`'s) cite the term's
+    paper beside its package and version. Without the package on the path, the card and the training each stop in
+    one line. (One build, not a build and a `csebench train` of its own: 10 CPU-s, a start of torch, fewer.)"""
     from csebench.study.jobs import run_folder
     from csebench.study.params import load_params
-    from runhelpers import BIN, copy_project, tool_env, write_small_shared
+    from runhelpers import BIN, copy_project, run_csebench, tool_env, write_small_shared
 
     site = _install_docs_package(tmp_path)
     monkeypatch.syspath_prepend(str(site))  # this process too resolves the run (its folder), with the package's term
     proj = copy_project(tmp_path / "proj")
     config = write_config(tmp_path / "centered.yaml", yaml.safe_load(_doc_block("yaml")))
-    card = f"{run_folder(load_params(proj / 'params.yaml', [config]), 'ci', 'centered', 1)}/model_card.md"
-    e = _with_path(tool_env(write_small_shared(tmp_path / "shared")), site)
+    run = proj / run_folder(load_params(proj / "params.yaml", [config]), "ci", "centered", 1)
+    shared = write_small_shared(tmp_path / "shared")
+    e = _with_path(tool_env(shared), site)
     e["CSEBENCH_DATA_CHECK"] = "0"  # the small shared data are cut from SentEval's
     proc = subprocess.run([str(BIN / "snakemake"), "--cores", "2", "--configfile", "config/ci.yaml", "--config", "plan=false",
-                           "threads=1", f"params_overrides=[{config}]", "--", card], cwd=proj, env=e, capture_output=True,
-                          text=True, timeout=900)
+                           "threads=1", f"params_overrides=[{config}]", "--", str((run / "model_card.md").relative_to(proj))],
+                          cwd=proj, env=e, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    text = (proj / card).read_text()
+    text = (run / "model_card.md").read_text()
     assert all(line in text.splitlines() for line in CARD_NAMES_THE_PACKAGE), text
     assert "suite `ci`, run `centered`" in text and "### STS (SentEval)" in text
+
+    summary = json.loads((run / "train.json").read_text())
+    assert summary["method"] == "simcse_centered" and summary["steps"] == 8
+    assert summary["provenance"]["term_packages"] == {"center_penalty": "my-csebench-terms 0.1.0"}
+    config_run = json.loads((run / "model" / "training_config.json").read_text())
+    assert config_run["objectives"] == {"center_penalty": {"weight": 0.1}}
+    rows = (run / "train_curve.csv").read_text().splitlines()
+    head = rows[0].split(",")
+    assert len(rows) > 2
+    for row in rows[1:]:  # each logged step: the total is InfoNCE plus the package's term, which is on
+        v = dict(zip(head, map(float, row.split(","))))
+        assert v["loss_center_penalty"] > 0 and v["loss"] == pytest.approx(v["loss_contrastive"] + v["loss_center_penalty"], abs=2e-6)
+    # `csebench model-card --run` on the run (a KeyError: 'term' before): the same lines, and the paper's hub tag
+    card = subprocess.run([str(BIN / "csebench"), "model-card", "--run", str(run)], cwd=proj, env=e, capture_output=True,
+                          text=True, timeout=300)
+    assert card.returncode == 0, card.stderr[-3000:]
+    readme = (run / "model" / "README.md").read_text()
+    assert all(line in readme.splitlines() for line in CARD_NAMES_THE_PACKAGE), readme
+    assert "- center-penalty" in readme.split("---")[1]  # the paper's hub tag in the metadata block
+
+    # the package off the path (this process's, and the registry's memory of it), the program forked from here
+    sys.path.remove(str(site))
+    monkeypatch.setattr(terms, "_loaded", {})
+    monkeypatch.setattr(terms, "_plugins", None)
+    # the card cannot cite it: one line naming what train.json recorded
+    proc = run_csebench(["model-card", "--run", str(run)], cwd=proj)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1] == (
+        f"csebench model-card: error: {run} was trained with the objective 'center_penalty' of the package "
+        "my-csebench-terms 0.1.0, which is not installed here: install it to write the card (its citation is in that "
+        "package)"), proc.stderr
+    # the doc's training command fails in one line, naming the unknown term
+    proc = run_csebench(["--threads", "1", "train", "--config", str(config), "--suite", "ci", "--run", "centered", "--seed", "1",
+                         "--corpus", str(proj / "data/ci/corpus.txt"), "--senteval", str(shared / "senteval"),
+                         "--out", str(tmp_path / "again"), "--no-progress"], cwd=proj)
+    assert proc.returncode == 2 and "unknown objective 'center_penalty'" in proc.stderr.strip().splitlines()[-1], proc.stderr
+    assert not (tmp_path / "again").exists()
 
 
 @pytest.mark.slow(seconds=3)
