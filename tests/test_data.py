@@ -143,3 +143,55 @@ def test_a_line_of_invisible_characters_is_refused(tmp_path, capsys, line, chars
     assert f"corpus {corpus} line 2 holds only invisible characters ({chars}): not text; remove the line" in str(err.value)
     corpus.write_text("a zero\u200bwidth join is text .\n\u200bleading one too\n", encoding="utf-8")
     assert len(read_corpus(corpus)) == 2
+
+
+def _tar(path, members: dict) -> None:
+    """A tarball of ``members``: name -> bytes (a file) or ("link", target) (a symbolic link)."""
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w") as tar:
+        for name, what in members.items():
+            info = tarfile.TarInfo(name)
+            if isinstance(what, tuple):
+                info.type, info.linkname = tarfile.SYMTYPE, what[1]
+                tar.addfile(info)
+            else:
+                info.size, info.mode = len(what), 0o4777  # set-id and world-writable: never extracted as such
+                tar.addfile(info, io.BytesIO(what))
+
+
+@pytest.mark.parametrize("filters", [True, False], ids=["python-with-tar-filters", "python-3.11.0-3.11.3"])
+def test_the_hub_s_senteval_tar_extracts_inside_its_folder_with_or_without_tarfile_s_filters(tmp_path, monkeypatch, filters):
+    """senteval.tar's extraction (prepare-senteval from the hub): its files under the folder, no set-id or
+    world-writable mode; a member out of the folder or a link refused. Python 3.11.0-3.11.3 (Debian 12's
+    python3.11) has no tarfile filters: `filter="data"` was a TypeError there."""
+    import tarfile
+
+    from csebench.core.errors import DataError
+    from csebench.training.data import extract_tar
+
+    if not filters:
+        monkeypatch.delattr(tarfile, "data_filter", raising=False)
+    elif not hasattr(tarfile, "data_filter"):
+        pytest.skip("this Python's tarfile has no filters")
+    good = tmp_path / "good.tar"
+    _tar(good, {"SentEval/data/downstream/STS/a.txt": b"one\n", "SentEval/data/downstream/b.txt": b"two\n"})
+    extract_tar(good, tmp_path / "out")
+    f = tmp_path / "out/SentEval/data/downstream/STS/a.txt"
+    assert f.read_bytes() == b"one\n" and (tmp_path / "out/SentEval/data/downstream/b.txt").read_bytes() == b"two\n"
+    assert f.stat().st_mode & 0o7777 == 0o755
+    for name, members in {"up.tar": {"../escaped.txt": b"x"}, "link.tar": {"SentEval/l": ("link", "/etc/passwd")}}.items():
+        _tar(tmp_path / name, members)
+        with pytest.raises((DataError, tarfile.FilterError) if filters else DataError):
+            extract_tar(tmp_path / name, tmp_path / name.replace(".tar", ""))
+    assert not (tmp_path / "escaped.txt").exists() and not (tmp_path / "link" / "SentEval" / "l").exists()
+    outside = tmp_path / "absolute.txt"  # an absolute name: the filter puts it under the folder, the fallback refuses it
+    _tar(tmp_path / "abs.tar", {str(outside): b"x"})
+    if filters:
+        extract_tar(tmp_path / "abs.tar", tmp_path / "abs")
+        assert (tmp_path / "abs" / str(outside).lstrip("/")).is_file()
+    else:
+        with pytest.raises(DataError, match="is a path out of the folder; refused"):
+            extract_tar(tmp_path / "abs.tar", tmp_path / "abs")
+    assert not outside.exists()

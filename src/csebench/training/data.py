@@ -96,6 +96,26 @@ def check_senteval_dir(root: str | os.PathLike, required: list[str] = STS_REQUIR
     return root
 
 
+def extract_tar(tar_path: str | os.PathLike, dest: str | os.PathLike) -> None:
+    """Extract a downloaded tarball into ``dest``, refusing what could write outside it or make special files:
+    tarfile's "data" filter where Python has it (3.11.4 and later, PEP 706); on 3.11.0-3.11.3, which have no
+    filters (Debian 12's python3.11 is 3.11.2), only regular files and folders under relative paths without "..",
+    anything else one error naming the member."""
+    with tarfile.open(tar_path) as tar:
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(dest, filter="data")
+            return
+        members = tar.getmembers()
+        for m in members:
+            parts = Path(m.name).parts
+            if not (m.isfile() or m.isdir()) or Path(m.name).is_absolute() or ".." in parts:
+                kind = "a link" if m.issym() or m.islnk() else "a special file" if not (m.isfile() or m.isdir()) else "a path out of the folder"
+                raise DataError(f"{tar_path}: member {m.name!r} is {kind}; refused (delete the file and download it again, "
+                                f"or use Python 3.11.4 or later, whose tarfile filters such members)")
+            m.mode = (m.mode | 0o600) & 0o755 if m.isfile() else 0o755  # as the data filter: no set-id, owner rw
+        tar.extractall(dest, members=members)
+
+
 def prepare_senteval(source: SourceConfig, out_dir: str | os.PathLike) -> Path:
     """Resolve evaluation data to a SentEval downstream/ folder; write a pointer file ``out_dir/ROOT``.
 
@@ -109,8 +129,7 @@ def prepare_senteval(source: SourceConfig, out_dir: str | os.PathLike) -> Path:
         target = out_dir / "extracted"
         if not target.exists():
             with atomic_path(target, is_dir=True) as tmp:
-                with tarfile.open(tar_path) as tar:
-                    tar.extractall(tmp, filter="data")
+                extract_tar(tar_path, tmp)
         candidates = [p for p in target.rglob("downstream") if p.is_dir()] or [target]
         root = check_senteval_dir(candidates[0])
         write_source(out_dir / SOURCE_FILE, source.hub_repo, source.hub_file, tar_path)
