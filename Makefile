@@ -1,8 +1,13 @@
 # One-command entry points. Each creates .venv if missing and installs torch==2.13.0 first
 # (the CPU build on disk here; an unpinned torch would pull a multi-GB CUDA build).
-PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# the Python .venv is built on: PYTHON if given; else, while .venv does not exist, the fastest build of python3's
+# version on this machine, which it names (src/csebench/core/interpreters.py: beside Debian's optimised python3.11,
+# pyenv's default build made `make test` 1.15x slower); python3 where nothing else is found
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(if $(wildcard $(BIN)/python),python3,$(shell python3 src/csebench/core/interpreters.py || echo python3))
+endif
 # rules call the `csebench` CLI: the venv's bin must be on PATH for Snakemake's shell commands
 export PATH := $(abspath $(BIN)):$(PATH)
 CORES ?= all
