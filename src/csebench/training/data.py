@@ -99,21 +99,28 @@ def check_senteval_dir(root: str | os.PathLike, required: list[str] = STS_REQUIR
 def extract_tar(tar_path: str | os.PathLike, dest: str | os.PathLike) -> None:
     """Extract a downloaded tarball into ``dest``, refusing what could write outside it or make special files:
     tarfile's "data" filter where Python has it (3.11.4 and later, PEP 706); on 3.11.0-3.11.3, which have no
-    filters (Debian 12's python3.11 is 3.11.2), only regular files and folders under relative paths without "..",
-    anything else one error naming the member."""
+    filters (Debian 12's python3.11 is 3.11.2), the members :func:`_checked_members` lets through."""
     with tarfile.open(tar_path) as tar:
         if hasattr(tarfile, "data_filter"):
             tar.extractall(dest, filter="data")
-            return
-        members = tar.getmembers()
-        for m in members:
-            parts = Path(m.name).parts
-            if not (m.isfile() or m.isdir()) or Path(m.name).is_absolute() or ".." in parts:
-                kind = "a link" if m.issym() or m.islnk() else "a special file" if not (m.isfile() or m.isdir()) else "a path out of the folder"
-                raise DataError(f"{tar_path}: member {m.name!r} is {kind}; refused (delete the file and download it again, "
-                                f"or use Python 3.11.4 or later, whose tarfile filters such members)")
-            m.mode = (m.mode | 0o600) & 0o755 if m.isfile() else 0o755  # as the data filter: no set-id, owner rw
-        tar.extractall(dest, members=members)
+        else:
+            tar.extractall(dest, members=_checked_members(tar, tar_path))
+
+
+def _checked_members(tar: tarfile.TarFile, tar_path: str | os.PathLike) -> list[tarfile.TarInfo]:
+    """Every member, if each is a regular file or folder under a relative path without "..", its mode as the data
+    filter leaves it (no set-id bits, no write for group and others, the owner's read and write); else one error
+    naming the first that is not."""
+    members = tar.getmembers()
+    for m in members:
+        path = Path(m.name)
+        if not (m.isfile() or m.isdir()) or path.is_absolute() or ".." in path.parts:
+            kind = ("a link" if m.issym() or m.islnk() else "a special file" if not (m.isfile() or m.isdir())
+                    else "a path out of the folder")
+            raise DataError(f"{tar_path}: member {m.name!r} is {kind}; refused (delete the file and download it again, "
+                            f"or use Python 3.11.4 or later, whose tarfile filters such members)")
+        m.mode = (m.mode | 0o600) & 0o755 if m.isfile() else 0o755
+    return members
 
 
 def prepare_senteval(source: SourceConfig, out_dir: str | os.PathLike) -> Path:
