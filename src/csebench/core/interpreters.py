@@ -16,6 +16,7 @@ installed (standard library only), once, when `.venv` does not exist yet; `PYTHO
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -53,45 +54,40 @@ def _ask(python: str, code: str, timeout: float = 60) -> str | None:
     return proc.stdout.strip() if proc.returncode == 0 else None
 
 
+@functools.lru_cache(maxsize=None)
+def _identify(python: str) -> tuple[str, str, str] | None:
+    """(X.Y, X.Y.Z, the executable it runs, links followed) of a usable build, asked once per name: None if it
+    cannot run or lacks a module of NEEDED. (A pyenv shim is a script: the interpreter itself says what it is.)"""
+    code = ("import importlib, os, sys\n"
+            f"for m in {NEEDED!r}: importlib.import_module(m)\n"
+            "print('%d.%d %d.%d.%d' % (sys.version_info[:2] + sys.version_info[:3]), os.path.realpath(sys.executable))")
+    out = _ask(python, code)
+    parts = out.split(maxsplit=2) if out else []
+    return (parts[0], parts[1], parts[2]) if len(parts) == 3 else None
+
+
 def describe(python: str) -> tuple[str, str] | None:
     """(X.Y, X.Y.Z) of a usable build, None if it cannot run or lacks a module of NEEDED."""
-    code = ("import importlib, sys\n"
-            f"for m in {NEEDED!r}: importlib.import_module(m)\n"
-            "print('%d.%d %d.%d.%d' % (sys.version_info[:2] + sys.version_info[:3]))")
-    out = _ask(python, code)
-    if not out or len(out.split()) != 2:
-        return None
-    minor, full = out.split()
-    return minor, full
+    info = _identify(python)
+    return info[:2] if info is not None else None
 
 
 def candidates(default: str = "python3", path: str | None = None) -> list[str]:
     """python3 first, then the other builds of its X.Y: on PATH (pythonX.Y) and in the system's folders; one
-    per executable (links followed)."""
-    out, seen = [], set()
+    per executable (links followed); only usable builds besides python3 itself."""
     first = shutil.which(default, path=path)
     if first is None:
+        return []
+    out, info = [first], _identify(first)
+    if info is None:
         return out
-    names = [first]
-    info = describe(first)
-    if info is not None:
-        minor = info[0]
-        names += [shutil.which(f"python{minor}", path=path) or "",
-                  *(str(Path(d) / f"python{minor}") for d in ("/usr/bin", "/usr/local/bin"))]
-    for name in names:
-        if not name or not os.access(name, os.X_OK):
+    minor, seen = info[0], {info[2]}
+    for name in (shutil.which(f"python{minor}", path=path), *(str(Path(d) / f"python{minor}") for d in ("/usr/bin", "/usr/local/bin"))):
+        if not name or not os.access(name, os.X_OK) or (other := _identify(name)) is None or other[2] in seen:
             continue
-        real = _real_executable(name)
-        if real not in seen:
-            seen.add(real)
-            out.append(name)
+        seen.add(other[2])
+        out.append(name)
     return out
-
-
-def _real_executable(python: str) -> str:
-    """The interpreter a name runs (a pyenv shim is a script: ask the interpreter itself)."""
-    return _ask(python, "import sys; print(sys.executable and __import__('os').path.realpath(sys.executable))") \
-        or os.path.realpath(python)
 
 
 def speed(python: str) -> float | None:
