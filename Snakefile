@@ -79,7 +79,7 @@ onstart:  # what this build will cost, when it runs jobs (not for -n, --lint, --
 
         print_plan(PARAMS, SUITES)
     if config.get("warm_start", True) and workflow.local_exec and not workflow.touch and not DEPLOYED:
-        WARM.append(start_warm())
+        WARM.append(start_warm([job.rule.name for job in workflow.dag.needrun_jobs()]))
 
 include: "workflow/rules/inputs.smk"  # the rules' input functions and targets
 include: "workflow/rules/data.smk"

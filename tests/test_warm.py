@@ -177,3 +177,19 @@ def test_a_server_whose_build_is_gone_before_it_has_loaded_loads_nothing_more(tm
             os._exit(code)
     _, status = os.waitpid(child, 0)
     assert os.waitstatus_to_exitcode(status) == 0, "the server went on loading for a build that is gone"
+
+
+def test_a_build_of_a_few_jobs_that_import_no_torch_starts_no_server():
+    """The server's preload (torch, transformers, sklearn: 5-7 CPU-s) is for jobs that import them; a build of a few
+    jobs that prepare data or link views only runs them cold (~0.4 CPU-s each); every name the table lists is a rule
+    of the workflow (a renamed rule would otherwise start a server again, unnoticed)."""
+    import re
+
+    from csebench.workflow.warm import COLD_JOBS, COLD_RULES, worth_starting
+
+    assert not worth_starting(["prepare_senteval", "prepare_corpus"]) and not worth_starting([])
+    assert worth_starting(["prepare_senteval", "train"]) and worth_starting(["view_trained"] * (COLD_JOBS + 1))
+    assert worth_starting(None)  # jobs not known: a server, as before
+    rules = {m for f in [ROOT / "Snakefile", *(ROOT / "workflow/rules").glob("*.smk")]
+             for m in re.findall(r"^rule (\w+):", f.read_text(encoding="utf-8"), re.M)}
+    assert COLD_RULES <= rules, COLD_RULES - rules

@@ -128,11 +128,12 @@ def record_times(results: str) -> None:
     record(results)
 
 
-def start_warm():
-    """The local build's warm server (csebench.workflow.warm); None where it could not start (jobs then start cold)."""
-    from csebench.workflow.warm import start
+def start_warm(rules: list[str] | None = None):
+    """The local build's warm server (csebench.workflow.warm); None where it could not start, or where the build's jobs
+    (``rules``: each job's rule) would not gain from one (csebench.workflow.warm.worth_starting): jobs then start cold."""
+    from csebench.workflow.warm import start, worth_starting
 
-    return start()
+    return start() if worth_starting(rules) else None
 
 
 def stop_warm(started: list) -> None:

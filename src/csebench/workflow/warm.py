@@ -44,6 +44,12 @@ PRELOAD = ("torch", "numpy", "transformers.modeling_utils", "transformers.models
            "csebench.evaluation.envelope", "csebench.analysis.core", "csebench.analysis.pipeline", "csebench.results.render",
            "csebench.results.registry", "csebench.sharing.modelcard", "csebench.workflow.runviews", "csebench.core.stats")
 _HEADER = struct.Struct("!I")
+# rules whose commands import neither torch nor transformers: a cold start of one is ~0.4 CPU-s, the server's preload
+# 5-7 CPU-s (a 2-core Zen 4), so a build of a few of these alone (the data prepared for a suite, the views of a run
+# made again) starts no server (``worth_starting``); any other rule, or more of these, and it does
+COLD_RULES = frozenset({"prepare_corpus", "prepare_senteval", "prepare_probing", "suite_metrics", "view_trained",
+                        "view_evaluated", "view_probing", "view_analysis", "all"})
+COLD_JOBS = 8  # at most this many jobs of COLD_RULES run cold (each ~0.4 CPU-s, with nothing forked)
 
 
 def _send(sock: socket.socket, message: dict, fds: list[int] | None = None) -> None:
@@ -321,6 +327,11 @@ def serve(path: str, parent: int, program, warm_up=None) -> None:
         except ProcessLookupError:
             pass
         conn.close()
+
+
+def worth_starting(rules: list[str] | None) -> bool:
+    """Whether a build whose jobs are of ``rules`` (one name per job; None: not known) gains from a server."""
+    return rules is None or len(rules) > COLD_JOBS or any(r not in COLD_RULES for r in rules)
 
 
 def start() -> subprocess.Popen | None:
