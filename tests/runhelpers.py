@@ -556,8 +556,7 @@ def build_ci(proj: Path, env: dict, warm: dict | None = None) -> subprocess.Comp
     (conftest's warm_jobs), its jobs fork from that warm server (--config warm_start=false)."""
     copy_project(proj)
     args = [*CI_BUILD, "warm_start=false"] if warm else CI_BUILD
-    return subprocess.run([str(BIN / "snakemake"), *args], cwd=proj, env={**env, **(warm or {})}, capture_output=True,
-                          text=True, timeout=900)
+    return run_snakemake(args, cwd=proj, env={**env, **(warm or {})}, timeout=900)  # forked: Snakemake imported once
 
 
 def popen_train(argv: list[str], log: Path) -> Forked:

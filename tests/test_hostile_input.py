@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from runhelpers import BIN, PARAMS, ROOT, copy_project, needs_pipeline, run_cli, write_config
+from runhelpers import BIN, PARAMS, ROOT, copy_project, needs_pipeline, run_cli, run_snakemake, write_config
 
 RULE_FILES = [ROOT / "Snakefile", *sorted((ROOT / "workflow" / "rules").glob("*.smk"))]
 # the only field a rule's command may hold without Snakemake's `:q`: the job's thread count, a number Snakemake sets
@@ -155,9 +155,9 @@ def test_no_path_setting_runs_a_command_under_a_real_snakemake_build(tmp_path, w
                CSEBENCH_DATA_CHECK="0")  # the small shared folder is not SentEval's published data
     env.pop("CSEBENCH_SHARED", None)  # paths.shared itself is read
     env.update(warm_jobs)
-    proc = subprocess.run([str(BIN / "snakemake"), "--cores", "1", "--configfile", "config/ci.yaml", "--config",
-                           "plan=false", "warm_start=false", "params_overrides=[inj.yaml]", "suites=[inj]", "--", corpus, sts],
-                          cwd=proj, env=env, capture_output=True, text=True, timeout=600)
+    # forked from this process (runhelpers.run_snakemake: Snakemake imported once), its own folder and environment
+    proc = run_snakemake(["--cores", "1", "--configfile", "config/ci.yaml", "--config", "plan=false", "warm_start=false",
+                          "params_overrides=[inj.yaml]", "suites=[inj]", "--", corpus, sts], cwd=proj, env=env, timeout=600)
     made = sorted(str(p.relative_to(proj)) for p in proj.rglob("INJ_*"))
     assert made == [], made
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -305,7 +305,7 @@ def test_under_snakemake_a_refused_table_build_leaves_the_tables_built_before(tm
     built = {p: p.read_bytes() for p in suite.rglob("*") if p.is_file() and "runs" not in p.parts}
     _edit(sts, tasks={"STS12": 99.0}, avg=88.8)
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PATH=f"{BIN}:{os.environ['PATH']}")
-    cmd = [str(BIN / "snakemake"), "--cores", "1", "--configfile", "config/ci.yaml", "--config", "plan=false",
+    cmd = ["--cores", "1", "--configfile", "config/ci.yaml", "--config", "plan=false",
            "warm_start=false", "params_overrides=[suite.yaml]", "suites=[s]", "analyses=[]", "--allowed-rules", "report",
            "--", "results/s/tables/sts.md"]
     # first a link data/ci to a folder outside: the build stops before anything runs (its first step), in one line
@@ -313,13 +313,13 @@ def test_under_snakemake_a_refused_table_build_leaves_the_tables_built_before(tm
     outside.mkdir()
     (proj / "data").mkdir(exist_ok=True)
     (proj / "data" / "ci").symlink_to(outside)
-    proc = subprocess.run(cmd, cwd=proj, env=env, capture_output=True, text=True, timeout=300)
+    proc = run_snakemake(cmd, cwd=proj, env=env, timeout=300)  # forked: Snakemake imported once
     assert proc.returncode == 1 and proc.stderr.splitlines()[-1] == (
         f"csebench: error: data/ci is a symbolic link to {outside}, outside the repository {proj} and outside data "
         f"(paths.data): the build would write its prepared data through it (corpus.txt would land in {outside}); "
         "csebench makes no such link: remove it, or set paths.data to the folder you want the data in"), proc.stderr[-2000:]
     (proj / "data" / "ci").unlink()
-    proc = subprocess.run(cmd, cwd=proj, env=env, capture_output=True, text=True, timeout=300)
+    proc = run_snakemake(cmd, cwd=proj, env=env, timeout=300)  # forked: Snakemake imported once
     assert proc.returncode == 1 and "Error in rule report" in proc.stderr, proc.stderr[-3000:]
     assert (suite / "logs" / "report.log").read_text().splitlines()[-1] == (
         "csebench results: error: results/s/runs/iscse/seed1/sts.json: avg is 88.8, but the mean of its 7 tasks is "
