@@ -193,3 +193,8 @@ def test_a_build_of_a_few_jobs_that_import_no_torch_starts_no_server():
     rules = {m for f in [ROOT / "Snakefile", *(ROOT / "workflow/rules").glob("*.smk")]
              for m in re.findall(r"^rule (\w+):", f.read_text(encoding="utf-8"), re.M)}
     assert COLD_RULES <= rules, COLD_RULES - rules
+    # what those rules' commands import (prepare-*, view-run, suite-metrics): no torch, transformers, sklearn, matplotlib
+    code = ("import sys, csebench.cli, csebench.training.data, csebench.workflow.runviews, csebench.results.tidy, "
+            "csebench.study.cli; print(sorted(m for m in ('torch', 'transformers', 'sklearn', 'matplotlib') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr[-2000:]
