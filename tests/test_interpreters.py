@@ -33,6 +33,23 @@ def test_another_build_of_the_same_version_is_chosen_only_when_clearly_faster():
     assert _pick({"py3": None, "deb": 0.5}, same)[0] == "py3"
 
 
+def test_the_builds_take_turns_and_each_counts_its_fastest_process():
+    """A shared VM slows one build's processes for a second or two: timed one build after the other, or once each,
+    the slower build won now and then. The builds alternate over ROUNDS processes (first, then last) and each
+    build's fastest counts: a build slowed in most turns but not all still wins."""
+    same = {"py3": ("3.11", "3.11.7"), "deb": ("3.11", "3.11.2")}
+    calls = []
+    slowed = iter([1.6, 1.5, 1.4] + [0.8] * interpreters.ROUNDS)  # deb's first three processes fall in a slow spell
+
+    def timer(name):
+        calls.append(name)
+        return 1.0 if name == "py3" else next(slowed)
+
+    python, why = interpreters.pick("python3", timer=timer, describer=same.get, found=["py3", "deb"])
+    assert python == "deb" and why.startswith("deb (3.11.2): 1.25x the speed")
+    assert len(calls) == 2 * interpreters.ROUNDS and calls[:4] == ["py3", "deb", "deb", "py3"]
+
+
 @pytest.mark.skipif(shutil.which("make") is None or shutil.which("python3") is None, reason="make and python3 needed")
 def test_make_picks_once_before_the_venv_exists_and_never_over_python(tmp_path):
     """The Makefile as written, in a folder with no .venv: the plan builds the venv on the interpreter the script
