@@ -288,10 +288,11 @@ GIT_ID = {"GIT_AUTHOR_NAME": "test", "GIT_AUTHOR_EMAIL": "test@example.org", "GI
 def _sh(cmd: str | list[str], cwd: Path, env: dict, timeout: int = 600, ok: bool = True) -> str:
     """Run ``cmd`` as typed; its output goes to files, as to a terminal, not to pipes: `dvc exp run --run-all` exits
     while DVC's queue worker lives on until its next check finds the queue empty (every 10 s), holding the output it
-    inherited, and on a pipe the test waited those seconds for it (13.6 s of the sweep test's 58 s, no CPU)."""
+    inherited, and on a pipe the test waited those seconds for it (13.6 s of the sweep test's 58 s, no CPU). That
+    worker outlives the test by those seconds: its input is /dev/null, not the test worker's (xdist's channel)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.run(cmd, cwd=cwd, env={**env, **GIT_ID}, stdout=out, stderr=err, timeout=timeout,
-                              shell=isinstance(cmd, str))
+        proc = subprocess.run(cmd, cwd=cwd, env={**env, **GIT_ID}, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                              timeout=timeout, shell=isinstance(cmd, str))  # stdin: not xdist's channel to outlive the test
         out.seek(0), err.seek(0)
         stdout, stderr = out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace")
     assert (proc.returncode == 0) == ok, f"{cmd} (exit {proc.returncode}):\n{stdout[-3000:]}\n{stderr[-3000:]}"
