@@ -406,10 +406,26 @@ def run_program(main, argv: list[str], cwd: Path | str = ROOT, env: dict | None 
             proc.kill()
             proc.wait()
             raise
-        out.seek(0)
-        err.seek(0)
-        return subprocess.CompletedProcess(list(argv), proc.returncode, out.read().decode(errors="replace"),
-                                           err.read().decode(errors="replace"))
+        return _completed(list(argv), proc.returncode, out, err)
+
+
+def _completed(args, returncode: int, out, err) -> subprocess.CompletedProcess:
+    """A CompletedProcess of text read back from the files ``out`` and ``err`` a program wrote its output to."""
+    out.seek(0)
+    err.seek(0)
+    return subprocess.CompletedProcess(args, returncode, out.read().decode(errors="replace"),
+                                       err.read().decode(errors="replace"))
+
+
+def run_command(cmd: str | list[str], cwd: Path | str, env: dict, timeout: float | None = None) -> subprocess.CompletedProcess:
+    """subprocess.run(cmd, capture_output=True, text=True) (a string through the shell), with the output going to
+    files, as to a terminal, and the input from /dev/null: a daemon the command leaves behind (DVC's queue worker
+    lives on after `dvc exp run --run-all` until its next check, every 10 s, finds the queue empty) holds those
+    files, not pipes the caller would wait on to close, nor this process's input (xdist's channel)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.run(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, timeout=timeout,
+                              shell=isinstance(cmd, str))
+        return _completed(cmd, proc.returncode, out, err)
 
 
 def _snakemake_main():

@@ -4,8 +4,6 @@ import difflib
 import json
 import os
 import re
-import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,7 +13,8 @@ from csebench.study.params import list_suites, load_params
 from csebench.study.typed import Params
 from csebench.workflow.dvcgen import group_record, paper_items
 from csebench.results import render
-from runhelpers import BIN, ROOT, needs_pipeline, readme_block, readme_checkout, run_csebench, run_snakemake, user_env
+from runhelpers import (BIN, ROOT, needs_pipeline, readme_block, readme_checkout, run_command, run_csebench, run_snakemake,
+                        user_env)
 ENV = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PATH=f"{BIN}:{os.environ['PATH']}")
 
 
@@ -286,17 +285,11 @@ GIT_ID = {"GIT_AUTHOR_NAME": "test", "GIT_AUTHOR_EMAIL": "test@example.org", "GI
 
 
 def _sh(cmd: str | list[str], cwd: Path, env: dict, timeout: int = 600, ok: bool = True) -> str:
-    """Run ``cmd`` as typed; its output goes to files, as to a terminal, not to pipes: `dvc exp run --run-all` exits
-    while DVC's queue worker lives on until its next check finds the queue empty (every 10 s), holding the output it
-    inherited, and on a pipe the test waited those seconds for it (13.6 s of the sweep test's 58 s, no CPU). That
-    worker outlives the test by those seconds: its input is /dev/null, not the test worker's (xdist's channel)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.run(cmd, cwd=cwd, env={**env, **GIT_ID}, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                              timeout=timeout, shell=isinstance(cmd, str))  # stdin: not xdist's channel to outlive the test
-        out.seek(0), err.seek(0)
-        stdout, stderr = out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace")
-    assert (proc.returncode == 0) == ok, f"{cmd} (exit {proc.returncode}):\n{stdout[-3000:]}\n{stderr[-3000:]}"
-    return stdout + stderr
+    """Run ``cmd`` as typed (runhelpers.run_command: output to files, so the sweep's `dvc exp run --run-all` returns
+    without waiting for DVC's queue worker to exit: 13.6 s of the sweep test's 58 s, no CPU)."""
+    proc = run_command(cmd, cwd, {**env, **GIT_ID}, timeout=timeout)
+    assert (proc.returncode == 0) == ok, f"{cmd} (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc.stdout + proc.stderr
 
 
 def _exp_repo(base: Path, env: dict) -> Path:
