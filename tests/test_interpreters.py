@@ -48,6 +48,16 @@ def test_the_builds_take_turns_and_each_counts_its_fastest_process():
     python, why = interpreters.pick("python3", timer=timer, describer=same.get, found=["py3", "deb"])
     assert python == "deb" and why.startswith("deb (3.11.2): 1.25x the speed")
     assert len(calls) == 2 * interpreters.ROUNDS and calls[:4] == ["py3", "deb", "deb", "py3"]
+    # a build whose timing fails once is out, and not timed again: its earlier runs do not count
+    calls.clear()
+    answers = iter([0.5, None])
+
+    def failing(name):
+        calls.append(name)
+        return 1.0 if name == "py3" else next(answers)
+
+    assert interpreters.pick("python3", timer=failing, describer=same.get, found=["py3", "deb"])[0] == "py3"
+    assert calls.count("deb") == 2 and calls.count("py3") == interpreters.ROUNDS
 
 
 @pytest.mark.skipif(shutil.which("make") is None or shutil.which("python3") is None, reason="make and python3 needed")

@@ -119,12 +119,17 @@ def pick(default: str = "python3", timer=speed, describer=describe, found: list[
     infos = {name: describer(name) if name != base else base_info for name in names}
     same = [name for name in names if infos[name] is not None and infos[name][0] == base_info[0]]
     best_seen: dict[str, float] = {}
+    failed: set[str] = set()  # a build whose timing did not run: out, and not asked again (a hung one costs a timeout)
     for turn in range(ROUNDS):
         for name in same if turn % 2 == 0 else same[::-1]:
+            if name in failed:
+                continue
             t = timer(name)
-            if t is not None:
+            if t is None:
+                failed.add(name)
+            else:
                 best_seen[name] = min(t, best_seen.get(name, t))
-    timed = {name: (t, infos[name][1]) for name, t in best_seen.items()}
+    timed = {name: (t, infos[name][1]) for name, t in best_seen.items() if name not in failed}
     if base not in timed:
         return base, f"{base} ({base_info[1]}): kept"
     best = min(timed, key=lambda n: timed[n][0])
